@@ -1,0 +1,3 @@
+from zmem.cli import main
+
+main()

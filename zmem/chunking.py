@@ -1,0 +1,133 @@
+"""Blocks -> chunks of ~400 tokens with ~80 tokens of overlap (pure functions).
+
+Cuts fall between blocks (headings, blank lines, list items); a code fence is never cut unless it
+alone is larger than FENCE_MAX_FACTOR chunks. Each chunk carries its exact line range and the
+heading path above it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from zmem.markdown import Block, scan_blocks, split_lines
+
+# Han, kana, Hangul: scripts written without spaces between words (Hangul: too short to stem).
+CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3131-\u318e"
+CJK_RE = re.compile(f"[{CJK_CLASS}]")
+FENCE_MAX_FACTOR = 4
+# Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
+CHUNKER_VERSION = 1
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token for alphabetic scripts, one token per CJK character."""
+    cjk = len(text) - len(CJK_RE.sub("", text)) if not text.isascii() else 0
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    start_line: int  # 1-based inclusive
+    end_line: int
+    text: str
+    heading: str  # "Title > Section"
+    tokens: int
+
+
+@dataclass(slots=True)
+class _Unit:
+    """A run of lines that chunking keeps together (a block, or a slice of an oversized one)."""
+    start: int
+    end: int
+    tokens: int
+    heading: str
+    is_heading: bool
+    text: str | None = None  # set only for a slice of one huge line
+
+
+def chunk_text(text: str, max_tokens: int = 400, overlap_tokens: int = 80) -> list[Chunk]:
+    lines = split_lines(text)
+    return chunk_lines(lines, scan_blocks(lines), max_tokens, overlap_tokens)
+
+
+def chunk_lines(lines: list[str], blocks: list[Block], max_tokens: int = 400,
+                overlap_tokens: int = 80) -> list[Chunk]:
+    line_tokens = [estimate_tokens(line) + 1 for line in lines]  # +1: the newline
+    units = _units(lines, blocks, line_tokens, max_tokens)
+    chunks: list[Chunk] = []
+    current: list[_Unit] = []
+    size = 0
+
+    def emit() -> None:
+        first, last = current[0], current[-1]
+        if first.text is not None:  # a slice of one huge line
+            body = first.text
+        else:
+            body = "\n".join(lines[first.start - 1:last.end])
+        chunks.append(Chunk(first.start, last.end, body, first.heading, sum(u.tokens for u in current)))
+
+    for unit in units:
+        if current and (size + unit.tokens > max_tokens or unit.text is not None
+                        or current[-1].text is not None
+                        or (unit.is_heading and size >= max_tokens // 2)):
+            emit()
+            if unit.is_heading or unit.text is not None or current[-1].text is not None:
+                current, size = [], 0  # a new section starts clean
+            else:
+                current, size = _overlap(current, overlap_tokens, unit.tokens, max_tokens)
+        current.append(unit)
+        size += unit.tokens
+    if current:
+        emit()
+    return chunks
+
+
+def _overlap(units: list[_Unit], overlap_tokens: int, next_tokens: int, max_tokens: int):
+    """Trailing whole units of the previous chunk that fit in the overlap budget."""
+    kept: list[_Unit] = []
+    size = 0
+    for unit in reversed(units):
+        if size + unit.tokens > overlap_tokens or size + unit.tokens + next_tokens > max_tokens:
+            break
+        kept.insert(0, unit)
+        size += unit.tokens
+    return kept, size
+
+
+def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_tokens: int) -> list[_Unit]:
+    units: list[_Unit] = []
+    path: list[tuple[int, str]] = []
+    for b in blocks:
+        if b.kind == "heading":
+            while path and path[-1][0] >= b.level:
+                path.pop()
+            path.append((b.level, b.title))
+        heading = " > ".join(t for _, t in path if t)
+        tokens = sum(line_tokens[b.start - 1:b.end])
+        limit = max_tokens * FENCE_MAX_FACTOR if b.kind == "code" else max_tokens
+        if tokens <= limit:
+            units.append(_Unit(b.start, b.end, tokens, heading, b.kind == "heading"))
+            continue
+        # Oversized block: slices of whole lines; a single huge line is cut by characters.
+        start, size = b.start, 0
+        for ln in range(b.start, b.end + 1):
+            t = line_tokens[ln - 1]
+            if t > max_tokens:
+                if ln > start:
+                    units.append(_Unit(start, ln - 1, size, heading, False))
+                units.extend(_split_line(lines[ln - 1], ln, heading, max_tokens))
+                start, size = ln + 1, 0
+                continue
+            if size + t > max_tokens and ln > start:
+                units.append(_Unit(start, ln - 1, size, heading, False))
+                start, size = ln, 0
+            size += t
+        if start <= b.end:
+            units.append(_Unit(start, b.end, size, heading, False))
+    return units
+
+
+def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit]:
+    step = max(1, max_tokens * (1 if CJK_RE.search(line) else 4))
+    return [_Unit(ln, ln, estimate_tokens(line[i:i + step]), heading, False, line[i:i + step])
+            for i in range(0, len(line), step)]

@@ -1,0 +1,151 @@
+"""The only module that owns the SQLite driver: connecting, loading sqlite-vec, migrations.
+
+The stdlib sqlite3 of many Python builds (this machine's included) cannot load extensions, so
+zmem prefers pysqlite3 (a DB-API drop-in with FTS5 and load_extension) and falls back to the
+stdlib module, reporting which one it uses and whether sqlite-vec loaded.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from zmem.errors import IndexError_
+
+try:  # pragma: no cover - which branch runs depends on the platform
+    import pysqlite3.dbapi2 as sqlite  # type: ignore[import-not-found]
+    DRIVER = "pysqlite3"
+except ImportError:  # pragma: no cover
+    import sqlite3 as sqlite  # type: ignore[no-redef]
+    DRIVER = "sqlite3"
+
+Error = sqlite.Error
+OperationalError = sqlite.OperationalError
+DatabaseError = sqlite.DatabaseError
+
+# Each step is a list of statements, applied in one transaction with its user_version bump.
+MIGRATIONS: list[list[str]] = [
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE files (
+            path TEXT PRIMARY KEY,
+            blob TEXT NOT NULL,          -- git blob id of the indexed content
+            size INTEGER NOT NULL,
+            day TEXT,                    -- YYYY-MM-DD from memory/YYYY-MM-DD*.md
+            chunks INTEGER NOT NULL,
+            lines INTEGER NOT NULL,
+            dirty INTEGER NOT NULL,      -- indexed from an uncommitted working-tree state
+            warning TEXT                 -- why (part of) the file could not be indexed
+        )""",
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            heading TEXT NOT NULL,
+            day TEXT,
+            tokens INTEGER NOT NULL,
+            text TEXT NOT NULL
+        )""",
+        "CREATE INDEX chunks_path ON chunks(path)",
+        "CREATE INDEX chunks_day ON chunks(day)",
+        # Contentless: the text lives once, in chunks; deletes re-supply the indexed values.
+        # cjk_bi/cjk_uni hold bigrams/unigrams of Han, kana and Hangul runs, which unicode61
+        # would otherwise keep as one token per run.
+        """CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            text, heading, cjk_bi, cjk_uni, content='',
+            tokenize='porter unicode61 remove_diacritics 2')""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def connect(path: Path | str, *, readonly: bool = False):
+    """Open the index with WAL (readers never block the writer) and a busy timeout."""
+    try:
+        if readonly:
+            conn = sqlite.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, timeout=10,
+                                  isolation_level=None, check_same_thread=False)
+        else:
+            conn = sqlite.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite.DatabaseError as e:
+        raise IndexError_(f"cannot open the index {path}: {e}",
+                          hint="the index is derived: run `zmem index --full` to rebuild it")
+    return conn
+
+
+def schema_version(conn) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn) -> None:
+    """Bring the schema up to date, one transaction per step (statement by statement, since
+    executescript() would commit an open transaction)."""
+    try:
+        version = schema_version(conn)
+    except sqlite.DatabaseError as e:
+        raise IndexError_(f"the index is not a readable SQLite database: {e}",
+                          hint="run `zmem index --full` to rebuild it")
+    if version > SCHEMA_VERSION:
+        raise IndexError_(
+            f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
+            hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
+    for step in range(version, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in MIGRATIONS[step]:
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {step + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def vec_extension_path() -> str | None:
+    """Path of sqlite-vec's loadable library, found without importing the package (numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for d in spec.submodule_search_locations:
+        for name in ("vec0.so", "vec0.dylib", "vec0.dll"):
+            if (Path(d) / name).is_file():
+                return str(Path(d) / name)
+    return None
+
+
+def load_vec(conn) -> tuple[bool, str]:
+    """Try to load sqlite-vec. Returns (loaded, detail) — detail says why not."""
+    path = vec_extension_path()
+    if path is None:
+        return False, "sqlite-vec is not installed"
+    if not hasattr(conn, "enable_load_extension"):
+        return False, f"the {DRIVER} driver cannot load extensions"
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(path.rsplit(".", 1)[0])
+        conn.enable_load_extension(False)
+        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        return True, f"sqlite-vec {version}"
+    except (sqlite.Error, AttributeError) as e:
+        return False, f"sqlite-vec failed to load: {e}"
+
+
+def sqlite_version() -> str:
+    return sqlite.sqlite_version
+
+
+def get_meta(conn, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                     (key, value))

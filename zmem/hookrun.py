@@ -1,0 +1,43 @@
+"""`zmem hook NAME`: what the installed git hooks run. Never fails git, silent on success."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from zmem.errors import ZmemError
+
+# Git exports these to hooks; a detached `zmem index` must find the repository on its own.
+_GIT_HOOK_ENV = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
+
+
+def run_hook(directory, name: str, args: list[str]) -> None:
+    from zmem.indexer import catch_up, spawn_detached_index
+    from zmem.workspace import find_workspace
+    for var in _GIT_HOOK_ENV:
+        os.environ.pop(var, None)
+    try:
+        ws = find_workspace(directory)
+    except ZmemError:
+        return  # hooks installed in a repository that is no longer a workspace: nothing to do
+    try:
+        result = catch_up(ws, lock_timeout=1.0, max_inline=ws.config.inline_max_files)
+        if result.deferred or result.stale:
+            spawn_detached_index(ws)
+        problems = result.warnings if not result.stale else []
+        if problems:
+            _log(ws.state_dir, f"{name}: " + "; ".join(problems))
+    except Exception as e:  # noqa: BLE001 - a hook must never fail the git command
+        _log(ws.state_dir, f"{name} {' '.join(args)}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+        print(f"zmem: hook {name} failed: {e} (see .zmem/hook.log; `zmem index` repairs)", file=sys.stderr)
+
+
+def _log(state_dir: Path, message: str) -> None:
+    try:
+        state_dir.mkdir(exist_ok=True)
+        with open(state_dir / "hook.log", "a", encoding="utf-8") as f:
+            f.write(f"{dt.datetime.now().isoformat(timespec='seconds')} {message}\n")
+    except OSError:
+        pass

@@ -1,0 +1,287 @@
+"""Keeping the derived index equal to the memory files: catch-up, full rebuild, the lock."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from zmem import db
+from zmem.chunking import CHUNKER_VERSION, chunk_text
+from zmem.errors import IndexError_
+from zmem.fts import cjk_columns
+from zmem.markdown import day_from_path
+from zmem.repo import Repo, blob_id, open_repo
+from zmem.workspace import Workspace
+
+Progress = Callable[[int, int], None] | None
+
+
+class LockTimeout(Exception):
+    pass
+
+
+class IndexLock:
+    """One writer at a time: an flock on .zmem/lock (released by the kernel if we die)."""
+
+    def __init__(self, ws: Workspace, timeout: float):
+        self.path = ws.state_dir / "lock"
+        self.timeout = timeout
+        self.fd: int | None = None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                    os.close(self.fd)
+                    self.fd = None
+                    raise LockTimeout() from e
+                time.sleep(0.02)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclass
+class CatchUp:
+    head: str | None = None
+    previous: str | None = None  # indexed commit before this catch-up
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    stale: bool = False  # could not catch up (another writer held the lock)
+    deferred: bool = False  # too much to do inline; left for a detached `zmem index`
+    full_scan: bool = False
+    seconds: float = 0.0
+
+
+def ensure_state_dir(ws: Workspace) -> None:
+    ws.state_dir.mkdir(exist_ok=True)
+    ignore = ws.state_dir / ".gitignore"
+    if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
+        ignore.write_text("# derived by zmem; never commit\n*\n")
+
+
+def fingerprint(ws: Workspace) -> str:
+    """Everything that changes chunk boundaries or the set of sources; a change re-scans all."""
+    c = ws.config
+    return (f"chunker={CHUNKER_VERSION};schema={db.SCHEMA_VERSION};tokens={c.chunk_tokens};"
+            f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
+
+
+def open_index(ws: Workspace):
+    """A migrated connection to the index (created if missing)."""
+    ensure_state_dir(ws)
+    conn = db.connect(ws.index_path)
+    db.migrate(conn)
+    return conn
+
+
+def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5.0,
+             max_inline: int | None = None, progress: Progress = None) -> CatchUp:
+    """Bring the index up to HEAD plus the dirty working tree, reindexing only what changed."""
+    t0 = time.perf_counter()
+    repo = repo or open_repo(ws.root)
+    ensure_state_dir(ws)
+    try:
+        with IndexLock(ws, lock_timeout):
+            conn = open_index(ws)
+            try:
+                result = _catch_up(ws, repo, conn, max_inline, progress)
+            finally:
+                conn.close()
+    except LockTimeout:
+        result = CatchUp(head=repo.head(), stale=True,
+                         warnings=["another zmem process is updating the index; results may be stale"])
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress) -> CatchUp:
+    head = repo.head()
+    indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
+    result = CatchUp(head=head, previous=indexed or None)
+    known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, blob, dirty FROM files")}
+    full = indexed is None or db.get_meta(conn, "fingerprint") != fingerprint(ws)
+    candidates: set[str] = set()
+    if not full and head != (indexed or None):
+        if indexed and head and repo.has_commit(indexed):
+            candidates |= repo.changed_paths(indexed, head)
+        else:  # first commit, orphan branch, or the indexed commit was rewritten away and pruned
+            full = True
+    dirty = {p for p in repo.dirty_paths() if ws.is_memory_path(p)}
+    if full:
+        candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)} | set(known)
+        result.full_scan = True
+    candidates |= dirty | {p for p, (_, was_dirty) in known.items() if was_dirty}
+    if max_inline is not None and len(candidates) > max_inline:
+        result.deferred = True
+        return result
+
+    todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
+    for rel in sorted(candidates):
+        data = _read_memory_file(ws, rel, result) if ws.is_memory_path(rel) else None
+        if data is None:
+            if rel in known:
+                todo.append((rel, None, None))
+            continue
+        blob = blob_id(data)
+        old = known.get(rel)
+        if old and old[0] == blob:
+            if bool(old[1]) != (rel in dirty):
+                conn.execute("UPDATE files SET dirty = ? WHERE path = ?", (int(rel in dirty), rel))
+            continue
+        todo.append((rel, data, blob))
+
+    if todo or indexed != (head or "") or full:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for n, (rel, data, blob) in enumerate(todo, 1):
+                _remove_file(conn, rel)
+                if data is None:
+                    result.removed.append(rel)
+                else:
+                    result.warnings.extend(index_file(conn, ws, rel, data, blob, rel in dirty))
+                    result.updated.append(rel)
+                if progress:
+                    progress(n, len(todo))
+            db.set_meta(conn, "indexed_commit", head or "")
+            db.set_meta(conn, "fingerprint", fingerprint(ws))
+            db.set_meta(conn, "indexed_at", str(int(time.time())))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return result
+
+
+def _read_memory_file(ws: Workspace, rel: str, result: CatchUp) -> bytes | None:
+    path = ws.root / rel
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_bytes()
+    except OSError as e:
+        result.warnings.append(f"{rel}: skipped: cannot read ({e.strerror})")
+        return None
+
+
+def _remove_file(conn, rel: str) -> None:
+    rows = conn.execute("SELECT id, text, heading FROM chunks WHERE path = ?", (rel,)).fetchall()
+    conn.executemany(
+        "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
+        [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in rows])
+    conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+    conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+
+
+def decode_note(rel: str, data: bytes, max_mb: float) -> tuple[str | None, list[str]]:
+    """Bytes -> text, or None when the file cannot be indexed; warnings name file and line."""
+    if len(data) > max_mb * 1024 * 1024:
+        return None, [f"{rel}: skipped: {len(data) / 1048576:.1f} MB is above index.max_file_mb = {max_mb:g}"]
+    nul = data.find(b"\0", 0, 8192)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        return None, [f"{rel}:{line}: skipped: binary content (NUL byte), not a Markdown note"]
+    warnings = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        warnings.append(f"{rel}:{line}: invalid UTF-8; undecodable bytes indexed as U+FFFD")
+        text = data.decode("utf-8", "replace")
+    return text.removeprefix("\ufeff"), warnings
+
+
+def index_file(conn, ws: Workspace, rel: str, data: bytes, blob: str, dirty: bool) -> list[str]:
+    """Chunk one file and insert its rows (the caller holds the transaction)."""
+    text, warnings = decode_note(rel, data, ws.config.max_file_mb)
+    day = day_from_path(rel)
+    chunks = chunk_text(text, ws.config.chunk_tokens, ws.config.chunk_overlap) if text else []
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
+    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, dirty, warning) VALUES(?,?,?,?,?,?,?,?)",
+                 (rel, blob, len(data), day, len(chunks), lines, int(dirty), "; ".join(warnings) or None))
+    for c in chunks:
+        cur = conn.execute(
+            "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
+            (rel, c.start_line, c.end_line, c.heading, day, c.tokens, c.text))
+        conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                     (cur.lastrowid, c.text, c.heading, *cjk_columns(c.text + "\n" + c.heading)))
+    return warnings
+
+
+def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = None) -> CatchUp:
+    """Rebuild from scratch into a temporary file, then swap it in atomically. A failed or
+    interrupted rebuild leaves the previous index as it was."""
+    t0 = time.perf_counter()
+    repo = open_repo(ws.root)
+    ensure_state_dir(ws)
+    for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):
+        _unlink_db(stale)
+    tmp = ws.state_dir / f"index.sqlite.rebuild-{os.getpid()}"
+    try:
+        with IndexLock(ws, lock_timeout):
+            conn = db.connect(tmp)
+            try:
+                db.migrate(conn)
+                result = _catch_up(ws, repo, conn, None, progress)
+                conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
+            finally:
+                conn.close()
+            _swap_in(ws, tmp)
+    except LockTimeout:
+        raise IndexError_("another zmem process is updating the index",
+                          hint="wait for it to finish (see .zmem/lock) and run the command again")
+    finally:
+        _unlink_db(tmp)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _swap_in(ws: Workspace, tmp: Path) -> None:
+    """Copy the new database over the live one in one transaction (the backup API), so open
+    readers see either the old index or the new one; replace the file if it is unreadable."""
+    live = ws.index_path
+    src = db.connect(tmp, readonly=True)
+    try:
+        try:
+            dst = db.connect(live)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+        except db.DatabaseError:
+            _unlink_db(live)
+            os.replace(tmp, live)
+    finally:
+        src.close()
+
+
+def _unlink_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def spawn_detached_index(ws: Workspace) -> None:
+    """Run `zmem index` in its own session so the calling git command returns at once."""
+    log = open(ws.state_dir / "index.log", "ab")
+    subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "index", "--quiet"],
+                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                     close_fds=True)
+    log.close()

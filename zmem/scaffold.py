@@ -1,0 +1,146 @@
+"""`zmem init` (the workspace layout) and `zmem demo` (a small example workspace)."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zmem.config import DEFAULT_TOML
+from zmem.errors import ZmemError
+from zmem.repo import git_env, init_repo, open_repo
+
+LAYOUT = {
+    "MEMORY.md": "# Memory\n\nCurated long-term memory: durable facts, preferences and decisions.\n",
+    "memory/.gitkeep": "",
+    "bank/world.md": "# World\n\nObjective facts about the world.\n",
+    "bank/experience.md": "# Experience\n\nWhat the agent did.\n",
+    "bank/opinions.md": "# Opinions\n\nBeliefs with confidence and evidence.\n",
+    "bank/entities/.gitkeep": "",
+    "zmem.toml": DEFAULT_TOML,
+}
+
+
+@dataclass
+class InitReport:
+    root: Path
+    git_init: bool = False
+    created: list[str] = field(default_factory=list)
+    gitignore_updated: bool = False
+
+
+def init_layout(root: Path) -> InitReport:
+    """Create what is missing of the layout; never overwrite. Idempotent."""
+    if root.exists() and not root.is_dir():
+        raise ZmemError(f"not a directory: {root}", hint="pass a directory to `zmem init`")
+    root.mkdir(parents=True, exist_ok=True)
+    report = InitReport(root=root.resolve())
+    report.git_init = init_repo(root)
+    if (root / "memory.md").exists() and not (root / "MEMORY.md").exists():
+        skip = {"MEMORY.md"}  # an OpenClaw workspace with lower-case memory.md: keep just that one
+    else:
+        skip = set()
+    for rel, content in LAYOUT.items():
+        path = root / rel
+        if rel in skip or path.exists() or path.is_symlink():
+            continue
+        if rel.endswith(".gitkeep") and path.parent.exists() and any(path.parent.iterdir()):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        report.created.append(rel)
+    report.gitignore_updated = _ignore_state_dir(root)
+    return report
+
+
+def _ignore_state_dir(root: Path) -> bool:
+    path = root / ".gitignore"
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    if any(line.strip() in (".zmem", ".zmem/", "/.zmem", "/.zmem/") for line in text.splitlines()):
+        return False
+    sep = "" if not text or text.endswith("\n") else "\n"
+    path.write_text(text + sep + "# zmem's derived index\n.zmem/\n", encoding="utf-8")
+    return True
+
+
+DEMO_DAYS = [
+    ("2025-11-24", {
+        "## Notes": [
+            "- Set up the gateway on the Mac Studio in the office; it runs the WhatsApp relay.",
+            "- Peter asked for shorter answers on WhatsApp, ideally under 1500 characters.",
+        ],
+        "## Retain": [
+            "- W @Peter: Lives in Lisbon and works on the warelay project.",
+            "- O(c=0.9) @Peter: Prefers concise replies (<1500 chars) on WhatsApp.",
+        ],
+    }),
+    ("2025-11-26", {
+        "## Notes": [
+            "- Fixed the Baileys WebSocket crash: wrapped the connection.update handlers in try/catch.",
+            "- The nightly backup of the notes repository now runs at 03:00.",
+            "",
+            "```bash",
+            "launchctl kickstart -k gui/501/com.warelay.gateway",
+            "```",
+        ],
+        "## Retain": [
+            "- B @warelay: Fixed the Baileys WS crash by wrapping connection.update handlers in try/catch.",
+        ],
+    }),
+    ("2025-11-27", {
+        "## Notas": [
+            "- O Peter está em Marrakech até 1 de dezembro para o aniversário do Andy.",
+            "- Ana recomendou um restaurante de peixe em Cascais.",
+        ],
+        "## Reter": [
+            "- W @Peter: Em Marrakech (27 nov – 1 dez 2025) para o aniversário do Andy.",
+        ],
+    }),
+    ("2025-11-28", {
+        "## Notas": [
+            "- Lucía prefiere reuniones por la mañana; las tardes son para programar.",
+            "- El servidor de pruebas se quedó sin disco; liberé 20 GB de registros viejos.",
+        ],
+        "## 笔记": [
+            "- 王伟下周去北京出差，需要提前订酒店。",
+            "- 部署脚本已经改成先备份数据库再迁移。",
+        ],
+    }),
+]
+
+DEMO_QUERIES = ["which machine runs the gateway", "Peter WhatsApp replies", "aniversário Marrakech", "北京出差"]
+
+
+def write_demo(root: Path) -> list[str]:
+    """Create the example workspace as a git repository with one commit per day."""
+    if root.exists() and any(p.name != ".git" for p in root.iterdir()) and not (root / "zmem.toml").exists():
+        raise ZmemError(f"{root} exists and is not empty",
+                        hint="pass a new directory: zmem demo /tmp/zmem-demo")
+    init_layout(root)
+    (root / "MEMORY.md").write_text(
+        "# Memory\n\n## People\n\n- Peter: the human I work for; based in Lisbon.\n"
+        "- Ana: Peter's colleague; recommends restaurants.\n\n## Infrastructure\n\n"
+        "- The gateway host is the Mac Studio in the office.\n", encoding="utf-8")
+    repo = open_repo(root)
+    env = git_env(repo)
+    if repo.head() is not None:
+        return []  # already a demo with history: reuse it
+    written = []
+    for day, sections in DEMO_DAYS:
+        lines = [f"# {day}", ""]
+        for heading, body in sections.items():
+            lines += [heading, "", *body, ""]
+        rel = f"memory/{day}.md"
+        (root / rel).write_text("\n".join(lines), encoding="utf-8")
+        written.append(rel)
+        date = f"{day}T18:00:00+00:00"
+        _git(root, env | {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}, "add", "-A")
+        _git(root, env | {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
+             "commit", "--quiet", "-m", f"memory: {day}")
+    return written
+
+
+def _git(root: Path, env: dict, *args: str) -> None:
+    proc = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise ZmemError(f"git {args[0]} failed: {proc.stderr.strip().splitlines()[-1:]}",
+                        hint="check that git works here: git status")

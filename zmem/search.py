@@ -1,0 +1,152 @@
+"""Recall: BM25 over FTS5, filters, snippets with exact line citations, a character budget."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import asdict, dataclass, field
+
+from zmem.errors import ZmemError
+from zmem.fts import _CJK_RUN, build_match, query_terms
+
+
+@dataclass
+class Hit:
+    path: str
+    start_line: int  # the lines the snippet shows; `zmem get PATH --from start_line` returns them
+    end_line: int
+    score: float
+    snippet: str
+    day: str | None
+    heading: str
+    chunk_start_line: int
+    chunk_end_line: int
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["citation"] = self.citation
+        return d
+
+
+@dataclass
+class Recall:
+    query: str
+    results: list[Hit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    mode: str = "bm25"
+
+    def to_json(self) -> dict:
+        return {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
+                "warnings": self.warnings}
+
+
+def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -> str:
+    """`7d`, `2w`, `3m`, `1y`, `today`, `yesterday` or `YYYY-MM-DD` -> an ISO day."""
+    today = today or dt.date.today()
+    v = value.strip().lower()
+    m = re.fullmatch(r"(\d+)\s*([dwmy])", v)
+    if m:
+        n, unit = int(m.group(1)), m.group(2)
+        days = {"d": 1, "w": 7, "m": 30, "y": 365}[unit] * n
+        return (today - dt.timedelta(days=days)).isoformat()
+    if v in ("today", "yesterday"):
+        return (today - dt.timedelta(days=v == "yesterday")).isoformat()
+    try:
+        return dt.date.fromisoformat(v).isoformat()
+    except ValueError:
+        raise ZmemError(f"cannot read the date {value!r}",
+                        hint="use a span like 7d, 2w, 3m, 1y, or a day like 2025-11-27") from None
+
+
+def _glob_to_sql(pattern: str) -> str:
+    return re.sub(r"\*\*/?", "*", pattern.lstrip("./"))
+
+
+def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
+                path_glob: str | None = None) -> list[tuple[int, float]]:
+    """(chunk id, normalized score in (0, 1)) best first. score = s / (1 + s) with s = -bm25:
+    monotonic, so a better keyword match always scores higher, and no threshold hides a hit."""
+    match = build_match(query)
+    if match is None:
+        return []
+    where, args = ["chunks_fts MATCH ?"], [match]
+    if since:
+        where.append("c.day >= ?")
+        args.append(since)
+    if until:
+        where.append("c.day <= ?")
+        args.append(until)
+    if path_glob:
+        where.append("c.path GLOB ?")
+        args.append(_glob_to_sql(path_glob))
+    sql = (f"SELECT c.id, bm25(chunks_fts, 1.0, 0.5, 1.0, 0.5) AS r FROM chunks_fts "
+           f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE {' AND '.join(where)} ORDER BY r LIMIT ?")
+    rows = conn.execute(sql, (*args, k)).fetchall()
+    return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
+
+
+def _line_weights(lines: list[str], query: str) -> list[int]:
+    stems = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
+    grams = {run[i:i + 2] for run in _CJK_RUN.findall(query) for i in range(max(1, len(run) - 1))}
+    out = []
+    for line in lines:
+        low = line.lower()
+        out.append(sum(s in low for s in stems) + sum(g in line for g in grams))
+    return out
+
+
+def make_snippet(text: str, start_line: int, query: str, max_chars: int) -> tuple[int, int, str]:
+    """The best window of whole lines (at most max_chars) of a chunk: (first, last, text)."""
+    if len(text) <= max_chars:
+        return start_line, start_line + text.count("\n"), text
+    lines = text.split("\n")
+    weights = _line_weights(lines, query)
+    best = max(range(len(lines)), key=lambda i: (weights[i], -i))
+    lo = hi = best
+    size = len(lines[best])
+    if size > max_chars:  # one long line: cut around it
+        return start_line + best, start_line + best, lines[best][:max_chars - 1] + "…"
+    while True:  # grow towards the side with more matches, then the following lines
+        grew = False
+        for nxt in sorted((i for i in (lo - 1, hi + 1) if 0 <= i < len(lines)),
+                          key=lambda i: (-weights[i], i < lo)):
+            if size + 1 + len(lines[nxt]) <= max_chars:
+                size += 1 + len(lines[nxt])
+                lo, hi = min(lo, nxt), max(hi, nxt)
+                grew = True
+                break
+        if not grew:
+            break
+    return start_line + lo, start_line + hi, "\n".join(lines[lo:hi + 1])
+
+
+def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
+           path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700) -> Recall:
+    out = Recall(query=query)
+    if not query.strip():
+        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "where does Peter live"')
+    if build_match(query) is None:
+        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        return out
+    scored = search_bm25(conn, query, k=k, since=since, until=until, path_glob=path_glob)
+    if not scored:
+        return out
+    ids = [cid for cid, _ in scored]
+    rows = {r[0]: r for r in conn.execute(
+        f"SELECT id, path, start_line, end_line, heading, day, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})",
+        ids)}
+    budget = max_chars
+    for cid, score in scored:
+        _, path, start, end, heading, day, text = rows[cid]
+        limit = snippet_chars if budget is None else min(snippet_chars, budget)
+        if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
+            out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
+            break
+        first, last, snippet = make_snippet(text, start, query, limit)
+        out.results.append(Hit(path, first, last, round(score, 4), snippet, day, heading, start, end))
+        if budget is not None:
+            budget -= len(snippet)
+    return out

@@ -1,0 +1,103 @@
+"""`zmem status` and `zmem doctor`: the state of the workspace and index, and checks that explain."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from zmem import db
+from zmem.errors import ZmemError
+from zmem.indexer import fingerprint, open_index
+from zmem.repo import blob_id, open_repo
+from zmem.workspace import Workspace, find_workspace
+
+
+def workspace_status(ws: Workspace) -> dict:
+    from zmem import hooks as hooks_lib
+    repo = open_repo(ws.root)
+    head = repo.head()
+    conn = open_index(ws)
+    try:
+        indexed = db.get_meta(conn, "indexed_commit")
+        known = dict(conn.execute("SELECT path, blob FROM files"))
+        dirty = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p))
+        changed = [p for p in dirty if not (ws.root / p).is_file()
+                   or known.get(p) != blob_id((ws.root / p).read_bytes())]
+        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        warnings = [w for (w,) in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path")]
+        stale = (indexed is None or (indexed or None) != head or bool(changed)
+                 or db.get_meta(conn, "fingerprint") != fingerprint(ws))
+        vec_loaded, vec_detail = db.load_vec(conn)
+    finally:
+        conn.close()
+    size = sum(p.stat().st_size for p in ws.state_dir.glob("index.sqlite*") if p.is_file()
+               and "rebuild" not in p.name)
+    try:
+        hooks = hooks_lib.status(ws.root)
+    except ZmemError as e:
+        hooks = {"all": f"unavailable: {e.message}"}
+    return {
+        "workspace": str(ws.root), "head": head, "indexed_commit": indexed or None, "stale": stale,
+        "dirty": dirty, "files": files, "chunks": chunks, "db_bytes": size, "driver": db.DRIVER,
+        "sqlite_version": db.sqlite_version(),
+        "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
+        "sqlite_vec": vec_loaded, "shallow": repo.is_shallow(), "hooks": hooks, "file_warnings": warnings,
+    }
+
+
+def run_doctor(directory) -> list[tuple[str, str, str]]:
+    """(level, check, explanation) with level ok | warn | fail."""
+    checks: list[tuple[str, str, str]] = []
+    git = shutil.which("git")
+    if git:
+        version = subprocess.run([git, "--version"], capture_output=True, text=True).stdout.strip()
+        checks.append(("ok", "git", version))
+    else:
+        checks.append(("fail", "git", "git is not on PATH; zmem needs it for commits and hooks"))
+    checks.append(_sqlite_check())
+    conn = db.sqlite.connect(":memory:")
+    loaded, detail = db.load_vec(conn)
+    conn.close()
+    checks.append(("ok" if loaded else "warn", "sqlite-vec",
+                   detail if loaded else f"{detail}; vector search would use the exact in-process fallback"))
+    try:
+        ws = find_workspace(directory)
+    except ZmemError as e:
+        checks.append(("fail", "workspace", f"{e.message} ({e.hint})"))
+        return checks
+    checks.append(("ok", "workspace", str(ws.root)))
+    checks.append(("ok", "config", ", ".join(ws.config.sources) or "defaults (no zmem.toml)"))
+    try:
+        st = workspace_status(ws)
+    except ZmemError as e:
+        checks.append(("fail", "index", f"{e.message} ({e.hint})"))
+        return checks
+    if st["head"] is None:
+        checks.append(("warn", "repository", "no commits yet: files are indexed from the working tree"))
+    elif st["shallow"]:
+        checks.append(("warn", "repository", "shallow clone: history-based answers see only the fetched commits"))
+    else:
+        checks.append(("ok", "repository", f"HEAD {st['head'][:10]}"))
+    bad = {k: v for k, v in st["hooks"].items() if not v.startswith("installed")}
+    if bad:
+        checks.append(("warn", "hooks", ", ".join(f"{k}: {v}" for k, v in bad.items())
+                       + " — run `zmem hooks install` (every command still catches up by itself)"))
+    else:
+        checks.append(("ok", "hooks", "post-commit, post-merge, post-checkout, post-rewrite installed"))
+    checks.append(("warn" if st["stale"] else "ok", "index",
+                   f"{st['files']} files, {st['chunks']} chunks"
+                   + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
+    for w in st["file_warnings"]:
+        checks.append(("warn", "file", w))
+    return checks
+
+
+def _sqlite_check() -> tuple[str, str, str]:
+    conn = db.sqlite.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return "ok", "sqlite", f"{db.DRIVER} {db.sqlite_version()} with FTS5"
+    except db.Error:
+        return "fail", "sqlite", f"{db.DRIVER} {db.sqlite_version()} has no FTS5; install pysqlite3-binary"
+    finally:
+        conn.close()

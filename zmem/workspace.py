@@ -1,0 +1,158 @@
+"""Finding the workspace, its memory sources, and path safety."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from zmem.config import Config, load_config
+from zmem.errors import WorkspaceError
+
+STATE_DIR = ".zmem"
+ROOT_FILES = ("MEMORY.md", "memory.md")
+ROOT_DIRS = ("memory", "bank")
+# A directory is a workspace if it holds one of these (zmem.toml or .zmem/ first).
+MARKERS = ("zmem.toml", STATE_DIR, "MEMORY.md", "memory.md", "memory")
+
+
+@dataclass
+class Workspace:
+    root: Path  # absolute, resolved
+    config: Config
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.state_dir / "index.sqlite"
+
+    def extra_roots(self) -> list[str]:
+        """Configured extra paths as clean workspace-relative POSIX paths (outside ones dropped)."""
+        roots = []
+        for p in self.config.extra_paths:
+            rel = normalize_rel(p)
+            if rel is not None:
+                roots.append(rel)
+        return roots
+
+    def is_memory_path(self, rel: str) -> bool:
+        """Is this workspace-relative POSIX path one of the memory sources?"""
+        if not rel.endswith(".md") or rel.startswith(STATE_DIR + "/"):
+            return False
+        if rel in ROOT_FILES:
+            return True
+        head = rel.split("/", 1)[0]
+        if head in ROOT_DIRS and "/" in rel:
+            return True
+        return any(rel == r or rel.startswith(r.rstrip("/") + "/") for r in self.extra_roots())
+
+    def memory_files(self) -> list[str]:
+        """All memory files on disk: workspace-relative, sorted; symlinks (files and dirs) skipped."""
+        found: set[str] = set()
+        for name in ROOT_FILES:
+            p = self.root / name
+            if p.is_file() and not p.is_symlink() and _exact_name(self.root, name):
+                found.add(name)
+        for top in (*ROOT_DIRS, *self.extra_roots()):
+            base = self.root / top
+            if base.is_symlink():
+                continue
+            if base.is_file():
+                if top.endswith(".md"):
+                    found.add(top)
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):  # followlinks=False
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
+                                     and not os.path.islink(os.path.join(dirpath, d)))
+                rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                for f in filenames:
+                    if f.endswith(".md") and not os.path.islink(os.path.join(dirpath, f)):
+                        found.add(f"{rel_dir}/{f}")
+        return sorted(r for r in found if self.is_memory_path(r))
+
+
+def _exact_name(root: Path, name: str) -> bool:
+    """On case-insensitive file systems MEMORY.md and memory.md are one file; count it once."""
+    return name in os.listdir(root)
+
+
+def normalize_rel(path: str) -> str | None:
+    """A relative path in POSIX form without `.`/`..` escapes, or None if it escapes."""
+    parts = []
+    for part in PurePosixPath(path.replace("\\", "/")).parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part == "/":
+            return None
+        else:
+            parts.append(part)
+    return "/".join(parts) if parts else None
+
+
+def _looks_like_workspace(d: Path) -> bool:
+    return any((d / m).exists() for m in MARKERS)
+
+
+def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bool = True) -> Workspace:
+    """-C DIR, else $ZMEM_WORKSPACE, else the nearest ancestor of the current directory that
+    looks like a workspace (zmem.toml, .zmem/, MEMORY.md, memory.md or memory/)."""
+    explicit = directory if directory is not None else os.environ.get("ZMEM_WORKSPACE") or None
+    if explicit is not None:
+        root = Path(explicit).expanduser()
+        if not root.is_dir():
+            raise WorkspaceError(f"workspace directory does not exist: {root}",
+                                 hint="pass an existing directory with -C, or create one with `zmem init DIR`")
+        root = root.resolve()
+    else:
+        cwd = Path.cwd().resolve()
+        for d in (cwd, *cwd.parents):
+            if _looks_like_workspace(d) and d != Path.home():
+                root = d
+                break
+            if (d / ".git").exists():
+                # The repository's top: stop here rather than wander into an enclosing tree.
+                raise WorkspaceError(
+                    f"not inside a zmem workspace: {cwd}",
+                    hint="run `zmem init` here to make this repository a workspace, or pass -C DIR / set ZMEM_WORKSPACE")
+        else:
+            raise WorkspaceError(f"not inside a zmem workspace: {cwd}",
+                                 hint="run `zmem init DIR` to create one, or pass -C DIR / set ZMEM_WORKSPACE")
+    return Workspace(root=root, config=load_config(root))
+
+
+def resolve_memory_path(ws: Workspace, path: str) -> str:
+    """Validate a user-supplied path for reading: inside the workspace, a memory source, `.md`,
+    no symlinks. Returns the workspace-relative POSIX path."""
+    raw = path
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        try:
+            path = str(p.resolve(strict=False).relative_to(ws.root))
+        except ValueError:
+            raise WorkspaceError(f"path is outside the workspace: {raw}",
+                                 hint=f"use a path relative to {ws.root}, e.g. memory/2025-11-27.md")
+    rel = normalize_rel(path)
+    if rel is None or ".." in PurePosixPath(path.replace("\\", "/")).parts:
+        raise WorkspaceError(f"path escapes the workspace: {raw}",
+                             hint="use a path inside the workspace, e.g. memory/2025-11-27.md")
+    if not rel.endswith(".md"):
+        raise WorkspaceError(f"not a Markdown memory file: {raw}", hint="zmem reads only .md files")
+    if not ws.is_memory_path(rel):
+        raise WorkspaceError(
+            f"not a memory file: {raw}",
+            hint="memory files are MEMORY.md, memory.md, memory/**/*.md, bank/**/*.md and extra_paths from zmem.toml")
+    cur = ws.root
+    for part in rel.split("/"):
+        cur = cur / part
+        if cur.is_symlink():
+            raise WorkspaceError(f"refusing to read through a symlink: {rel}",
+                                 hint="zmem skips symlinks; point at the real file inside the workspace")
+    if not cur.is_file():
+        raise WorkspaceError(f"no such memory file: {rel}", hint="`zmem recall` prints citations of existing files")
+    return rel
