@@ -1,0 +1,97 @@
+"""Shared fixtures: real git repositories in temp dirs, the CLI through click and as a process."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
+    "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    """No user config, no ambient workspace, a known git identity; HOME is a temp dir."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("ZMEM_WORKSPACE", raising=False)
+    for k, v in GIT_ENV.items():
+        monkeypatch.setenv(k, v)
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+
+
+def git(cwd, *args, env=None, check=True) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+    if check and proc.returncode:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = Path(root) / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def commit_all(root, message="update", date=None) -> str:
+    env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else None
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", message, env=env)
+    return git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    """An initialised workspace (no hooks) with two daily logs, committed."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    res = run(["init", "--no-hooks", str(root)])
+    assert res.exit_code == 0, res.output
+    write(root, "memory/2025-11-24.md", "# 2025-11-24\n\n## Notes\n\n- Set up the gateway on the Mac Studio.\n"
+          "- Peter prefers short answers on WhatsApp.\n")
+    write(root, "memory/2025-11-27.md", "# 2025-11-27\n\n## Notas\n\n- O Peter está em Marrakech.\n\n## 笔记\n\n"
+          "- 王伟下周去北京出差。\n")
+    commit_all(root, "notes")
+    return root
+
+
+def run(args, input=None, cwd=None):
+    """The CLI in-process (click's runner), stderr kept apart from stdout."""
+    from zmem.cli import cli
+    runner = CliRunner()
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        return runner.invoke(cli, args, input=input, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def recall_json(root, query, *extra) -> dict:
+    res = run(["-C", str(root), "recall", query, "--json", *extra])
+    assert res.exit_code == 0, res.output + res.stderr
+    return json.loads(res.stdout)
+
+
+def zmem_exe() -> str:
+    """The installed console script next to this interpreter."""
+    exe = Path(sys.executable).parent / "zmem"
+    return str(exe) if exe.exists() else shutil.which("zmem")
+
+
+def zmem_proc(*args, cwd=None, env=None, input=None) -> subprocess.CompletedProcess:
+    return subprocess.run([zmem_exe(), *args], cwd=cwd, capture_output=True, text=True, input=input,
+                          env={**os.environ, **(env or {})}, timeout=120)

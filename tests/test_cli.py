@@ -1,0 +1,223 @@
+"""The CLI end to end: init, recall, get, append, status, doctor, exit codes, help text."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import click
+import pytest
+
+from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
+from zmem.cli import cli
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.parts and ".zmem" not in p.parts}
+
+
+def test_init_creates_layout_and_is_idempotent(tmp_path):
+    root = tmp_path / "new ws"
+    res = run(["init", "--no-hooks", str(root)])
+    assert res.exit_code == 0, res.output
+    for rel in ("MEMORY.md", "bank/world.md", "bank/experience.md", "bank/opinions.md", "zmem.toml"):
+        assert (root / rel).is_file(), rel
+    assert (root / "memory").is_dir() and (root / "bank/entities").is_dir() and (root / ".git").is_dir()
+    assert ".zmem/" in (root / ".gitignore").read_text()
+    assert "chunk_tokens" in (root / "zmem.toml").read_text()
+    before = _snapshot(root)
+    res = run(["init", "--no-hooks", str(root)])
+    assert res.exit_code == 0
+    assert "created" not in res.stdout
+    assert _snapshot(root) == before
+
+
+def test_init_never_overwrites_existing_files(tmp_path):
+    root = tmp_path / "openclaw"
+    write(root, "memory.md", "# my memory\n")
+    write(root, "bank/world.md", "# mine\n")
+    write(root, ".gitignore", "node_modules")
+    run(["init", "--no-hooks", str(root)])
+    assert (root / "bank/world.md").read_text() == "# mine\n"
+    assert not (root / "MEMORY.md").exists() or os.path.samefile(root / "MEMORY.md", root / "memory.md")
+    assert (root / ".gitignore").read_text() == "node_modules\n# zmem's derived index\n.zmem/\n"
+
+
+def test_recall_json_shape_and_citations(ws):
+    out = recall_json(ws, "gateway Mac Studio")
+    assert set(out) >= {"query", "results", "warnings"}
+    assert out["query"] == "gateway Mac Studio"
+    hit = out["results"][0]
+    assert set(hit) >= {"path", "start_line", "end_line", "score", "snippet", "day", "citation"}
+    assert hit["path"] == "memory/2025-11-24.md" and hit["day"] == "2025-11-24"
+    lines = (ws / hit["path"]).read_text().split("\n")
+    assert hit["snippet"] == "\n".join(lines[hit["start_line"] - 1:hit["end_line"]])
+    assert hit["citation"] == f"{hit['path']}#L{hit['start_line']}-L{hit['end_line']}"
+    assert any("BM25" in w for w in out["warnings"])
+
+
+def test_better_keyword_matches_score_higher_and_no_threshold(ws):
+    write(ws, "memory/2025-11-28.md", "# d\n\n- marmalade marmalade marmalade recipe from Ana.\n")
+    write(ws, "memory/2025-11-29.md", "# d\n\n- a long note " + "filler words " * 200 + "marmalade once.\n")
+    commit_all(ws)
+    res = recall_json(ws, "marmalade recipe")["results"]
+    assert [r["path"] for r in res] == ["memory/2025-11-28.md", "memory/2025-11-29.md"]
+    assert res[0]["score"] > res[1]["score"] > 0
+
+
+def test_recall_filters_since_until_path_and_k(ws):
+    write(ws, "bank/world.md", "# World\n\n- Peter lives in Lisbon.\n")
+    commit_all(ws)
+    assert {r["path"] for r in recall_json(ws, "Peter")["results"]} >= {"bank/world.md", "memory/2025-11-24.md"}
+    assert [r["path"] for r in recall_json(ws, "Peter", "--path", "bank/**")["results"]] == ["bank/world.md"]
+    assert {r["day"] for r in recall_json(ws, "Peter", "--since", "2025-11-25")["results"]} == {"2025-11-27"}
+    assert {r["day"] for r in recall_json(ws, "Peter", "--until", "2025-11-25")["results"]} == {"2025-11-24"}
+    assert len(recall_json(ws, "Peter", "--k", "1")["results"]) == 1
+    res = run(["-C", str(ws), "recall", "Peter", "--since", "last tuesday"])
+    assert res.exit_code == 1 and "hint:" in res.stderr
+
+
+def test_recall_max_chars_caps_total_snippet_text(ws):
+    for i in range(8):
+        write(ws, f"memory/2025-10-{i + 10:02d}.md", f"# day {i}\n\n" + f"- budget note {i} " * 30 + "\n")
+    commit_all(ws)
+    full = recall_json(ws, "budget note", "--k", "8")
+    capped = recall_json(ws, "budget note", "--k", "8", "--max-chars", "500")
+    assert sum(len(r["snippet"]) for r in capped["results"]) <= 500
+    assert len(capped["results"]) < len(full["results"])
+    assert any("max-chars" in w for w in capped["warnings"])
+
+
+def test_recall_formats(ws):
+    for fmt in ("text", "table", "md"):
+        res = run(["-C", str(ws), "recall", "gateway", "--format", fmt])
+        assert res.exit_code == 0 and "memory/2025-11-24.md#L" in res.stdout, fmt
+    res = run(["-C", str(ws), "recall", "nothing-matches-this"])
+    assert res.exit_code == 0 and res.stdout == ""
+
+
+def test_get_prints_exact_lines_and_json(ws):
+    res = run(["-C", str(ws), "get", "memory/2025-11-24.md", "--from", "3", "--lines", "3"])
+    assert res.stdout == "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
+    res = run(["-C", str(ws), "get", "memory/2025-11-24.md#L5-L6", "--json"])
+    out = json.loads(res.stdout)
+    assert out["text"] == "- Set up the gateway on the Mac Studio.\n- Peter prefers short answers on WhatsApp."
+    assert (out["from"], out["end_line"], out["citation"]) == (5, 6, "memory/2025-11-24.md#L5-L6")
+
+
+def test_append_note_and_retain_fact_commit_and_are_recalled(ws):
+    res = run(["-C", str(ws), "append", "Booked", "the", "dentist", "for", "Ana", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    today = dt.date.today().isoformat()
+    assert out["path"] == f"memory/{today}.md" and out["committed"]
+    assert git(ws, "log", "-1", "--format=%s") == f"zmem append: memory/{today}.md"
+    assert git(ws, "status", "--porcelain") == ""
+    res = run(["-C", str(ws), "append", "Prefers tea over coffee", "--retain", "o", "--entity", "Peter",
+               "--entity", "The Castle", "--confidence", "0.8", "--json"])
+    fact = json.loads(res.stdout)
+    lines = (ws / fact["path"]).read_text().split("\n")
+    assert lines[fact["line"] - 1] == "- O(c=0.8) @Peter @The-Castle: Prefers tea over coffee"
+    assert "## Retain" in lines and lines.index("## Notes") < lines.index("## Retain")
+    # a later plain note still goes to ## Notes, not into the Retain section
+    note = json.loads(run(["-C", str(ws), "append", "Second note", "--json"]).stdout)
+    lines = (ws / note["path"]).read_text().split("\n")
+    assert lines[note["line"] - 1] == "- Second note" and note["line"] < lines.index("## Retain")
+    hits = recall_json(ws, "dentist")["results"]
+    assert hits and hits[0]["path"] == f"memory/{today}.md"
+
+
+def test_append_rejects_bad_input_without_writing(ws):
+    before = _snapshot(ws)
+    for args in (["   "], ["x", "--confidence", "0.5"], ["x", "--retain", "O", "--confidence", "1.7"]):
+        res = run(["-C", str(ws), "append", *args])
+        assert res.exit_code == 1 and "hint:" in res.stderr and "Traceback" not in res.output, args
+    res = run(["-C", str(ws), "append", "x", "--retain", "Q"])
+    assert res.exit_code == 2
+    assert _snapshot(ws) == before
+
+
+def test_append_no_commit_leaves_file_dirty_but_indexed(ws):
+    res = run(["-C", str(ws), "append", "uncommitted zebra note", "--no-commit"])
+    assert res.exit_code == 0
+    assert git(ws, "status", "--porcelain")
+    assert recall_json(ws, "zebra")["results"]
+
+
+def test_concurrent_appends_lose_nothing(ws):
+    def one(i):
+        return zmem_proc("-C", str(ws), "append", f"parallel note number {i}", "--json")
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        procs = list(pool.map(one, range(12)))
+    assert all(p.returncode == 0 for p in procs), [p.stderr for p in procs]
+    text = (ws / f"memory/{dt.date.today().isoformat()}.md").read_text()
+    for i in range(12):
+        assert f"- parallel note number {i}\n" in text
+    assert git(ws, "status", "--porcelain") == ""
+    assert int(git(ws, "rev-list", "--count", "HEAD")) >= 12
+
+
+def test_status_json(ws):
+    res = run(["-C", str(ws), "status", "--json"])
+    st = json.loads(res.stdout)
+    assert set(st) >= {"head", "indexed_commit", "stale", "files", "chunks", "driver", "sqlite_vec"}
+    assert st["head"] == git(ws, "rev-parse", "HEAD")
+
+
+def test_doctor_runs_and_reports(ws):
+    res = run(["-C", str(ws), "doctor"])
+    assert "[ok  ] sqlite" in res.stdout and "workspace" in res.stdout
+    assert res.exit_code == 0, res.stdout
+
+
+def test_errors_have_hint_and_exit_codes(tmp_path):
+    res = run(["-C", str(tmp_path / "missing"), "recall", "x"])
+    assert res.exit_code == 1 and res.stderr.startswith("zmem: ") and "hint:" in res.stderr
+    res = run(["recall"])
+    assert res.exit_code == 2
+    res = run(["no-such-command"])
+    assert res.exit_code == 2
+
+
+def test_console_scripts_and_git_subcommand(ws):
+    proc = zmem_proc("recall", "gateway", "--json", cwd=ws / "memory")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["path"] == "memory/2025-11-24.md"
+    bindir = str(Path(zmem_exe()).parent)
+    env = {**os.environ, "PATH": bindir + os.pathsep + os.environ["PATH"]}
+    proc = subprocess.run(["git", "zmem", "recall", "gateway", "--json"], cwd=ws, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    proc = zmem_proc("recall", "x", cwd="/")
+    assert proc.returncode == 1 and "hint:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    proc = zmem_proc("demo", str(tmp_path / "demo"))
+    assert proc.returncode == 0, proc.stderr
+    assert "memory/2025-11-24.md#L" in proc.stdout
+    assert "memory/2025-11-28.md#L" in proc.stdout  # the Chinese query
+    proc = zmem_proc("demo", str(tmp_path / "demo"))  # again: reuses the workspace
+    assert proc.returncode == 0, proc.stderr
+
+
+def _commands(group: click.Group, prefix=()):
+    for name, cmd in group.commands.items():
+        yield (*prefix, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*prefix, name))
+
+
+def test_every_command_and_option_has_help():
+    for path, cmd in _commands(cli):
+        assert cmd.help and cmd.help.strip(), path
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                assert p.help, (path, p.name)
+        res = run([*path, "--help"])
+        assert res.exit_code == 0 and "Usage:" in res.stdout
