@@ -54,6 +54,9 @@ MIGRATIONS: list[list[str]] = [
         """CREATE VIRTUAL TABLE chunks_fts USING fts5(
             text, heading, cjk_bi, cjk_uni, content='',
             tokenize='porter unicode61 remove_diacritics 2')""",
+        # `rank` is bm25 with these column weights: text, heading, CJK bigrams, CJK unigrams.
+        "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
+        "CREATE INDEX files_dirty ON files(dirty) WHERE dirty = 1",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

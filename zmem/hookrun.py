@@ -14,14 +14,35 @@ _GIT_HOOK_ENV = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
 
 
 def run_hook(directory, name: str, args: list[str]) -> None:
-    from zmem.indexer import catch_up, spawn_detached_index
-    from zmem.workspace import find_workspace
     for var in _GIT_HOOK_ENV:
         os.environ.pop(var, None)
+    for ws in _workspaces(directory):
+        _catch_up_one(ws, name, args)
+
+
+def _workspaces(directory):
+    """The workspace at the repository's top (where git runs hooks) and any registered ones in
+    its subdirectories. None at all: the hooks outlived the workspace; nothing to do."""
+    from zmem.repo import open_repo, registered_workspaces
+    from zmem.workspace import find_workspace
+    found = {}
     try:
         ws = find_workspace(directory)
+        found[ws.root] = ws
     except ZmemError:
-        return  # hooks installed in a repository that is no longer a workspace: nothing to do
+        pass
+    try:
+        repo = open_repo(Path(directory or ".").resolve())
+        for rel in registered_workspaces(repo):
+            ws = find_workspace(repo.workdir / rel)
+            found.setdefault(ws.root, ws)
+    except ZmemError:
+        pass
+    return list(found.values())
+
+
+def _catch_up_one(ws, name: str, args: list[str]) -> None:
+    from zmem.indexer import catch_up, spawn_detached_index
     try:
         result = catch_up(ws, lock_timeout=1.0, max_inline=ws.config.inline_max_files)
         if result.deferred or result.stale:

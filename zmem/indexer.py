@@ -114,7 +114,6 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     head = repo.head()
     indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
     result = CatchUp(head=head, previous=indexed or None)
-    known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, blob, dirty FROM files")}
     full = indexed is None or db.get_meta(conn, "fingerprint") != fingerprint(ws)
     candidates: set[str] = set()
     if not full and head != (indexed or None):
@@ -124,12 +123,14 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             full = True
     dirty = {p for p in repo.dirty_paths() if ws.is_memory_path(p)}
     if full:
-        candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)} | set(known)
+        candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)}
+        candidates |= {p for (p,) in conn.execute("SELECT path FROM files")}
         result.full_scan = True
-    candidates |= dirty | {p for p, (_, was_dirty) in known.items() if was_dirty}
+    candidates |= dirty | {p for (p,) in conn.execute("SELECT path FROM files WHERE dirty = 1")}
     if max_inline is not None and len(candidates) > max_inline:
         result.deferred = True
         return result
+    known = _known_files(conn, candidates)
 
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
     for rel in sorted(candidates):
@@ -166,6 +167,17 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             conn.execute("ROLLBACK")
             raise
     return result
+
+
+def _known_files(conn, paths: set[str]) -> dict[str, tuple[str, int]]:
+    """path -> (blob, dirty) for the indexed ones among paths (without loading every row)."""
+    out: dict[str, tuple[str, int]] = {}
+    ordered = sorted(paths)
+    for i in range(0, len(ordered), 500):
+        batch = ordered[i:i + 500]
+        out.update((p, (b, d)) for p, b, d in conn.execute(
+            f"SELECT path, blob, dirty FROM files WHERE path IN ({','.join('?' * len(batch))})", batch))
+    return out
 
 
 def _read_memory_file(ws: Workspace, rel: str, result: CatchUp) -> bytes | None:

@@ -123,3 +123,23 @@ def git_env(repo: Repo) -> dict[str, str]:
         for who in ("AUTHOR", "COMMITTER"):
             env.setdefault(f"GIT_{who}_{var}", default)
     return env
+
+
+WORKSPACE_KEY = "zmem.workspace"  # multi-valued: workspaces in subdirectories of a repository
+
+
+def register_workspace(repo: Repo) -> None:
+    """Remember a workspace that is a subdirectory of its repository, so the hooks (which run at
+    the repository's top) can find it."""
+    if not repo.prefix:
+        return
+    rel = repo.prefix.rstrip("/")
+    if rel not in registered_workspaces(repo):
+        repo.git.config.set_multivar(WORKSPACE_KEY, "^$", rel)
+
+
+def registered_workspaces(repo: Repo) -> list[str]:
+    try:
+        return [e.value for e in repo.git.config.get_multivar(WORKSPACE_KEY)]
+    except (KeyError, pygit2.GitError):
+        return []

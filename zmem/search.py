@@ -72,7 +72,7 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
     match = build_match(query)
     if match is None:
         return []
-    where, args = ["chunks_fts MATCH ?"], [match]
+    where, args = [], []
     if since:
         where.append("c.day >= ?")
         args.append(since)
@@ -82,9 +82,12 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
     if path_glob:
         where.append("c.path GLOB ?")
         args.append(_glob_to_sql(path_glob))
-    sql = (f"SELECT c.id, bm25(chunks_fts, 1.0, 0.5, 1.0, 0.5) AS r FROM chunks_fts "
-           f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE {' AND '.join(where)} ORDER BY r LIMIT ?")
-    rows = conn.execute(sql, (*args, k)).fetchall()
+    if where:
+        sql = (f"SELECT c.id, chunks_fts.rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+               f"WHERE chunks_fts MATCH ? AND {' AND '.join(where)} ORDER BY chunks_fts.rank LIMIT ?")
+    else:  # FTS5 keeps only the top k while ranking when nothing else is joined in
+        sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+    rows = conn.execute(sql, (match, *args, k)).fetchall()
     return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
 
 

@@ -1,0 +1,119 @@
+"""Installed hooks keep the index fresh: real `git commit/checkout/rebase/merge` through the console script."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, write, zmem_exe, zmem_proc
+
+
+def _indexed_commit(root: Path) -> str | None:
+    conn = sqlite3.connect(root / ".zmem" / "index.sqlite")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'indexed_commit'").fetchone()
+        return row[0] if row else None
+    finally:
+        conn.close()
+
+
+def _indexed_paths(root: Path) -> set[str]:
+    conn = sqlite3.connect(root / ".zmem" / "index.sqlite")
+    try:
+        return {p for (p,) in conn.execute("SELECT path FROM files")}
+    finally:
+        conn.close()
+
+
+def _wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture
+def hooked(tmp_path) -> Path:
+    root = tmp_path / "hooked ws"
+    proc = zmem_proc("init", str(root))
+    assert proc.returncode == 0, proc.stderr
+    commit_all(root, "layout")
+    return root
+
+
+def test_init_installs_hooks(hooked):
+    proc = zmem_proc("-C", str(hooked), "hooks", "status", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert all(v.startswith("installed") for v in __import__("json").loads(proc.stdout).values())
+
+
+def test_commit_updates_index_without_any_zmem_command(hooked):
+    write(hooked, "memory/2025-12-01.md", "# 2025-12-01\n\n- The hook indexed this line.\n")
+    git(hooked, "add", "-A")
+    proc = __import__("subprocess").run(["git", "commit", "-q", "-m", "note"], cwd=hooked,
+                                        capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""  # no noise on success
+    head = git(hooked, "rev-parse", "HEAD")
+    assert _indexed_commit(hooked) == head
+    assert "memory/2025-12-01.md" in _indexed_paths(hooked)
+
+
+def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
+    write(hooked, "memory/2025-12-01.md", "# a\n\n- main note\n")
+    commit_all(hooked, "main note")
+    git(hooked, "checkout", "-q", "-b", "topic")
+    write(hooked, "memory/2025-12-02.md", "# b\n\n- topic note\n")
+    commit_all(hooked, "topic note")
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    git(hooked, "checkout", "-q", "main")  # post-checkout
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert "memory/2025-12-02.md" not in _indexed_paths(hooked)
+    write(hooked, "memory/2025-12-03.md", "# c\n\n- another main note\n")
+    commit_all(hooked, "main 2")
+    git(hooked, "commit", "-q", "--amend", "-m", "main 2 amended")  # post-rewrite
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    git(hooked, "checkout", "-q", "topic")
+    git(hooked, "rebase", "-q", "main")  # post-rewrite / post-checkout
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert {"memory/2025-12-02.md", "memory/2025-12-03.md"} <= _indexed_paths(hooked)
+    git(hooked, "checkout", "-q", "main")
+    git(hooked, "merge", "-q", "--no-edit", "--no-ff", "topic")  # post-merge
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    git(hooked, "reset", "-q", "--hard", "HEAD~1")  # no hook fires: the next command catches up
+    proc = zmem_proc("-C", str(hooked), "recall", "topic", "--json")
+    assert proc.returncode == 0
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert "memory/2025-12-02.md" not in _indexed_paths(hooked)
+
+
+def test_large_commit_is_indexed_by_a_detached_process(hooked):
+    with open(hooked / "zmem.toml", "a") as f:
+        f.write("\n[hooks]\ninline_max_files = 5\n")
+    for i in range(30):
+        write(hooked, f"memory/2025-10-{i + 1:02d}.md", f"# day {i}\n\n- bulk note {i}\n")
+    commit_all(hooked, "bulk")
+    head = git(hooked, "rev-parse", "HEAD")
+    assert _wait_for(lambda: _indexed_commit(hooked) == head)
+    assert len([p for p in _indexed_paths(hooked) if p.startswith("memory/2025-10-")]) == 30
+
+
+def test_two_hooks_at_once_do_not_corrupt(hooked):
+    write(hooked, "memory/2025-12-05.md", "# x\n\n- concurrent hooks\n")
+    commit_all(hooked, "x")
+    env = {**os.environ}
+    procs = [__import__("subprocess").Popen([zmem_exe(), "hook", "post-commit"], cwd=hooked, env=env)
+             for _ in range(4)]
+    assert all(p.wait(60) == 0 for p in procs)
+    conn = sqlite3.connect(hooked / ".zmem" / "index.sqlite")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+
+
+def test_hook_outside_a_workspace_is_silent_and_succeeds(tmp_path):
+    proc = zmem_proc("hook", "post-commit", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
