@@ -170,10 +170,11 @@ def _shell_quote(s: str) -> str:
 
 @cli.command()
 @click.option("--full", is_flag=True, help="Rebuild from scratch into a temporary file and swap it in atomically.")
+@click.option("--no-embed", is_flag=True, help="Update the text index only; leave embeddings for later.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but warnings and errors.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
-def index(ctx, full, quiet, as_json):
+def index(ctx, full, no_embed, quiet, as_json):
     """Bring the index up to date with HEAD and the working tree.
 
     Every reading command does this catch-up by itself; the git hooks make it free. Only files whose
@@ -186,17 +187,113 @@ def index(ctx, full, quiet, as_json):
     result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
     for w in result.warnings:
         warn(w)
+    report = None
+    if not no_embed:
+        from zmem.embedding import run_embed_job
+        report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
+        if report and report.error:
+            warn(f"embedding stopped: {report.error}; {report.pending} chunks left for the next run "
+                 "(BM25 recall covers them meanwhile)")
     if as_json:
         click.echo(json.dumps({
             "head": result.head, "previous": result.previous, "full": full or result.full_scan,
             "updated": result.updated, "removed": result.removed, "warnings": result.warnings,
-            "stale": result.stale, "seconds": round(result.seconds, 4)}, ensure_ascii=False))
+            "stale": result.stale, "seconds": round(result.seconds, 4),
+            "embeddings": _embed_json(report)}, ensure_ascii=False))
     elif not quiet:
         what = "rebuilt" if full else "up to date"
         click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
                    f"{len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
+        if report:
+            click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
+                       f"{report.pending} pending")
     if result.stale:
         raise click.exceptions.Exit(int(ExitCode.ERROR))
+
+
+def _embed_json(report) -> dict | None:
+    if report is None:
+        return None
+    return {"provider": report.provider, "embedded": report.embedded, "from_cache": report.from_cache,
+            "pending": report.pending, "error": report.error, "reembedded_all": report.reset}
+
+
+@cli.command()
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but warnings and errors.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.pass_context
+def embed(ctx, quiet, as_json):
+    """Embed the chunks that have no vector yet, with the configured provider.
+
+    Hooks and recall start this in the background; run it yourself to wait for it. Unchanged text
+    is never embedded twice (the cache is keyed by provider fingerprint and text hash); a new model
+    re-embeds everything. If another embedding job is running, this one exits at once.
+    """
+    from zmem.embedding import run_embed_job
+    ws = _workspace(ctx)
+    _catch_up(ws, quiet=True)
+    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
+    if report and report.error:
+        warn(f"embedding stopped: {report.error}; {report.pending} chunks left for the next run")
+    if as_json:
+        click.echo(json.dumps(_embed_json(report)))
+    elif not quiet:
+        if report is None:
+            click.echo("nothing to do: no embedding provider configured, or another embedding job is running")
+        else:
+            click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
+                       f"{report.pending} pending")
+    if report and report.error:
+        raise click.exceptions.Exit(int(ExitCode.ERROR))
+
+
+@cli.command()
+@click.option("--revoke", is_flag=True, help="Stop trusting this workspace's zmem.toml.")
+@click.pass_context
+def trust(ctx, revoke):
+    """Let this workspace's zmem.toml choose embedding endpoints and model files.
+
+    A cloned memory repository must not be able to send your notes to a server of its choosing or
+    load code: the [embeddings] section of a committed zmem.toml is ignored until you trust that
+    exact file content (a later change to the file needs trusting again). Your own
+    ~/.config/zmem/config.toml is always trusted.
+    """
+    from zmem.trust import trust as do_trust, untrust
+    ws = _workspace(ctx)
+    path = ws.root / "zmem.toml"
+    if not path.is_file():
+        raise ZmemError(f"no zmem.toml in {ws.root}", hint="nothing to trust; `zmem init` writes one")
+    if revoke:
+        click.echo("no longer trusted: " + str(path) if untrust(path) else f"{path} was not trusted")
+        return
+    do_trust(path)
+    click.echo(f"trusted {path} (as it is now; trust it again after it changes)")
+
+
+@cli.group()
+def model():
+    """Local embedding models: convert a sentence-transformers model to GGUF for provider = "local"."""
+
+
+@model.command("import")
+@click.argument("source")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Where to write the GGUF (default: ~/.cache/zmem/models/<name>.<outtype>.gguf).")
+@click.option("--outtype", type=click.Choice(["f16", "f32"]), default="f16", show_default=True,
+              help="Precision of the weight matrices.")
+def model_import(source, out, outtype):
+    """Convert a BERT-family sentence-transformers model directory (or hf:ORG/NAME from the local
+    Hugging Face cache) into a GGUF that the local provider loads. No torch, no network.
+    """
+    from zmem.modelimport import import_model, resolve_model_source
+    src = resolve_model_source(source)
+    if out is None:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem" / "models"
+        out = base / f"{src.name}.{outtype}.gguf"
+    info = import_model(src, Path(out), outtype=outtype)
+    click.echo(f"wrote {info['out']} ({info['arch']}, {info['dimensions']} dimensions, {info['layers']} layers, "
+               f"{info['pooling']} pooling)")
+    click.echo(f'use it: [embeddings] provider = "local", model_path = "{info["out"]}" in ~/.config/zmem/config.toml')
 
 
 # ----------------------------------------------------------------------------- recall / get
@@ -210,40 +307,34 @@ def index(ctx, full, quiet, as_json):
 @click.option("--path", "path_glob", metavar="GLOB", help="Only files matching this glob, e.g. 'bank/**'.")
 @click.option("--max-chars", type=click.IntRange(1, None), default=None,
               help="Cap the total characters of all snippets (recall within a token budget).")
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
+              help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
+@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score.")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, fmt, as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, fmt, as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
-    Results are ranked by BM25 (scores in (0, 1), higher is better; no threshold hides a keyword
-    hit). Each snippet is at most 700 characters and its citation names exactly the lines it shows,
-    so `zmem get PATH --from START --lines N` reads them back. --since/--until filter by the day
-    of daily logs (memory/YYYY-MM-DD.md); other files have no day and are left out by them.
+    Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
+    configured; otherwise it is BM25 alone (scores in (0, 1), higher is better; no threshold hides
+    a keyword hit). Each snippet is at most 700 characters and its citation names exactly the lines
+    it shows, so `zmem get PATH#Lx-Ly` reads them back. --since/--until filter by the day of daily
+    logs (memory/YYYY-MM-DD.md); other files have no day and are left out by them.
     """
-    from zmem.indexer import open_index
+    from zmem.api import recall_workspace
     from zmem.search import parse_when
-    from zmem.search import recall as do_recall
     ws = _workspace(ctx)
     text = " ".join(query)
-    since_day = parse_when(since) if since else None
-    until_day = parse_when(until, end=True) if until else None
-    warnings, stale = _catch_up(ws, quiet=True)
-    conn = open_index(ws)
-    try:
-        res = do_recall(conn, text, k=k or ws.config.recall_k, since=since_day, until=until_day,
-                        path_glob=path_glob, max_chars=max_chars, snippet_chars=ws.config.snippet_chars)
-    finally:
-        conn.close()
-    res.warnings = warnings + ["no embedding provider configured: keyword (BM25) recall only"] + res.warnings
+    res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
+                           until=parse_when(until, end=True) if until else None, path_glob=path_glob,
+                           max_chars=max_chars, mode=mode, explain=explain)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
     if fmt == "json":
-        out = res.to_json()
-        out["stale"] = stale
-        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
     elif not res.results:
         click.echo("no results", err=True)
     elif fmt == "table":
@@ -267,6 +358,10 @@ def _render_text(hits) -> None:
     for h in hits:
         meta = " · ".join(x for x in (f"{h.score:.3f}", h.day or "", h.heading) if x)
         click.echo(click.style(h.citation, bold=True) + f"  {meta}")
+        if h.explain:
+            e = h.explain
+            click.echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
+                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}]")
         click.echo("\n".join("    " + line for line in h.snippet.split("\n")))
 
 

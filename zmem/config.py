@@ -29,10 +29,32 @@ DEFAULT_TOML = """\
 # Maximum characters of one snippet.
 # snippet_chars = 700
 
+# Recall mode when --mode is not given: hybrid (when vectors exist), bm25 or vector.
+# mode = "hybrid"
+# How hybrid merges keyword and vector candidates: "rrf" or "weighted".
+# fusion = "rrf"
+# vector_weight = 0.7
+# text_weight = 0.3
+# candidate_multiplier = 4
+
 [hooks]
 # The post-commit hook indexes inline when a commit touches at most this many memory files;
 # larger changes are indexed by a detached process so `git commit` stays fast.
 # inline_max_files = 200
+
+[embeddings]
+# Semantic recall. Settings here that send notes off this machine or load code (this whole
+# section) apply only after `zmem trust`; your own ~/.config/zmem/config.toml needs no trust.
+# provider = "none"        # none | auto | local | openai | gemini
+# model = "text-embedding-3-small"
+# base_url = "http://127.0.0.1:11434/v1"   # any OpenAI-compatible endpoint (Ollama, vLLM, ...)
+# api_key_env = "OPENAI_API_KEY"           # the key is read from this environment variable
+# model_path = "~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf"   # for provider = "local"
+# fallback = "none"
+
+[cache]
+# Embedding cache entries kept (least recently used are pruned).
+# max_entries = 50000
 """
 
 
@@ -45,6 +67,14 @@ class Config:
     recall_k: int = 6
     snippet_chars: int = 700
     inline_max_files: int = 200
+    recall_mode: str = "hybrid"
+    fusion: str = "rrf"
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    candidate_multiplier: int = 4
+    cache_max_entries: int = 50_000
+    embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted
+    untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
     sources: tuple[str, ...] = field(default=())  # files the settings came from
 
 
@@ -57,8 +87,20 @@ _KEYS = {
     ("recall", "k"): ("recall_k", int, 1),
     ("recall", "snippet_chars"): ("snippet_chars", int, 40),
     ("hooks", "inline_max_files"): ("inline_max_files", int, 0),
+    ("recall", "mode"): ("recall_mode", ("hybrid", "bm25", "vector"), None),
+    ("recall", "fusion"): ("fusion", ("rrf", "weighted"), None),
+    ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
+    ("recall", "text_weight"): ("text_weight", (int, float), 0),
+    ("recall", "candidate_multiplier"): ("candidate_multiplier", int, 1),
+    ("cache", "max_entries"): ("cache_max_entries", int, 0),
 }
-_SECTIONS = {"index", "recall", "hooks"}
+_SECTIONS = {"index", "recall", "hooks", "cache"}
+EMBEDDING_KEYS = {
+    "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
+    "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
+    "query_prefix": str, "document_prefix": str, "batch_size": int, "timeout": (int, float), "headers": dict,
+    "threads": int,
+}
 
 
 def user_config_path() -> Path:
@@ -90,6 +132,11 @@ def _apply(values: dict, data: dict, path: Path) -> None:
                 continue  # unknown keys are tolerated so newer zmem.toml files still load
             attr, typ, minimum = spec
             where = f"{section}.{name}" if section else name
+            if isinstance(typ, tuple) and all(isinstance(t, str) for t in typ):
+                if v not in typ:
+                    raise ConfigError(f"{path}: `{where}` must be one of {', '.join(typ)}", hint="fix the value in the file")
+                values[attr] = v
+                continue
             if isinstance(v, bool) or not isinstance(v, typ):
                 raise ConfigError(f"{path}: `{where}` has the wrong type ({type(v).__name__})",
                                   hint=f"see the commented defaults that `zmem init` writes to zmem.toml")
@@ -103,17 +150,49 @@ def _apply(values: dict, data: dict, path: Path) -> None:
             values[attr] = v
 
 
+def _embeddings(data: dict, path: Path) -> dict:
+    table = data.get("embeddings", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: `embeddings` must be a table", hint="write it as [embeddings]")
+    out = {}
+    for key, v in table.items():
+        spec = EMBEDDING_KEYS.get(key)
+        if spec is None:
+            continue
+        if isinstance(spec, tuple) and all(isinstance(t, str) for t in spec):
+            if v not in spec:
+                raise ConfigError(f"{path}: `embeddings.{key}` must be one of {', '.join(spec)}",
+                                  hint="fix the value in the file")
+        elif isinstance(v, bool) or not isinstance(v, spec):
+            raise ConfigError(f"{path}: `embeddings.{key}` has the wrong type ({type(v).__name__})",
+                              hint="see the commented [embeddings] section that `zmem init` writes")
+        out[key] = v
+    return out
+
+
 def load_config(workspace_root: Path | None) -> Config:
+    from zmem.trust import is_trusted
     values: dict = {}
     sources = []
-    candidates = [user_config_path()]
-    if workspace_root is not None:
-        candidates.append(workspace_root / "zmem.toml")
-    for path in candidates:
-        if path.is_file():
-            _apply(values, _read_toml(path), path)
-            sources.append(str(path))
-    cfg = Config(**values, sources=tuple(sources))
+    embeddings: dict = {}
+    untrusted: list[str] = []
+    user = user_config_path()
+    if user.is_file():
+        data = _read_toml(user)
+        _apply(values, data, user)
+        embeddings.update(_embeddings(data, user))
+        sources.append(str(user))
+    if workspace_root is not None and (workspace_root / "zmem.toml").is_file():
+        path = workspace_root / "zmem.toml"
+        data = _read_toml(path)
+        _apply(values, data, path)
+        table = _embeddings(data, path)
+        if table and is_trusted(path):
+            embeddings.update(table)
+        elif table:  # a cloned repository must not be able to send notes anywhere or load code
+            untrusted = sorted(f"embeddings.{k}" for k in table)
+        sources.append(str(path))
+    cfg = Config(**values, embeddings=embeddings, untrusted=tuple(untrusted), sources=tuple(sources))
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",
                           hint="e.g. chunk_tokens = 400, chunk_overlap = 80")

@@ -37,7 +37,7 @@ MIGRATIONS: list[list[str]] = [
             warning TEXT                 -- why (part of) the file could not be indexed
         )""",
         """CREATE TABLE chunks (
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: vector rows key on it
             path TEXT NOT NULL,
             start_line INTEGER NOT NULL,
             end_line INTEGER NOT NULL,
@@ -57,6 +57,23 @@ MIGRATIONS: list[list[str]] = [
         # `rank` is bm25 with these column weights: text, heading, CJK bigrams, CJK unigrams.
         "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
         "CREATE INDEX files_dirty ON files(dirty) WHERE dirty = 1",
+    ],
+    [
+        # Vectors: chunk_vectors is the store (the in-process fallback searches it); a sqlite-vec
+        # vec0 table `chunk_vec` mirrors it when the extension loads. One fingerprint at a time
+        # (meta vec_fingerprint): vectors of different providers are never compared.
+        """CREATE TABLE chunk_vectors (
+            chunk_id INTEGER PRIMARY KEY,
+            vector BLOB NOT NULL         -- float32, unit length
+        )""",
+        """CREATE TABLE embedding_cache (
+            fingerprint TEXT NOT NULL,
+            hash TEXT NOT NULL,          -- sha256 of the embedded text
+            vector BLOB NOT NULL,
+            last_used INTEGER NOT NULL,
+            PRIMARY KEY (fingerprint, hash)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

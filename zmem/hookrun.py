@@ -46,7 +46,11 @@ def _catch_up_one(ws, name: str, args: list[str]) -> None:
     try:
         result = catch_up(ws, lock_timeout=1.0, max_inline=ws.config.inline_max_files)
         if result.deferred or result.stale:
-            spawn_detached_index(ws)
+            spawn_detached_index(ws)  # also embeds
+        elif ws.config.embeddings.get("provider", "none") != "none":
+            from zmem.embedding import needs_embedding, spawn_embed_job
+            if needs_embedding(ws):
+                spawn_embed_job(ws)  # never wait on a model or a remote API inside git
         problems = result.warnings if not result.stale else []
         if problems:
             _log(ws.state_dir, f"{name}: " + "; ".join(problems))

@@ -17,6 +17,7 @@ from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
 from zmem.repo import Repo, blob_id, open_repo
+from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
 
 Progress = Callable[[int, int], None] | None
@@ -148,10 +149,11 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         todo.append((rel, data, blob))
 
     if todo or indexed != (head or "") or full:
+        store = VectorStore(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
             for n, (rel, data, blob) in enumerate(todo, 1):
-                _remove_file(conn, rel)
+                _remove_file(conn, rel, store)
                 if data is None:
                     result.removed.append(rel)
                 else:
@@ -191,8 +193,9 @@ def _read_memory_file(ws: Workspace, rel: str, result: CatchUp) -> bytes | None:
         return None
 
 
-def _remove_file(conn, rel: str) -> None:
+def _remove_file(conn, rel: str, store: VectorStore) -> None:
     rows = conn.execute("SELECT id, text, heading FROM chunks WHERE path = ?", (rel,)).fetchall()
+    store.remove([cid for cid, _, _ in rows])
     conn.executemany(
         "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
         [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in rows])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -20,6 +21,7 @@ class Hit:
     heading: str
     chunk_start_line: int
     chunk_end_line: int
+    explain: dict | None = None
 
     @property
     def citation(self) -> str:
@@ -27,6 +29,8 @@ class Hit:
 
     def to_json(self) -> dict:
         d = asdict(self)
+        if d["explain"] is None:
+            del d["explain"]
         d["citation"] = self.citation
         return d
 
@@ -37,10 +41,11 @@ class Recall:
     results: list[Hit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     mode: str = "bm25"
+    stale: bool = False
 
     def to_json(self) -> dict:
         return {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
-                "warnings": self.warnings}
+                "warnings": self.warnings, "stale": self.stale}
 
 
 def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -> str:
@@ -126,30 +131,112 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int) -> tupl
     return start_line + lo, start_line + hi, "\n".join(lines[lo:hi + 1])
 
 
+def _passes(row, since, until, path_glob) -> bool:
+    _, path, _, _, _, day, _ = row
+    if since and (day is None or day < since):
+        return False
+    if until and (day is None or day > until):
+        return False
+    return not path_glob or fnmatch.fnmatchcase(path, _glob_to_sql(path_glob))
+
+
+def _rows(conn, ids) -> dict[int, tuple]:
+    ids = list(ids)
+    out = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        out.update((r[0], r) for r in conn.execute(
+            f"SELECT id, path, start_line, end_line, heading, day, text FROM chunks WHERE id IN ({','.join('?' * len(part))})",
+            part))
+    return out
+
+
+def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method: str = "rrf",
+         vector_weight: float = 0.7, text_weight: float = 0.3, rrf_k: int = 60) -> list[tuple[int, float]]:
+    """Merge keyword and vector candidates (each best first) into (chunk id, fused score) best first.
+
+    rrf: sum of 1 / (rrf_k + rank) over the lists a chunk is in, scaled so first in both is 1.0.
+    weighted: vector_weight * cosine + text_weight * (bm25 score / best bm25 score among candidates).
+    """
+    scores: dict[int, float] = {}
+    if method == "rrf":
+        for ranked in (bm25, vec):
+            for rank, (cid, _) in enumerate(ranked, 1):
+                scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+        scale = (rrf_k + 1) / 2.0
+        scores = {cid: s * scale for cid, s in scores.items()}
+    elif method == "weighted":
+        best = max((s for _, s in bm25), default=0.0) or 1.0
+        for cid, s in bm25:
+            scores[cid] = text_weight * s / best
+        for cid, sim in vec:
+            scores[cid] = scores.get(cid, 0.0) + vector_weight * sim
+    else:
+        raise ValueError(f"unknown fusion method {method!r}")
+    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+
+
 def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
-           path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700) -> Recall:
-    out = Recall(query=query)
+           path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
+           mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
+           vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
+           explain: bool = False) -> Recall:
+    """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
+    store, else they fall back to bm25 and say so in warnings)."""
+    out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "where does Peter live"')
-    if build_match(query) is None:
-        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+    if mode != "bm25" and (query_vector is None or store is None):
+        out.mode = mode = "bm25"
+    n = k * multiplier if mode == "hybrid" else k
+    bm25: list[tuple[int, float]] = []
+    vec: list[tuple[int, float]] = []
+    if mode in ("bm25", "hybrid"):
+        if build_match(query) is None:
+            out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        else:
+            bm25 = search_bm25(conn, query, k=n, since=since, until=until, path_glob=path_glob)
+    if mode in ("vector", "hybrid"):
+        filtered = bool(since or until or path_glob)
+        raw = store.search(query_vector, n * 8 if filtered else n)
+        if filtered:
+            rows = _rows(conn, [cid for cid, _ in raw])
+            raw = [(cid, sim) for cid, sim in raw if cid in rows and _passes(rows[cid], since, until, path_glob)]
+        vec = raw[:n]
+    if mode == "bm25":
+        ranked = bm25
+    elif mode == "vector":
+        ranked = vec
+    else:
+        ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    ranked = ranked[:k]
+    if not ranked:
         return out
-    scored = search_bm25(conn, query, k=k, since=since, until=until, path_glob=path_glob)
-    if not scored:
-        return out
-    ids = [cid for cid, _ in scored]
-    rows = {r[0]: r for r in conn.execute(
-        f"SELECT id, path, start_line, end_line, heading, day, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})",
-        ids)}
+    rows = _rows(conn, [cid for cid, _ in ranked])
+    why = {}
+    if explain:
+        b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
+        v = {cid: (rank, s) for rank, (cid, s) in enumerate(vec, 1)}
+        for cid, fused in ranked:
+            why[cid] = {"bm25_rank": b.get(cid, (None, None))[0], "bm25_score": _r(b.get(cid, (None, None))[1]),
+                        "vector_rank": v.get(cid, (None, None))[0],
+                        "vector_similarity": _r(v.get(cid, (None, None))[1]), "fused": _r(fused)}
     budget = max_chars
-    for cid, score in scored:
+    for cid, score in ranked:
         _, path, start, end, heading, day, text = rows[cid]
         limit = snippet_chars if budget is None else min(snippet_chars, budget)
         if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
             out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
             break
         first, last, snippet = make_snippet(text, start, query, limit)
-        out.results.append(Hit(path, first, last, round(score, 4), snippet, day, heading, start, end))
+        hit = Hit(path, first, last, round(score, 4), snippet, day, heading, start, end)
+        if explain:
+            hit.explain = why[cid]
+        out.results.append(hit)
         if budget is not None:
             budget -= len(snippet)
     return out
+
+
+def _r(x):
+    return None if x is None else round(x, 4)

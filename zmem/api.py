@@ -1,0 +1,77 @@
+"""The library's front door: what `zmem recall` (and later the MCP server) calls.
+Catch-up, provider selection, query embedding and recall, with every degradation in warnings."""
+from __future__ import annotations
+
+from zmem.indexer import catch_up, open_index
+from zmem.search import Recall, recall
+from zmem.workspace import Workspace
+
+NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
+
+
+def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: str | None = None,
+                     until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
+                     mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
+                     background_embed: bool = True, progress=None) -> Recall:
+    cfg = ws.config
+    fresh = catch_up(ws, progress=progress)
+    warnings = list(fresh.warnings)
+    conn = open_index(ws)
+    try:
+        requested = mode or cfg.recall_mode
+        qvec, store, mode_used = None, None, "bm25"
+        if requested != "bm25":
+            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed)
+            warnings += notes
+            if qvec is not None:
+                mode_used = requested
+        res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path_glob,
+                     max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
+                     store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
+                     multiplier=cfg.candidate_multiplier, explain=explain)
+    finally:
+        conn.close()
+    res.warnings = warnings + res.warnings
+    res.stale = fresh.stale
+    return res
+
+
+def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool):
+    """(query vector or None, store, warnings). Vectors are only compared with a query embedded
+    by the provider that made them (same fingerprint)."""
+    from zmem.embedders.base import EmbeddingError
+    from zmem.embedding import pending_count, providers, spawn_embed_job
+    from zmem.vectors import VectorStore
+    provs = providers(ws)
+    notes = list(provs.warnings)
+    if provs.primary is None and provs.fallback is None:
+        return None, None, notes + [NO_PROVIDER]
+    store = VectorStore(conn)
+    stored = store.count()
+    pending = pending_count(conn)
+    fp = store.fingerprint()
+    active = provs.primary or provs.fallback
+    if pending or fp != active.fingerprint():
+        started = background_embed and spawn_embed_job(ws)
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        if pending:
+            notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only"
+                         + (" (embedding started in the background)" if started else " (embedding is running)"))
+    embedder = provs.for_fingerprint(fp) if stored else None
+    if embedder is None:
+        if stored:
+            notes.append("stored vectors come from a different embedding model; they are being re-embedded, "
+                         "keyword (BM25) recall meanwhile")
+        elif not pending:
+            return None, None, notes
+        return None, None, notes + ["no vectors yet: keyword (BM25) recall only"]
+    if embedder is not active:
+        notes.append(f"vectors come from the fallback provider {embedder.provider}")
+    if not store.vec_loaded:
+        notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
+    embedder.timeout = min(embedder.timeout, timeout)
+    embedder.max_retries = 1
+    try:
+        return embedder.embed([query], "query")[0], store, notes
+    except EmbeddingError as e:
+        return None, None, notes + [f"query embedding failed ({e.message}): keyword (BM25) recall only"]

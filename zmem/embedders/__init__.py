@@ -1,0 +1,60 @@
+"""Embedding providers. Each provider module owns its external dependency and imports it lazily."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from zmem.embedders.base import Embedder, EmbeddingError
+
+
+def make_embedder(settings: dict, provider: str | None = None) -> Embedder | None:
+    """The embedder for `provider` (default: settings["provider"]) or None for `none`.
+    `auto`: local if a model file is configured and present, else openai if a key resolves
+    (or a base_url is set), else gemini if GEMINI_API_KEY is set, else none."""
+    provider = provider or settings.get("provider", "none")
+    common = {k: settings[k] for k in ("dimensions", "query_prefix", "document_prefix", "timeout") if k in settings}
+    key_env = settings.get("api_key_env")
+    if provider == "auto":
+        path = settings.get("model_path")
+        if path and Path(path).expanduser().is_file():
+            provider = "local"
+        elif _env(key_env, "OPENAI_API_KEY") or settings.get("base_url"):
+            provider = "openai"
+        elif _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+            provider = "gemini"
+        else:
+            return None
+    if provider == "none":
+        return None
+    if provider == "local":
+        path = settings.get("model_path")
+        if not path:
+            raise EmbeddingError("the local provider needs [embeddings] model_path",
+                                 hint="import a model with `zmem model import DIR` and set model_path to the .gguf it writes")
+        from zmem.embedders.llama import LlamaEmbedder
+        embedder = LlamaEmbedder(str(Path(path).expanduser()), threads=settings.get("threads"), **common)
+    elif provider in ("openai", "gemini"):
+        from zmem.embedders.openai import GeminiEmbedder, OpenAIEmbedder
+        cls = OpenAIEmbedder if provider == "openai" else GeminiEmbedder
+        key = _env(key_env, "OPENAI_API_KEY") if provider == "openai" else _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        kw = {"api_key": key, "headers": settings.get("headers")}
+        if settings.get("base_url"):
+            kw["base_url"] = settings["base_url"]
+        if settings.get("model"):
+            kw["model"] = settings["model"]
+        embedder = cls(**kw, **common)
+        if not key and not settings.get("base_url"):
+            raise EmbeddingError(f"no API key for the {provider} provider",
+                                 hint=f"export {key_env or ('OPENAI_API_KEY' if provider == 'openai' else 'GEMINI_API_KEY')}=…")
+    else:
+        raise EmbeddingError(f"unknown embedding provider {provider!r}", hint="use none, auto, local, openai or gemini")
+    if "batch_size" in settings:
+        embedder.batch_size = max(1, int(settings["batch_size"]))
+    return embedder
+
+
+def _env(*names: str | None) -> str | None:
+    for name in names:
+        if name and os.environ.get(name):
+            return os.environ[name]
+    return None

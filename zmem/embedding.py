@@ -1,0 +1,239 @@
+"""Embedding the index: which provider is active, pending chunks, the cache, background jobs."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from zmem import db
+from zmem.embedders import make_embedder
+from zmem.embedders.base import Embedder, EmbeddingError
+from zmem.vectors import VectorStore, pack, unpack
+from zmem.workspace import Workspace
+
+
+def embedding_text(text: str, heading: str) -> str:
+    """What a chunk's vector represents: its heading path gives the text its context."""
+    return f"{heading}\n\n{text}" if heading else text
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class Providers:
+    primary: Embedder | None = None
+    fallback: Embedder | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def for_fingerprint(self, fingerprint: str | None) -> Embedder | None:
+        """The provider whose vectors are stored (queries must be embedded by the same one)."""
+        for e in (self.primary, self.fallback):
+            if e is not None and (fingerprint is None or e.fingerprint() == fingerprint):
+                return e
+        return None
+
+
+def providers(ws: Workspace) -> Providers:
+    """Build the configured providers; configuration problems become warnings (BM25 still works)."""
+    out = Providers()
+    settings = ws.config.embeddings
+    if ws.config.untrusted:
+        out.warnings.append(f"zmem.toml sets {', '.join(ws.config.untrusted)}, ignored until you run `zmem trust` "
+                            "(a cloned repository must not choose where notes are sent)")
+    try:
+        out.primary = make_embedder(settings)
+    except EmbeddingError as e:
+        out.warnings.append(f"embeddings off: {e.message} ({e.hint})")
+    fb = settings.get("fallback", "none")
+    if fb != "none" and fb != settings.get("provider"):
+        try:
+            out.fallback = make_embedder(settings, fb)
+        except EmbeddingError as e:
+            out.warnings.append(f"fallback provider off: {e.message}")
+    return out
+
+
+def pending_count(conn) -> int:
+    return conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
+
+
+def needs_embedding(ws: Workspace) -> bool:
+    """Are there chunks without vectors, or vectors of another model than the configured one?"""
+    provs = providers(ws)
+    active = provs.primary or provs.fallback
+    if active is None:
+        return False
+    from zmem.indexer import open_index
+    conn = open_index(ws)
+    try:
+        return pending_count(conn) > 0 or db.get_meta(conn, "vec_fingerprint") not in (
+            active.fingerprint(), provs.fallback.fingerprint() if provs.fallback else None)
+    finally:
+        conn.close()
+
+
+@dataclass
+class EmbedReport:
+    embedded: int = 0
+    from_cache: int = 0
+    pending: int = 0
+    provider: str | None = None
+    error: str | None = None
+    reset: bool = False
+
+
+def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int = 64, progress=None,
+                  deadline: float | None = None) -> EmbedReport:
+    """Embed every chunk that has no vector, reusing the cache; commits per batch so a failure
+    keeps what was done. A new fingerprint (model, provider, dimensions) re-embeds everything."""
+    store = VectorStore(conn)
+    report = EmbedReport(provider=embedder.provider)
+    fp = embedder.fingerprint()
+    if store.fingerprint() != fp:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            store.reset(fp)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        report.reset = True
+    total = pending_count(conn)
+    done = 0
+    while True:
+        rows = conn.execute("SELECT id, text, heading FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors) "
+                            "ORDER BY id LIMIT ?", (batch,)).fetchall()
+        if not rows or (deadline is not None and time.monotonic() > deadline):
+            break
+        texts = {cid: embedding_text(text, heading) for cid, text, heading in rows}
+        hashes = {cid: text_hash(t) for cid, t in texts.items()}
+        cached = _cache_get(conn, fp, set(hashes.values()))
+        missing = [cid for cid in texts if hashes[cid] not in cached]
+        try:
+            fresh = embedder.embed([texts[c] for c in missing], "document") if missing else []
+        except EmbeddingError as e:
+            report.error = e.message
+            break
+        now = int(time.time())
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for cid, vec in zip(missing, fresh):
+                cached[hashes[cid]] = vec
+                conn.execute("INSERT OR REPLACE INTO embedding_cache(fingerprint, hash, vector, last_used) VALUES(?,?,?,?)",
+                             (fp, hashes[cid], pack(vec), now))
+            conn.executemany("UPDATE embedding_cache SET last_used = ? WHERE fingerprint = ? AND hash = ?",
+                             [(now, fp, hashes[c]) for c in texts if c not in missing])
+            store.add([(cid, cached[hashes[cid]]) for cid in texts])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        report.embedded += len(missing)
+        report.from_cache += len(texts) - len(missing)
+        done += len(texts)
+        if progress:
+            progress(min(done, total), total)
+    prune_cache(conn, ws.config.cache_max_entries)
+    report.pending = pending_count(conn)
+    return report
+
+
+def _cache_get(conn, fp: str, hashes: set[str]) -> dict[str, list[float]]:
+    out = {}
+    items = sorted(hashes)
+    for i in range(0, len(items), 500):
+        part = items[i:i + 500]
+        for h, blob in conn.execute(f"SELECT hash, vector FROM embedding_cache WHERE fingerprint = ? AND hash IN "
+                                    f"({','.join('?' * len(part))})", (fp, *part)):
+            out[h] = unpack(blob)
+    return out
+
+
+def prune_cache(conn, max_entries: int) -> int:
+    """Keep the max_entries most recently used cache entries."""
+    n = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    if n <= max_entries:
+        return 0
+    conn.execute("DELETE FROM embedding_cache WHERE (fingerprint, hash) IN "
+                 "(SELECT fingerprint, hash FROM embedding_cache ORDER BY last_used, hash LIMIT ?)", (n - max_entries,))
+    return n - max_entries
+
+
+class EmbedLock:
+    """At most one embedding job per workspace; others skip instead of queueing."""
+
+    def __init__(self, ws: Workspace):
+        self.path = ws.state_dir / "embed.lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> bool:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as e:
+            os.close(self.fd)
+            self.fd = None
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+    def busy(self) -> bool:
+        if self.acquire():
+            self.release()
+            return False
+        return True
+
+
+def run_embed_job(ws: Workspace, *, progress=None) -> EmbedReport | None:
+    """Embed pending chunks with the active provider (primary, else the fallback when the primary
+    fails). None when no provider is configured or another job is running."""
+    provs = providers(ws)
+    if provs.primary is None and provs.fallback is None:
+        return None
+    lock = EmbedLock(ws)
+    if not lock.acquire():
+        return None
+    try:
+        from zmem.indexer import open_index
+        conn = open_index(ws)
+        try:
+            report = None
+            for embedder in (provs.primary, provs.fallback):
+                if embedder is None:
+                    continue
+                report = embed_pending(ws, conn, embedder, progress=progress)
+                if report.error is None:
+                    break
+            db.set_meta(conn, "embed_error", report.error if report else None)
+            return report
+        finally:
+            conn.close()
+    finally:
+        lock.release()
+
+
+def spawn_embed_job(ws: Workspace) -> bool:
+    """Start `zmem embed` detached unless one is already running. Never blocks a commit or a recall."""
+    if EmbedLock(ws).busy():
+        return False
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+    env.setdefault("GGML_NO_BACKTRACE", "1")
+    with open(ws.state_dir / "embed.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "embed", "--quiet"],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                         close_fds=True, env=env)
+    return True

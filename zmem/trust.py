@@ -1,0 +1,50 @@
+"""`zmem trust`: a committed zmem.toml may choose where notes are sent (embedding endpoints) and
+what code is loaded (model files) only after its owner trusts that exact file content."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+
+def _store() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "zmem" / "trusted.json"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load() -> dict:
+    try:
+        return json.loads(_store().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def is_trusted(path: Path) -> bool:
+    """Trusted means: this path, with exactly this content, was trusted by this user."""
+    try:
+        return _load().get(str(path.resolve())) == _digest(path)
+    except OSError:
+        return False
+
+
+def trust(path: Path) -> None:
+    data = _load()
+    data[str(path.resolve())] = _digest(path)
+    store = _store()
+    store.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, store)
+
+
+def untrust(path: Path) -> bool:
+    data = _load()
+    removed = data.pop(str(path.resolve()), None) is not None
+    if removed:
+        _store().write_text(json.dumps(data, indent=2, sort_keys=True))
+    return removed
