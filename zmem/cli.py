@@ -220,9 +220,10 @@ def _embed_json(report) -> dict | None:
 
 @cli.command()
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but warnings and errors.")
+@click.option("--background", is_flag=True, help="Exit at once if another embedding job is running (used by hooks).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
-def embed(ctx, quiet, as_json):
+def embed(ctx, quiet, background, as_json):
     """Embed the chunks that have no vector yet, with the configured provider.
 
     Hooks and recall start this in the background; run it yourself to wait for it. Unchanged text

@@ -89,7 +89,7 @@ class EmbedReport:
     reset: bool = False
 
 
-def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int = 64, progress=None,
+def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None = None, progress=None,
                   deadline: float | None = None) -> EmbedReport:
     """Embed every chunk that has no vector, reusing the cache; commits per batch so a failure
     keeps what was done. A new fingerprint (model, provider, dimensions) re-embeds everything."""
@@ -106,6 +106,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int = 64, p
             raise
         report.reset = True
     total = pending_count(conn)
+    batch = batch or embedder.batch_size  # one provider call per transaction: a failure keeps the rest
     done = 0
     while True:
         rows = conn.execute("SELECT id, text, heading FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors) "
@@ -173,10 +174,10 @@ class EmbedLock:
         self.path = ws.state_dir / "embed.lock"
         self.fd: int | None = None
 
-    def acquire(self) -> bool:
+    def acquire(self, wait: bool = False) -> bool:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             return True
         except OSError as e:
             os.close(self.fd)
@@ -198,14 +199,14 @@ class EmbedLock:
         return True
 
 
-def run_embed_job(ws: Workspace, *, progress=None) -> EmbedReport | None:
+def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedReport | None:
     """Embed pending chunks with the active provider (primary, else the fallback when the primary
-    fails). None when no provider is configured or another job is running."""
+    fails). None when no provider is configured, or (wait=False) another job is running."""
     provs = providers(ws)
     if provs.primary is None and provs.fallback is None:
         return None
     lock = EmbedLock(ws)
-    if not lock.acquire():
+    if not lock.acquire(wait=wait):
         return None
     try:
         from zmem.indexer import open_index
@@ -233,7 +234,7 @@ def spawn_embed_job(ws: Workspace) -> bool:
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     env.setdefault("GGML_NO_BACKTRACE", "1")
     with open(ws.state_dir / "embed.log", "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "embed", "--quiet"],
+        subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "embed", "--quiet", "--background"],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                          close_fds=True, env=env)
     return True

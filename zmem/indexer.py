@@ -253,6 +253,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
             try:
                 db.migrate(conn)
                 result = _catch_up(ws, repo, conn, None, progress)
+                _carry_over_cache(conn, ws.index_path)
                 conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
             finally:
                 conn.close()
@@ -264,6 +265,25 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
         _unlink_db(tmp)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _carry_over_cache(conn, live: Path) -> None:
+    """Keep the embedding cache across rebuilds: unchanged text is never embedded twice."""
+    if not live.exists():
+        return
+    try:
+        conn.execute("ATTACH DATABASE ? AS old", (str(live),))
+    except db.DatabaseError:
+        return
+    try:
+        has = conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'embedding_cache'").fetchone()
+        if has:
+            conn.execute("INSERT OR IGNORE INTO main.embedding_cache(fingerprint, hash, vector, last_used) "
+                         "SELECT fingerprint, hash, vector, last_used FROM old.embedding_cache")
+    except db.DatabaseError:
+        pass  # an unreadable old index has nothing to give
+    finally:
+        conn.execute("DETACH DATABASE old")
 
 
 def _swap_in(ws: Workspace, tmp: Path) -> None:

@@ -1,0 +1,109 @@
+"""A real HTTP server on loopback that speaks the OpenAI embeddings API, for tests.
+
+Vectors are deterministic "concept" embeddings: each word maps to a concept (synonyms share one),
+hashed into DIMS dimensions, so "machine" and "host" are close while sharing no keyword. Faults
+can be scripted: 429 with Retry-After, 500s, slow answers (timeouts), wrong dimensions, dying.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DIMS = 64
+SYNONYMS = {
+    "machine": "host", "computer": "host", "box": "host", "server": "host", "host": "host", "studio": "host",
+    "mac": "host",
+    "gateway": "gateway", "relay": "gateway", "proxy": "gateway",
+    "runs": "run", "running": "run", "run": "run", "hosts": "run",
+    "coffee": "drink", "tea": "drink", "espresso": "drink",
+    "trip": "travel", "travel": "travel", "flight": "travel", "journey": "travel",
+}
+
+
+def concept_vector(text: str, dims: int = DIMS) -> list[float]:
+    v = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        concept = SYNONYMS.get(word, word)
+        h = int(hashlib.sha1(concept.encode()).hexdigest(), 16)
+        v[h % dims] += 1.0 if (h >> 8) % 2 else -1.0
+    n = math.sqrt(sum(x * x for x in v)) or 1.0
+    return [x / n for x in v]
+
+
+class EmbeddingServer:
+    def __init__(self, dims: int = DIMS):
+        self.dims = dims
+        self.requests: list[dict] = []
+        self.faults: list[tuple] = []  # consumed one per request: ("429", retry_after) | ("500",) | ("slow", s) | ("dims", n)
+        self.die_after: int | None = None  # stop answering (close connections) after this many requests
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    n = len(server.requests)
+                    fault = server.faults.pop(0) if server.faults else None
+                    dead = server.die_after is not None and n > server.die_after
+                if dead:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if not self.path.endswith("/embeddings"):
+                    return self._send(404, {"error": {"message": "not found"}})
+                if fault and fault[0] == "429":
+                    return self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": str(fault[1])})
+                if fault and fault[0] == "500":
+                    return self._send(500, {"error": {"message": "boom"}})
+                if fault and fault[0] == "slow":
+                    time.sleep(fault[1])
+                dims = fault[1] if fault and fault[0] == "dims" else server.dims
+                inputs = body.get("input", [])
+                inputs = [inputs] if isinstance(inputs, str) else inputs
+                data = [{"object": "embedding", "index": i, "embedding": concept_vector(t, dims)}
+                        for i, t in enumerate(inputs)]
+                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
+                                 "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+            def _send(self, code, payload, headers=None):
+                raw = json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(raw)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def embedding_calls(self) -> list[dict]:
+        return [r for r in self.requests if r["path"].endswith("/embeddings")]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()

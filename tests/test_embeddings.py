@@ -1,0 +1,205 @@
+"""Semantic recall through a real OpenAI-compatible HTTP server on loopback."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, recall_json, run, write
+from embed_server import EmbeddingServer
+from zmem import db
+from zmem.embedders import make_embedder
+from zmem.embedders.base import EmbeddingError
+from zmem.embedders.openai import OpenAIEmbedder
+
+pytest.importorskip("openai")
+
+
+@pytest.fixture
+def server():
+    with EmbeddingServer() as s:
+        yield s
+
+
+def user_config(text: str) -> None:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def use_server(server, extra="") -> None:
+    user_config(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
+                f'api_key_env = "ZMEM_TEST_KEY"\n{extra}')
+    os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
+
+
+@pytest.fixture
+def semantic_ws(ws, server):
+    write(ws, "bank/world.md", "# World\n\n- The gateway lives on the Mac Studio in the office.\n\n"
+          "- Ana drinks espresso every morning.\n")
+    commit_all(ws)
+    use_server(server)
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    return ws
+
+
+def test_batching_and_auth_header(server):
+    e = OpenAIEmbedder("fake", base_url=server.base_url, api_key="sk-abc")
+    e.batch_size = 4
+    vectors = e.embed([f"text {i}" for i in range(10)])
+    assert len(vectors) == 10 and len(server.embedding_calls()) == 3
+    assert [len(c["body"]["input"]) for c in server.embedding_calls()] == [4, 4, 2]
+    assert server.embedding_calls()[0]["headers"]["authorization"] == "Bearer sk-abc"
+    assert abs(sum(x * x for x in vectors[0]) - 1.0) < 1e-6
+
+
+def test_429_honours_retry_after_and_500_is_retried(server):
+    e = OpenAIEmbedder("fake", base_url=server.base_url)
+    e.backoff_base = 0.01
+    server.faults = [("429", 0.3), ("500",), ("500",)]
+    t = time.monotonic()
+    assert len(e.embed(["hello"])) == 1
+    assert time.monotonic() - t >= 0.3  # waited as Retry-After said
+    assert len(server.embedding_calls()) == 4
+
+
+def test_timeout_is_retried_then_gives_up(server):
+    e = OpenAIEmbedder("fake", base_url=server.base_url, timeout=0.3)
+    e.backoff_base = 0.01
+    server.faults = [("slow", 1.0)]
+    assert len(e.embed(["hello"])) == 1  # second attempt succeeds
+    e.max_retries = 1
+    server.faults = [("500",), ("500",), ("500",)]
+    with pytest.raises(EmbeddingError) as err:
+        e.embed(["hello"])
+    assert "gave up" in err.value.message and err.value.hint
+
+
+def test_wrong_dimension_is_an_error(server):
+    e = OpenAIEmbedder("fake", base_url=server.base_url, dimensions=64)
+    server.faults = [("dims", 32)]
+    with pytest.raises(EmbeddingError) as err:
+        e.embed(["hello"])
+    assert "32 dimensions" in err.value.message
+
+
+def test_fingerprint_has_no_secrets_and_changes_with_model(server):
+    a = OpenAIEmbedder("m1", base_url="http://user:secret@127.0.0.1:9/v1?key=abc", api_key="sk-xyz")
+    assert "secret" not in a.fingerprint() and "abc" not in a.fingerprint() and "sk-xyz" not in a.fingerprint()
+    assert a.fingerprint() != OpenAIEmbedder("m2", base_url="http://127.0.0.1:9/v1").fingerprint()
+
+
+def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
+    query = "which computer runs the relay"
+    assert recall_json(semantic_ws, query, "--mode", "bm25")["results"] == []
+    out = recall_json(semantic_ws, query, "--mode", "vector")
+    assert out["mode"] == "vector"
+    assert out["results"][0]["path"] == "bank/world.md"
+    assert "gateway lives on the Mac Studio" in out["results"][0]["snippet"]
+    hybrid = recall_json(semantic_ws, query, "--explain")
+    assert hybrid["mode"] == "hybrid"
+    top = hybrid["results"][0]
+    assert top["path"] == "bank/world.md"
+    assert set(top["explain"]) == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity", "fused"}
+    assert top["explain"]["vector_rank"] == 1 and top["explain"]["bm25_rank"] is None
+    assert not any("BM25" in w for w in hybrid["warnings"])
+
+
+def test_keyword_hits_survive_fusion(semantic_ws):
+    out = recall_json(semantic_ws, "espresso")
+    assert out["results"][0]["path"] == "bank/world.md" and "espresso" in out["results"][0]["snippet"]
+
+
+def test_cache_means_unchanged_text_is_never_embedded_twice(semantic_ws, server):
+    calls = len(server.embedding_calls())
+    res = run(["-C", str(semantic_ws), "index", "--full", "--json"])
+    out = json.loads(res.stdout)
+    assert out["embeddings"]["embedded"] == 0 and out["embeddings"]["from_cache"] > 0
+    assert len(server.embedding_calls()) == calls
+    write(semantic_ws, "memory/2025-11-30.md", "# 2025-11-30\n\n- A new note about a flight.\n")
+    commit_all(semantic_ws)
+    out = json.loads(run(["-C", str(semantic_ws), "index", "--json"]).stdout)
+    assert out["embeddings"]["embedded"] == 1 and out["embeddings"]["pending"] == 0
+
+
+def test_model_change_reembeds_and_keeps_bm25_meanwhile(semantic_ws, server):
+    use_server(server, 'query_prefix = "query: "\n')
+    out = recall_json(semantic_ws, "espresso", "--mode", "hybrid")
+    assert out["results"] and out["mode"] == "bm25"
+    assert any("different embedding model" in w or "not embedded" in w for w in out["warnings"])
+    res = run(["-C", str(semantic_ws), "embed", "--json"])
+    report = json.loads(res.stdout)
+    assert report["reembedded_all"] and report["pending"] == 0
+    assert recall_json(semantic_ws, "which computer runs the relay")["mode"] == "hybrid"
+
+
+def test_server_dying_mid_index_loses_nothing(ws, server):
+    for i in range(40):
+        write(ws, f"memory/2025-09-{i % 28 + 1:02d}-{i}.md", f"# n{i}\n\n- note number {i} about topic {i}\n")
+    commit_all(ws)
+    use_server(server, "batch_size = 8\n")
+    server.die_after = 2
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert out["embeddings"]["error"] and 0 < out["embeddings"]["pending"]
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    assert conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0] > 0  # done batches were kept
+    conn.close()
+    hits = recall_json(ws, "note number 17")
+    assert hits["results"] and any("not embedded" in w or "failed" in w for w in hits["warnings"])
+    server.die_after = None  # the server is back
+    res = run(["-C", str(ws), "embed", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
+
+
+def test_untrusted_zmem_toml_cannot_choose_an_endpoint(ws, server):
+    (ws / "zmem.toml").write_text(f'[embeddings]\nprovider = "openai"\nbase_url = "{server.base_url}"\n')
+    out = recall_json(ws, "gateway")
+    assert any("zmem trust" in w for w in out["warnings"])
+    assert server.embedding_calls() == []
+    assert run(["-C", str(ws), "trust"]).exit_code == 0
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    assert server.embedding_calls()
+    with open(ws / "zmem.toml", "a") as f:  # a changed file needs trusting again
+        f.write("# changed\n")
+    assert any("zmem trust" in w for w in recall_json(ws, "gateway")["warnings"])
+
+
+def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
+    from zmem.vectors import VectorStore
+    from embed_server import concept_vector
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    store = VectorStore(conn)
+    assert store.vec_loaded, store.detail
+    q = concept_vector("which computer runs the relay")
+    fast = store.search(q, 5)
+    store.vec_loaded = False
+    slow = store.search(q, 5)
+    assert [c for c, _ in fast] == [c for c, _ in slow]
+    assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(fast, slow))
+    conn.close()
+
+
+def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    assert make_embedder({"provider": "auto"}) is None
+    monkeypatch.setenv("GEMINI_API_KEY", "g-key")
+    assert make_embedder({"provider": "auto"}).provider == "gemini"
+    e = make_embedder({"provider": "gemini", "base_url": server.base_url, "model": "text-embedding-004"})
+    e.embed(["hi"])
+    assert server.embedding_calls()[-1]["headers"]["authorization"] == "Bearer g-key"
+    monkeypatch.setenv("OPENAI_API_KEY", "o-key")
+    assert make_embedder({"provider": "auto"}).provider == "openai"
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    assert make_embedder({"provider": "auto", "model_path": str(model)}).provider == "local"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(EmbeddingError) as err:
+        make_embedder({"provider": "openai"})
+    assert "OPENAI_API_KEY" in err.value.hint
