@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import math
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -96,14 +97,17 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
     return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
 
 
-def _line_weights(lines: list[str], query: str) -> list[int]:
+def _line_weights(lines: list[str], query: str) -> list[float]:
+    """How well each line matches the query: query terms weighted by their rarity among the
+    chunk's lines (a speaker's name on every line says little; a rare word says a lot)."""
     stems = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
     grams = {run[i:i + 2] for run in _CJK_RUN.findall(query) for i in range(max(1, len(run) - 1))}
-    out = []
-    for line in lines:
-        low = line.lower()
-        out.append(sum(s in low for s in stems) + sum(g in line for g in grams))
-    return out
+    lowered = [line.lower() for line in lines]
+    present = [[s in low for s in stems] + [g in line for g in grams] for low, line in zip(lowered, lines)]
+    n = len(lines)
+    counts = [sum(col) for col in zip(*present)] if present else []
+    idf = [math.log(1 + n / (1 + c)) for c in counts]
+    return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
 
 
 def make_snippet(text: str, start_line: int, query: str, max_chars: int) -> tuple[int, int, str]:
@@ -188,7 +192,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "where does Peter live"')
     if mode != "bm25" and (query_vector is None or store is None):
         out.mode = mode = "bm25"
-    n = k * multiplier if mode == "hybrid" else k
+    n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
     bm25: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
     if mode in ("bm25", "hybrid"):
@@ -209,7 +213,6 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         ranked = vec
     else:
         ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
-    ranked = ranked[:k]
     if not ranked:
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
@@ -222,13 +225,19 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                         "vector_rank": v.get(cid, (None, None))[0],
                         "vector_similarity": _r(v.get(cid, (None, None))[1]), "fused": _r(fused)}
     budget = max_chars
+    shown: dict[str, list[tuple[int, int]]] = {}
     for cid, score in ranked:
+        if len(out.results) == k:
+            break
         _, path, start, end, heading, day, text = rows[cid]
         limit = snippet_chars if budget is None else min(snippet_chars, budget)
         if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
             out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
             break
         first, last, snippet = make_snippet(text, start, query, limit)
+        if any(a <= last and first <= b for a, b in shown.get(path, ())):
+            continue  # overlapping chunks: these lines were already returned
+        shown.setdefault(path, []).append((first, last))
         hit = Hit(path, first, last, round(score, 4), snippet, day, heading, start, end)
         if explain:
             hit.explain = why[cid]

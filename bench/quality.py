@@ -1,0 +1,102 @@
+"""Retrieval quality on LoCoMo dev (a benchmark, not a test): bm25, vector and hybrid recall.
+
+    python3 ../shared/bench/make_workspace.py --data ../shared/bench/locomo-dev.json --out /tmp/locomo-ws
+    python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion rrf,weighted \\
+        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf] [--k 10]
+
+Indexes each conversation workspace (embedding with the local GGUF model when --model-path is
+given), runs recall in-process for every question, writes results per mode and prints the shared
+scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N). Also prints
+the median in-process recall latency per mode.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+
+
+def configure(model_path: str | None, threads: int) -> None:
+    """A private user config selecting the local provider (the workspaces stay untouched)."""
+    home = Path(tempfile.mkdtemp(prefix="zmem-quality-"))
+    os.environ["XDG_CONFIG_HOME"] = str(home)
+    if model_path:
+        (home / "zmem").mkdir(parents=True)
+        (home / "zmem" / "config.toml").write_text(
+            f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = {threads}\n')
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path, help="output of make_workspace.py")
+    ap.add_argument("--modes", default="bm25,vector,hybrid")
+    ap.add_argument("--fusion", default="rrf,weighted", help="fusion methods to try for hybrid")
+    ap.add_argument("--model-path", help="GGUF embedding model for the local provider")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
+    args = ap.parse_args()
+    configure(args.model_path, args.threads)
+
+    from zmem.embedding import providers, run_embed_job
+    from zmem.api import _query_vector
+    from zmem.indexer import catch_up, open_index
+    from zmem.search import recall
+    from zmem.workspace import find_workspace
+
+    questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
+    if args.limit:
+        questions = questions[:args.limit]
+    modes = [m for m in args.modes.split(",") if m]
+    if not args.model_path:
+        modes = ["bm25"]
+    runs = [(m, f) for m in modes for f in (args.fusion.split(",") if m == "hybrid" else ["-"])]
+    args.out.mkdir(parents=True, exist_ok=True)
+    outputs = {run: open(args.out / f"results-{run[0]}-{run[1]}.jsonl", "w") for run in runs}
+    latency: dict = {run: [] for run in runs}
+    by_ws: dict[str, list] = {}
+    for q in questions:
+        by_ws.setdefault(q["workspace"], []).append(q)
+    for name, qs in by_ws.items():
+        ws = find_workspace(args.root / name)
+        t = time.perf_counter()
+        catch_up(ws, lock_timeout=600)
+        report = run_embed_job(ws) if args.model_path else None
+        conn = open_index(ws)
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        print(f"{name}: {chunks} chunks indexed in {time.perf_counter() - t:.1f} s"
+              + (f" ({report.embedded} embedded, {report.from_cache} cached)" if report else ""), file=sys.stderr)
+        for q in qs:
+            qvec = store = None
+            if args.model_path:
+                qvec, store, notes = _query_vector(ws, conn, q["question"], 30, False)
+            for mode, fusion in runs:
+                t = time.perf_counter()
+                res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,
+                             fusion=fusion if fusion != "-" else "rrf", multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars)
+                latency[(mode, fusion)].append(time.perf_counter() - t)
+                hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line} for h in res.results]
+                outputs[(mode, fusion)].write(json.dumps({"id": q["id"], "results": hits}) + "\n")
+        conn.close()
+    for f in outputs.values():
+        f.close()
+    for mode, fusion in runs:
+        label = mode if fusion == "-" else f"{mode} ({fusion})"
+        print(f"\n=== {label}: median in-process recall {statistics.median(latency[(mode, fusion)]) * 1000:.1f} ms")
+        subprocess.run([sys.executable, str(SHARED / "score.py"), str(args.root / "questions.jsonl"),
+                        str(args.out / f"results-{mode}-{fusion}.jsonl"), "--turns", str(args.root / "turns.jsonl"),
+                        "--json", str(args.out / f"score-{mode}-{fusion}.json")], check=True)
+
+
+if __name__ == "__main__":
+    main()
