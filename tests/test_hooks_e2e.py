@@ -92,8 +92,7 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
 
 
 def test_large_commit_is_indexed_by_a_detached_process(hooked):
-    with open(hooked / "zmem.toml", "a") as f:
-        f.write("\n[hooks]\ninline_max_files = 5\n")
+    (hooked / "zmem.toml").write_text("[hooks]\ninline_max_files = 5\n")
     for i in range(30):
         write(hooked, f"memory/2025-10-{i + 1:02d}.md", f"# day {i}\n\n- bulk note {i}\n")
     commit_all(hooked, "bulk")

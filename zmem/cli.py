@@ -481,6 +481,9 @@ def status(ctx, as_json):
         click.echo(f"dirty files:    {len(st['dirty'])} ({', '.join(st['dirty'][:5])}{' …' if len(st['dirty']) > 5 else ''})")
     click.echo(f"files, chunks:  {st['files']} files, {st['chunks']} chunks, {st['db_bytes'] / 1024:.0f} KiB")
     click.echo(f"SQLite:         {st['driver']} {st['sqlite_version']}; vectors: {st['vector_store']}")
+    e = st["embeddings"]
+    click.echo(f"embeddings:     {e['provider']}" + (f" {e['model']}: {e['vectors']} vectors, {e['pending']} pending"
+                                                     if e["provider"] != "none" else " (keyword recall only)"))
     click.echo(f"hooks:          {', '.join(f'{k} {v}' for k, v in st['hooks'].items())}")
     for w in st["file_warnings"]:
         warn(w)
@@ -520,7 +523,7 @@ def _install_hooks(root, *, quiet_if_unchanged=False, quiet=False) -> None:
     from zmem import hooks as hooks_lib
     try:
         before = hooks_lib.status(root)
-        names = hooks_lib.install(root)
+        names = _install(root)
     except ZmemError as e:
         warn(f"hooks not installed: {e.message}")
         if e.hint:
@@ -531,13 +534,20 @@ def _install_hooks(root, *, quiet_if_unchanged=False, quiet=False) -> None:
     click.echo(f"installed git hooks: {', '.join(names)}")
 
 
+def _install(root) -> list[str]:
+    from zmem import hooks as hooks_lib
+    from zmem.repo import open_repo, register_workspace
+    names = hooks_lib.install(root)
+    register_workspace(open_repo(Path(root)))  # hooks run at the repository's top; find us there
+    return names
+
+
 @hooks.command("install")
 @click.pass_context
 def hooks_install(ctx):
     """Install the hooks into the repository's common hooks directory (shared by worktrees)."""
-    from zmem import hooks as hooks_lib
     ws = _workspace(ctx)
-    names = hooks_lib.install(ws.root)
+    names = _install(ws.root)
     click.echo(f"installed git hooks: {', '.join(names)}")
 
 

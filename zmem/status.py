@@ -28,6 +28,7 @@ def workspace_status(ws: Workspace) -> dict:
         stale = (indexed is None or (indexed or None) != head or bool(changed)
                  or db.get_meta(conn, "fingerprint") != fingerprint(ws))
         vec_loaded, vec_detail = db.load_vec(conn)
+        embeddings = _embedding_status(ws, conn)
     finally:
         conn.close()
     size = sum(p.stat().st_size for p in ws.state_dir.glob("index.sqlite*") if p.is_file()
@@ -42,6 +43,25 @@ def workspace_status(ws: Workspace) -> dict:
         "sqlite_version": db.sqlite_version(),
         "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
         "sqlite_vec": vec_loaded, "shallow": repo.is_shallow(), "hooks": hooks, "file_warnings": warnings,
+        "embeddings": embeddings,
+    }
+
+
+def _embedding_status(ws: Workspace, conn) -> dict:
+    from zmem.embedding import pending_count, providers
+    provs = providers(ws)
+    active = provs.primary or provs.fallback
+    vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
+    fp = db.get_meta(conn, "vec_fingerprint")
+    return {
+        "provider": active.provider if active else "none",
+        "model": active.model if active else None,
+        "fallback": provs.fallback.provider if provs.fallback else None,
+        "vectors": vectors,
+        "pending": pending_count(conn) if active else 0,
+        "current": bool(active) and fp == active.fingerprint(),
+        "last_error": db.get_meta(conn, "embed_error"),
+        "warnings": provs.warnings,
     }
 
 
@@ -84,6 +104,19 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                        + " — run `zmem hooks install` (every command still catches up by itself)"))
     else:
         checks.append(("ok", "hooks", "post-commit, post-merge, post-checkout, post-rewrite installed"))
+    emb = st["embeddings"]
+    if emb["provider"] == "none":
+        checks.append(("warn", "embeddings", "no provider configured: recall is keyword (BM25) only; "
+                       "see [embeddings] in zmem.toml"))
+    else:
+        detail = f"{emb['provider']} {emb['model']}: {emb['vectors']} vectors, {emb['pending']} pending"
+        level = "ok"
+        if emb["last_error"]:
+            detail += f"; last error: {emb['last_error']}"
+            level = "warn"
+        checks.append((level, "embeddings", detail))
+    for w in emb["warnings"]:
+        checks.append(("warn", "embeddings", w))
     checks.append(("warn" if st["stale"] else "ok", "index",
                    f"{st['files']} files, {st['chunks']} chunks"
                    + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))

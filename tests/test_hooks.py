@@ -1,0 +1,164 @@
+"""Hook coexistence, as pre-commit does it: real repositories, real `git commit`, a logging fake
+interpreter standing in for zmem (what is under test here is the installer and the shim)."""
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, write
+from zmem import hooks
+from zmem.errors import ZmemError
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo with spaces ü"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    write(root, "a.md", "a\n")
+    commit_all(root, "init")
+    return root
+
+
+@pytest.fixture
+def fake_python(tmp_path) -> tuple[str, Path]:
+    """An executable that logs its arguments (after `-m zmem`), like `python -m zmem hook NAME`."""
+    log = tmp_path / "calls.log"
+    exe = tmp_path / "fake pythön" / "python"
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nshift 2\necho "$@" >> "{log}"\n')
+    exe.chmod(0o755)
+    return str(exe), log
+
+
+def calls(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def hook_path(repo: Path, name: str) -> Path:
+    return repo / ".git" / "hooks" / name
+
+
+def test_install_fires_on_commit_checkout_amend_merge(repo, fake_python):
+    py, log = fake_python
+    assert hooks.install(repo, python=py) == list(hooks.HOOK_NAMES)
+    for name in hooks.HOOK_NAMES:
+        assert os.access(hook_path(repo, name), os.X_OK)
+    write(repo, "b.md", "b\n")
+    commit_all(repo, "b")
+    assert calls(log)[-1] == "hook post-commit"
+    git(repo, "checkout", "-q", "-b", "x")
+    assert calls(log)[-1].startswith("hook post-checkout ") and len(calls(log)[-1].split()) == 5
+    git(repo, "commit", "-q", "--amend", "-m", "b2")
+    assert "hook post-rewrite amend" in calls(log)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "x")
+    assert any(c.startswith("hook post-merge") for c in calls(log))
+
+
+def test_install_is_idempotent(repo, fake_python):
+    py, _ = fake_python
+    hooks.install(repo, python=py)
+    before = {p.name: p.read_bytes() for p in (repo / ".git" / "hooks").iterdir()}
+    hooks.install(repo, python=py)
+    after = {p.name: p.read_bytes() for p in (repo / ".git" / "hooks").iterdir()}
+    assert before == after
+    assert not any(n.endswith(".zmem-prev") for n in after)
+    assert set(hooks.status(repo, python=py).values()) == {"installed"}
+
+
+def test_foreign_hook_is_kept_run_first_and_its_status_propagates(repo, fake_python, tmp_path):
+    py, log = fake_python
+    marker = tmp_path / "foreign-ran"
+    foreign = f'#!/bin/sh\necho "$@" >> "{marker}"\nexit 3\n'
+    hook_path(repo, "post-checkout").write_text(foreign)
+    hook_path(repo, "post-checkout").chmod(0o755)
+    hook_path(repo, "post-commit").write_text(f'#!/bin/sh\necho commit >> "{marker}"\n')
+    hook_path(repo, "post-commit").chmod(0o755)
+    hooks.install(repo, python=py)
+    assert hooks.status(repo, python=py)["post-checkout"] == "installed (chains previous hook)"
+    write(repo, "c.md", "c\n")
+    commit_all(repo, "c")
+    assert "commit" in marker.read_text() and calls(log)[-1] == "hook post-commit"
+    proc = subprocess.run(["git", "checkout", "-q", "-b", "y"], cwd=repo, capture_output=True, text=True)
+    assert proc.returncode == 1  # git reports the foreign post-checkout's failure, as before zmem
+    assert calls(log)[-1].startswith("hook post-checkout")  # and zmem's part still ran
+    hooks.uninstall(repo)
+    assert hook_path(repo, "post-checkout").read_text() == foreign
+    assert os.access(hook_path(repo, "post-checkout"), os.X_OK)
+    assert not (repo / ".git" / "hooks" / "post-merge").exists()
+
+
+def test_uninstall_without_install_and_foreign_untouched(repo):
+    hook_path(repo, "post-merge").write_text("#!/bin/sh\necho mine\n")
+    assert hooks.uninstall(repo) == []
+    assert hook_path(repo, "post-merge").read_text() == "#!/bin/sh\necho mine\n"
+    assert hooks.status(repo)["post-merge"] == "foreign"
+    assert hooks.status(repo)["post-commit"] == "missing"
+
+
+def test_linked_worktree_shares_the_common_hooks(repo, fake_python, tmp_path):
+    py, log = fake_python
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "-b", "wt-branch")
+    assert hooks.install(wt, python=py)
+    assert hook_path(repo, "post-commit").is_file()
+    write(wt, "w.md", "w\n")
+    commit_all(wt, "in worktree")
+    assert calls(log)[-1] == "hook post-commit"
+
+
+def test_core_hookspath_is_refused_with_a_hint(repo):
+    git(repo, "config", "core.hooksPath", ".husky")
+    with pytest.raises(ZmemError) as err:
+        hooks.install(repo)
+    assert "core.hooksPath" in err.value.message and "zmem hook post-commit" in err.value.hint
+    assert not (repo / ".husky").exists()
+    assert not hook_path(repo, "post-commit").exists()
+
+
+def test_dead_symlink_hook_is_moved_aside_and_restored(repo, fake_python):
+    py, log = fake_python
+    link = hook_path(repo, "post-commit")
+    link.symlink_to("/nonexistent/hook")
+    hooks.install(repo, python=py)
+    write(repo, "d.md", "d\n")
+    commit_all(repo, "d")  # the dangling previous hook is not executable: skipped, no crash
+    assert calls(log)[-1] == "hook post-commit"
+    hooks.uninstall(repo)
+    assert link.is_symlink() and os.readlink(link) == "/nonexistent/hook"
+
+
+def test_outdated_shim_is_reported_and_upgraded(repo, fake_python):
+    py, _ = fake_python
+    hooks.install(repo, python=py)
+    path = hook_path(repo, "post-merge")
+    path.write_text(path.read_text() + "# old version\n")
+    assert hooks.status(repo, python=py)["post-merge"] == "outdated"
+    hooks.install(repo, python=py)
+    assert hooks.status(repo, python=py)["post-merge"] == "installed"
+    assert not (repo / ".git" / "hooks" / "post-merge.zmem-prev").exists()  # ours: upgraded, not moved
+
+
+def test_copied_shim_as_previous_hook_does_not_loop(repo, fake_python):
+    py, log = fake_python
+    hooks.install(repo, python=py)
+    shim = hook_path(repo, "post-commit").read_text()
+    prev = repo / ".git" / "hooks" / "post-commit.zmem-prev"
+    prev.write_text(shim.replace("3f1c6f0a", "copied"))  # a copy that no longer looks like ours
+    prev.chmod(0o755)
+    write(repo, "e.md", "e\n")
+    commit_all(repo, "e")
+    assert calls(log).count("hook post-commit") == 1
+
+
+def test_shim_is_silent_and_succeeds_without_any_zmem(repo, tmp_path):
+    hooks.install(repo, python=str(tmp_path / "gone" / "python"))
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([str(hook_path(repo, "post-commit"))], cwd=repo, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert stat.S_IMODE(hook_path(repo, "post-commit").stat().st_mode) == 0o755
