@@ -34,8 +34,12 @@ MIGRATIONS: list[list[str]] = [
             chunks INTEGER NOT NULL,
             lines INTEGER NOT NULL,
             dirty INTEGER NOT NULL,      -- indexed from an uncommitted working-tree state
-            warning TEXT                 -- why (part of) the file could not be indexed
+            warning TEXT,                -- why (part of) the file could not be indexed
+            mtime_ns INTEGER NOT NULL DEFAULT 0,  -- stat signature when indexed (snapshot.py)
+            ino INTEGER NOT NULL DEFAULT 0
         )""",
+        # Directories whose mtime tells whether memory files appeared or vanished (snapshot.py).
+        "CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
         """CREATE TABLE chunks (
             id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: vector rows key on it
             path TEXT NOT NULL,

@@ -9,14 +9,17 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from zmem.repo import Repo
 
 from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
-from zmem.repo import Repo, blob_id, open_repo
+from zmem.snapshot import changed_since_snapshot, git_blob_id, memory_dirs, now_ns, read_head, record_dirs, stat_signature
 from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
 
@@ -95,8 +98,17 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
              max_inline: int | None = None, progress: Progress = None) -> CatchUp:
     """Bring the index up to HEAD plus the dirty working tree, reindexing only what changed."""
     t0 = time.perf_counter()
-    repo = repo or open_repo(ws.root)
     ensure_state_dir(ws)
+    if repo is None:
+        conn = open_index(ws)
+        try:
+            indexed = unchanged(ws, conn)
+        finally:
+            conn.close()
+        if indexed is not None:  # nothing changed: no pygit2, no lock, no write
+            return CatchUp(head=indexed, previous=indexed, seconds=time.perf_counter() - t0)
+        from zmem.repo import open_repo
+        repo = open_repo(ws.root)
     try:
         with IndexLock(ws, lock_timeout):
             conn = open_index(ws)
@@ -111,7 +123,26 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     return result
 
 
+def unchanged(ws: Workspace, conn) -> str | None:
+    """The indexed commit if HEAD, the settings and every memory file are as the index saw them
+    (checked without git), else None."""
+    indexed = db.get_meta(conn, "indexed_commit")
+    taken = db.get_meta(conn, "snapshot_ns")
+    git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
+    if not (indexed and taken and git_dir and common) or db.get_meta(conn, "fingerprint") != fingerprint(ws):
+        return None
+    if read_head(git_dir, common) != indexed:
+        return None
+    changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, _tops(ws))
+    return indexed if not (changes.files or changes.dirs) else None
+
+
+def _tops(ws: Workspace) -> list[str]:
+    return ["memory", "bank", *ws.extra_roots()]
+
+
 def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress) -> CatchUp:
+    taken = now_ns()  # anything modified from here on is newer than the snapshot
     head = repo.head()
     indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
     result = CatchUp(head=head, previous=indexed or None)
@@ -128,47 +159,67 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         candidates |= {p for (p,) in conn.execute("SELECT path FROM files")}
         result.full_scan = True
     candidates |= dirty | {p for (p,) in conn.execute("SELECT path FROM files WHERE dirty = 1")}
+    old_taken = db.get_meta(conn, "snapshot_ns")
+    if full or not old_taken:
+        dirs = memory_dirs(ws.root, _tops(ws))
+    else:  # what git cannot see: files edited in place without a status change, new ignored dirs
+        changes = changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
+        indexed_before = known_paths(conn, changes.files)
+        candidates |= {p for p in changes.files if p in indexed_before or not repo.is_ignored(p)}
+        dirs = sorted(changes.dirs)
     if max_inline is not None and len(candidates) > max_inline:
         result.deferred = True
         return result
     known = _known_files(conn, candidates)
 
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
+    restat: list[tuple] = []  # unchanged content, new stat signature or dirty flag
+    sigs: dict[str, tuple[int, int, int] | None] = {}
     for rel in sorted(candidates):
-        data = _read_memory_file(ws, rel, result) if ws.is_memory_path(rel) else None
+        data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) else None
         if data is None:
             if rel in known:
                 todo.append((rel, None, None))
             continue
-        blob = blob_id(data)
+        blob = git_blob_id(data)
         old = known.get(rel)
         if old and old[0] == blob:
-            if bool(old[1]) != (rel in dirty):
-                conn.execute("UPDATE files SET dirty = ? WHERE path = ?", (int(rel in dirty), rel))
+            restat.append((int(rel in dirty), *(sigs.get(rel) or (0, 0, 0)), rel))
             continue
         todo.append((rel, data, blob))
 
-    if todo or indexed != (head or "") or full:
+    if todo or restat or dirs or indexed != (head or "") or full:
         store = VectorStore(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.executemany("UPDATE files SET dirty = ?, mtime_ns = ?, size = ?, ino = ? WHERE path = ?", restat)
+            if full or not old_taken:
+                conn.execute("DELETE FROM dirs")
+            record_dirs(ws.root, conn, dirs)
             for n, (rel, data, blob) in enumerate(todo, 1):
                 _remove_file(conn, rel, store)
                 if data is None:
                     result.removed.append(rel)
                 else:
-                    result.warnings.extend(index_file(conn, ws, rel, data, blob, rel in dirty))
+                    result.warnings.extend(index_file(conn, ws, rel, data, blob, rel in dirty, sigs.get(rel)))
                     result.updated.append(rel)
                 if progress:
                     progress(n, len(todo))
             db.set_meta(conn, "indexed_commit", head or "")
             db.set_meta(conn, "fingerprint", fingerprint(ws))
+            db.set_meta(conn, "snapshot_ns", str(taken))
+            db.set_meta(conn, "git_dir", repo.git_dir())
+            db.set_meta(conn, "git_common_dir", repo.common_dir())
             db.set_meta(conn, "indexed_at", str(int(time.time())))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
     return result
+
+
+def known_paths(conn, paths: set[str]) -> set[str]:
+    return set(_known_files(conn, paths))
 
 
 def _known_files(conn, paths: set[str]) -> dict[str, tuple[str, int]]:
@@ -182,11 +233,12 @@ def _known_files(conn, paths: set[str]) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _read_memory_file(ws: Workspace, rel: str, result: CatchUp) -> bytes | None:
+def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict) -> bytes | None:
     path = ws.root / rel
     try:
         if path.is_symlink() or not path.is_file():
             return None
+        sigs[rel] = stat_signature(path)  # before reading: a later change shows as a new stat
         return path.read_bytes()
     except OSError as e:
         result.warnings.append(f"{rel}: skipped: cannot read ({e.strerror})")
@@ -221,14 +273,18 @@ def decode_note(rel: str, data: bytes, max_mb: float) -> tuple[str | None, list[
     return text.removeprefix("\ufeff"), warnings
 
 
-def index_file(conn, ws: Workspace, rel: str, data: bytes, blob: str, dirty: bool) -> list[str]:
-    """Chunk one file and insert its rows (the caller holds the transaction)."""
+def index_file(conn, ws: Workspace, rel: str, data: bytes, blob: str, dirty: bool,
+               sig: tuple[int, int, int] | None = None) -> list[str]:
+    """Chunk one file and insert its rows (the caller holds the transaction). sig: the file's
+    stat signature taken before it was read."""
     text, warnings = decode_note(rel, data, ws.config.max_file_mb)
     day = day_from_path(rel)
     chunks = chunk_text(text, ws.config.chunk_tokens, ws.config.chunk_overlap) if text else []
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
-    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, dirty, warning) VALUES(?,?,?,?,?,?,?,?)",
-                 (rel, blob, len(data), day, len(chunks), lines, int(dirty), "; ".join(warnings) or None))
+    mtime, size, ino = sig if sig is not None else (0, len(data), 0)
+    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, dirty, warning, mtime_ns, ino) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?)",
+                 (rel, blob, size, day, len(chunks), lines, int(dirty), "; ".join(warnings) or None, mtime, ino))
     for c in chunks:
         cur = conn.execute(
             "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
@@ -242,6 +298,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     """Rebuild from scratch into a temporary file, then swap it in atomically. A failed or
     interrupted rebuild leaves the previous index as it was."""
     t0 = time.perf_counter()
+    from zmem.repo import open_repo
     repo = open_repo(ws.root)
     ensure_state_dir(ws)
     for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):

@@ -62,6 +62,17 @@ class Repo:
     def is_ignored(self, rel: str) -> bool:
         return self.git.path_is_ignored(self.prefix + rel)
 
+    def git_dir(self) -> str:
+        return str(Path(self.git.path).resolve())
+
+    def common_dir(self) -> str:
+        """Where refs live (a linked worktree's git dir points to it in its `commondir` file)."""
+        git_dir = Path(self.git.path)
+        pointer = git_dir / "commondir"
+        if pointer.is_file():
+            return str((git_dir / pointer.read_text().strip()).resolve())
+        return str(git_dir.resolve())
+
     def is_shallow(self) -> bool:
         return self.git.is_shallow
 
@@ -71,11 +82,6 @@ class Repo:
     def commit_summary(self, oid: str) -> str:
         c = self.git[oid]
         return c.message.splitlines()[0] if c.message else ""
-
-
-def blob_id(data: bytes) -> str:
-    """The git blob id of some bytes: equal ids mean equal content, committed or not."""
-    return str(pygit2.hash(data))
 
 
 def open_repo(root: Path) -> Repo:

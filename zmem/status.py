@@ -7,7 +7,8 @@ import subprocess
 from zmem import db
 from zmem.errors import ZmemError
 from zmem.indexer import fingerprint, open_index
-from zmem.repo import blob_id, open_repo
+from zmem.repo import open_repo
+from zmem.snapshot import git_blob_id as blob_id
 from zmem.workspace import Workspace, find_workspace
 
 

@@ -1,0 +1,133 @@
+"""A cheap "has anything changed?" check that needs no pygit2 (whose import alone costs ~100 ms):
+HEAD read from the git directory's files, plus the stat signature of every indexed file and of the
+directories that could gain new ones. When it says "unchanged", a reading command skips catch-up;
+when in doubt it says "changed" and the full git-based catch-up decides."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from pathlib import Path
+
+RACY_NS = 2_000_000_000  # a file modified this close to the snapshot may change within one mtime tick
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def git_blob_id(data: bytes) -> str:
+    """The git blob id (SHA-1 object format) of some bytes, as pygit2.hash computes it."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def read_head(git_dir: str, common_dir: str) -> str | None:
+    """HEAD's commit id read from files, or None when unsure (unborn, reftable, anything odd)."""
+    try:
+        head = Path(git_dir, "HEAD").read_text().strip()
+        if _SHA.match(head):
+            return head  # detached
+        if not head.startswith("ref: "):
+            return None
+        ref = head[5:].strip()
+        loose = Path(common_dir, ref)
+        if loose.is_file():
+            value = loose.read_text().strip()
+            return value if _SHA.match(value) else None
+        with open(Path(common_dir, "packed-refs")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref and _SHA.match(parts[0]):
+                    return parts[0]
+    except OSError:
+        return None
+    return None
+
+
+def stat_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def memory_dirs(root: Path, tops: list[str]) -> list[str]:
+    """The workspace root and every directory under the memory roots (workspace-relative)."""
+    out = [""]
+    for top in tops:
+        base = root / top
+        if top.endswith(".md"):  # an extra path that is one file: watch its directory
+            parent = os.path.dirname(top)
+            if parent and (root / parent).is_dir():
+                out.append(parent)
+            continue
+        if not base.is_dir() or base.is_symlink():
+            continue
+        for dirpath, dirnames, _ in os.walk(base):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and not os.path.islink(os.path.join(dirpath, d))]
+            out.append(os.path.relpath(dirpath, root).replace(os.sep, "/"))
+    return out
+
+
+class Changes:
+    """What differs on disk from the snapshot: candidate files and directories to re-record."""
+
+    def __init__(self):
+        self.files: set[str] = set()
+        self.dirs: set[str] = set()
+
+
+def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops: list[str]) -> Changes:
+    """Indexed files whose content differs (stat changed, then blob compared), files that are
+    gone, and new memory files in directories whose mtime moved."""
+    out = Changes()
+    known = {}
+    for rel, blob, mtime, size, ino in conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files"):
+        known[rel] = blob
+        sig = stat_signature(root / rel)
+        if sig is None:
+            out.files.add(rel)
+        elif sig != (mtime, size, ino) or mtime >= taken_ns - RACY_NS:
+            try:
+                if git_blob_id((root / rel).read_bytes()) != blob or sig != (mtime, size, ino):
+                    out.files.add(rel)  # new content, or same content with a new stat to record
+            except OSError:
+                out.files.add(rel)
+    recorded = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
+    for rel, mtime in recorded.items():
+        directory = root / rel if rel else root
+        sig = stat_signature(directory)
+        if sig is not None and sig[0] == mtime:
+            continue
+        out.dirs.add(rel)
+        if sig is None:
+            continue
+        for entry in os.scandir(directory):
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_symlink() or entry.name.startswith("."):
+                continue
+            if entry.is_dir() and child not in recorded:
+                # at the top, only the memory roots (memory/, bank/, extra_paths) are walked
+                roots = [child] if rel else [t for t in tops if t == child or t.startswith(child + "/")]
+                for sub in memory_dirs(root, roots)[1:]:
+                    out.dirs.add(sub)
+                    for f in os.scandir(root / sub):
+                        frel = f"{sub}/{f.name}"
+                        if f.is_file(follow_symlinks=False) and is_memory_path(frel) and frel not in known:
+                            out.files.add(frel)
+            elif entry.is_file(follow_symlinks=False) and is_memory_path(child) and child not in known:
+                out.files.add(child)
+    return out
+
+
+def record_dirs(root: Path, conn, rels) -> None:
+    """Remember directory mtimes (the caller holds the transaction)."""
+    for rel in rels:
+        sig = stat_signature(root / rel if rel else root)
+        if sig is None:
+            conn.execute("DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%"))
+        else:
+            conn.execute("INSERT OR REPLACE INTO dirs(path, mtime_ns) VALUES(?, ?)", (rel, sig[0]))
+
+
+def now_ns() -> int:
+    return time.time_ns()
