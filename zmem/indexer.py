@@ -196,15 +196,19 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             if full or not old_taken:
                 conn.execute("DELETE FROM dirs")
             record_dirs(ws.root, conn, dirs)
-            for n, (rel, data, blob) in enumerate(todo, 1):
+            for rel, data, _ in todo:
                 _remove_file(conn, rel, store)
                 if data is None:
                     result.removed.append(rel)
-                else:
-                    result.warnings.extend(index_file(conn, ws, rel, data, blob, rel in dirty, sigs.get(rel)))
-                    result.updated.append(rel)
+            blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
+            prepared = prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])
+            for n, p in enumerate(prepared, 1):
+                blob, size = blobs[p.rel]
+                insert_file(conn, p, blob, size, p.rel in dirty, sigs.get(p.rel))
+                result.warnings.extend(p.warnings)
+                result.updated.append(p.rel)
                 if progress:
-                    progress(n, len(todo))
+                    progress(n, len(blobs))
             db.set_meta(conn, "indexed_commit", head or "")
             db.set_meta(conn, "fingerprint", fingerprint(ws))
             db.set_meta(conn, "snapshot_ns", str(taken))
@@ -273,25 +277,61 @@ def decode_note(rel: str, data: bytes, max_mb: float) -> tuple[str | None, list[
     return text.removeprefix("\ufeff"), warnings
 
 
-def index_file(conn, ws: Workspace, rel: str, data: bytes, blob: str, dirty: bool,
-               sig: tuple[int, int, int] | None = None) -> list[str]:
-    """Chunk one file and insert its rows (the caller holds the transaction). sig: the file's
-    stat signature taken before it was read."""
-    text, warnings = decode_note(rel, data, ws.config.max_file_mb)
-    day = day_from_path(rel)
-    chunks = chunk_text(text, ws.config.chunk_tokens, ws.config.chunk_overlap) if text else []
+@dataclass
+class Prepared:
+    """One file ready to insert: the pure, parallelizable part of indexing."""
+    rel: str
+    day: str | None
+    lines: int
+    warnings: list[str]
+    rows: list[tuple]  # (start_line, end_line, heading, tokens, text, cjk_bi, cjk_uni)
+
+
+def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_overlap: int) -> Prepared:
+    text, warnings = decode_note(rel, data, max_mb)
+    chunks = chunk_text(text, chunk_tokens, chunk_overlap) if text else []
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
-    mtime, size, ino = sig if sig is not None else (0, len(data), 0)
+    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
+            for c in chunks]
+    return Prepared(rel, day_from_path(rel), lines, warnings, rows)
+
+
+def _prepare_args(args):
+    return prepare_file(*args)
+
+
+def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
+    """Prepared files in order; a big batch is chunked by a process pool (one worker per core)."""
+    c = ws.config
+    args = [(rel, data, c.max_file_mb, c.chunk_tokens, c.chunk_overlap) for rel, data in items]
+    workers = min(os.cpu_count() or 1, 8)
+    if len(args) < 200 or workers < 2 or sum(len(a[1]) for a in args) < 2_000_000:
+        yield from map(_prepare_args, args)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        yield from map(_prepare_args, args)
+        return
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        yield from pool.map(_prepare_args, args, chunksize=32)
+
+
+def insert_file(conn, p: Prepared, blob: str, size: int, dirty: bool, sig: tuple[int, int, int] | None) -> None:
+    """Insert one prepared file's rows (the caller holds the transaction). sig: the file's stat
+    signature taken before it was read."""
+    mtime, size, ino = sig if sig is not None else (0, size, 0)
     conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, dirty, warning, mtime_ns, ino) "
                  "VALUES(?,?,?,?,?,?,?,?,?,?)",
-                 (rel, blob, size, day, len(chunks), lines, int(dirty), "; ".join(warnings) or None, mtime, ino))
-    for c in chunks:
+                 (p.rel, blob, size, p.day, len(p.rows), p.lines, int(dirty), "; ".join(p.warnings) or None, mtime, ino))
+    for start, end, heading, tokens, text, bi, uni in p.rows:
         cur = conn.execute(
             "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
-            (rel, c.start_line, c.end_line, c.heading, day, c.tokens, c.text))
+            (p.rel, start, end, heading, p.day, tokens, text))
         conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
-                     (cur.lastrowid, c.text, c.heading, *cjk_columns(c.text + "\n" + c.heading)))
-    return warnings
+                     (cur.lastrowid, text, heading, bi, uni))
 
 
 def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = None) -> CatchUp:
