@@ -33,8 +33,12 @@ class ZmemGroup(click.Group):
         except BrokenPipeError:
             sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
             raise click.exceptions.Exit(0)
-        except Exception as e:  # a bug: one line, the traceback only on request
-            if os.environ.get("ZMEM_DEBUG"):
+        except Exception as e:
+            if type(e).__module__.startswith(("sqlite3", "pysqlite3")) and not os.environ.get("ZMEM_DEBUG"):
+                click.echo(f"zmem: the index could not be used: {e}", err=True)  # it is derived: rebuild it
+                click.echo("hint: run `zmem index --full` to rebuild it from the Markdown files", err=True)
+                raise click.exceptions.Exit(int(ExitCode.ERROR))
+            if os.environ.get("ZMEM_DEBUG"):  # a bug: one line, the traceback only on request
                 raise
             click.echo(f"zmem: internal error: {type(e).__name__}: {e}", err=True)
             click.echo("hint: this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it",

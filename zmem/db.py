@@ -33,7 +33,6 @@ MIGRATIONS: list[list[str]] = [
             day TEXT,                    -- YYYY-MM-DD from memory/YYYY-MM-DD*.md
             chunks INTEGER NOT NULL,
             lines INTEGER NOT NULL,
-            dirty INTEGER NOT NULL,      -- indexed from an uncommitted working-tree state
             warning TEXT,                -- why (part of) the file could not be indexed
             mtime_ns INTEGER NOT NULL DEFAULT 0,  -- stat signature when indexed (snapshot.py)
             ino INTEGER NOT NULL DEFAULT 0
@@ -60,7 +59,6 @@ MIGRATIONS: list[list[str]] = [
             tokenize='porter unicode61 remove_diacritics 2')""",
         # `rank` is bm25 with these column weights: text, heading, CJK bigrams, CJK unigrams.
         "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
-        "CREATE INDEX files_dirty ON files(dirty) WHERE dirty = 1",
     ],
     [
         # Vectors: chunk_vectors is the store (the in-process fallback searches it); a sqlite-vec

@@ -19,7 +19,7 @@ from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
-from zmem.snapshot import changed_since_snapshot, git_blob_id, memory_dirs, now_ns, read_head, record_dirs, stat_signature
+from zmem.snapshot import Changes, changed_since_snapshot, git_blob_id, memory_dirs, now_ns, read_head, record_dirs, stat_signature
 from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
 
@@ -96,24 +96,28 @@ def open_index(ws: Workspace):
 
 def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5.0,
              max_inline: int | None = None, progress: Progress = None) -> CatchUp:
-    """Bring the index up to HEAD plus the dirty working tree, reindexing only what changed."""
+    """Bring the index up to HEAD plus the working tree, reindexing only what changed."""
     t0 = time.perf_counter()
     ensure_state_dir(ws)
+    hint = None
     if repo is None:
         conn = open_index(ws)
         try:
-            indexed = unchanged(ws, conn)
+            indexed, hint = quick_check(ws, conn)
+            if indexed is not None and not (hint.files or hint.dirs):
+                if hint.restat:  # same content, new stat (touch, checkout): remember, cheaply
+                    _restat(ws, conn, hint.restat)
+                # nothing changed: no pygit2, no lock
+                return CatchUp(head=indexed, previous=indexed, seconds=time.perf_counter() - t0)
         finally:
             conn.close()
-        if indexed is not None:  # nothing changed: no pygit2, no lock, no write
-            return CatchUp(head=indexed, previous=indexed, seconds=time.perf_counter() - t0)
         from zmem.repo import open_repo
         repo = open_repo(ws.root)
     try:
         with IndexLock(ws, lock_timeout):
             conn = open_index(ws)
             try:
-                result = _catch_up(ws, repo, conn, max_inline, progress)
+                result = _catch_up(ws, repo, conn, max_inline, progress, hint)
             finally:
                 conn.close()
     except LockTimeout:
@@ -123,25 +127,39 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     return result
 
 
-def unchanged(ws: Workspace, conn) -> str | None:
-    """The indexed commit if HEAD, the settings and every memory file are as the index saw them
-    (checked without git), else None."""
+def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
+    """(indexed commit if HEAD and the settings are as the index saw them, else None; what changed
+    on disk since the snapshot, or None without a snapshot). Needs no git library."""
     indexed = db.get_meta(conn, "indexed_commit")
     taken = db.get_meta(conn, "snapshot_ns")
     git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
-    if not (indexed and taken and git_dir and common) or db.get_meta(conn, "fingerprint") != fingerprint(ws):
-        return None
-    if read_head(git_dir, common) != indexed:
-        return None
+    if not (indexed is not None and taken and git_dir and common):
+        return None, None
     changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, _tops(ws))
-    return indexed if not (changes.files or changes.dirs) else None
+    same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
+    return (indexed if same else None), changes
+
+
+def _restat(ws: Workspace, conn, restat: dict) -> None:
+    try:
+        with IndexLock(ws, 0):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
+                             [(*sig, rel) for rel, sig in restat.items()])
+            conn.execute("COMMIT")
+    except LockTimeout:
+        pass  # a writer is busy; it or the next command records them
 
 
 def _tops(ws: Workspace) -> list[str]:
     return ["memory", "bank", *ws.extra_roots()]
 
 
-def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress) -> CatchUp:
+def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress,
+              hint: Changes | None = None) -> CatchUp:
+    """Candidates: the tree diff between the indexed commit and HEAD, plus what the stat snapshot
+    says changed in the working tree (edits, new and deleted files: what `git status` would say,
+    for memory files only, and without ignoring files git considers clean but we never indexed)."""
     taken = now_ns()  # anything modified from here on is newer than the snapshot
     head = repo.head()
     indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
@@ -153,19 +171,18 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             candidates |= repo.changed_paths(indexed, head)
         else:  # first commit, orphan branch, or the indexed commit was rewritten away and pruned
             full = True
-    dirty = {p for p in repo.dirty_paths() if ws.is_memory_path(p)}
-    if full:
+    old_taken = db.get_meta(conn, "snapshot_ns")
+    restat: dict[str, tuple[int, int, int]] = {}
+    if full or not old_taken:
         candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)}
         candidates |= {p for (p,) in conn.execute("SELECT path FROM files")}
-        result.full_scan = True
-    candidates |= dirty | {p for (p,) in conn.execute("SELECT path FROM files WHERE dirty = 1")}
-    old_taken = db.get_meta(conn, "snapshot_ns")
-    if full or not old_taken:
         dirs = memory_dirs(ws.root, _tops(ws))
-    else:  # what git cannot see: files edited in place without a status change, new ignored dirs
-        changes = changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
-        indexed_before = known_paths(conn, changes.files)
-        candidates |= {p for p in changes.files if p in indexed_before or not repo.is_ignored(p)}
+        full = result.full_scan = True
+    else:
+        changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
+        before = known_paths(conn, changes.files)
+        candidates |= before | {p for p in changes.files - before if not repo.is_ignored(p)}
+        restat = dict(changes.restat)
         dirs = sorted(changes.dirs)
     if max_inline is not None and len(candidates) > max_inline:
         result.deferred = True
@@ -173,7 +190,6 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     known = _known_files(conn, candidates)
 
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
-    restat: list[tuple] = []  # unchanged content, new stat signature or dirty flag
     sigs: dict[str, tuple[int, int, int] | None] = {}
     for rel in sorted(candidates):
         data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) else None
@@ -182,9 +198,8 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
                 todo.append((rel, None, None))
             continue
         blob = git_blob_id(data)
-        old = known.get(rel)
-        if old and old[0] == blob:
-            restat.append((int(rel in dirty), *(sigs.get(rel) or (0, 0, 0)), rel))
+        if known.get(rel) == blob:
+            restat[rel] = sigs.get(rel) or (0, 0, 0)
             continue
         todo.append((rel, data, blob))
 
@@ -192,8 +207,9 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         store = VectorStore(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany("UPDATE files SET dirty = ?, mtime_ns = ?, size = ?, ino = ? WHERE path = ?", restat)
-            if full or not old_taken:
+            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
+                             [(*sig, rel) for rel, sig in restat.items()])
+            if full:
                 conn.execute("DELETE FROM dirs")
             record_dirs(ws.root, conn, dirs)
             for rel, data, _ in todo:
@@ -204,7 +220,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             prepared = prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])
             for n, p in enumerate(prepared, 1):
                 blob, size = blobs[p.rel]
-                insert_file(conn, p, blob, size, p.rel in dirty, sigs.get(p.rel))
+                insert_file(conn, p, blob, size, sigs.get(p.rel))
                 result.warnings.extend(p.warnings)
                 result.updated.append(p.rel)
                 if progress:
@@ -226,14 +242,13 @@ def known_paths(conn, paths: set[str]) -> set[str]:
     return set(_known_files(conn, paths))
 
 
-def _known_files(conn, paths: set[str]) -> dict[str, tuple[str, int]]:
-    """path -> (blob, dirty) for the indexed ones among paths (without loading every row)."""
-    out: dict[str, tuple[str, int]] = {}
+def _known_files(conn, paths: set[str]) -> dict[str, str]:
+    """path -> blob for the indexed ones among paths (without loading every row)."""
+    out: dict[str, str] = {}
     ordered = sorted(paths)
     for i in range(0, len(ordered), 500):
         batch = ordered[i:i + 500]
-        out.update((p, (b, d)) for p, b, d in conn.execute(
-            f"SELECT path, blob, dirty FROM files WHERE path IN ({','.join('?' * len(batch))})", batch))
+        out.update(conn.execute(f"SELECT path, blob FROM files WHERE path IN ({','.join('?' * len(batch))})", batch))
     return out
 
 
@@ -319,13 +334,13 @@ def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
         yield from pool.map(_prepare_args, args, chunksize=32)
 
 
-def insert_file(conn, p: Prepared, blob: str, size: int, dirty: bool, sig: tuple[int, int, int] | None) -> None:
+def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int] | None) -> None:
     """Insert one prepared file's rows (the caller holds the transaction). sig: the file's stat
     signature taken before it was read."""
     mtime, size, ino = sig if sig is not None else (0, size, 0)
-    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, dirty, warning, mtime_ns, ino) "
-                 "VALUES(?,?,?,?,?,?,?,?,?,?)",
-                 (p.rel, blob, size, p.day, len(p.rows), p.lines, int(dirty), "; ".join(p.warnings) or None, mtime, ino))
+    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino) "
+                 "VALUES(?,?,?,?,?,?,?,?,?)",
+                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "; ".join(p.warnings) or None, mtime, ino))
     for start, end, heading, tokens, text, bi, uni in p.rows:
         cur = conn.execute(
             "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
@@ -395,7 +410,7 @@ def _swap_in(ws: Workspace, tmp: Path) -> None:
                 src.backup(dst)
             finally:
                 dst.close()
-        except db.DatabaseError:
+        except (db.DatabaseError, IndexError_):  # unreadable: nobody can be reading it either
             _unlink_db(live)
             os.replace(tmp, live)
     finally:

@@ -72,7 +72,8 @@ class Changes:
     """What differs on disk from the snapshot: candidate files and directories to re-record."""
 
     def __init__(self):
-        self.files: set[str] = set()
+        self.files: set[str] = set()  # content differs, gone, or new
+        self.restat: dict[str, tuple[int, int, int]] = {}  # same content, new stat signature
         self.dirs: set[str] = set()
 
 
@@ -94,8 +95,10 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
         if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != ino or mtime >= racy:
             sig = (st.st_mtime_ns, st.st_size, st.st_ino)
             try:
-                if git_blob_id((root / rel).read_bytes()) != blob or sig != (mtime, size, ino):
-                    out.files.add(rel)  # new content, or same content with a new stat to record
+                if git_blob_id((root / rel).read_bytes()) != blob:
+                    out.files.add(rel)
+                elif sig != (mtime, size, ino):
+                    out.restat[rel] = sig
             except OSError:
                 out.files.add(rel)
     recorded = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
