@@ -1,0 +1,153 @@
+"""Bad input gets a clear answer and loses nothing: odd files are indexed as well as they can be
+or skipped with a warning naming the file (and line); everything else is still indexed."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import commit_all, git, recall_json, run, write
+
+
+def index_warnings(root) -> list[str]:
+    res = run(["-C", str(root), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)["warnings"]
+
+
+def still_works(root):
+    assert recall_json(root, "Mac Studio")["results"], "the good files must still be indexed"
+
+
+def test_invalid_utf8_is_indexed_with_a_warning_naming_file_and_line(ws):
+    (ws / "memory/2025-12-01.md").write_bytes(b"# t\n\n- fine line about herons\n- broken \xff\xfe bytes\n- after\n")
+    warnings = index_warnings(ws)
+    assert any(w.startswith("memory/2025-12-01.md:4:") and "UTF-8" in w for w in warnings)
+    assert recall_json(ws, "herons")["results"]
+    still_works(ws)
+
+
+def test_binary_file_named_md_is_skipped_with_a_warning(ws):
+    (ws / "memory/2025-12-02.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + os.urandom(2000))
+    warnings = index_warnings(ws)
+    assert any(w.startswith("memory/2025-12-02.md") and "binary" in w for w in warnings)
+    still_works(ws)
+    res = run(["-C", str(ws), "doctor"])
+    assert "memory/2025-12-02.md" in res.stdout
+
+
+def test_a_20_mb_note_is_indexed(ws):
+    line = "- a long log line about routine operations and nothing in particular\n"
+    body = line * (20 * 1024 * 1024 // len(line))
+    (ws / "memory/2025-12-03.md").write_text("# big\n\n" + body + "- the needle is a cassowary\n")
+    t = time.monotonic()
+    assert index_warnings(ws) == []
+    elapsed = time.monotonic() - t
+    hit = recall_json(ws, "cassowary")["results"][0]
+    assert hit["path"] == "memory/2025-12-03.md" and "cassowary" in hit["snippet"]
+    assert elapsed < 120
+    still_works(ws)
+
+
+def test_fifty_thousand_bullets_with_exact_line_numbers(ws):
+    lines = ["# many", ""] + [f"- bullet {i}" for i in range(50_000)]
+    lines[49_000] = "- the rare ocelot bullet"
+    (ws / "memory/2025-12-04.md").write_text("\n".join(lines) + "\n")
+    hit = recall_json(ws, "ocelot")["results"][0]
+    assert hit["start_line"] <= 49_001 <= hit["end_line"]
+    res = run(["-C", str(ws), "get", "memory/2025-12-04.md", "--from", "49001", "--lines", "1"])
+    assert res.stdout == "- the rare ocelot bullet\n"
+
+
+def test_unterminated_fence_front_matter_and_empty_file(ws):
+    write(ws, "memory/2025-12-05.md", "---\ntitle: x\ntags: [a]\n---\n# t\n\n- before the fence about ibexes\n\n"
+          "```python\nprint('never closed')\n# a heading inside code\n")
+    write(ws, "memory/2025-12-06.md", "")
+    assert index_warnings(ws) == []
+    assert recall_json(ws, "ibexes")["results"]
+    assert recall_json(ws, "never closed")["results"]
+    still_works(ws)
+
+
+def test_bare_repository_is_refused_with_a_hint(tmp_path):
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    (bare / "zmem.toml").write_text("")
+    res = run(["-C", str(bare), "recall", "x"])
+    assert res.exit_code == 1 and "bare repository" in res.stderr and "hint:" in res.stderr
+
+
+def test_workspace_path_with_spaces_and_non_ascii(tmp_path):
+    root = tmp_path / "my notes ünïcødé 笔记"
+    assert run(["init", "--no-hooks", str(root)]).exit_code == 0
+    write(root, "memory/2025-12-07.md", "# x\n\n- a note about flamingos\n")
+    commit_all(root)
+    hit = recall_json(root, "flamingos")["results"][0]
+    assert run(["-C", str(root), "get", hit["citation"]]).stdout == hit["snippet"] + "\n"
+    assert "flamingos" in hit["snippet"]
+
+
+HOSTILE = ['"', '"unbalanced', "(((", "a AND b OR NOT c", "NEAR(a b)", "*", "-", "title:foo", "^x", "🙂🙃",
+           "!!!", "a" * 5000, " ".join(["word"] * 1000), "'; DROP TABLE chunks; --", "col:val AND (x", "\\", "\x00"]
+
+
+def test_hostile_queries_never_raise(ws):
+    for q in HOSTILE:
+        res = run(["-C", str(ws), "recall", q, "--json"])
+        assert res.exit_code == 0, (q, res.output)
+        assert isinstance(json.loads(res.stdout)["results"], list)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=1, max_size=200))
+def test_any_text_is_a_safe_query(ws, query):
+    from zmem.indexer import open_index
+    from zmem.search import recall
+    from zmem.workspace import find_workspace
+    if not query.strip():
+        return
+    conn = open_index(find_workspace(ws))
+    try:
+        assert isinstance(recall(conn, query, k=3).results, list)
+    finally:
+        conn.close()
+
+
+def test_languages(ws):
+    write(ws, "memory/2025-12-08.md", "# x\n\n- 東京で会議がありました。\n- El aniversário de la abuela.\n"
+          "- The gateway crashed twice yesterday.\n")
+    assert recall_json(ws, "北京")["results"][0]["path"] == "memory/2025-11-27.md"
+    assert recall_json(ws, "東京")["results"][0]["path"] == "memory/2025-12-08.md"
+    assert recall_json(ws, "会議")["results"][0]["path"] == "memory/2025-12-08.md"
+    assert recall_json(ws, "aniversario")["results"][0]["path"] == "memory/2025-12-08.md"  # accents folded
+    assert recall_json(ws, "crashes")["results"][0]["path"] == "memory/2025-12-08.md"  # English stemming
+    assert recall_json(ws, "esta marrakech")["results"][0]["path"] == "memory/2025-11-27.md"
+
+
+def test_get_refusals_are_clear(ws, tmp_path):
+    write(tmp_path, "outside.md", "x\n")
+    write(ws, "README.md", "x\n")
+    write(ws, "memory/x.txt", "x\n")
+    os.symlink(ws / "memory/2025-11-24.md", ws / "memory/link.md")
+    for path, word in [("../outside.md", "escapes"), (str(tmp_path / "outside.md"), "outside"),
+                       ("memory/link.md", "symlink"), ("memory/x.txt", "Markdown"), ("README.md", "not a memory file"),
+                       ("memory/nope.md", "no such")]:
+        res = run(["-C", str(ws), "get", path])
+        assert res.exit_code == 1 and word in res.stderr and "hint:" in res.stderr, (path, res.stderr)
+        assert "Traceback" not in res.output
+    res = run(["-C", str(ws), "get", "memory/2025-11-24.md", "--from", "999"])
+    assert res.exit_code == 1 and "hint:" in res.stderr
+    assert run(["-C", str(ws), "get", "memory/2025-11-24.md#L3-L5"]).stdout == \
+        "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
+
+
+def test_broken_config_is_a_clear_error(ws):
+    (ws / "zmem.toml").write_text("[index\nchunk_tokens = 'x'\n")
+    res = run(["-C", str(ws), "recall", "Mac"])
+    assert res.exit_code == 1 and "zmem.toml" in res.stderr and "hint:" in res.stderr
+    (ws / "zmem.toml").write_text("[index]\nchunk_tokens = 'x'\n")
+    res = run(["-C", str(ws), "recall", "Mac"])
+    assert res.exit_code == 1 and "index.chunk_tokens" in res.stderr
