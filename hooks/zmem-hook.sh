@@ -1,7 +1,8 @@
 #!/bin/sh
 # zmem-hook-id: 3f1c6f0a-zmem
 # Installed by `zmem hooks install`; `zmem hooks uninstall` removes it and restores any hook it
-# moved aside. Keeps zmem's index fresh; never fails the git command, prints nothing on success.
+# moved aside. Keeps zmem's index fresh in the background, so git returns at once; never fails
+# the git command and prints nothing. Problems are logged to .zmem/hook.log.
 HOOK='@HOOK@'
 ZMEM_PYTHON='@PYTHON@'
 here=$(dirname "$0")
@@ -18,9 +19,9 @@ if [ -z "$ZMEM_HOOK_CHAINED" ] && [ -x "$here/$HOOK.zmem-prev" ]; then
 fi
 if [ "$outermost" = 1 ]; then
     if [ -x "$ZMEM_PYTHON" ]; then
-        "$ZMEM_PYTHON" -m zmem hook "$HOOK" "$@" </dev/null >/dev/null || true
+        ("$ZMEM_PYTHON" -m zmem.hookrun "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
     elif command -v zmem >/dev/null 2>&1; then
-        zmem hook "$HOOK" "$@" </dev/null >/dev/null || true
+        (zmem hook "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
     fi
 fi
 exit $status

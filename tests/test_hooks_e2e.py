@@ -59,8 +59,13 @@ def test_commit_updates_index_without_any_zmem_command(hooked):
                                         capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""  # no noise on success
     head = git(hooked, "rev-parse", "HEAD")
-    assert _indexed_commit(hooked) == head
+    assert _wait_for(lambda: _indexed_commit(hooked) == head)  # indexed in the background
     assert "memory/2025-12-01.md" in _indexed_paths(hooked)
+
+
+def _at_head(root) -> bool:
+    head = git(root, "rev-parse", "HEAD")
+    return _wait_for(lambda: _indexed_commit(root) == head)
 
 
 def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
@@ -69,21 +74,21 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     git(hooked, "checkout", "-q", "-b", "topic")
     write(hooked, "memory/2025-12-02.md", "# b\n\n- topic note\n")
     commit_all(hooked, "topic note")
-    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert _at_head(hooked)
     git(hooked, "checkout", "-q", "main")  # post-checkout
-    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert _at_head(hooked)
     assert "memory/2025-12-02.md" not in _indexed_paths(hooked)
     write(hooked, "memory/2025-12-03.md", "# c\n\n- another main note\n")
     commit_all(hooked, "main 2")
     git(hooked, "commit", "-q", "--amend", "-m", "main 2 amended")  # post-rewrite
-    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert _at_head(hooked)
     git(hooked, "checkout", "-q", "topic")
     git(hooked, "rebase", "-q", "main")  # post-rewrite / post-checkout
-    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
-    assert {"memory/2025-12-02.md", "memory/2025-12-03.md"} <= _indexed_paths(hooked)
+    assert _at_head(hooked)
+    assert _wait_for(lambda: {"memory/2025-12-02.md", "memory/2025-12-03.md"} <= _indexed_paths(hooked))
     git(hooked, "checkout", "-q", "main")
     git(hooked, "merge", "-q", "--no-edit", "--no-ff", "topic")  # post-merge
-    assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
+    assert _at_head(hooked)
     git(hooked, "reset", "-q", "--hard", "HEAD~1")  # no hook fires: the next command catches up
     proc = zmem_proc("-C", str(hooked), "recall", "topic", "--json")
     assert proc.returncode == 0

@@ -1,4 +1,5 @@
-"""`zmem hook NAME`: what the installed git hooks run. Never fails git, silent on success."""
+"""What the installed git hooks run (`python -m zmem.hookrun NAME ARGS`, detached by the shim;
+also `zmem hook NAME` for other hook managers). Never fails git, silent on success."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,11 +14,11 @@ from zmem.errors import ZmemError
 _GIT_HOOK_ENV = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
 
 
-def run_hook(directory, name: str, args: list[str]) -> None:
+def run_hook(directory, name: str, args: list[str], *, lock_timeout: float = 1.0) -> None:
     for var in _GIT_HOOK_ENV:
         os.environ.pop(var, None)
     for ws in _workspaces(directory):
-        _catch_up_one(ws, name, args)
+        _catch_up_one(ws, name, args, lock_timeout)
 
 
 def _workspaces(directory):
@@ -41,11 +42,11 @@ def _workspaces(directory):
     return list(found.values())
 
 
-def _catch_up_one(ws, name: str, args: list[str]) -> None:
+def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
     from zmem.indexer import catch_up, spawn_detached_index
     try:
-        result = catch_up(ws, lock_timeout=1.0, max_inline=ws.config.inline_max_files)
-        if result.deferred or result.stale:
+        result = catch_up(ws, lock_timeout=lock_timeout, max_inline=ws.config.inline_max_files)
+        if result.deferred:
             spawn_detached_index(ws)  # also embeds
         elif ws.config.embeddings.get("provider", "none") != "none":
             from zmem.embedding import needs_embedding, spawn_embed_job
@@ -66,3 +67,13 @@ def _log(state_dir: Path, message: str) -> None:
             f.write(f"{dt.datetime.now().isoformat(timespec='seconds')} {message}\n")
     except OSError:
         pass
+
+
+def main() -> None:
+    """Entry point of the shim: no click, so the hook pays only for what it uses."""
+    if len(sys.argv) >= 2:  # detached by the shim: nobody waits, so queue behind a busy writer
+        run_hook(None, sys.argv[1], sys.argv[2:], lock_timeout=60.0)
+
+
+if __name__ == "__main__":
+    main()

@@ -103,10 +103,13 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     if repo is None:
         conn = open_index(ws)
         try:
+            checked_at = now_ns()
             indexed, hint = quick_check(ws, conn)
             if indexed is not None and not (hint.files or hint.dirs):
-                if hint.restat:  # same content, new stat (touch, checkout): remember, cheaply
-                    _restat(ws, conn, hint.restat)
+                if hint.restat or hint.rehashed:
+                    # same content, new stat (touch, checkout), or files too new to trust by stat:
+                    # record what was verified so the next check is stat-only again
+                    _restat(ws, conn, hint.restat, checked_at)
                 # nothing changed: no pygit2, no lock
                 return CatchUp(head=indexed, previous=indexed, seconds=time.perf_counter() - t0)
         finally:
@@ -140,12 +143,13 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     return (indexed if same else None), changes
 
 
-def _restat(ws: Workspace, conn, restat: dict) -> None:
+def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
     try:
         with IndexLock(ws, 0):
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
                              [(*sig, rel) for rel, sig in restat.items()])
+            db.set_meta(conn, "snapshot_ns", str(checked_at))
             conn.execute("COMMIT")
     except LockTimeout:
         pass  # a writer is busy; it or the next command records them

@@ -75,6 +75,7 @@ class Changes:
         self.files: set[str] = set()  # content differs, gone, or new
         self.restat: dict[str, tuple[int, int, int]] = {}  # same content, new stat signature
         self.dirs: set[str] = set()
+        self.rehashed = 0  # files read because their stat was too close to the snapshot to trust
 
 
 def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops: list[str]) -> Changes:
@@ -94,6 +95,7 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
             continue
         if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != ino or mtime >= racy:
             sig = (st.st_mtime_ns, st.st_size, st.st_ino)
+            out.rehashed += 1
             try:
                 if git_blob_id((root / rel).read_bytes()) != blob:
                     out.files.add(rel)
