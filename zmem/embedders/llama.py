@@ -49,6 +49,7 @@ class LlamaEmbedder(Embedder):
         except ImportError:
             raise EmbeddingError("the local provider needs llama-cpp-python",
                                  hint="pip install 'zmem[local]' (it builds llama.cpp, about 10 minutes on 2 cores)") from None
+        _silence(llama_cpp)
         llama = self._open(llama_cpp, 512)
         if llama.n_ctx() < 512:  # llama-cpp-python truncates to n_batch: it must not exceed the context
             llama = self._open(llama_cpp, llama.n_ctx())
@@ -71,3 +72,15 @@ class LlamaEmbedder(Embedder):
         llama = self._load()
         # one sequence per call (faster than packing here); truncate=True cuts to n_batch <= context
         return [list(llama.embed(text, truncate=True)) for text in texts]
+
+
+_LOG_CALLBACK = None
+
+
+def _silence(llama_cpp) -> None:
+    """llama.cpp logs to stderr even with verbose=False; agents read stderr, so drop it."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        import ctypes
+        _LOG_CALLBACK = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
