@@ -38,10 +38,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path, help="output of make_workspace.py")
     ap.add_argument("--modes", default="bm25,vector,hybrid")
-    ap.add_argument("--fusion", default="rrf,weighted", help="fusion methods to try for hybrid")
+    ap.add_argument("--fusion", default="weighted,rrf", help="fusion methods to try for hybrid")
     ap.add_argument("--model-path", help="GGUF embedding model for the local provider")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--text-weight", type=float, default=0.7, help="weighted fusion: BM25 weight (vector: 1 - this)")
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
@@ -83,7 +84,8 @@ def main() -> None:
             for mode, fusion in runs:
                 t = time.perf_counter()
                 res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,
-                             fusion=fusion if fusion != "-" else "rrf", multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars)
+                             fusion=fusion if fusion != "-" else "rrf", text_weight=args.text_weight,
+                             vector_weight=1 - args.text_weight, multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars)
                 latency[(mode, fusion)].append(time.perf_counter() - t)
                 hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line} for h in res.results]
                 outputs[(mode, fusion)].write(json.dumps({"id": q["id"], "results": hits}) + "\n")

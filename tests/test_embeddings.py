@@ -180,8 +180,9 @@ def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     fast = store.search(q, 5)
     store.vec_loaded = False
     slow = store.search(q, 5)
-    assert [c for c, _ in fast] == [c for c, _ in slow]
-    assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(fast, slow))
+    assert [h[0] for h in fast] == [h[0] for h in slow] and fast
+    assert [h[2:] for h in fast] == [h[2:] for h in slow]  # same best windows
+    assert all(abs(a[1] - b[1]) < 1e-5 for a, b in zip(fast, slow))
     conn.close()
 
 

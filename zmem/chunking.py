@@ -131,3 +131,27 @@ def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit
     step = max(1, max_tokens * (1 if CJK_RE.search(line) else 4))
     return [_Unit(ln, ln, estimate_tokens(line[i:i + step]), heading, False, line[i:i + step])
             for i in range(0, len(line), step)]
+
+
+def windows(text: str, start_line: int, max_tokens: int = 128) -> list[tuple[int, int, str]]:
+    """A chunk cut into runs of whole lines of at most ~max_tokens (a longer line stands alone):
+    the units that get a vector each. Blank lines are not units of their own."""
+    out: list[tuple[int, int, str]] = []
+    lines = text.split("\n")
+    first, size, buf = None, 0, []
+    for i, line in enumerate(lines):
+        tokens = estimate_tokens(line) + 1
+        if buf and size + tokens > max_tokens:
+            out.append((start_line + first, start_line + first + len(buf) - 1, "\n".join(buf)))
+            first, size, buf = None, 0, []
+        if first is None:
+            if not line.strip():
+                continue
+            first = i
+        buf.append(line)
+        size += tokens
+    if buf:
+        while buf and not buf[-1].strip():
+            buf.pop()
+        out.append((start_line + first, start_line + first + len(buf) - 1, "\n".join(buf)))
+    return out

@@ -31,10 +31,10 @@ DEFAULT_TOML = """\
 
 # Recall mode when --mode is not given: hybrid (when vectors exist), bm25 or vector.
 # mode = "hybrid"
-# How hybrid merges keyword and vector candidates: "rrf" or "weighted".
-# fusion = "rrf"
-# vector_weight = 0.7
-# text_weight = 0.3
+# How hybrid merges keyword and vector candidates: "weighted" or "rrf" (see bench/README.md).
+# fusion = "weighted"
+# vector_weight = 0.3
+# text_weight = 0.7
 # candidate_multiplier = 4
 
 [hooks]
@@ -68,9 +68,9 @@ class Config:
     snippet_chars: int = 700
     inline_max_files: int = 200
     recall_mode: str = "hybrid"
-    fusion: str = "rrf"
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
+    fusion: str = "weighted"
+    vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
+    text_weight: float = 0.7
     candidate_multiplier: int = 4
     cache_max_entries: int = 50_000
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted

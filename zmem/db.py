@@ -61,13 +61,19 @@ MIGRATIONS: list[list[str]] = [
         "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
     ],
     [
-        # Vectors: chunk_vectors is the store (the in-process fallback searches it); a sqlite-vec
-        # vec0 table `chunk_vec` mirrors it when the extension loads. One fingerprint at a time
-        # (meta vec_fingerprint): vectors of different providers are never compared.
+        # Vectors, one per window of a few lines of a chunk (precise citations, and short texts
+        # embed better than whole chunks). chunk_vectors is the store (the in-process fallback
+        # searches it); a sqlite-vec vec0 table `chunk_vec` mirrors it when the extension loads.
+        # One fingerprint at a time (meta vec_fingerprint): vectors of different providers are
+        # never compared.
         """CREATE TABLE chunk_vectors (
-            chunk_id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_id INTEGER NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
             vector BLOB NOT NULL         -- float32, unit length
         )""",
+        "CREATE INDEX chunk_vectors_chunk ON chunk_vectors(chunk_id)",
         """CREATE TABLE embedding_cache (
             fingerprint TEXT NOT NULL,
             hash TEXT NOT NULL,          -- sha256 of the embedded text

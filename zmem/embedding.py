@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from zmem import db
+from zmem.chunking import windows
 from zmem.embedders import make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.vectors import VectorStore, pack, unpack
@@ -18,7 +19,7 @@ from zmem.workspace import Workspace
 
 
 def embedding_text(text: str, heading: str) -> str:
-    """What a chunk's vector represents: its heading path gives the text its context."""
+    """What a window's vector represents: its heading path gives the text its context."""
     return f"{heading}\n\n{text}" if heading else text
 
 
@@ -62,6 +63,12 @@ def providers(ws: Workspace) -> Providers:
 
 def pending_count(conn) -> int:
     return conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
+
+
+def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
+    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
+    wins = windows(text, start_line) or [(start_line, start_line, text)]
+    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]
 
 
 def needs_embedding(ws: Workspace) -> bool:
@@ -109,36 +116,38 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
     batch = batch or embedder.batch_size  # one provider call per transaction: a failure keeps the rest
     done = 0
     while True:
-        rows = conn.execute("SELECT id, text, heading FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors) "
-                            "ORDER BY id LIMIT ?", (batch,)).fetchall()
+        rows = conn.execute("SELECT id, text, heading, start_line FROM chunks WHERE id NOT IN "
+                            "(SELECT chunk_id FROM chunk_vectors) ORDER BY id LIMIT ?",
+                            (max(1, batch // 4),)).fetchall()  # ~4 windows per chunk
         if not rows or (deadline is not None and time.monotonic() > deadline):
             break
-        texts = {cid: embedding_text(text, heading) for cid, text, heading in rows}
-        hashes = {cid: text_hash(t) for cid, t in texts.items()}
-        cached = _cache_get(conn, fp, set(hashes.values()))
-        missing = [cid for cid in texts if hashes[cid] not in cached]
+        wins = [w for cid, text, heading, start in rows for w in chunk_windows(cid, text, heading, start)]
+        hashes = [text_hash(w[3]) for w in wins]
+        cached = _cache_get(conn, fp, set(hashes))
+        missing = list(dict.fromkeys(h for h in hashes if h not in cached))
+        texts = {h: w[3] for h, w in zip(hashes, wins)}
         try:
-            fresh = embedder.embed([texts[c] for c in missing], "document") if missing else []
+            fresh = embedder.embed([texts[h] for h in missing], "document") if missing else []
         except EmbeddingError as e:
             report.error = e.message
             break
         now = int(time.time())
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for cid, vec in zip(missing, fresh):
-                cached[hashes[cid]] = vec
+            for h, vec in zip(missing, fresh):
+                cached[h] = vec
                 conn.execute("INSERT OR REPLACE INTO embedding_cache(fingerprint, hash, vector, last_used) VALUES(?,?,?,?)",
-                             (fp, hashes[cid], pack(vec), now))
+                             (fp, h, pack(vec), now))
             conn.executemany("UPDATE embedding_cache SET last_used = ? WHERE fingerprint = ? AND hash = ?",
-                             [(now, fp, hashes[c]) for c in texts if c not in missing])
-            store.add([(cid, cached[hashes[cid]]) for cid in texts])
+                             [(now, fp, h) for h in set(hashes) - set(missing)])
+            store.add([(cid, a, b, cached[h]) for (cid, a, b, _), h in zip(wins, hashes)])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         report.embedded += len(missing)
-        report.from_cache += len(texts) - len(missing)
-        done += len(texts)
+        report.from_cache += len(set(hashes)) - len(missing)
+        done += len(rows)
         if progress:
             progress(min(done, total), total)
     prune_cache(conn, ws.config.cache_max_entries)

@@ -85,8 +85,12 @@ def _weights(src: Path) -> dict:
 
 
 def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
-    import gguf
-    import numpy as np
+    try:
+        import gguf
+        import numpy as np
+        import safetensors  # noqa: F401 - checked here so the error names the extra
+    except ImportError as e:
+        raise ZmemError(f"`zmem model import` needs {e.name}", hint="pip install 'zmem[local]'") from None
     src = Path(src)
     config = _read_json(src / "config.json")
     if not config:

@@ -180,6 +180,14 @@ def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method:
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
+def window_snippet(text: str, start_line: int, window: tuple[int, int], query: str,
+                   max_chars: int) -> tuple[int, int, str]:
+    """The vector window's lines as the snippet (cut to max_chars like any snippet)."""
+    lines = text.split("\n")
+    a, b = window[0] - start_line, window[1] - start_line
+    return make_snippet("\n".join(lines[a:b + 1]), window[0], query, max_chars)
+
+
 def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
@@ -195,6 +203,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
     bm25: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
+    vec_window: dict[int, tuple[int, int]] = {}  # chunk id -> lines of its best-matching window
     if mode in ("bm25", "hybrid"):
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
@@ -204,9 +213,10 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         filtered = bool(since or until or path_glob)
         raw = store.search(query_vector, n * 8 if filtered else n)
         if filtered:
-            rows = _rows(conn, [cid for cid, _ in raw])
-            raw = [(cid, sim) for cid, sim in raw if cid in rows and _passes(rows[cid], since, until, path_glob)]
-        vec = raw[:n]
+            rows = _rows(conn, [h[0] for h in raw])
+            raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob)]
+        vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
+        vec_window = {cid: (a, b) for cid, _, a, b in raw[:n]}
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
@@ -216,6 +226,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if not ranked:
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
+    bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, 1)}
+    vec_rank = {cid: rank for rank, (cid, _) in enumerate(vec, 1)}
     why = {}
     if explain:
         b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
@@ -234,7 +246,11 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
             out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
             break
-        first, last, snippet = make_snippet(text, start, query, limit)
+        window = vec_window.get(cid)
+        if window and vec_rank[cid] < bm25_rank.get(cid, 10**9):  # found by meaning: show that window
+            first, last, snippet = window_snippet(text, start, window, query, limit)
+        else:
+            first, last, snippet = make_snippet(text, start, query, limit)
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))

@@ -45,66 +45,76 @@ class VectorStore:
         db.set_meta(self.conn, "vec_fingerprint", fingerprint)
         db.set_meta(self.conn, "vec_dims", None)
 
-    def add(self, items: list[tuple[int, list[float]]]) -> None:
-        """Store vectors of chunks that still exist (the caller holds the transaction)."""
+    def add(self, items: list[tuple[int, int, int, list[float]]]) -> None:
+        """Store (chunk id, start line, end line, vector) windows of chunks that still exist
+        (the caller holds the transaction)."""
         if not items:
             return
         dims = self.dims()
         if dims is None:
-            dims = len(items[0][1])
+            dims = len(items[0][3])
             db.set_meta(self.conn, "vec_dims", str(dims))
-        rows = [(cid, pack(v)) for cid, v in items]
-        self.conn.executemany("INSERT OR REPLACE INTO chunk_vectors(chunk_id, vector) "
-                              "SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)", rows)
-        if self.vec_loaded:
-            if not self._has_vec_table():
-                self.conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{dims}] distance_metric=cosine)")
-            ids = [(cid,) for cid, _ in items]
-            self.conn.executemany("DELETE FROM chunk_vec WHERE rowid = ?", ids)  # vec0 ignores OR REPLACE
-            self.conn.executemany("INSERT INTO chunk_vec(rowid, embedding) SELECT chunk_id, vector FROM chunk_vectors "
-                                  "WHERE chunk_id = ?", ids)
+        if self.vec_loaded and not self._has_vec_table():
+            self.conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{dims}] distance_metric=cosine)")
+        for cid, start, end, vector in items:
+            cur = self.conn.execute("INSERT INTO chunk_vectors(chunk_id, start_line, end_line, vector) "
+                                    "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)",
+                                    (cid, start, end, pack(vector)))
+            if self.vec_loaded and cur.rowcount:
+                self.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES(?, ?)", (cur.lastrowid, pack(vector)))
 
     def remove(self, chunk_ids: list[int]) -> None:
         if not chunk_ids:
             return
-        ids = [(c,) for c in chunk_ids]
-        self.conn.executemany("DELETE FROM chunk_vectors WHERE chunk_id = ?", ids)
-        if self.vec_loaded and self._has_vec_table():
-            self.conn.executemany("DELETE FROM chunk_vec WHERE rowid = ?", ids)
+        for i in range(0, len(chunk_ids), 500):
+            part = chunk_ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            if self.vec_loaded and self._has_vec_table():
+                self.conn.execute(f"DELETE FROM chunk_vec WHERE rowid IN (SELECT id FROM chunk_vectors "
+                                  f"WHERE chunk_id IN ({marks}))", part)
+            self.conn.execute(f"DELETE FROM chunk_vectors WHERE chunk_id IN ({marks})", part)
 
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
 
-    def search(self, query: list[float], k: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) best first, over chunks that still exist."""
+    def search(self, query: list[float], k: int) -> list[tuple[int, float, int, int]]:
+        """Chunks by their best window: (chunk id, cosine similarity, window start, window end),
+        best first, at most k chunks."""
+        n = k * 4  # windows per chunk vary: fetch enough windows to fill k chunks
         if self.vec_loaded and self._has_vec_table():
             rows = self.conn.execute(
                 "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
-                (pack(query), k)).fetchall()
-            live = self._live([cid for cid, _ in rows])
-            return [(cid, 1.0 - dist) for cid, dist in rows if cid in live]
-        return self._search_in_process(query, k)
+                (pack(query), n)).fetchall()
+            meta = self._windows([wid for wid, _ in rows])
+            hits = [(meta[wid], 1.0 - dist) for wid, dist in rows if wid in meta]
+        else:
+            hits = self._search_in_process(query, n)
+        out: dict[int, tuple[int, float, int, int]] = {}
+        for (cid, start, end), sim in hits:
+            if cid not in out:
+                out[cid] = (cid, sim, start, end)
+        return list(out.values())[:k]
 
-    def _live(self, ids: list[int]) -> set[int]:
+    def _windows(self, ids: list[int]) -> dict[int, tuple[int, int, int]]:
         if not ids:
-            return set()
-        return {r[0] for r in self.conn.execute(
-            f"SELECT chunk_id FROM chunk_vectors WHERE chunk_id IN ({','.join('?' * len(ids))})", ids)}
+            return {}
+        return {r[0]: r[1:] for r in self.conn.execute(
+            f"SELECT id, chunk_id, start_line, end_line FROM chunk_vectors WHERE id IN ({','.join('?' * len(ids))})", ids)}
 
-    def _search_in_process(self, query: list[float], k: int) -> list[tuple[int, float]]:
-        rows = self.conn.execute("SELECT chunk_id, vector FROM chunk_vectors").fetchall()
+    def _search_in_process(self, query: list[float], n: int):
+        rows = self.conn.execute("SELECT chunk_id, start_line, end_line, vector FROM chunk_vectors").fetchall()
         if not rows:
             return []
         try:
             import numpy as np
         except ImportError:  # pure Python: exact, slow
-            scored = [(cid, sum(a * b for a, b in zip(query, unpack(blob)))) for cid, blob in rows]
-            scored.sort(key=lambda x: (-x[1], x[0]))
-            return scored[:k]
-        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+            scored = [(r[:3], sum(a * b for a, b in zip(query, unpack(r[3])))) for r in rows]
+            scored.sort(key=lambda x: -x[1])
+            return scored[:n]
+        matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         sims = matrix @ np.asarray(query, dtype=np.float32)
-        top = np.argsort(-sims, kind="stable")[:k]
-        return [(rows[i][0], float(sims[i])) for i in top]
+        top = np.argsort(-sims, kind="stable")[:n]
+        return [(rows[i][:3], float(sims[i])) for i in top]
 
 
 def cosine(a: list[float], b: list[float]) -> float:
