@@ -40,7 +40,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
     by the provider that made them (same fingerprint)."""
     from zmem.embedders.base import EmbeddingError
-    from zmem.embedding import pending_count, providers, spawn_embed_job
+    from zmem.embedding import pending_count, providers, spawn_embed_job, vector_fingerprint
     from zmem.vectors import VectorStore
     provs = providers(ws)
     notes = list(provs.warnings)
@@ -51,7 +51,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     pending = pending_count(conn)
     fp = store.fingerprint()
     active = provs.primary or provs.fallback
-    if pending or fp != active.fingerprint():
+    if pending or fp != vector_fingerprint(active):
         started = background_embed and spawn_embed_job(ws)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if pending:

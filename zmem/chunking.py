@@ -17,6 +17,8 @@ CJK_RE = re.compile(f"[{CJK_CLASS}]")
 FENCE_MAX_FACTOR = 4
 # Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
 CHUNKER_VERSION = 1
+# Size of the line windows that get one vector each (part of the vector fingerprint).
+WINDOW_TOKENS = 256
 
 
 def estimate_tokens(text: str) -> int:
@@ -133,7 +135,7 @@ def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit
             for i in range(0, len(line), step)]
 
 
-def windows(text: str, start_line: int, max_tokens: int = 128) -> list[tuple[int, int, str]]:
+def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int, str]]:
     """A chunk cut into runs of whole lines of at most ~max_tokens (a longer line stands alone):
     the units that get a vector each. Blank lines are not units of their own."""
     out: list[tuple[int, int, str]] = []

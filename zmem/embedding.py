@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from zmem import db
-from zmem.chunking import windows
+from zmem.chunking import WINDOW_TOKENS, windows
 from zmem.embedders import make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.vectors import VectorStore, pack, unpack
@@ -36,7 +36,7 @@ class Providers:
     def for_fingerprint(self, fingerprint: str | None) -> Embedder | None:
         """The provider whose vectors are stored (queries must be embedded by the same one)."""
         for e in (self.primary, self.fallback):
-            if e is not None and (fingerprint is None or e.fingerprint() == fingerprint):
+            if e is not None and (fingerprint is None or vector_fingerprint(e) == fingerprint):
                 return e
         return None
 
@@ -61,6 +61,12 @@ def providers(ws: Workspace) -> Providers:
     return out
 
 
+def vector_fingerprint(embedder: Embedder) -> str:
+    """The provider's fingerprint plus how texts were cut into windows: vectors are comparable
+    only when both match."""
+    return f"{embedder.fingerprint()}|windows={WINDOW_TOKENS}"
+
+
 def pending_count(conn) -> int:
     return conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
 
@@ -81,7 +87,7 @@ def needs_embedding(ws: Workspace) -> bool:
     conn = open_index(ws)
     try:
         return pending_count(conn) > 0 or db.get_meta(conn, "vec_fingerprint") not in (
-            active.fingerprint(), provs.fallback.fingerprint() if provs.fallback else None)
+            vector_fingerprint(active), vector_fingerprint(provs.fallback) if provs.fallback else None)
     finally:
         conn.close()
 
@@ -102,7 +108,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
     keeps what was done. A new fingerprint (model, provider, dimensions) re-embeds everything."""
     store = VectorStore(conn)
     report = EmbedReport(provider=embedder.provider)
-    fp = embedder.fingerprint()
+    fp = vector_fingerprint(embedder)
     if store.fingerprint() != fp:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -49,7 +49,7 @@ def workspace_status(ws: Workspace) -> dict:
 
 
 def _embedding_status(ws: Workspace, conn) -> dict:
-    from zmem.embedding import pending_count, providers
+    from zmem.embedding import pending_count, providers, vector_fingerprint
     provs = providers(ws)
     active = provs.primary or provs.fallback
     vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
@@ -60,7 +60,7 @@ def _embedding_status(ws: Workspace, conn) -> dict:
         "fallback": provs.fallback.provider if provs.fallback else None,
         "vectors": vectors,
         "pending": pending_count(conn) if active else 0,
-        "current": bool(active) and fp == active.fingerprint(),
+        "current": bool(active) and fp == vector_fingerprint(active),
         "last_error": db.get_meta(conn, "embed_error"),
         "warnings": provs.warnings,
     }
