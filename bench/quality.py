@@ -49,7 +49,7 @@ def main() -> None:
     args = ap.parse_args()
     configure(args.model_path, args.threads)
 
-    from zmem.embedding import providers, run_embed_job
+    from zmem.embedding import run_embed_job
     from zmem.api import _query_vector
     from zmem.indexer import catch_up, open_index
     from zmem.search import recall

@@ -5,12 +5,10 @@ import datetime as dt
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
-import pytest
 
 from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
 from zmem.cli import cli

@@ -139,7 +139,7 @@ def _apply(values: dict, data: dict, path: Path) -> None:
                 continue
             if isinstance(v, bool) or not isinstance(v, typ):
                 raise ConfigError(f"{path}: `{where}` has the wrong type ({type(v).__name__})",
-                                  hint=f"see the commented defaults that `zmem init` writes to zmem.toml")
+                                  hint="see the commented defaults that `zmem init` writes to zmem.toml")
             if minimum is not None and v < minimum:
                 raise ConfigError(f"{path}: `{where}` must be at least {minimum}", hint="fix the value in the file")
             if attr == "extra_paths":

@@ -76,13 +76,6 @@ class Repo:
     def is_shallow(self) -> bool:
         return self.git.is_shallow
 
-    def short(self, oid: str | None) -> str:
-        return oid[:10] if oid else "(none)"
-
-    def commit_summary(self, oid: str) -> str:
-        c = self.git[oid]
-        return c.message.splitlines()[0] if c.message else ""
-
 
 def open_repo(root: Path) -> Repo:
     """The repository holding the workspace root. Bare repositories are refused."""

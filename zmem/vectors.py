@@ -3,7 +3,6 @@ in-process cosine over the same stored vectors (same results, slower on large in
 from __future__ import annotations
 
 import array
-import math
 
 from zmem import db
 
@@ -20,10 +19,6 @@ class VectorStore:
     def __init__(self, conn):
         self.conn = conn
         self.vec_loaded, self.detail = db.load_vec(conn)
-
-    @property
-    def backend(self) -> str:
-        return "sqlite-vec" if self.vec_loaded else "in-process"
 
     def fingerprint(self) -> str | None:
         return db.get_meta(self.conn, "vec_fingerprint")
@@ -115,9 +110,3 @@ class VectorStore:
         sims = matrix @ np.asarray(query, dtype=np.float32)
         top = np.argsort(-sims, kind="stable")[:n]
         return [(rows[i][:3], float(sims[i])) for i in top]
-
-
-def cosine(a: list[float], b: list[float]) -> float:
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(x * x for x in b))
-    return sum(x * y for x, y in zip(a, b)) / (na * nb) if na and nb else 0.0

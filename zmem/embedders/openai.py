@@ -52,7 +52,7 @@ class OpenAIEmbedder(Embedder):
             raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}") from None
         except openai.AuthenticationError:
             raise EmbeddingError(f"{self.endpoint()} rejected the API key",
-                                 hint=f"check the key in the environment variable the config names") from None
+                                 hint="check the key in the environment variable the config names") from None
         except openai.APIStatusError as e:
             raise EmbeddingError(f"{self.endpoint()} answered {e.status_code}: {_short(e)}",
                                  hint="check [embeddings] model and base_url") from None
