@@ -41,6 +41,7 @@ class EmbeddingServer:
         self.requests: list[dict] = []
         self.faults: list[tuple] = []  # consumed one per request: ("429", retry_after) | ("500",) | ("slow", s) | ("dims", n)
         self.die_after: int | None = None  # stop answering (close connections) after this many requests
+        self.require_key: str | None = None  # answer 401 to any other bearer token
         self.lock = threading.Lock()
         server = self
 
@@ -60,6 +61,8 @@ class EmbeddingServer:
                     self.close_connection = True
                     self.connection.close()
                     return
+                if server.require_key and self.headers.get("authorization") != f"Bearer {server.require_key}":
+                    return self._send(401, {"error": {"message": "invalid api key"}})
                 if not self.path.endswith("/embeddings"):
                     return self._send(404, {"error": {"message": "not found"}})
                 if fault and fault[0] == "429":

@@ -204,3 +204,53 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     with pytest.raises(EmbeddingError) as err:
         make_embedder({"provider": "openai"})
     assert "OPENAI_API_KEY" in err.value.hint
+
+
+def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
+    pytest.importorskip("llama_cpp")
+    from tiny_bert import make_tiny_bert
+    from zmem.modelimport import import_model
+    model = import_model(make_tiny_bert(tmp_path / "tiny"), tmp_path / "tiny.gguf")["out"]
+    server.require_key = "the-right-key"
+    use_server(server, f'fallback = "local"\nmodel_path = "{model}"\n')  # sends sk-test-123: rejected
+    out = json.loads(run(["-C", str(ws), "index", "--json"]).stdout)["embeddings"]
+    assert out["provider"] == "local" and out["pending"] == 0 and out["error"] is None
+    res = recall_json(ws, "gateway", "--explain")
+    assert res["mode"] == "hybrid" and any("fallback" in w for w in res["warnings"])
+    os.environ["ZMEM_TEST_KEY"] = "the-right-key"  # the primary works again: it re-embeds everything
+    out = json.loads(run(["-C", str(ws), "embed", "--json"]).stdout)
+    assert out["provider"] == "openai" and out["reembedded_all"] and out["pending"] == 0
+
+
+def test_cache_is_bounded_least_recently_used_first(ws, server):
+    use_server(server, "")
+    with open(Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml", "a") as f:
+        f.write("[cache]\nmax_entries = 3\n")
+    for i in range(6):
+        write(ws, f"memory/2025-08-{i + 1:02d}.md", f"# {i}\n\n- distinct note {i}\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0] == 0
+    conn.close()
+
+
+def test_commit_hook_embeds_in_the_background(tmp_path, server):
+    from conftest import zmem_proc
+    root = tmp_path / "hooked"
+    assert zmem_proc("init", str(root)).returncode == 0
+    use_server(server, "")
+    write(root, "memory/2025-12-11.md", "# x\n\n- the relay box lives in the office\n")
+    commit_all(root)
+    deadline = time.monotonic() + 30
+    pending = None
+    while time.monotonic() < deadline:
+        conn = db.connect(root / ".zmem" / "index.sqlite")
+        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        pending = conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
+        conn.close()
+        if chunks and pending == 0:
+            break
+        time.sleep(0.1)
+    assert pending == 0 and server.embedding_calls()

@@ -38,8 +38,8 @@ DEFAULT_TOML = """\
 # candidate_multiplier = 4
 
 [hooks]
-# The post-commit hook indexes inline when a commit touches at most this many memory files;
-# larger changes are indexed by a detached process so `git commit` stays fast.
+# `zmem hook NAME` (the foreground form, for other hook managers) indexes inline when a change
+# touches at most this many memory files; larger ones go to a detached `zmem index`.
 # inline_max_files = 200
 
 [embeddings]
