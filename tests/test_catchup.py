@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write, zmem_proc
+from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
 from zmem import db
 
 
@@ -194,7 +194,7 @@ def test_concurrent_writers_and_a_reader_during_rebuild(ws):
     for i in range(200):
         write(ws, f"memory/2024-{i // 28 % 12 + 1:02d}-{i % 28 + 1:02d}-{i}.md", f"# {i}\n\n- bulk note {i} on topic {i % 7}\n")
     commit_all(ws)
-    exe = __import__("conftest").zmem_exe()
+    exe = zmem_exe()
     procs = [subprocess.Popen([exe, "-C", str(ws), "index", "-q"], stderr=subprocess.PIPE) for _ in range(2)]
     assert all(p.wait(120) == 0 for p in procs)
     full = subprocess.Popen([exe, "-C", str(ws), "index", "--full", "-q"])

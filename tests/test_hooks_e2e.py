@@ -1,8 +1,10 @@
 """Installed hooks keep the index fresh: real `git commit/checkout/rebase/merge` through the console script."""
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -49,13 +51,13 @@ def hooked(tmp_path) -> Path:
 def test_init_installs_hooks(hooked):
     proc = zmem_proc("-C", str(hooked), "hooks", "status", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert all(v.startswith("installed") for v in __import__("json").loads(proc.stdout).values())
+    assert all(v.startswith("installed") for v in json.loads(proc.stdout).values())
 
 
 def test_commit_updates_index_without_any_zmem_command(hooked):
     write(hooked, "memory/2025-12-01.md", "# 2025-12-01\n\n- The hook indexed this line.\n")
     git(hooked, "add", "-A")
-    proc = __import__("subprocess").run(["git", "commit", "-q", "-m", "note"], cwd=hooked,
+    proc = subprocess.run(["git", "commit", "-q", "-m", "note"], cwd=hooked,
                                         capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""  # no noise on success
     head = git(hooked, "rev-parse", "HEAD")
@@ -110,7 +112,7 @@ def test_two_hooks_at_once_do_not_corrupt(hooked):
     write(hooked, "memory/2025-12-05.md", "# x\n\n- concurrent hooks\n")
     commit_all(hooked, "x")
     env = {**os.environ}
-    procs = [__import__("subprocess").Popen([zmem_exe(), "hook", "post-commit"], cwd=hooked, env=env)
+    procs = [subprocess.Popen([zmem_exe(), "hook", "post-commit"], cwd=hooked, env=env)
              for _ in range(4)]
     assert all(p.wait(60) == 0 for p in procs)
     conn = sqlite3.connect(hooked / ".zmem" / "index.sqlite")
