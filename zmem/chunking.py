@@ -18,7 +18,7 @@ FENCE_MAX_FACTOR = 4
 # Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
 CHUNKER_VERSION = 1
 # Size of the line windows that get one vector each (part of the vector fingerprint).
-WINDOW_TOKENS = 256
+WINDOW_TOKENS = 128
 
 
 def estimate_tokens(text: str) -> int:

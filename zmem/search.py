@@ -110,12 +110,16 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
     return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
 
 
-def make_snippet(text: str, start_line: int, query: str, max_chars: int) -> tuple[int, int, str]:
-    """The best window of whole lines (at most max_chars) of a chunk: (first, last, text)."""
+def make_snippet(text: str, start_line: int, query: str, max_chars: int,
+                 bonus: dict[int, float] | None = None) -> tuple[int, int, str]:
+    """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
+    bonus: extra weight per line number (how close the line's vector window is to the query)."""
     if len(text) <= max_chars:
         return start_line, start_line + text.count("\n"), text
     lines = text.split("\n")
     weights = _line_weights(lines, query)
+    if bonus:
+        weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
     best = max(range(len(lines)), key=lambda i: (weights[i], -i))
     lo = hi = best
     size = len(lines[best])
@@ -180,12 +184,24 @@ def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method:
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
-def window_snippet(text: str, start_line: int, window: tuple[int, int], query: str,
-                   max_chars: int) -> tuple[int, int, str]:
-    """The vector window's lines as the snippet (cut to max_chars like any snippet)."""
-    lines = text.split("\n")
-    a, b = window[0] - start_line, window[1] - start_line
-    return make_snippet("\n".join(lines[a:b + 1]), window[0], query, max_chars)
+WINDOW_BONUS = 2.0  # weight of the best-matching vector window's lines, next to term weights
+
+
+def window_bonus(store, chunk_ids: list[int], query_vector: list[float]) -> dict[int, dict[int, float]]:
+    """Per chunk, per line: WINDOW_BONUS x (window similarity / the chunk's best), for windows
+    within 80% of the best, so snippets centre on what matched by meaning as well as by words."""
+    out: dict[int, dict[int, float]] = {}
+    for cid, windows in store.windows_of(chunk_ids, query_vector).items():
+        best = max(sim for _, _, sim in windows)
+        if best <= 0:
+            continue
+        lines: dict[int, float] = {}
+        for a, b, sim in windows:
+            if sim >= 0.8 * best:
+                for ln in range(a, b + 1):
+                    lines[ln] = WINDOW_BONUS * sim / best
+        out[cid] = lines
+    return out
 
 
 def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
@@ -203,7 +219,6 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
     bm25: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
-    vec_window: dict[int, tuple[int, int]] = {}  # chunk id -> lines of its best-matching window
     if mode in ("bm25", "hybrid"):
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
@@ -216,7 +231,6 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             rows = _rows(conn, [h[0] for h in raw])
             raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob)]
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
-        vec_window = {cid: (a, b) for cid, _, a, b in raw[:n]}
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
@@ -226,8 +240,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if not ranked:
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
-    bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, 1)}
-    vec_rank = {cid: rank for rank, (cid, _) in enumerate(vec, 1)}
+    bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
     why = {}
     if explain:
         b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
@@ -246,11 +259,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
             out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
             break
-        window = vec_window.get(cid)
-        if window and vec_rank[cid] < bm25_rank.get(cid, 10**9):  # found by meaning: show that window
-            first, last, snippet = window_snippet(text, start, window, query, limit)
-        else:
-            first, last, snippet = make_snippet(text, start, query, limit)
+        first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid))
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))

@@ -90,6 +90,18 @@ class VectorStore:
                 out[cid] = (cid, sim, start, end)
         return list(out.values())[:k]
 
+    def windows_of(self, chunk_ids: list[int], query: list[float]) -> dict[int, list[tuple[int, int, float]]]:
+        """Every window of these chunks with its similarity to the query: chunk -> [(start, end, sim)]."""
+        out: dict[int, list[tuple[int, int, float]]] = {}
+        if not chunk_ids:
+            return out
+        rows = self.conn.execute(f"SELECT chunk_id, start_line, end_line, vector FROM chunk_vectors WHERE chunk_id IN "
+                                 f"({','.join('?' * len(chunk_ids))})", chunk_ids).fetchall()
+        for cid, a, b, blob in rows:
+            sim = sum(x * y for x, y in zip(query, unpack(blob)))
+            out.setdefault(cid, []).append((a, b, sim))
+        return out
+
     def _windows(self, ids: list[int]) -> dict[int, tuple[int, int, int]]:
         if not ids:
             return {}
