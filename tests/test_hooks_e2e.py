@@ -123,3 +123,13 @@ def test_two_hooks_at_once_do_not_corrupt(hooked):
 def test_hook_outside_a_workspace_is_silent_and_succeeds(tmp_path):
     proc = zmem_proc("hook", "post-commit", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+
+
+def test_hook_ignores_zmem_workspace_env_pointing_elsewhere(hooked, tmp_path):
+    other = tmp_path / "other"
+    assert zmem_proc("init", "--no-hooks", str(other)).returncode == 0
+    write(hooked, "memory/2025-12-12.md", "# x\n\n- hook with a foreign ZMEM_WORKSPACE\n")
+    git(hooked, "add", "-A")
+    subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=hooked, check=True,
+                   env={**os.environ, "ZMEM_WORKSPACE": str(other)})
+    assert _at_head(hooked)

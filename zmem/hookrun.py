@@ -22,18 +22,21 @@ def run_hook(directory, name: str, args: list[str], *, lock_timeout: float = 1.0
 
 
 def _workspaces(directory):
-    """The workspace at the repository's top (where git runs hooks) and any registered ones in
-    its subdirectories. None at all: the hooks outlived the workspace; nothing to do."""
+    """The workspace at the repository's top (where git runs hooks; never $ZMEM_WORKSPACE, which
+    may name another workspace) and any registered ones in its subdirectories. None at all: the
+    hooks outlived the workspace; nothing to do."""
     from zmem.repo import open_repo, registered_workspaces
-    from zmem.workspace import find_workspace
+    from zmem.workspace import find_workspace, looks_like_workspace
+    top = Path(directory or os.getcwd()).resolve()
     found = {}
     try:
-        ws = find_workspace(directory)
-        found[ws.root] = ws
+        if looks_like_workspace(top):
+            ws = find_workspace(top)
+            found[ws.root] = ws
     except ZmemError:
         pass
     try:
-        repo = open_repo(Path(directory or ".").resolve())
+        repo = open_repo(top)
         for rel in registered_workspaces(repo):
             ws = find_workspace(repo.workdir / rel)
             found.setdefault(ws.root, ws)

@@ -95,7 +95,7 @@ def normalize_rel(path: str) -> str | None:
     return "/".join(parts) if parts else None
 
 
-def _looks_like_workspace(d: Path) -> bool:
+def looks_like_workspace(d: Path) -> bool:
     return any((d / m).exists() for m in MARKERS)
 
 
@@ -112,7 +112,7 @@ def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bo
     else:
         cwd = Path.cwd().resolve()
         for d in (cwd, *cwd.parents):
-            if _looks_like_workspace(d) and d != Path.home():
+            if looks_like_workspace(d) and d != Path.home():
                 root = d
                 break
             if (d / ".git").exists():
