@@ -14,10 +14,10 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None) -> Recall:
     cfg = ws.config
-    fresh = catch_up(ws, progress=progress)
-    warnings = list(fresh.warnings)
     conn = open_index(ws)
     try:
+        fresh = catch_up(ws, progress=progress, conn=conn)
+        warnings = list(fresh.warnings)
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25":

@@ -37,6 +37,7 @@ MIGRATIONS: list[list[str]] = [
             mtime_ns INTEGER NOT NULL DEFAULT 0,  -- stat signature when indexed (snapshot.py)
             ino INTEGER NOT NULL DEFAULT 0
         )""",
+        "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino)",  # the freshness sweep reads only these
         # Directories whose mtime tells whether memory files appeared or vanished (snapshot.py).
         "CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
         """CREATE TABLE chunks (

@@ -82,12 +82,14 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
     """Indexed files whose content differs (stat changed, then blob compared), files that are
     gone, and new memory files in directories whose mtime moved."""
     out = Changes()
-    known = {}
+    known = set()
+    suspects: dict[str, tuple[int, int, int] | None] = {}  # stat moved or too recent to trust
     base = str(root) + os.sep  # plain strings: pathlib would triple the cost of 10,000 stats
     stat = os.stat
     racy = taken_ns - RACY_NS
-    for rel, blob, mtime, size, ino in conn.execute("SELECT path, blob, mtime_ns, size, ino FROM files"):
-        known[rel] = blob
+    # the stat columns only (a covering index): blobs are read for the few suspects
+    for rel, mtime, size, ino in conn.execute("SELECT path, mtime_ns, size, ino FROM files"):
+        known.add(rel)
         try:
             st = stat(base + rel, follow_symlinks=False)
         except OSError:
@@ -95,14 +97,16 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
             continue
         if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != ino or mtime >= racy:
             sig = (st.st_mtime_ns, st.st_size, st.st_ino)
-            out.rehashed += 1
-            try:
-                if git_blob_id((root / rel).read_bytes()) != blob:
-                    out.files.add(rel)
-                elif sig != (mtime, size, ino):
-                    out.restat[rel] = sig
-            except OSError:
+            suspects[rel] = None if sig == (mtime, size, ino) else sig
+    for rel, blob in _blobs(conn, list(suspects)):
+        out.rehashed += 1
+        try:
+            if git_blob_id((root / rel).read_bytes()) != blob:
                 out.files.add(rel)
+            elif suspects[rel] is not None:
+                out.restat[rel] = suspects[rel]
+        except OSError:
+            out.files.add(rel)
     recorded = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
     for rel, mtime in recorded.items():
         directory = root / rel if rel else root
@@ -128,6 +132,12 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
             elif entry.is_file(follow_symlinks=False) and is_memory_path(child) and child not in known:
                 out.files.add(child)
     return out
+
+
+def _blobs(conn, paths: list[str]):
+    for i in range(0, len(paths), 500):
+        part = paths[i:i + 500]
+        yield from conn.execute(f"SELECT path, blob FROM files WHERE path IN ({','.join('?' * len(part))})", part)
 
 
 def record_dirs(root: Path, conn, rels) -> None:
