@@ -67,7 +67,7 @@ def _workspace(ctx):
 
 
 def _catch_up(ws, *, quiet: bool = False) -> tuple[list[str], bool]:
-    """Every reading command starts here: (warnings, stale)."""
+    """Catch up before a command that reads the index or just wrote a note: (warnings, stale)."""
     from zmem.indexer import catch_up
     result = catch_up(ws, progress=None if quiet else _progress("indexing"))
     return result.warnings, result.stale
