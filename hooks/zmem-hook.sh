@@ -5,23 +5,24 @@
 # the git command and prints nothing. Problems are logged to .zmem/hook.log.
 HOOK='@HOOK@'
 ZMEM_PYTHON='@PYTHON@'
-here=$(dirname "$0")
+case $0 in */*) dir=${0%/*} ;; *) dir=. ;; esac
+here=$(CDPATH='' cd -P -- "$dir" 2>/dev/null && pwd -P) || here=$dir
+# The recursion guard names this hook (directory and name), so a hook chained below can still run
+# git, and other repositories' or other hooks' shims behave as usual. If it names us, we were
+# called back through our own chain (a copied shim or a wrapper moved aside): do nothing.
+me="$here/$HOOK"
+[ "$ZMEM_HOOK_CHAINED" = "$me" ] && exit 0
 status=0
-# Only the outermost shim runs zmem: a copied shim chained below this one must not run it twice.
-outermost=1
-[ -n "$ZMEM_HOOK_RUNNING" ] && outermost=0
-export ZMEM_HOOK_RUNNING=1
 # A hook that was here before zmem runs first, with the same arguments and standard input;
-# its exit status is this hook's exit status. The guard stops a copied shim from looping.
-if [ -z "$ZMEM_HOOK_CHAINED" ] && [ -x "$here/$HOOK.zmem-prev" ]; then
-    ZMEM_HOOK_CHAINED=1 "$here/$HOOK.zmem-prev" "$@"
+# its exit status is this hook's exit status.
+if [ -x "$here/$HOOK.zmem-prev" ]; then
+    ZMEM_HOOK_CHAINED=$me "$here/$HOOK.zmem-prev" "$@"
     status=$?
 fi
-if [ "$outermost" = 1 ]; then
-    if [ -x "$ZMEM_PYTHON" ]; then
-        ("$ZMEM_PYTHON" -m zmem.hookrun "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
-    elif command -v zmem >/dev/null 2>&1; then
-        (zmem hook "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
-    fi
+# zmem's part: detached, silent, its exit status ignored (a failing post-checkout fails checkout).
+if [ -x "$ZMEM_PYTHON" ]; then
+    ("$ZMEM_PYTHON" -m zmem.hookrun "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
+elif command -v zmem >/dev/null 2>&1; then
+    (zmem hook "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
 fi
 exit $status

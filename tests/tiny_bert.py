@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import unicodedata
 from pathlib import Path
 
 import numpy as np
 
-WORDS = ("the a of to and in is it on for that with as was at by machine gateway host mac studio runs run "
-         "peter lisbon coffee tea backup server office note notes memory recall search git commit daily log "
-         "fixed crash socket relay prefers concise replies whatsapp birthday trip flight hotel beijing meeting "
-         "morning evening project deploy database script index vector model query document answer question "
-         "what where when who why how which does do did has have had will would can could should").split()
+WORDS = ("the a an of to and in is it on for that with as was at by from this be are not or but "
+         "machine gateway host mac studio runs run server backup coffee tea office home room desk laptop phone "
+         "peter anna lisbon berlin beijing marrakech trip flight hotel birthday meeting morning evening week day "
+         "note notes memory recall search git commit daily log file files write update updates index indexing "
+         "every avoid debounce fixed crash socket relay prefers concise replies short answers whatsapp email "
+         "project deploy database script vector model query document answer question price cost cheap fast slow "
+         "what where when who why how which does do did has have had will would can could should "
+         "he she they we you i my his her their our new old big small good bad first last next").split()
 
 
 def _vocab() -> list[str]:
@@ -24,7 +26,10 @@ def _vocab() -> list[str]:
 
 
 def make_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2,
-                   intermediate: int = 64, max_pos: int = 128) -> Path:
+                   intermediate: int = 64, max_pos: int = 128, prefix: str = "", pooling: str = "mean") -> Path:
+    """A sentence-transformers directory with random weights (seeded: same seed, same bytes).
+    `prefix` is prepended to every tensor name ("bert." or "0.auto_model." as some exports do);
+    `pooling` is "mean" (all-MiniLM style) or "cls" (bge style)."""
     from safetensors.numpy import save_file
     directory = Path(directory)
     (directory / "1_Pooling").mkdir(parents=True, exist_ok=True)
@@ -52,8 +57,10 @@ def make_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: int
         t[p + "output.dense.bias"] = w(hidden)
         t[p + "output.LayerNorm.weight"] = 1 + w(hidden)
         t[p + "output.LayerNorm.bias"] = w(hidden)
-    save_file(t, str(directory / "model.safetensors"))
-    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    t["pooler.dense.weight"] = w(hidden, hidden)  # saved by HF BertModel, unused for sentence embeddings
+    t["pooler.dense.bias"] = w(hidden)
+    save_file({prefix + k: v for k, v in t.items()}, str(directory / "model.safetensors"))
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     config = {"architectures": ["BertModel"], "model_type": "bert", "hidden_size": hidden, "num_hidden_layers": layers,
               "num_attention_heads": heads, "intermediate_size": intermediate, "max_position_embeddings": max_pos,
               "type_vocab_size": 2, "vocab_size": len(vocab), "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
@@ -61,23 +68,70 @@ def make_tiny_bert(directory: Path, seed: int = 0, hidden: int = 32, layers: int
     (directory / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": True, "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
          "cls_token": "[CLS]", "mask_token": "[MASK]", "tokenizer_class": "BertTokenizer"}, sort_keys=True))
+    (directory / "special_tokens_map.json").write_text(json.dumps(
+        {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+         "mask_token": "[MASK]"}, sort_keys=True))
     (directory / "modules.json").write_text(json.dumps(
         [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
          {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (directory / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": False}))
+        {"word_embedding_dimension": hidden, "pooling_mode_mean_tokens": pooling == "mean",
+         "pooling_mode_cls_token": pooling == "cls"}))
     return directory
 
 
+def _is_punctuation(c: str) -> bool:
+    """As BERT's BasicTokenizer: every ASCII non-alphanumeric printable, plus Unicode P*."""
+    cp = ord(c)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(c).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return any(lo <= cp <= hi for lo, hi in ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
+                                              (0x2A700, 0x2B73F), (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF),
+                                              (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)))
+
+
 def _basic_tokens(text: str) -> list[str]:
-    text = unicodedata.normalize("NFD", text.lower())
-    text = "".join(c for c in text if unicodedata.category(c) != "Mn")
-    return re.findall(r"\w+|[^\w\s]", text)
+    """BERT's BasicTokenizer (lower case): clean, isolate CJK characters, split on whitespace,
+    lower-case and strip accents, split off punctuation."""
+    cleaned = []
+    for c in text:
+        cp = ord(c)
+        if cp == 0 or cp == 0xFFFD or (unicodedata.category(c).startswith("C") and c not in "\t\n\r"):
+            continue
+        if c in " \t\n\r" or unicodedata.category(c) == "Zs":
+            cleaned.append(" ")
+        elif _is_cjk(cp):
+            cleaned.append(f" {c} ")
+        else:
+            cleaned.append(c)
+    out = []
+    for word in "".join(cleaned).split():
+        word = unicodedata.normalize("NFD", word.lower())
+        word = "".join(c for c in word if unicodedata.category(c) != "Mn")
+        current = ""
+        for c in word:
+            if _is_punctuation(c):
+                out += [current, c] if current else [c]
+                current = ""
+            else:
+                current += c
+        if current:
+            out.append(current)
+    return out
 
 
 def wordpiece(vocab: dict[str, int], text: str) -> list[int]:
+    """[CLS] + greedy longest-match WordPiece of every basic token + [SEP], as BertTokenizer does.
+    (A word over 100 characters is [UNK] there; llama.cpp splits it anyway: keep tests below that.)"""
     ids = [vocab["[CLS]"]]
     for word in _basic_tokens(text):
+        if len(word) > 100:
+            ids.append(vocab["[UNK]"])
+            continue
         start, pieces = 0, []
         while start < len(word):
             end = len(word)
@@ -102,18 +156,27 @@ def _layer_norm(x, g, b, eps=1e-12):
 
 
 def reference_embed(directory: Path, texts: list[str]) -> np.ndarray:
-    """BERT forward pass + mean pooling + L2 normalization, in float64 numpy."""
+    """BERT forward pass (BasicTokenizer + WordPiece, post-LN encoder, erf GELU) + mean or CLS
+    pooling as 1_Pooling/config.json says + L2 normalization, in float64 numpy."""
     from safetensors.numpy import load_file
     directory = Path(directory)
-    t = {k: v.astype(np.float64) for k, v in load_file(str(directory / "model.safetensors")).items()}
+    t = {}
+    for k, v in load_file(str(directory / "model.safetensors")).items():
+        for prefix in ("0.auto_model.", "bert."):
+            k = k.removeprefix(prefix)
+        t[k] = v.astype(np.float64)
     cfg = json.loads((directory / "config.json").read_text())
-    vocab = {tok: i for i, tok in enumerate((directory / "vocab.txt").read_text().split("\n")[:-1])}
+    vocab = {tok: i for i, tok in enumerate((directory / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1])}
     heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
+    pooling_cfg = directory / "1_Pooling" / "config.json"
+    cls = pooling_cfg.is_file() and json.loads(pooling_cfg.read_text()).get("pooling_mode_cls_token", False)
     d = hidden // heads
     erf = np.vectorize(math.erf)
     out = []
     for text in texts:
-        ids = wordpiece(vocab, text)[:cfg["max_position_embeddings"]]
+        ids = wordpiece(vocab, text)
+        if len(ids) > cfg["max_position_embeddings"]:  # keep [CLS] … [SEP], as HF truncation does
+            ids = ids[:cfg["max_position_embeddings"] - 1] + ids[-1:]
         n = len(ids)
         x = t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:n] \
             + t["embeddings.token_type_embeddings.weight"][0]
@@ -135,6 +198,6 @@ def reference_embed(directory: Path, texts: list[str]) -> np.ndarray:
             h = lin(x, "intermediate.dense")
             h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
             x = _layer_norm(x + lin(h, "output.dense"), t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
-        v = x.mean(0)
+        v = x[0] if cls else x.mean(0)
         out.append(v / np.linalg.norm(v))
     return np.array(out)

@@ -2,10 +2,16 @@
 
 - Hooks go into the repository's *common* git directory, so linked worktrees share them.
 - Each shim carries an ID line; zmem only ever overwrites or removes files that carry it.
-- A foreign hook already in place is moved to `NAME.zmem-prev` and still runs first (same
-  arguments and stdin); its exit status becomes the hook's. Uninstall puts it back.
+- A foreign hook already in place (any other file, a dangling symlink or a non-executable file
+  included) is moved to `NAME.zmem-prev` and still runs first, with the same arguments and stdin;
+  its exit status becomes the hook's. Uninstall puts it back.
+- A `NAME.zmem-prev` is never overwritten. If a foreign hook sits at NAME *and* a different
+  `NAME.zmem-prev` exists (something replaced zmem's shim after it had saved a hook), the shim
+  could chain only one of them, so zmem leaves that hook alone: `install` leaves it out of its
+  result and `status` reports it "foreign".
 - When `core.hooksPath` is set, zmem refuses to install: that directory belongs to another tool
-  (husky, a shared hooks repo). Every zmem command catches up by itself, so nothing breaks.
+  (husky, a shared hooks repo), as pre-commit also refuses. Every zmem command catches up by
+  itself, so nothing breaks; `zmem hook NAME` can be added to that tool's hooks.
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from zmem.errors import ZmemError
 HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 HOOK_ID = "# zmem-hook-id: 3f1c6f0a-zmem"
 PREV_SUFFIX = ".zmem-prev"
+HOOKS_PATH_STATE = "not installed (core.hooksPath is set)"
 
 
 def _template() -> str:
@@ -30,100 +37,130 @@ def _template() -> str:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    except OSError as e:  # git missing, or cwd is not a directory
+        raise ZmemError(f"cannot run git in {cwd}: {e}", hint="check that git is installed") from e
 
 
-def hooks_dir(repo_path: Path, *, for_install: bool = False) -> Path:
-    """The hooks directory of the repository holding repo_path (shared by its worktrees)."""
-    repo_path = Path(repo_path)
-    proc = _git(repo_path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+def _common_hooks_dir(repo_path: Path) -> Path:
+    """Where zmem installs: <common git dir>/hooks, whatever core.hooksPath says."""
+    proc = _git(repo_path, "rev-parse", "--git-common-dir")
     if proc.returncode:
         raise ZmemError(f"not a git repository: {repo_path}", hint="run `zmem init` first")
-    configured = _git(repo_path, "config", "--get", "core.hooksPath").stdout.strip()
-    if configured and for_install:
+    return (Path(repo_path) / proc.stdout.rstrip("\n")).resolve() / "hooks"  # relative to cwd, or absolute
+
+
+def _hooks_path_setting(repo_path: Path) -> str | None:
+    """core.hooksPath from any config level (a global one applies to this repository too)."""
+    proc = _git(repo_path, "config", "--get", "core.hooksPath")
+    return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
+
+
+def hooks_dir(repo_path: Path) -> Path:
+    """The hooks directory of the repository holding repo_path (shared by its worktrees).
+
+    Raises ZmemError when core.hooksPath is set: zmem does not write into another tool's hooks."""
+    directory = _common_hooks_dir(repo_path)
+    configured = _hooks_path_setting(repo_path)
+    if configured is not None:
         raise ZmemError(
-            f"core.hooksPath is set to {configured}; zmem will not install hooks into another tool's directory",
-            hint="add `zmem hook post-commit` (likewise post-merge, post-checkout, post-rewrite) to the hooks that "
-                 "tool runs, or `git config --unset core.hooksPath`; without hooks every zmem command still catches up")
-    if configured:
-        path = Path(configured).expanduser()
-        return path if path.is_absolute() else (repo_path / path)
-    return Path(proc.stdout.strip()) / "hooks"
+            f"core.hooksPath is set to {configured}; zmem will not install hooks there",
+            hint="add `zmem hook post-commit` (likewise post-merge, post-checkout, post-rewrite) to the hooks "
+                 "your hook manager runs (e.g. a husky or lefthook post-commit script), or "
+                 "`git config --unset core.hooksPath`; without hooks every zmem command still catches up")
+    return directory
 
 
 def _is_ours(path: Path) -> bool:
     try:
-        return not path.is_symlink() and path.is_file() and HOOK_ID in path.read_text(encoding="utf-8", errors="replace")
+        return not path.is_symlink() and path.is_file() and HOOK_ID.encode() in path.read_bytes()
+    except OSError:
+        return False
+
+
+def _is_current(path: Path, content: str) -> bool:
+    """Ours, byte-identical to what install would write now, and executable (git skips it otherwise)."""
+    return _is_ours(path) and path.read_bytes() == content.encode() and os.access(path, os.X_OK)
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Two hook files with the same content (symlinks compare by target)."""
+    try:
+        if a.is_symlink() or b.is_symlink():
+            return a.is_symlink() and b.is_symlink() and os.readlink(a) == os.readlink(b)
+        return a.is_file() and b.is_file() and a.read_bytes() == b.read_bytes()
     except OSError:
         return False
 
 
 def _shim(name: str, python: str) -> str:
-    quoted = python.replace("'", "'\"'\"'")
+    quoted = python.replace("'", "'\"'\"'")  # the template puts it inside '...'
     return _template().replace("@HOOK@", name).replace("@PYTHON@", quoted)
 
 
 def install(repo_path: Path, *, python: str | None = None) -> list[str]:
-    """Install (or upgrade) zmem's hooks. Idempotent; never loses a foreign hook."""
-    directory = hooks_dir(repo_path, for_install=True)
+    """Install or upgrade zmem's hooks; returns the names now holding zmem's shim.
+
+    Idempotent; never loses a foreign hook (see the module docstring)."""
+    directory = hooks_dir(repo_path)
     directory.mkdir(parents=True, exist_ok=True)
     python = python or sys.executable
     installed = []
     for name in HOOK_NAMES:
-        path = directory / name
-        prev = directory / (name + PREV_SUFFIX)
+        path, prev = directory / name, directory / (name + PREV_SUFFIX)
         content = _shim(name, python)
-        if (path.exists() or path.is_symlink()) and not _is_ours(path):
-            if prev.exists() or prev.is_symlink():
-                # Both a foreign hook and a saved one: keep both rather than choose; never overwrite.
-                n = 1
-                while (directory / f"{name}{PREV_SUFFIX}.{n}").exists():
-                    n += 1
-                os.rename(path, directory / f"{name}{PREV_SUFFIX}.{n}")
-            else:
-                os.rename(path, prev)
-        if not (path.is_file() and path.read_text(encoding="utf-8") == content):
+        if os.path.lexists(path) and not _is_ours(path):
+            if os.path.lexists(prev) and not _same(path, prev):
+                continue  # two foreign hooks, one chain slot: stopping either from running would lose it
+            os.replace(path, prev)  # (an identical copy of the saved hook just replaces it)
+        if not _is_current(path, content):
             tmp = directory / f".{name}.zmem-tmp"
             tmp.write_text(content, encoding="utf-8")
             os.chmod(tmp, 0o755)
-            os.replace(tmp, path)
+            os.replace(tmp, path)  # atomic: git never runs a half-written hook
         installed.append(name)
     return installed
 
 
 def uninstall(repo_path: Path) -> list[str]:
-    """Remove zmem's hooks only, restoring the hooks they had moved aside."""
-    directory = hooks_dir(repo_path)
-    removed = []
+    """Remove zmem's hooks only and put back the hooks they had moved aside; returns the names changed.
+
+    Works in the common hooks directory even when core.hooksPath is set (zmem installs nowhere else)."""
+    directory = _common_hooks_dir(repo_path)
+    changed = []
     for name in HOOK_NAMES:
-        path = directory / name
-        prev = directory / (name + PREV_SUFFIX)
+        path, prev = directory / name, directory / (name + PREV_SUFFIX)
         if _is_ours(path):
             path.unlink()
-            removed.append(name)
-            if prev.exists() or prev.is_symlink():
-                os.rename(prev, path)
-    return removed
+            changed.append(name)
+        # Also when the shim was deleted by hand: a saved hook nobody runs is a lost hook.
+        if not os.path.lexists(path) and os.path.lexists(prev):
+            os.replace(prev, path)
+            if name not in changed:
+                changed.append(name)
+    return changed
 
 
 def status(repo_path: Path, *, python: str | None = None) -> dict[str, str]:
-    """Per hook: installed | installed (chains previous hook) | outdated | foreign | missing."""
-    try:
-        directory = hooks_dir(repo_path, for_install=True)
-    except ZmemError as e:
-        if "core.hooksPath" in e.message:
-            return {name: "not installed (core.hooksPath is set)" for name in HOOK_NAMES}
-        raise
+    """Per hook: installed | installed (chains previous hook) | outdated | foreign | missing.
+
+    With core.hooksPath set, every hook is "not installed (core.hooksPath is set)"."""
+    directory = _common_hooks_dir(repo_path)
+    if _hooks_path_setting(repo_path) is not None:
+        return {name: HOOKS_PATH_STATE for name in HOOK_NAMES}
+    python = python or sys.executable
     out = {}
     for name in HOOK_NAMES:
-        path = directory / name
+        path, prev = directory / name, directory / (name + PREV_SUFFIX)
         if _is_ours(path):
-            state = "installed" if path.read_text(encoding="utf-8") == _shim(name, python or sys.executable) else "outdated"
-            prev = directory / (name + PREV_SUFFIX)
-            if state == "installed" and (prev.exists() or prev.is_symlink()):
-                state = "installed (chains previous hook)"
-            out[name] = state
-        elif path.exists() or path.is_symlink():
+            if not _is_current(path, _shim(name, python)):
+                out[name] = "outdated"
+            elif os.access(prev, os.X_OK):  # what the shim checks before running it
+                out[name] = "installed (chains previous hook)"
+            else:
+                out[name] = "installed"
+        elif os.path.lexists(path):
             out[name] = "foreign"
         else:
             out[name] = "missing"

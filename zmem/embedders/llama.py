@@ -1,12 +1,21 @@
 """The `local` provider: a GGUF embedding model run by llama.cpp (llama-cpp-python, the optional
-extra `zmem[local]`). The only module that imports llama_cpp."""
+extra `zmem[local]`). The only module that imports llama_cpp.
+
+Measured on these machines (DESIGN.md §5): llama-cpp-python truncates input to n_batch, not to the
+model's positions, and a text longer than the model's context aborts the whole process (SIGABRT).
+So the context, n_batch and n_ubatch all equal the model's training context, and every text is cut
+to that many TOKENS here, keeping the trailing separator, before llama.cpp sees it. One sequence
+per decode (faster than packing here); flash attention where supported (1.5-2.5x)."""
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 from zmem.embedders.base import Embedder, EmbeddingError
+
+MAX_TOKENS = 2048  # cap for long-context GGUFs: bounds the compute buffers; zmem's windows are far shorter
 
 
 def model_id(path: Path) -> str:
@@ -26,20 +35,29 @@ class LlamaEmbedder(Embedder):
     provider = "local"
     batch_size = 16
 
-    def __init__(self, model_path: str, *, threads: int | None = None, **kw):
+    def __init__(self, model_path: str, *, dimensions: int | None = None, query_prefix: str = "",
+                 document_prefix: str = "", threads: int | None = None, timeout: float = 30.0):
         path = Path(model_path).expanduser()
         if not path.is_file():
             raise EmbeddingError(f"no model file at {path}",
                                  hint="write one with `zmem model import DIR`, and point [embeddings] model_path at it")
-        super().__init__(model_id(path), **kw)
+        try:
+            mid = model_id(path)
+        except OSError as e:
+            raise EmbeddingError(f"cannot read {path}: {e}", hint="check the file's permissions") from None
+        super().__init__(mid, dimensions, query_prefix=query_prefix, document_prefix=document_prefix,
+                         timeout=timeout)
         self.path = path
         self.threads = threads
         self._llama = None
-        self._n_ctx = 512
+        self._lock = threading.Lock()
+        self.max_tokens = 0          # the model's context (capped at MAX_TOKENS), known after loading
+        self._tail = 0               # special tokens the tokenizer appends ([SEP]); kept on truncation
 
     def endpoint(self) -> str:
         return "llama.cpp"
 
+    # -- loading
     def _load(self):
         if self._llama is not None:
             return self._llama
@@ -50,35 +68,104 @@ class LlamaEmbedder(Embedder):
             raise EmbeddingError("the local provider needs llama-cpp-python",
                                  hint="pip install 'zmem[local]' (it builds llama.cpp, about 10 minutes on 2 cores)") from None
         _silence(llama_cpp)
-        llama = self._open(llama_cpp, 512)
-        if llama.n_ctx() < 512:  # llama-cpp-python truncates to n_batch: it must not exceed the context
-            llama = self._open(llama_cpp, llama.n_ctx())
+        pooling = getattr(llama_cpp, "LLAMA_POOLING_TYPE_UNSPECIFIED", -1)
+        # n_ctx=0 is the model's training context; n_batch = n_ubatch must cover the longest text.
+        # A vocab-only load does not report the training context, so open with BERT's usual 512
+        # and reopen in the rarer case the model's context differs.
+        llama = self._open(llama_cpp, 0, 512, pooling)
+        train = _train_context(llama)
+        n = min(train, MAX_TOKENS)
+        if llama.pooling_type() == getattr(llama_cpp, "LLAMA_POOLING_TYPE_NONE", 0):
+            pooling = llama_cpp.LLAMA_POOLING_TYPE_MEAN  # one vector per token otherwise
+        if n != llama.n_batch or pooling != getattr(llama_cpp, "LLAMA_POOLING_TYPE_UNSPECIFIED", -1):
+            _close(llama)
+            llama = self._open(llama_cpp, 0 if n == train else n, n, pooling)
+        self.max_tokens = min(n, llama.n_batch)  # llama-cpp-python lowers n_batch to the context
+        self._tail = _tail_specials(llama)
         self._llama = llama
         return llama
 
-    def _open(self, llama_cpp, n_batch: int):
-        kw = dict(model_path=str(self.path), embedding=True, n_ctx=0, n_batch=n_batch, n_ubatch=n_batch,
-                  n_threads=self.threads or max(1, min(os.cpu_count() or 1, 8)), verbose=False)
+    def _open(self, llama_cpp, n_ctx: int, n_batch: int, pooling: int):
+        threads = self.threads or max(1, min(os.cpu_count() or 1, 8))
+        kw = dict(model_path=str(self.path), embedding=True, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch,
+                  n_threads=threads, n_threads_batch=threads, pooling_type=pooling, verbose=False)
         try:
-            try:
-                return llama_cpp.Llama(**kw, flash_attn=True)  # 1.5-2.5x faster where supported
-            except TypeError:
-                return llama_cpp.Llama(**kw)
+            return llama_cpp.Llama(**kw, flash_attn=True)  # 1.5-2.5x faster where supported
+        except (TypeError, ValueError, RuntimeError):
+            pass  # a binding without the flag, or a backend without flash attention: try without
+        try:
+            return llama_cpp.Llama(**kw)
         except (ValueError, RuntimeError) as e:
             raise EmbeddingError(f"llama.cpp cannot load {self.path.name}: {e}",
-                                 hint="re-create it with `zmem model import DIR`") from None
+                                 hint="is it a GGUF embedding model? re-create it with `zmem model import DIR`") from None
+
+    # -- embedding
+    def tokens(self, text: str) -> list[int]:
+        """The token ids llama.cpp will see for `text`: with the model's specials, cut to its context."""
+        llama = self._load()
+        ids = llama.tokenize(text.encode("utf-8", "replace"), add_bos=True, special=False)
+        if len(ids) > self.max_tokens:
+            tail = ids[len(ids) - self._tail:] if self._tail else []
+            ids = ids[:self.max_tokens - len(tail)] + tail
+        return ids
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        llama = self._load()
-        # one sequence per call (faster than packing here); truncate=True cuts to n_batch <= context
-        return [list(llama.embed(text, truncate=True)) for text in texts]
+        with self._lock:
+            llama = self._load()
+            return [self._embed_one(llama, self.tokens(t)) for t in texts]
+
+    def _embed_one(self, llama, ids: list[int]) -> list[float]:
+        import llama_cpp
+        try:
+            batch, ctx = llama._batch, llama._ctx
+        except AttributeError:  # a binding without these internals: its own (n_batch-bounded) path
+            return list(llama.embed(llama.detokenize(ids).decode("utf-8", "replace"), truncate=True))
+        batch.reset()
+        batch.add_sequence(ids, 0, True)
+        ctx.kv_cache_clear()
+        try:
+            ctx.decode(batch)
+        except RuntimeError as e:
+            raise EmbeddingError(f"llama.cpp failed to embed a text of {len(ids)} tokens: {e}",
+                                 hint="re-create the model with `zmem model import DIR`") from None
+        finally:
+            batch.reset()
+        ptr = llama_cpp.llama_get_embeddings_seq(ctx.ctx, 0)
+        if not ptr:
+            raise EmbeddingError(f"llama.cpp returned no pooled embedding for {self.path.name}",
+                                 hint="is it an embedding model? re-create it with `zmem model import DIR`")
+        return list(ptr[:llama.n_embd()])
+
+
+def _train_context(llama) -> int:
+    try:
+        n = int(llama._model.n_ctx_train())
+    except (AttributeError, TypeError, ValueError):
+        n = 0
+    return n if n > 0 else int(llama.n_batch)  # llama-cpp-python caps n_batch at the context
+
+
+def _close(llama) -> None:
+    if hasattr(llama, "close"):
+        llama.close()
+
+
+def _tail_specials(llama) -> int:
+    """How many special tokens the tokenizer appends after the text ([SEP] for BERT)."""
+    plain = llama.tokenize(b"memory", add_bos=False, special=False)
+    full = llama.tokenize(b"memory", add_bos=True, special=False)
+    for i in range(len(full) - len(plain) + 1):
+        if full[i:i + len(plain)] == plain:
+            return len(full) - i - len(plain)
+    return 0
 
 
 _LOG_CALLBACK = None
 
 
 def _silence(llama_cpp) -> None:
-    """llama.cpp logs to stderr even with verbose=False; agents read stderr, so drop it."""
+    """llama.cpp logs to stderr even with verbose=False; agents read stderr, so drop it. The
+    callback is kept alive in a global: llama.cpp calls it long after this function returns."""
     global _LOG_CALLBACK
     if _LOG_CALLBACK is None:
         import ctypes
