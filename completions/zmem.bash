@@ -18,7 +18,7 @@ _zmem() {
         "init|ARG") kind="dir" ;;
         "demo|ARG") kind="dir" ;;
         "model import|--out") kind="file" ;;
-        "model import|--outtype") kind="choices:f16 f32" ;;
+        "model import|--outtype") kind="choices:f16 f32 q8_0" ;;
         "recall|-k") kind="any" ;;
         "recall|--k") kind="any" ;;
         "recall|--since") kind="any" ;;
@@ -26,12 +26,24 @@ _zmem() {
         "recall|--path") kind="any" ;;
         "recall|--max-chars") kind="any" ;;
         "recall|--mode") kind="choices:hybrid bm25 vector" ;;
+        "recall|--kind") kind="choices:world experience opinion observation relation W B O S R" ;;
+        "recall|--entity") kind="any" ;;
         "recall|--format") kind="choices:text table json md" ;;
         "get|--from") kind="any" ;;
         "get|--lines") kind="any" ;;
-        "append|--retain") kind="choices:W B O S" ;;
+        "append|--retain") kind="choices:W B O S R" ;;
         "append|--entity") kind="any" ;;
         "append|--confidence") kind="any" ;;
+        "facts|--entity") kind="any" ;;
+        "facts|--kind") kind="choices:world experience opinion observation relation W B O S R" ;;
+        "facts|--since") kind="any" ;;
+        "facts|--until") kind="any" ;;
+        "facts|--limit") kind="any" ;;
+        "facts|--format") kind="choices:text table json md" ;;
+        "graph|--depth") kind="any" ;;
+        "graph|--export") kind="file" ;;
+        "opinions|--entity") kind="any" ;;
+        "reflect|--since") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -53,7 +65,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --json --help" ;;
@@ -61,9 +73,14 @@ _zmem_words() {
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
         "model import") words="--out --outtype --help" ;;
-        "recall") words="-k --k --since --until --path --max-chars --mode --explain --format --json --help" ;;
+        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --format --json --help" ;;
         "get") words="--from --lines --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
+        "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;
+        "entity") words="--json --help" ;;
+        "graph") words="--depth --export --json --help" ;;
+        "opinions") words="--entity --json --help" ;;
+        "reflect") words="--since --dry-run --no-commit --apply-proposals --json --help" ;;
         "status") words="--json --help" ;;
         "doctor") words="--help" ;;
         "hooks") words="install uninstall status --help" ;;

@@ -12,7 +12,9 @@ NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: str | None = None,
                      until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
-                     background_embed: bool = True, progress=None) -> Recall:
+                     background_embed: bool = True, progress=None, kind: str | None = None,
+                     entity: str | None = None) -> Recall:
+    """Recall over notes; with kind or entity, over Retain facts (FactHit results)."""
     cfg = ws.config
     conn = open_index(ws)
     try:
@@ -25,10 +27,19 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
             warnings += notes
             if qvec is not None:
                 mode_used = requested
-        res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path_glob,
-                     max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
-                     store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
-                     multiplier=cfg.candidate_multiplier, explain=explain)
+        if kind or entity:
+            from zmem.entities import normalize_kind, resolve_entity
+            from zmem.search import recall_facts
+            key = resolve_entity(ws, conn, entity).key if entity else None
+            res = recall_facts(conn, query, k=k or cfg.recall_k, kind=normalize_kind(kind), entity=key, since=since,
+                               until=until, path_glob=path_glob, mode=mode_used, query_vector=qvec, store=store,
+                               fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
+                               multiplier=cfg.candidate_multiplier, explain=explain)
+        else:
+            res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path_glob,
+                         max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
+                         store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
+                         text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain)
     finally:
         conn.close()
     res.warnings = warnings + res.warnings

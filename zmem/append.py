@@ -5,18 +5,15 @@ import datetime as dt
 import fcntl
 import os
 import re
-import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 
 from zmem.errors import ZmemError
 from zmem.markdown import ATX, split_lines
-from zmem.repo import git_env, open_repo
+from zmem.retain import KINDS, RETAIN_HEADINGS, parse_bullet
+from zmem.repo import commit_paths
 from zmem.workspace import Workspace
 
-KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation"}
-RETAIN_HEADINGS = ("retain", "reter", "retener", "保留")
 NOTES_HEADINGS = ("notes",)
 
 
@@ -51,10 +48,18 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
     kind = retain.upper()
     if kind not in KINDS:
         raise ZmemError(f"unknown Retain kind {retain!r}",
-                        hint="W world, B experience, O opinion (with --confidence), S observation")
+                        hint="W world, B experience, O opinion (with --confidence), S observation, R relation")
     head = kind + (f"(c={confidence:g})" if confidence is not None else "")
-    mentions = "".join(" @" + _slug(e) for e in entities)
-    return f"- {head}{mentions}: {' '.join(text.split())}\n"
+    if kind == "R":  # `@Peter lives_in @Lisbon`: the text is the relation itself
+        line = f"- {head} {' '.join(text.split())}"
+    else:
+        line = f"- {head}{''.join(' @' + _slug(e) for e in entities)}: {' '.join(text.split())}"
+    fact, problem = parse_bullet(line[2:], 1, 1)
+    if fact is None:
+        raise ZmemError(f"not a valid Retain fact: {problem}",
+                        hint="e.g. zmem append --retain W --entity Peter \"Moved to Lisbon\"; "
+                             "relations: zmem append --retain R \"@Peter lives_in @Lisbon\"")
+    return line + "\n"
 
 
 def _slug(name: str) -> str:
@@ -141,23 +146,8 @@ def _atomic_write(path, content: str) -> None:
 
 
 def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:
-    """Commit only this file (other staged work stays staged). Retries while git's index is locked."""
-    repo = open_repo(ws.root)
-    env = git_env(repo)
-    msg = f"zmem append: {rel}\n\n{entry}"
-    deadline = time.monotonic() + 15
-    while True:
-        add = subprocess.run(["git", "add", "--", rel], cwd=ws.root, env=env, capture_output=True, text=True)
-        proc = add if add.returncode else subprocess.run(
-            ["git", "commit", "--quiet", "-m", msg, "--", rel], cwd=ws.root, env=env, capture_output=True, text=True)
-        if proc.returncode == 0:
-            result.committed = True
-            result.commit = repo.head()
-            return
-        err = (proc.stderr or proc.stdout).strip()
-        if "index.lock" in err and time.monotonic() < deadline:
-            time.sleep(0.1)
-            continue
-        first = err.splitlines()[-1] if err else f"exit {proc.returncode}"
-        result.warnings.append(f"{rel}: written but not committed: {first}")
-        return
+    commit, problem = commit_paths(ws.root, [rel], f"zmem append: {rel}\n\n{entry}")
+    if commit:
+        result.committed, result.commit = True, commit
+    else:
+        result.warnings.append(f"{rel}: written but not committed: {problem}")

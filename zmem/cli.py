@@ -46,6 +46,9 @@ class ZmemGroup(click.Group):
             raise click.exceptions.Exit(int(ExitCode.BUG))
 
 
+KIND_CHOICES = ["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]
+
+
 def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
@@ -284,18 +287,21 @@ def model():
 @click.argument("source")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Where to write the GGUF (default: ~/.cache/zmem/models/<name>.<outtype>.gguf).")
-@click.option("--outtype", type=click.Choice(["f16", "f32"]), default="f16", show_default=True,
-              help="Precision of the weight matrices.")
+@click.option("--outtype", type=click.Choice(["f16", "f32", "q8_0"]), default="f16", show_default=True,
+              help="Precision of the weight matrices (q8_0: a quarter of f32's size, slightly less exact).")
 def model_import(source, out, outtype):
-    """Convert a BERT-family sentence-transformers model directory (or hf:ORG/NAME from the local
-    Hugging Face cache) into a GGUF that the local provider loads. No torch, no network.
+    """Convert a BERT-family sentence-transformers model directory into a GGUF that the local
+    provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
+    cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
     """
-    from zmem.modelimport import import_model, resolve_model_source
+    from zmem.modelimport import import_model, model_name, resolve_model_source
     src = resolve_model_source(source)
     if out is None:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem" / "models"
-        out = base / f"{src.name}.{outtype}.gguf"
+        out = base / f"{model_name(src)}.{outtype}.gguf"
     info = import_model(src, Path(out), outtype=outtype)
+    for warning in info["warnings"]:
+        click.echo(f"zmem: warning: {warning}", err=True)
     click.echo(f"wrote {info['out']} ({info['arch']}, {info['dimensions']} dimensions, {info['layers']} layers, "
                f"{info['pooling']} pooling)")
     click.echo(f'use it: [embeddings] provider = "local", model_path = "{info["out"]}" in ~/.config/zmem/config.toml')
@@ -315,11 +321,14 @@ def model_import(source, out, outtype):
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
               help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
 @click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score.")
+@click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
+              help="Only Retain facts of this kind (results are facts, not snippets).")
+@click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, fmt, as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, fmt, as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
     Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
@@ -327,6 +336,9 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, fmt
     a keyword hit). Each snippet is at most 700 characters and its citation names exactly the lines
     it shows, so `zmem get PATH#Lx-Ly` reads them back. --since/--until filter by the day of daily
     logs (memory/YYYY-MM-DD.md); other files have no day and are left out by them.
+
+    With --kind or --entity, recall searches `## Retain` facts instead and returns each fact with
+    its kind, entities, confidence, day and source line.
     """
     from zmem.api import recall_workspace
     from zmem.search import parse_when
@@ -334,7 +346,7 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, fmt
     text = " ".join(query)
     res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, path_glob=path_glob,
-                           max_chars=max_chars, mode=mode, explain=explain)
+                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -342,6 +354,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, fmt
         click.echo(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
     elif not res.results:
         click.echo("no results", err=True)
+    elif kind or entity:
+        _render_facts([h.fact for h in res.results], fmt, scores=[h.score for h in res.results])
     elif fmt == "table":
         from tabulate import tabulate
         rows = [(h.citation, f"{h.score:.3f}", h.day or "", _one_line(h.snippet, 70)) for h in res.results]
@@ -428,8 +442,9 @@ def _split_citation(path: str) -> tuple[str, tuple[int, int] | None]:
 
 @cli.command()
 @click.argument("text", nargs=-1, required=True)
-@click.option("--retain", type=click.Choice(["W", "B", "O", "S"], case_sensitive=False), default=None,
-              help="Add it as a typed fact under ## Retain: W world, B experience, O opinion, S observation.")
+@click.option("--retain", type=click.Choice(["W", "B", "O", "S", "R"], case_sensitive=False), default=None,
+              help="Add it as a typed fact under ## Retain: W world, B experience, O opinion, S observation, "
+                   "R relation (TEXT is `@Subject predicate @Object`).")
 @click.option("--entity", "entities", multiple=True, metavar="NAME", help="An entity the entry is about (repeatable).")
 @click.option("--confidence", type=float, default=None, help="Confidence in [0, 1] of an opinion (--retain O).")
 @click.option("--no-commit", is_flag=True, help="Write the file but do not commit it.")
@@ -458,6 +473,240 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
                               ensure_ascii=False))
     else:
         click.echo(f"{res.citation}  {res.text}" + (f"  (committed {res.commit[:10]})" if res.committed else ""))
+
+
+# ----------------------------------------------------------------------------- facts, entities, opinions
+
+
+def _render_facts(facts, fmt: str, scores=None) -> None:
+    """Facts as a table, Markdown or text (JSON is rendered by the caller)."""
+    if fmt == "table":
+        from tabulate import tabulate
+        rows = [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
+                 ", ".join(f.entities), _one_line(f.text, 60)) for f in facts]
+        click.echo(tabulate(rows, headers=["source", "kind", "c", "day", "entities", "text"]))
+        return
+    for i, f in enumerate(facts):
+        conf = f" c={f.confidence:.2f}" if f.confidence is not None else ""
+        score = f"{scores[i]:.3f} · " if scores else ""
+        who = " ".join("@" + e for e in f.entities)
+        if fmt == "md":
+            click.echo(f"- **{f.kind}**{conf} {who}: {f.text} ({f.source})")
+        else:
+            click.echo(click.style(f.source, bold=True) + f"  {score}{f.kind}{conf} · {f.day or 'undated'} · {f.id}")
+            click.echo(f"    {who + ': ' if who else ''}{f.text}")
+
+
+@cli.command()
+@click.option("--entity", metavar="NAME", default=None, help="Only facts about this entity (@ optional).")
+@click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
+              help="Only facts of this kind.")
+@click.option("--since", metavar="WHEN", help="Only facts from this day on (the log's day or a date in the fact).")
+@click.option("--until", metavar="WHEN", help="Only facts up to this day.")
+@click.option("--limit", type=click.IntRange(1, None), default=None, help="At most this many facts.")
+@click.option("--origin", is_flag=True, help="Also show the commit, author and time that added each fact (git blame).")
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="table",
+              show_default=True, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.pass_context
+def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
+    """List the typed facts of `## Retain` sections, newest first.
+
+    A Retain bullet is `- W|B|O|S[(c=0.9)] @Entity …: text` (world, experience, opinion,
+    observation) or a relation `- R @Subject predicate @Object`. Malformed bullets are reported as
+    warnings with file and line, and by `zmem doctor`.
+    """
+    from zmem.entities import normalize_kind, query_facts, resolve_entity
+    from zmem.indexer import catch_up, open_index
+    from zmem.search import parse_when
+    ws = _workspace(ctx)
+    conn = open_index(ws)
+    try:
+        from zmem.status import stored_warnings
+        catch_up(ws, conn=conn)
+        for w in stored_warnings(conn):  # every malformed bullet, not only those of files indexed just now
+            warn(w)
+        key = resolve_entity(ws, conn, entity).key if entity else None
+        rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
+                           until=parse_when(until, end=True) if until else None, limit=limit)
+        if origin:
+            from zmem.history import attach_origins
+            attach_origins(ws, conn, rows)
+    finally:
+        conn.close()
+    if as_json or fmt == "json":
+        click.echo(json.dumps({"facts": [f.to_json() for f in rows]}, ensure_ascii=False, indent=2))
+    elif not rows:
+        click.echo("no facts", err=True)
+    else:
+        _render_facts(rows, fmt)
+        if origin and fmt != "table":
+            for f in rows:
+                click.echo(f"{f.source}: {f.commit[:10] if f.commit else 'uncommitted'} {f.author or ''}")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def entity(ctx, name, as_json):
+    """Show what memory holds about the entity NAME: its page, facts (newest first, with
+    citations), opinions and related entities.
+    """
+    from zmem.entities import entity_report
+    ws = _workspace(ctx)
+    report = entity_report(ws, name)
+    for w in report.pop("warnings"):
+        warn(w)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        return
+    e = report["entity"]
+    click.echo(click.style(e["name"], bold=True) + (f"  ({e['page']})" if e["page"] else "  (no page yet: `zmem reflect` writes one)"))
+    if len(e["spellings"]) > 1:
+        click.echo(f"written as: {', '.join(e['spellings'])}")
+    click.echo(f"\nfacts ({len(report['facts'])}):")
+    for f in report["facts"]:
+        conf = f" c={f['confidence']:.2f}" if f["confidence"] is not None else ""
+        click.echo(f"  {f['day'] or 'undated'}  {f['kind']}{conf}: {f['text']}  — {f['source']}")
+    if report["opinions"]:
+        click.echo("\nopinions:")
+        for o in report["opinions"]:
+            click.echo(f"  c={o['confidence']:.2f}  {o['statement']}")
+    if report["related"]:
+        click.echo("\nrelated:")
+        for r in report["related"]:
+            click.echo(f"  {r['type']:14} @{r['name']}  ×{r['count']}  (last {r['last_day'] or 'undated'})")
+    for a, b, score in report["suspected_duplicates"]:
+        warn(f"@{a} and @{b} look like one entity spelled two ways ({score:.0f}% similar); not merged")
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--depth", type=click.IntRange(1, 5), default=1, show_default=True, help="How many hops to follow.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the whole graph (nodes and edges) as JSON to this file ('-' for stdout).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def graph(ctx, name, depth, export_path, as_json):
+    """Show the entities related to NAME, with relation types and evidence, or export the graph.
+
+    Edges are explicit relations (`- R @Peter lives_in @Lisbon`) and co-mentions in one fact,
+    weighted by count and recency (a mention's weight halves every 90 days before the newest fact).
+    """
+    from zmem.entities import export_graph, neighbourhood, resolve_entity, all_entities
+    from zmem.indexer import catch_up, open_index
+    if not name and not export_path:
+        raise click.UsageError("give an entity NAME, or --export FILE")
+    ws = _workspace(ctx)
+    conn = open_index(ws)
+    try:
+        for w in catch_up(ws, conn=conn).warnings:
+            warn(w)
+        if export_path:
+            data = json.dumps(export_graph(ws, conn), ensure_ascii=False, indent=2)
+            if export_path == "-":
+                click.echo(data)
+            else:
+                Path(export_path).write_text(data + "\n", encoding="utf-8")
+                click.echo(f"wrote {export_path}", err=True)
+            if not name:
+                return
+        entities = all_entities(ws, conn)
+        ent = resolve_entity(ws, conn, name, entities)
+        reached, found = neighbourhood(conn, ent.key, depth)
+    finally:
+        conn.close()
+    if as_json:
+        click.echo(json.dumps({"entity": ent.to_json(), "depth": depth,
+                               "nodes": [entities[k].to_json() for k in sorted(reached) if k in entities],
+                               "edges": [e.to_json(entities) for e in found]}, ensure_ascii=False, indent=2))
+        return
+    if not found:
+        click.echo(f"@{ent.name} has no related entities yet", err=True)
+    for e in found:
+        a, b = entities[e.source].name if e.source in entities else e.source, \
+            entities[e.target].name if e.target in entities else e.target
+        click.echo(f"@{a} --{e.type}--> @{b}  ×{e.count}  weight {e.weight:.2f}  last {e.last_day or 'undated'}  "
+                   f"[{', '.join(e.evidence[-2:])}]")
+
+
+@cli.command()
+@click.option("--entity", metavar="NAME", default=None, help="Only opinions about this entity.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def opinions(ctx, entity, as_json):
+    """List the opinions of bank/opinions.md: statement, confidence, evidence for and against."""
+    from zmem import opinions as op_mod
+    from zmem.retain import entity_key
+    ws = _workspace(ctx)
+    path = ws.root / op_mod.OPINIONS_PATH
+    parsed = op_mod.parse(path.read_text(encoding="utf-8") if path.is_file() else "")
+    for w in parsed.warnings:
+        warn(w)
+    rows = [o for o in parsed.opinions if not entity or entity_key(entity) in o.entity_keys]
+    if as_json:
+        click.echo(json.dumps({"opinions": [o.to_json() for o in rows]}, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        click.echo("no opinions" + ("" if path.is_file() else f" ({op_mod.OPINIONS_PATH} does not exist yet; "
+                                    "`zmem reflect` writes it from `O` facts)"), err=True)
+    for o in rows:
+        sup = sum(e.relation == "supports" for e in o.evidence)
+        con = len(o.evidence) - sup
+        who = " ".join("@" + e for e in o.entities)
+        click.echo(f"c={o.confidence:.2f}  {o.statement}  {who}  (+{sup}/-{con}, updated {o.updated or '?'}, "
+                   f"{op_mod.OPINIONS_PATH}#L{o.line})")
+
+
+@cli.command()
+@click.option("--since", metavar="WHEN", default=None,
+              help="Use facts added since WHEN (7d, 2w, YYYY-MM-DD, or 'all'); default: since the last reflect commit.")
+@click.option("--dry-run", is_flag=True, help="Print the diff and write nothing.")
+@click.option("--no-commit", is_flag=True, help="Write the files but do not commit them.")
+@click.option("--apply-proposals", is_flag=True, help="Also append the proposed durable facts to MEMORY.md.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (with the diff).")
+@click.pass_context
+def reflect(ctx, since, dry_run, no_commit, apply_proposals, as_json):
+    """Update entity pages and opinions from new Retain facts, as one reviewable git commit.
+
+    Writes a zmem-managed block (between zmem:begin/zmem:end markers) in bank/entities/<Slug>.md
+    with the entity's facts, timeline and relations — text outside the block is never touched —
+    and adds evidence to bank/opinions.md, moving confidence in small steps. Facts repeated across
+    days are proposed for MEMORY.md. Refuses to run over uncommitted changes in bank/. A second run
+    with no new facts changes nothing and makes no commit.
+    """
+    import datetime as dt
+    from zmem.reflect import reflect as do_reflect
+    from zmem.search import parse_when
+    ws = _workspace(ctx)
+    everything = bool(since) and since.strip().lower() == "all"
+    when = None
+    if since and not everything:
+        when = dt.datetime.combine(dt.date.fromisoformat(parse_when(since)), dt.time(), dt.timezone.utc)
+    res = do_reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=not no_commit,
+                     apply_proposals=apply_proposals)
+    for w in res.warnings:
+        warn(w)
+    if as_json:
+        click.echo(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+        return
+    if dry_run:
+        click.echo(res.diff or "nothing to change", nl=bool(not res.diff))
+    elif not res.files:
+        click.echo(f"nothing to change ({res.new_facts} new facts)")
+    else:
+        click.echo(f"updated {len(res.files)} files from {res.new_facts} new facts"
+                   + (f"; committed {res.commit[:10]}" if res.commit else "; not committed"))
+        for p in res.pages:
+            click.echo(f"  {'created' if p['created'] else 'updated'} {p['path']}")
+        for o in res.opinions:
+            change = f"new c={o['after']:.2f}" if o["new"] else f"c {o['before']:.2f} -> {o['after']:.2f}"
+            click.echo(f"  opinion {change}: {_one_line(o['statement'], 60)}")
+    if res.proposals and not res.proposals_applied:
+        click.echo(f"proposed for MEMORY.md (apply with --apply-proposals):")
+        for p in res.proposals:
+            click.echo(f"  - {p['text']}  [{p['reason']}: {', '.join(p['sources'][-3:])}]")
 
 
 # ----------------------------------------------------------------------------- status / doctor
@@ -543,6 +792,12 @@ def _install(root) -> list[str]:
     from zmem.repo import open_repo, register_workspace
     names = hooks_lib.install(root)
     register_workspace(open_repo(Path(root)))  # hooks run at the repository's top; find us there
+    skipped = [n for n in hooks_lib.HOOK_NAMES if n not in names]
+    if skipped:
+        warn(f"left {', '.join(skipped)} alone: a foreign hook and an older saved one ({hooks_lib.PREV_SUFFIX}) "
+             "both exist, and zmem chains only one")
+        click.echo("hint: merge them into one hook, then run `zmem hooks install` again "
+                   "(every zmem command still catches up by itself)", err=True)
     return names
 
 

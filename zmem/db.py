@@ -84,6 +84,51 @@ MIGRATIONS: list[list[str]] = [
         ) WITHOUT ROWID""",
         "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
     ],
+    [
+        # Retain facts (retain.py), one row per bullet; fid is the stable fact id users cite.
+        """CREATE TABLE facts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            fid TEXT NOT NULL,
+            path TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            kind TEXT NOT NULL,          -- world | experience | opinion | observation | relation
+            confidence REAL,
+            text TEXT NOT NULL,
+            names TEXT NOT NULL,         -- entity display names, tab-separated, as written
+            day TEXT,                    -- the daily log's day
+            event_start TEXT,            -- dates written inside the fact
+            event_end TEXT
+        )""",
+        "CREATE INDEX facts_path ON facts(path)",
+        "CREATE INDEX facts_fid ON facts(fid)",
+        "CREATE TABLE fact_entities (entity TEXT NOT NULL, fact_id INTEGER NOT NULL, PRIMARY KEY (entity, fact_id))"
+        " WITHOUT ROWID",
+        "CREATE INDEX fact_entities_fact ON fact_entities(fact_id)",
+        """CREATE TABLE relations (
+            fact_id INTEGER NOT NULL,
+            subject TEXT NOT NULL,       -- entity keys
+            predicate TEXT NOT NULL,
+            object TEXT NOT NULL
+        )""",
+        "CREATE INDEX relations_subject ON relations(subject)",
+        "CREATE INDEX relations_object ON relations(object)",
+        """CREATE VIRTUAL TABLE facts_fts USING fts5(
+            text, names, cjk_bi, cjk_uni, content='',
+            tokenize='porter unicode61 remove_diacritics 2')""",
+        "INSERT INTO facts_fts(facts_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
+        # git blame per line of a file's content (blob): the same content has the same blame, so
+        # an entry never goes stale while history is not rewritten. Survives rebuilds.
+        """CREATE TABLE blame_cache (
+            blob TEXT NOT NULL,
+            line INTEGER NOT NULL,
+            commit_id TEXT NOT NULL,     -- 40 zeros: not committed yet
+            author TEXT NOT NULL,
+            time INTEGER NOT NULL,       -- author time, Unix seconds
+            summary TEXT NOT NULL,
+            PRIMARY KEY (blob, line)
+        ) WITHOUT ROWID""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -19,6 +19,7 @@ from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
+from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
 from zmem.snapshot import Changes, changed_since_snapshot, git_blob_id, memory_dirs, now_ns, read_head, record_dirs, stat_signature
 from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
@@ -82,7 +83,7 @@ def ensure_state_dir(ws: Workspace) -> None:
 def fingerprint(ws: Workspace) -> str:
     """Everything that changes chunk boundaries or the set of sources; a change re-scans all."""
     c = ws.config
-    return (f"chunker={CHUNKER_VERSION};schema={db.SCHEMA_VERSION};tokens={c.chunk_tokens};"
+    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={db.SCHEMA_VERSION};tokens={c.chunk_tokens};"
             f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
 
 
@@ -276,6 +277,14 @@ def _remove_file(conn, rel: str, store: VectorStore) -> None:
         "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
         [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in rows])
     conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+    facts = conn.execute("SELECT id, text, names FROM facts WHERE path = ?", (rel,)).fetchall()
+    conn.executemany(
+        "INSERT INTO facts_fts(facts_fts, rowid, text, names, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
+        [(fid, text, names, *cjk_columns(text + "\n" + names)) for fid, text, names in facts])
+    ids = [(fid,) for fid, _, _ in facts]
+    conn.executemany("DELETE FROM fact_entities WHERE fact_id = ?", ids)
+    conn.executemany("DELETE FROM relations WHERE fact_id = ?", ids)
+    conn.execute("DELETE FROM facts WHERE path = ?", (rel,))
     conn.execute("DELETE FROM files WHERE path = ?", (rel,))
 
 
@@ -305,6 +314,7 @@ class Prepared:
     lines: int
     warnings: list[str]
     rows: list[tuple]  # (start_line, end_line, heading, tokens, text, cjk_bi, cjk_uni)
+    facts: list[Fact] = field(default_factory=list)
 
 
 def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_overlap: int) -> Prepared:
@@ -313,7 +323,9 @@ def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_
     lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
     rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
             for c in chunks]
-    return Prepared(rel, day_from_path(rel), lines, warnings, rows)
+    day = day_from_path(rel)
+    facts, fact_warnings = parse_facts(text, rel, day) if text else ([], [])
+    return Prepared(rel, day, lines, warnings + fact_warnings, rows, facts)
 
 
 def _prepare_args(args):
@@ -345,13 +357,29 @@ def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, in
     mtime, size, ino = sig if sig is not None else (0, size, 0)
     conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino) "
                  "VALUES(?,?,?,?,?,?,?,?,?)",
-                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "; ".join(p.warnings) or None, mtime, ino))
+                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino))
     for start, end, heading, tokens, text, bi, uni in p.rows:
         cur = conn.execute(
             "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
             (p.rel, start, end, heading, p.day, tokens, text))
         conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
                      (cur.lastrowid, text, heading, bi, uni))
+    for f in p.facts:
+        names = "\t".join(f.entities)
+        cur = conn.execute(
+            "INSERT INTO facts(fid, path, start_line, end_line, kind, confidence, text, names, day, event_start, event_end)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            (f.fact_id(p.rel), p.rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, p.day,
+             *(f.event or (None, None))))
+        fact_row = cur.lastrowid
+        conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                     (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))
+        conn.executemany("INSERT OR IGNORE INTO fact_entities(entity, fact_id) VALUES(?, ?)",
+                         [(entity_key(name), fact_row) for name in f.entities])
+        if f.relation:
+            subject, predicate, obj = f.relation
+            conn.execute("INSERT INTO relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
+                         (fact_row, entity_key(subject), predicate, entity_key(obj)))
 
 
 def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = None) -> CatchUp:
@@ -385,7 +413,8 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
 
 
 def _carry_over_cache(conn, live: Path) -> None:
-    """Keep the embedding cache across rebuilds: unchanged text is never embedded twice."""
+    """Keep the embedding and blame caches across rebuilds: unchanged text is never embedded
+    twice, and unchanged files are never blamed twice."""
     if not live.exists():
         return
     try:
@@ -397,6 +426,8 @@ def _carry_over_cache(conn, live: Path) -> None:
         if has:
             conn.execute("INSERT OR IGNORE INTO main.embedding_cache(fingerprint, hash, vector, last_used) "
                          "SELECT fingerprint, hash, vector, last_used FROM old.embedding_cache")
+        if conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'blame_cache'").fetchone():
+            conn.execute("INSERT OR IGNORE INTO main.blame_cache SELECT * FROM old.blame_cache")
     except db.DatabaseError:
         pass  # an unreadable old index has nothing to give
     finally:

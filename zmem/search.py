@@ -274,3 +274,86 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
 
 def _r(x):
     return None if x is None else round(x, 4)
+
+
+# ----------------------------------------------------------------------------- facts (--kind, --entity)
+
+
+@dataclass
+class FactHit:
+    fact: object          # entities.FactRow
+    score: float
+    explain: dict | None = None
+
+    @property
+    def citation(self) -> str:
+        f = self.fact
+        return f"{f.path}#L{f.start_line}-L{f.end_line}"
+
+    def to_json(self) -> dict:
+        f = self.fact
+        d = {"type": "fact", "path": f.path, "start_line": f.start_line, "end_line": f.end_line,
+             "score": round(self.score, 4), "snippet": f.text, "citation": self.citation, **f.to_json()}
+        if self.explain is not None:
+            d["explain"] = self.explain
+        return d
+
+
+def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entity: str | None = None,
+                 since: str | None = None, until: str | None = None, path_glob: str | None = None,
+                 mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
+                 vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
+                 explain: bool = False) -> Recall:
+    """Retain facts for a query, filtered by kind and entity: BM25 over the facts' text and entity
+    names, fused with the similarity of the vector window that holds each fact's line."""
+    from zmem.entities import query_facts
+    out = Recall(query=query, mode=mode if query_vector is not None and store is not None else "bm25")
+    if not query.strip():
+        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall --entity Peter "where"')
+    allowed = {f.row: f for f in query_facts(conn, entity=entity, kind=kind, since=since, until=until,
+                                             path_glob=_glob_to_sql(path_glob) if path_glob else None)}
+    if not allowed:
+        return out
+    bm25: list[tuple[int, float]] = []
+    match = build_match(query)
+    if match is not None and out.mode in ("bm25", "hybrid"):
+        rows = conn.execute("SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank", (match,))
+        bm25 = [(rid, (-r) / (1.0 - r)) for rid, r in rows if rid in allowed][:k * multiplier]
+    vec: list[tuple[int, float]] = []
+    if out.mode in ("vector", "hybrid"):
+        vec = _fact_similarities(conn, store, query_vector, list(allowed.values()))[:k * multiplier]
+    ranked = bm25 if out.mode == "bm25" else vec if out.mode == "vector" else \
+        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    b = {rid: (rank, s) for rank, (rid, s) in enumerate(bm25, 1)}
+    v = {rid: (rank, s) for rank, (rid, s) in enumerate(vec, 1)}
+    if entity is not None and len(ranked) < k:
+        # about one entity, the facts the words missed still answer: newest first, after the matches
+        seen = {rid for rid, _ in ranked}
+        rest = [(rid, 0.0) for rid in allowed if rid not in seen][:k - len(ranked)]
+        if rest:
+            out.warnings.append(f"{len(rest)} of the facts shown did not match the query; listed newest first")
+        ranked = list(ranked) + rest
+    for rid, score in ranked[:k]:
+        why = None
+        if explain:
+            why = {"bm25_rank": b.get(rid, (None, None))[0], "bm25_score": _r(b.get(rid, (None, None))[1]),
+                   "vector_rank": v.get(rid, (None, None))[0], "vector_similarity": _r(v.get(rid, (None, None))[1]),
+                   "fused": _r(score)}
+        out.results.append(FactHit(allowed[rid], score, why))
+    return out
+
+
+def _fact_similarities(conn, store, query_vector, facts) -> list[tuple[int, float]]:
+    """(fact row, cosine of the best vector window covering the fact's first line), best first."""
+    by_path: dict[str, list] = {}
+    for f in facts:
+        by_path.setdefault(f.path, []).append(f)
+    sims: dict[int, float] = {}
+    for path, group in by_path.items():
+        chunk_ids = [cid for cid, in conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        windows = [w for ws_ in store.windows_of(chunk_ids, query_vector).values() for w in ws_]
+        for f in group:
+            covering = [sim for a, b, sim in windows if a <= f.start_line <= b]
+            if covering:
+                sims[f.row] = max(covering)
+    return sorted(sims.items(), key=lambda x: (-x[1], x[0]))

@@ -12,6 +12,12 @@ from zmem.snapshot import git_blob_id as blob_id
 from zmem.workspace import Workspace, find_workspace
 
 
+def stored_warnings(conn) -> list[str]:
+    """What indexing said about files (undecodable bytes, malformed Retain bullets), one per line."""
+    return [w for (ws_,) in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path")
+            for w in ws_.split("\n")]
+
+
 def workspace_status(ws: Workspace) -> dict:
     from zmem import hooks as hooks_lib
     repo = open_repo(ws.root)
@@ -25,7 +31,7 @@ def workspace_status(ws: Workspace) -> dict:
                    or known.get(p) != blob_id((ws.root / p).read_bytes())]
         files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        warnings = [w for (w,) in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path")]
+        warnings = stored_warnings(conn)
         stale = (indexed is None or (indexed or None) != head or bool(changed)
                  or db.get_meta(conn, "fingerprint") != fingerprint(ws))
         vec_loaded, vec_detail = db.load_vec(conn)

@@ -1,0 +1,163 @@
+"""Structured memory end to end in real git repositories: facts in the index, recall --kind/--entity,
+entities and the graph, opinions, and `zmem reflect` as one reviewable commit."""
+from __future__ import annotations
+
+import json
+
+from conftest import commit_all, git, run, write
+
+DAY1 = """# 2025-11-24
+
+## Retain
+- W @Peter: Currently in Marrakech (Nov 27–Dec 1, 2025) for @Andy's birthday.
+- O(c=0.6) @Peter: Prefers concise replies on WhatsApp.
+- R @Peter lives_in @Lisbon
+- B @warelay: Fixed the Baileys WS crash.
+- X @Peter: a malformed bullet
+"""
+
+
+def _json(args):
+    res = run(args)
+    assert res.exit_code == 0, res.output + res.stderr
+    return json.loads(res.stdout), res.stderr
+
+
+def _log(root, day, body, date):
+    write(root, f"memory/{day}.md", f"# {day}\n\n## Retain\n{body}")
+    return commit_all(root, f"log {day}", date=date)
+
+
+def test_facts_entities_graph_and_recall(ws):
+    write(ws, "memory/2025-11-24.md", DAY1)
+    commit_all(ws, "facts")
+    data, err = _json(["-C", str(ws), "facts", "--json"])
+    facts = data["facts"]
+    assert {f["kind"] for f in facts} == {"world", "opinion", "relation", "experience"}
+    assert "memory/2025-11-24.md:8: unknown fact kind 'X'" in err  # malformed: a warning, never fatal
+    world = next(f for f in facts if f["kind"] == "world")
+    assert world["entities"] == ["Peter", "Andy"] and world["source"] == "memory/2025-11-24.md#L4"
+    assert world["event"] == {"start": "2025-11-27", "end": "2025-12-01"} and world["day"] == "2025-11-24"
+    # the citation reads back exactly the fact's line
+    got = run(["-C", str(ws), "get", world["source"]])
+    assert "Currently in Marrakech" in got.stdout
+
+    data, _ = _json(["-C", str(ws), "facts", "--entity", "@peter", "--kind", "O", "--origin", "--json"])
+    (op,) = data["facts"]
+    assert op["confidence"] == 0.6 and op["commit"] == git(ws, "rev-parse", "HEAD")
+    assert op["author"] == "Test Author" and op["timestamp"]
+
+    res = _json(["-C", str(ws), "recall", "marrakech birthday", "--entity", "Peter", "--json"])[0]
+    assert res["results"][0]["type"] == "fact" and res["results"][0]["kind"] == "world"
+    assert res["results"][0]["citation"] == "memory/2025-11-24.md#L4-L4"
+    res = _json(["-C", str(ws), "recall", "WhatsApp", "--kind", "opinion", "--json"])[0]
+    assert [r["kind"] for r in res["results"]] == ["opinion"]
+
+    rep, _ = _json(["-C", str(ws), "entity", "the peter".split()[1], "--json"])
+    assert rep["entity"]["name"] == "Peter" and len(rep["facts"]) == 3
+    assert {(r["name"], r["type"]) for r in rep["related"]} == {("Andy", "co-mentioned"), ("Lisbon", "lives_in")}
+    g, _ = _json(["-C", str(ws), "graph", "Lisbon", "--depth", "2", "--json"])
+    assert {n["name"] for n in g["nodes"]} == {"Lisbon", "Peter", "Andy"}
+    assert {e["type"] for e in g["edges"]} == {"lives_in", "co-mentioned"}
+    lives = next(e for e in g["edges"] if e["type"] == "lives_in")
+    assert lives["source_name"] == "Peter" and lives["evidence"] == ["memory/2025-11-24.md#L6"]
+
+    out = ws / "graph.json"
+    assert run(["-C", str(ws), "graph", "--export", str(out)]).exit_code == 0
+    exported = json.loads(out.read_text())
+    assert {n["name"] for n in exported["nodes"]} == {"Peter", "Andy", "Lisbon", "warelay"}
+    assert len(exported["edges"]) == 2
+
+    bad = run(["-C", str(ws), "entity", "Petre"])
+    assert bad.exit_code == 1 and "no entity named 'Petre'" in bad.stderr and "did you mean @Peter" in bad.stderr
+
+
+def test_entity_spellings_merge_and_near_duplicates_are_reported(ws):
+    write(ws, "memory/2025-11-24.md", "## Retain\n- W @The-Castle: has a moat\n- W @[the castle]: is old\n"
+          "- W @José: cooks\n- W @Jose: bakes\n")
+    commit_all(ws, "castle")
+    rep, err = _json(["-C", str(ws), "entity", "the castle", "--json"])
+    assert len(rep["facts"]) == 2 and sorted(rep["entity"]["spellings"]) == ["The-Castle", "the castle"]
+    res = run(["-C", str(ws), "entity", "José"])
+    assert "look like one entity" in res.stderr  # reported, not merged
+    assert len(_json(["-C", str(ws), "entity", "Jose", "--json"])[0]["facts"]) == 1
+
+
+def test_reflect_end_to_end(ws):
+    root = ws
+    write(root, "bank/entities/Peter.md", "# Peter\n\nMet at the 2024 conference. Written by a person.\n")
+    commit_all(root, "page", date="2025-11-20T10:00:00+00:00")
+    _log(root, "2025-11-24", "- O(c=0.6) @Peter: Prefers concise replies on WhatsApp.\n"
+                             "- W @Peter: Lives in Lisbon.\n", "2025-11-24T10:00:00+00:00")
+
+    # dry run: the diff, nothing written
+    head = git(root, "rev-parse", "HEAD")
+    dry = run(["-C", str(root), "reflect", "--dry-run"])
+    assert dry.exit_code == 0 and "+++ b/bank/opinions.md" in dry.stdout and "+++ b/bank/entities/Peter.md" in dry.stdout
+    assert git(root, "rev-parse", "HEAD") == head and git(root, "status", "--porcelain") == ""
+
+    first, _ = _json(["-C", str(root), "reflect", "--json"])
+    assert first["commit"] and first["opinions"][0]["new"] and first["opinions"][0]["after"] == 0.6
+    page = (root / "bank/entities/Peter.md").read_text()
+    assert page.startswith("# Peter\n\nMet at the 2024 conference. Written by a person.\n")
+    assert "Lives in Lisbon. — memory/2025-11-24.md#L5" in page
+    msg = git(root, "log", "-1", "--format=%B")
+    assert msg.startswith("zmem reflect:") and "Zmem-Reflect:" in msg and "Zmem-Evidence: memory/2025-11-24.md#L4" in msg
+    assert git(root, "status", "--porcelain") == ""
+
+    # idempotent: nothing new, no change, no commit
+    again, _ = _json(["-C", str(root), "reflect", "--json"])
+    assert again["files"] == [] and again["commit"] is None and git(root, "rev-parse", "HEAD") == first["commit"]
+
+    # reinforcement raises confidence by a small step; a contradiction lowers it
+    _log(root, "2025-11-25", "- O(c=0.9) @Peter: prefers concise replies on WhatsApp!\n", "2025-11-25T10:00:00+00:00")
+    second, _ = _json(["-C", str(root), "reflect", "--json"])
+    (o,) = second["opinions"]
+    assert (o["before"], o["after"], o["new"]) == (0.6, 0.67, False)
+    _log(root, "2025-11-26", "- O(c=0.9) @Peter: No longer prefers concise replies on WhatsApp.\n",
+         "2025-11-26T10:00:00+00:00")
+    third, _ = _json(["-C", str(root), "reflect", "--json"])
+    (o,) = third["opinions"]
+    assert (o["before"], o["after"]) == (0.67, 0.49) and o["evidence"] == ["contradicts memory/2025-11-26.md#L4"]
+    ops, _ = _json(["-C", str(root), "opinions", "--entity", "peter", "--json"])
+    (op,) = ops["opinions"]
+    assert op["confidence"] == 0.49 and [e["relation"] for e in op["evidence"]] == ["supports", "supports", "contradicts"]
+
+    # human edits outside the block survive; inside it they are replaced; a reflect from scratch
+    # (--since all) re-applies no evidence
+    page = (root / "bank/entities/Peter.md").read_text()
+    write(root, "bank/entities/Peter.md", page + "\nA note added below the block by a person.\n")
+    commit_all(root, "human edit", date="2025-11-27T10:00:00+00:00")
+    everything, _ = _json(["-C", str(root), "reflect", "--since", "all", "--json"])
+    assert "bank/opinions.md" not in everything["files"]
+    assert "A note added below the block by a person." in (root / "bank/entities/Peter.md").read_text()
+
+    # uncommitted edits in bank/ are never overwritten
+    _log(root, "2025-11-28", "- W @Peter: Visited Porto.\n", "2025-11-28T10:00:00+00:00")
+    write(root, "bank/entities/Peter.md", "# Peter\n\nunsaved\n")
+    refused = run(["-C", str(root), "reflect"])
+    assert refused.exit_code == 1 and "uncommitted changes in bank/entities/Peter.md" in refused.stderr
+    assert "hint:" in refused.stderr and (root / "bank/entities/Peter.md").read_text() == "# Peter\n\nunsaved\n"
+
+
+def test_reflect_proposals_for_memory_md(ws):
+    for i, day in enumerate(("2025-11-24", "2025-11-25", "2025-11-26")):
+        _log(ws, day, "- W @Peter: Works from the Lisbon office on Mondays.\n", f"{day}T10:00:00+00:00")
+    res, _ = _json(["-C", str(ws), "reflect", "--json"])
+    (p,) = res["proposals"]
+    assert p["text"] == "@Peter: Works from the Lisbon office on Mondays." and len(p["sources"]) == 3
+    assert not res["proposals_applied"] and "MEMORY.md" not in res["files"]
+    applied, _ = _json(["-C", str(ws), "reflect", "--since", "all", "--apply-proposals", "--json"])
+    assert applied["proposals_applied"] and "MEMORY.md" in applied["files"]
+    assert "Works from the Lisbon office on Mondays." in (ws / "MEMORY.md").read_text()
+    # once in MEMORY.md, it is no longer proposed
+    assert _json(["-C", str(ws), "reflect", "--since", "all", "--json"])[0]["proposals"] == []
+
+
+def test_broken_markers_leave_the_page_alone(ws):
+    write(ws, "bank/entities/Ana.md", "# Ana\n\n<!-- zmem:end -->\nhuman text\n")
+    commit_all(ws, "page")
+    _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n", "2025-11-24T10:00:00+00:00")
+    res, err = _json(["-C", str(ws), "reflect", "--json"])
+    assert "bank/entities/Ana.md" not in res["files"] and "markers are unbalanced" in err
+    assert (ws / "bank/entities/Ana.md").read_text() == "# Ana\n\n<!-- zmem:end -->\nhuman text\n"

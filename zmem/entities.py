@@ -1,0 +1,326 @@
+"""Facts, entities and their graph, read from the index (retain.py fills it at catch-up).
+
+Entities come from `@Name` mentions in Retain facts and from pages `bank/entities/<Slug>.md`.
+Spellings that differ only in case, spaces, dashes or underscores are one entity (retain.entity_key);
+names that are merely similar (`@Jose` / `@José`, `@warelay` / `@warelai`) are reported as suspected
+duplicates, never merged silently. Relations: co-mention in a fact (weighted by count and recency)
+and explicit `- R @A predicate @B` facts.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from zmem.errors import ZmemError
+from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug
+from zmem.workspace import Workspace
+
+ENTITY_DIR = "bank/entities/"
+HALF_LIFE_DAYS = 90.0  # a co-mention's weight halves every 90 days before the newest fact
+
+
+@dataclass
+class FactRow:
+    row: int
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    confidence: float | None
+    text: str
+    entities: list[str]
+    day: str | None
+    event: tuple[str, str] | None
+    commit: str | None = None     # filled by history.attach_origins (git blame)
+    author: str | None = None
+    time: int | None = None       # when the line was committed (Unix seconds)
+
+    @property
+    def source(self) -> str:
+        end = f"-{self.end_line}" if self.end_line != self.start_line else ""
+        return f"{self.path}#L{self.start_line}{end}"
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "kind": self.kind, "text": self.text, "entities": self.entities,
+               "confidence": self.confidence, "day": self.day, "source": self.source, "path": self.path,
+               "start_line": self.start_line, "end_line": self.end_line,
+               "event": {"start": self.event[0], "end": self.event[1]} if self.event else None}
+        if self.commit is not None:
+            out.update(commit=self.commit, author=self.author,
+                       timestamp=dt.datetime.fromtimestamp(self.time, dt.timezone.utc).isoformat() if self.time else None)
+        return out
+
+
+_FACT_COLUMNS = "f.id, f.fid, f.path, f.start_line, f.end_line, f.kind, f.confidence, f.text, f.names, f.day, " \
+                "f.event_start, f.event_end"
+
+
+def _fact(row) -> FactRow:
+    rid, fid, path, start, end, kind, conf, text, names, day, ev_start, ev_end = row
+    return FactRow(rid, fid, path, start, end, kind, conf, text, names.split("\t") if names else [], day,
+                   (ev_start, ev_end) if ev_start else None)
+
+
+def normalize_kind(kind: str | None) -> str | None:
+    """`W`, `world`, `opinion`, `o` -> the stored kind name; None passes through."""
+    if kind is None:
+        return None
+    k = kind.strip()
+    if k.upper() in KINDS:
+        return KINDS[k.upper()]
+    if k.lower() in KIND_CODES:
+        return k.lower()
+    raise ZmemError(f"unknown fact kind {kind!r}",
+                    hint="use world (W), experience (B), opinion (O), observation (S) or relation (R)")
+
+
+def query_facts(conn, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, ids: list[int] | None = None,
+                limit: int | None = None) -> list[FactRow]:
+    """Facts newest first (by day, then file and line). entity: an entity key; since/until: ISO days,
+    compared with the daily log's day and with dates written inside the fact."""
+    where, args = [], []
+    join = ""
+    if entity is not None:
+        join = "JOIN fact_entities e ON e.fact_id = f.id AND e.entity = ?"
+        args.append(entity)
+    if kind:
+        where.append("f.kind = ?")
+        args.append(kind)
+    if since:
+        where.append("(coalesce(f.event_end, f.day) >= ? OR f.day IS NULL AND f.event_end IS NULL)")
+        args.append(since)
+    if until:
+        where.append("(coalesce(f.event_start, f.day) <= ? OR f.day IS NULL AND f.event_start IS NULL)")
+        args.append(until)
+    if path_glob:
+        where.append("f.path GLOB ?")
+        args.append(path_glob)
+    if ids is not None:
+        where.append(f"f.id IN ({','.join('?' * len(ids))})")
+        args.extend(ids)
+    sql = (f"SELECT {_FACT_COLUMNS} FROM facts f {join} {'WHERE ' + ' AND '.join(where) if where else ''} "
+           "ORDER BY coalesce(f.day, f.event_start, '') DESC, f.path DESC, f.start_line DESC")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [_fact(r) for r in conn.execute(sql, args)]
+
+
+# ----------------------------------------------------------------------------- entities
+
+
+@dataclass
+class Entity:
+    key: str
+    name: str                 # the entity page's title, else the most frequent spelling
+    page: str | None          # bank/entities/<Slug>.md when it exists
+    facts: int = 0
+    first_day: str | None = None
+    last_day: str | None = None
+    spellings: list[str] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return self.page[len(ENTITY_DIR):-3] if self.page else entity_slug(self.name)
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "name": self.name, "slug": self.slug, "page": self.page, "facts": self.facts,
+                "first_day": self.first_day, "last_day": self.last_day, "spellings": self.spellings}
+
+
+def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
+    spellings: dict[str, Counter] = defaultdict(Counter)
+    for names, in conn.execute("SELECT names FROM facts WHERE names != ''"):
+        for name in names.split("\t"):
+            spellings[entity_key(name)][name] += 1
+    stats = {key: (n, first, last) for key, n, first, last in conn.execute(
+        "SELECT e.entity, count(*), min(f.day), max(f.day) FROM fact_entities e JOIN facts f ON f.id = e.fact_id "
+        "GROUP BY e.entity")}
+    out: dict[str, Entity] = {}
+    for key, counts in spellings.items():
+        n, first, last = stats.get(key, (0, None, None))
+        name = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        out[key] = Entity(key, name, None, n, first, last, sorted(counts))
+    for (path,) in conn.execute("SELECT path FROM files WHERE path GLOB ?", (ENTITY_DIR + "*.md",)):
+        stem = path[len(ENTITY_DIR):-3]
+        if "/" in stem:
+            continue
+        key = entity_key(stem)
+        title = _page_title(ws, path) or stem.replace("-", " ")
+        ent = out.setdefault(key, Entity(key, title, None))
+        ent.page, ent.name = path, title
+    return out
+
+
+def _page_title(ws: Workspace, rel: str) -> str | None:
+    try:
+        with open(ws.root / rel, encoding="utf-8", errors="replace") as f:
+            for _, line in zip(range(20), f):
+                m = re.match(r"^#\s+(.+?)\s*#*\s*$", line)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] | None = None) -> Entity:
+    """The entity a user means by NAME (@ optional); a clear error with suggestions otherwise."""
+    entities = entities if entities is not None else all_entities(ws, conn)
+    key = entity_key(name)
+    if key in entities:
+        return entities[key]
+    from rapidfuzz import process
+    close = process.extract(_fold(key), {k: _fold(k) for k in entities}, limit=3, score_cutoff=70)
+    hint = ("did you mean " + ", ".join("@" + entities[k].name for _, _, k in close) + "?") if close else \
+        "entities come from `@Name` mentions in `## Retain` facts and from bank/entities/<Name>.md pages; " \
+        "`zmem facts` lists the facts"
+    raise ZmemError(f"no entity named {name!r}", hint=hint)
+
+
+def _fold(s: str) -> str:
+    """Lower case without accents, for similarity only (never for identity)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
+
+
+def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0) -> list[tuple[str, str, float]]:
+    """Pairs of entity names that look like one entity spelled two ways (not merged)."""
+    from rapidfuzz import fuzz, process
+    keys = sorted(entities)
+    folded = [_fold(k).replace("-", " ") for k in keys]
+    out = []
+    if len(keys) < 2:
+        return out
+    matrix = process.cdist(folded, folded, scorer=fuzz.ratio, score_cutoff=threshold, workers=1)
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            score = float(matrix[i][j])
+            if score and min(len(folded[i]), len(folded[j])) >= 3:
+                out.append((entities[keys[i]].name, entities[keys[j]].name, round(score, 1)))
+    return out
+
+
+# ----------------------------------------------------------------------------- the graph
+
+
+@dataclass
+class Edge:
+    source: str
+    target: str
+    type: str                 # "co-mentioned" or the relation's predicate
+    weight: float
+    count: int
+    last_day: str | None
+    evidence: list[str]       # path#Lnn of the facts behind the edge
+
+    def to_json(self, entities: dict[str, Entity]) -> dict:
+        return {"source": self.source, "target": self.target, "source_name": _name(entities, self.source),
+                "target_name": _name(entities, self.target), "type": self.type, "weight": round(self.weight, 3),
+                "count": self.count, "last_day": self.last_day, "evidence": self.evidence}
+
+
+def _name(entities: dict[str, Entity], key: str) -> str:
+    return entities[key].name if key in entities else key
+
+
+def edges(conn, keys: set[str] | None = None) -> list[Edge]:
+    """Edges touching any of `keys` (all edges when None): explicit relations, then co-mentions."""
+    newest = conn.execute("SELECT max(coalesce(day, event_start)) FROM facts").fetchone()[0]
+    ref = _day(newest)
+    out: list[Edge] = []
+    filt, args = "", []
+    if keys is not None:
+        marks = ",".join("?" * len(keys))
+        filt, args = f"WHERE r.subject IN ({marks}) OR r.object IN ({marks})", [*keys, *keys]
+    rel: dict[tuple, Edge] = {}
+    for subject, predicate, obj, path, start, end, day in conn.execute(
+            "SELECT r.subject, r.predicate, r.object, f.path, f.start_line, f.end_line, f.day FROM relations r "
+            f"JOIN facts f ON f.id = r.fact_id {filt} ORDER BY f.day, f.path, f.start_line", args):
+        e = rel.setdefault((subject, predicate, obj), Edge(subject, obj, predicate, 0.0, 0, None, []))
+        _add_evidence(e, path, start, end, day, ref)
+    out.extend(rel.values())
+    where, args = "WHERE f.kind != 'relation'", []
+    if keys is not None:
+        marks = ",".join("?" * len(keys))
+        where, args = where + f" AND (a.entity IN ({marks}) OR b.entity IN ({marks}))", [*keys, *keys]
+    co: dict[tuple, Edge] = {}
+    for a, b, path, start, end, day in conn.execute(
+            "SELECT a.entity, b.entity, f.path, f.start_line, f.end_line, f.day FROM fact_entities a "
+            "JOIN fact_entities b ON b.fact_id = a.fact_id AND b.entity > a.entity "
+            f"JOIN facts f ON f.id = a.fact_id {where} ORDER BY f.day, f.path, f.start_line", args):
+        e = co.setdefault((a, b), Edge(a, b, "co-mentioned", 0.0, 0, None, []))
+        _add_evidence(e, path, start, end, day, ref)
+    out.extend(co.values())
+    return out
+
+
+def _add_evidence(e: Edge, path: str, start: int, end: int, day: str | None, ref: dt.date | None) -> None:
+    e.count += 1
+    age = (ref - _day(day)).days if ref and _day(day) else 0
+    e.weight += math.pow(0.5, max(age, 0) / HALF_LIFE_DAYS)
+    e.last_day = max(filter(None, (e.last_day, day)), default=None)
+    e.evidence.append(f"{path}#L{start}" + (f"-{end}" if end != start else ""))
+
+
+def _day(s: str | None) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(s) if s else None
+    except ValueError:
+        return None
+
+
+def neighbourhood(conn, key: str, depth: int = 1) -> tuple[set[str], list[Edge]]:
+    """Entities within `depth` hops of key, and the edges among what was reached (breadth first)."""
+    seen, frontier, found = {key}, {key}, {}
+    for _ in range(max(depth, 0)):
+        if not frontier:
+            break
+        nxt = set()
+        for e in edges(conn, frontier):
+            found[(e.source, e.target, e.type)] = e
+            for k in (e.source, e.target):
+                if k not in seen:
+                    nxt.add(k)
+        seen |= nxt
+        frontier = nxt
+    return seen, sorted(found.values(), key=lambda e: (-e.weight, e.source, e.target, e.type))
+
+
+def export_graph(ws: Workspace, conn) -> dict:
+    """The whole graph: nodes (entities) and edges, for other tools to load."""
+    entities = all_entities(ws, conn)
+    return {"nodes": [e.to_json() for e in sorted(entities.values(), key=lambda e: e.key)],
+            "edges": [e.to_json(entities) for e in sorted(edges(conn), key=lambda e: (e.source, e.target, e.type))]}
+
+
+def entity_report(ws: Workspace, name: str) -> dict:
+    """Everything `zmem entity NAME` shows: the entity, its facts newest first, its opinions, its
+    related entities, and suspected duplicate spellings of it."""
+    from zmem import opinions as op_mod
+    from zmem.indexer import catch_up, open_index
+    conn = open_index(ws)
+    try:
+        warnings = list(catch_up(ws, conn=conn).warnings)
+        entities = all_entities(ws, conn)
+        ent = resolve_entity(ws, conn, name, entities)
+        facts = query_facts(conn, entity=ent.key)
+        _, found = neighbourhood(conn, ent.key, 1)
+    finally:
+        conn.close()
+    path = ws.root / op_mod.OPINIONS_PATH
+    parsed = op_mod.parse(path.read_text(encoding="utf-8") if path.is_file() else "")
+    related = []
+    for e in found:
+        other = e.target if e.source == ent.key else e.source
+        kind = e.type if e.type == "co-mentioned" or e.source == ent.key else f"{e.type} (of)"
+        related.append({"key": other, "name": _name(entities, other), "type": kind, "count": e.count,
+                        "weight": round(e.weight, 3), "last_day": e.last_day, "evidence": e.evidence})
+    dups = [d for d in suspected_duplicates(entities) if ent.name in d[:2]]
+    return {"entity": ent.to_json(), "facts": [f.to_json() for f in facts],
+            "opinions": [o.to_json() for o in parsed.opinions if ent.key in o.entity_keys],
+            "related": related, "suspected_duplicates": dups, "warnings": warnings + parsed.warnings}

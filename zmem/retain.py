@@ -1,0 +1,195 @@
+"""`## Retain` sections -> typed facts (pure functions; never raises on any text).
+
+    ## Retain                       (also Reter, Retener, 保留; any level, any case, optional colon)
+    - W @Peter: Currently in Marrakech (Nov 27–Dec 1, 2025) for Andy's birthday.
+    - B @warelay: Fixed the Baileys WS crash.
+    - O(c=0.95) @Peter: Prefers concise replies (<1500 chars) on WhatsApp.
+    - S: Mornings are the most productive time.
+    - R @Peter lives_in @Lisbon: since 2024
+    - W @[The Castle]: multi-word names go in brackets
+
+Kinds: W world, B experience, O opinion (optional `c=` confidence in [0, 1]), S observation,
+R relation (`@Subject predicate @Object`, an optional `: note`). `@Name` mentions anywhere in the text
+link the fact to entities. A bullet that does not fit is a warning naming file and line, not a fact.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from zmem.dates import event_range
+from zmem.markdown import ATX, LIST_ITEM, scan_blocks, split_lines
+
+RETAIN_VERSION = 1  # bump when parsing changes: the index re-reads every file
+
+KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation", "R": "relation"}
+KIND_CODES = {name: code for code, name in KINDS.items()}
+RETAIN_HEADINGS = ("retain", "reter", "retener", "保留")
+
+# @Name: letters/digits (any script) with inner - _ . ' ; or @[Several Words]
+MENTION = re.compile(r"(?<![\w@])@(?:\[([^\[\]\n]{1,80})\]|([^\W_](?:[\w\-.'’]*\w)?))")
+_HEAD = re.compile(r"^([A-Za-z])(?=[\s(:]|$)")
+_ARG = re.compile(r"^\s*(c|confidence)\s*=\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
+_RELATION = re.compile(r"^(@\S+|@\[[^\]]+\])\s+([^\W\d][\w\-]*)\s+(@\S+|@\[[^\]]+\])\s*(?::\s*(.*))?$")
+
+
+@dataclass
+class Fact:
+    start_line: int
+    end_line: int
+    kind: str                      # world | experience | opinion | observation | relation
+    text: str
+    entities: list[str] = field(default_factory=list)  # display names, first mention first
+    confidence: float | None = None
+    relation: tuple[str, str, str] | None = None  # (subject, predicate, object) display names
+    event: tuple[str, str] | None = None           # ISO days written inside the fact
+
+    def fact_id(self, path: str) -> str:
+        """Stable while the fact's file, kind and text stay the same (not its line number)."""
+        return fact_id(path, self.kind, self.text)
+
+
+def fact_id(path: str, kind: str, text: str) -> str:
+    return hashlib.sha1(f"{path}\0{kind}\0{' '.join(text.split())}".encode()).hexdigest()[:10]
+
+
+def entity_key(name: str) -> str:
+    """One key for the spellings of one entity: `@The-Castle`, `@the castle`, `@The_Castle`."""
+    name = unicodedata.normalize("NFC", name.strip().lstrip("@")).casefold()
+    return re.sub(r"[\s\-_]+", "-", name).strip("-.")
+
+
+def entity_slug(name: str) -> str:
+    """The page name of an entity: bank/entities/<Slug>.md (spaces become dashes)."""
+    return re.sub(r"[\s_]+", "-", name.strip().lstrip("@")).strip("-") or "_"
+
+
+def mentions(text: str) -> list[str]:
+    """Entity names mentioned as @Name or @[Two Words], first occurrence first, one per key."""
+    seen: dict[str, str] = {}
+    for m in MENTION.finditer(text):
+        name = (m.group(1) or re.sub(r"['’]s$", "", m.group(2))).strip()  # @Andy's -> Andy
+        if name and entity_key(name) and entity_key(name) not in seen:
+            seen[entity_key(name)] = name
+    return list(seen.values())
+
+
+def is_retain_heading(title: str) -> bool:
+    return title.strip().rstrip(":：").strip().casefold() in RETAIN_HEADINGS
+
+
+def parse_facts(text: str, path: str = "", day: str | None = None) -> tuple[list[Fact], list[str]]:
+    """All facts of a note's Retain sections, and warnings as `path:line: problem`."""
+    lines = split_lines(text)
+    default_year = int(day[:4]) if day else None
+    facts: list[Fact] = []
+    warnings: list[str] = []
+    section_level = 0  # >0 while inside a Retain section of this heading level
+    for block in scan_blocks(lines):
+        if block.kind == "heading":
+            if section_level and block.level <= section_level:
+                section_level = 0
+            if not section_level and is_retain_heading(block.title):
+                section_level = block.level
+            continue
+        if not section_level:
+            continue
+        if block.kind == "item":
+            for start, end, body in _bullets(lines, block.start, block.end):
+                fact, problem = parse_bullet(body, start, end, default_year)
+                if fact:
+                    facts.append(fact)
+                elif problem:
+                    warnings.append(f"{path}:{start}: {problem}; not stored as a fact")
+        elif block.kind == "paragraph" and not lines[block.start - 1].lstrip().startswith("<!--"):
+            warnings.append(f"{path}:{block.start}: text in a Retain section that is not a `- W|B|O|S|R …` bullet; "
+                            "not stored as a fact")
+    return facts, warnings
+
+
+def _bullets(lines: list[str], start: int, end: int):
+    """(first line, last line, text) of each bullet in a list item block, nested bullets included;
+    continuation lines join their bullet's text."""
+    current: list | None = None
+    for n in range(start, end + 1):
+        line = lines[n - 1]
+        stripped = line.strip()
+        m = LIST_ITEM.match(line.lstrip()) if stripped else None
+        if m:
+            if current:
+                yield tuple(current)
+            current = [n, n, line.lstrip()[m.end():].strip()]
+        elif stripped and current:
+            if stripped.startswith("```") or stripped.startswith("~~~"):
+                continue
+            current[1] = n
+            current[2] = (current[2] + " " + stripped).strip()
+    if current:
+        yield tuple(current)
+
+
+def parse_bullet(body: str, start: int, end: int, default_year: int | None = None) -> tuple[Fact | None, str | None]:
+    """One bullet's text (after `- `) -> (fact, None) or (None, why it is not one)."""
+    if not body:
+        return None, "empty bullet"
+    m = _HEAD.match(body)
+    if not m:
+        return None, f"expected a kind letter (W, B, O, S or R) at the start of {_quote(body)}"
+    code = m.group(1).upper()
+    if code not in KINDS:
+        return None, f"unknown fact kind {m.group(1)!r} (use W world, B experience, O opinion, S observation, R relation)"
+    rest = body[1:]
+    confidence = None
+    stripped = rest.lstrip()
+    if stripped.startswith("("):
+        close = stripped.find(")")
+        if close < 0:
+            return None, "unbalanced parenthesis after the kind letter (write e.g. O(c=0.8))"
+        arg = stripped[1:close]
+        am = _ARG.match(arg)
+        if not am:
+            return None, f"unknown argument ({arg}) after the kind letter (only c=0.0..1.0 is understood)"
+        confidence = float(am.group(2))
+        if not 0.0 <= confidence <= 1.0:
+            return None, f"confidence c={am.group(2)} is outside 0.0..1.0"
+        rest = stripped[close + 1:]
+    elif ")" in stripped.split(":", 1)[0] and "(" not in stripped.split(":", 1)[0]:
+        return None, "unbalanced parenthesis after the kind letter"
+    rest = rest.strip()
+    if code == "R":
+        return _relation(rest, start, end, confidence, default_year)
+    # leading @mentions, then an optional colon, then the text
+    lead = re.match(r"^((?:@(?:\[[^\]]*\]|[^\s:：,，]+)[\s,，]*)*)[:：]?\s*", rest)
+    head_mentions = lead.group(1) if lead else ""
+    text = rest[lead.end():].strip() if lead else rest
+    if not text:
+        return None, "a fact with no text (write `- W @Name: what is true`)"
+    if text.count("(") != text.count(")"):
+        return None, f"unbalanced parentheses in {_quote(text)}"
+    names = mentions(head_mentions + " " + text)
+    if head_mentions.strip() and not mentions(head_mentions):
+        return None, f"cannot read the entity names in {_quote(head_mentions.strip())}"
+    return Fact(start, end, KINDS[code], text, names, confidence, None,
+                event_range(text, default_year)), None
+
+
+def _relation(rest: str, start: int, end: int, confidence: float | None, default_year: int | None):
+    m = _RELATION.match(rest)
+    if not m:
+        return None, "a relation is written `- R @Subject predicate @Object` (e.g. `- R @Peter lives_in @Lisbon`)"
+    subject, obj = mentions(m.group(1)), mentions(m.group(3))
+    if not subject or not obj:
+        return None, "a relation needs an @Subject and an @Object"
+    predicate = m.group(2)
+    note = (m.group(4) or "").strip()
+    text = f"{subject[0]} {predicate} {obj[0]}" + (f": {note}" if note else "")
+    names = mentions(rest)
+    return Fact(start, end, "relation", text, names, confidence, (subject[0], predicate, obj[0]),
+                event_range(note, default_year) if note else None), None
+
+
+def _quote(s: str, n: int = 40) -> str:
+    s = " ".join(s.split())
+    return repr(s if len(s) <= n else s[:n - 1] + "…")
