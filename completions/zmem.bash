@@ -28,9 +28,11 @@ _zmem() {
         "recall|--mode") kind="choices:hybrid bm25 vector" ;;
         "recall|--kind") kind="choices:world experience opinion observation relation W B O S R" ;;
         "recall|--entity") kind="any" ;;
+        "recall|--as-of") kind="any" ;;
         "recall|--format") kind="choices:text table json md" ;;
         "get|--from") kind="any" ;;
         "get|--lines") kind="any" ;;
+        "get|--rev") kind="any" ;;
         "append|--retain") kind="choices:W B O S R" ;;
         "append|--entity") kind="any" ;;
         "append|--confidence") kind="any" ;;
@@ -44,6 +46,10 @@ _zmem() {
         "graph|--export") kind="file" ;;
         "opinions|--entity") kind="any" ;;
         "reflect|--since") kind="any" ;;
+        "blame|-k") kind="any" ;;
+        "blame|--k") kind="any" ;;
+        "log|--since") kind="any" ;;
+        "diff|--entity") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -65,22 +71,25 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
-        "index") words="--full --no-embed --quiet -q --json --help" ;;
+        "index") words="--full --no-embed --quiet -q --history --json --help" ;;
         "embed") words="--quiet -q --background --json --help" ;;
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
         "model import") words="--out --outtype --help" ;;
-        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --format --json --help" ;;
-        "get") words="--from --lines --json --help" ;;
+        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --format --json --help" ;;
+        "get") words="--from --lines --rev --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;
         "entity") words="--json --help" ;;
         "graph") words="--depth --export --json --help" ;;
         "opinions") words="--entity --json --help" ;;
         "reflect") words="--since --dry-run --no-commit --apply-proposals --json --help" ;;
+        "blame") words="-k --k --no-follow --json --help" ;;
+        "log") words="--since --json --help" ;;
+        "diff") words="--entity --json --help" ;;
         "status") words="--json --help" ;;
         "doctor") words="--help" ;;
         "hooks") words="install uninstall status --help" ;;

@@ -13,12 +13,19 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None, kind: str | None = None,
-                     entity: str | None = None) -> Recall:
-    """Recall over notes; with kind or entity, over Retain facts (FactHit results)."""
+                     entity: str | None = None, as_of: str | None = None) -> Recall:
+    """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
+    (a date or revision), over the memory as it stood at that commit."""
     cfg = ws.config
     conn = open_index(ws)
     try:
         fresh = catch_up(ws, progress=progress, conn=conn)
+        if as_of is not None:
+            res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
+                                path_glob=path_glob, max_chars=max_chars, mode=mode, kind=kind, entity=entity)
+            res.warnings = fresh.warnings + res.warnings
+            res.stale = fresh.stale
+            return res
         warnings = list(fresh.warnings)
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
@@ -86,3 +93,28 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         return embedder.embed([query], "query")[0], store, notes
     except EmbeddingError as e:
         return None, None, notes + [f"query embedding failed ({e.message}): keyword (BM25) recall only"]
+
+
+def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
+                  mode, kind, entity) -> Recall:
+    from zmem import history
+    from zmem.errors import ZmemError
+    notes = []
+    if not history.enabled(conn):
+        built = history.ensure_history(ws, conn)
+        if built is None:
+            raise ZmemError("another zmem process is updating the index", hint="run the command again")
+        notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
+                     "later commits extend it as they come")
+        if built.shallow:
+            notes.append("shallow clone: history before its oldest commit is missing (`git fetch --unshallow`)")
+    at = history.resolve_as_of(ws, conn, as_of)
+    if mode in ("vector", "hybrid"):
+        notes.append("as-of recall is keyword (BM25) only")
+    if kind or entity:
+        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity)
+    else:
+        res = history.recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
+                                   max_chars=max_chars, snippet_chars=ws.config.snippet_chars)
+    res.warnings = notes + res.warnings
+    return res

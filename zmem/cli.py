@@ -179,21 +179,37 @@ def _shell_quote(s: str) -> str:
 @click.option("--full", is_flag=True, help="Rebuild from scratch into a temporary file and swap it in atomically.")
 @click.option("--no-embed", is_flag=True, help="Update the text index only; leave embeddings for later.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but warnings and errors.")
+@click.option("--history", "with_history", is_flag=True,
+              help="Also build (or extend) the history index: every version of every memory file along "
+                   "HEAD's first-parent chain, for --as-of, log and diff. Kept up to date from then on.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
-def index(ctx, full, no_embed, quiet, as_json):
+def index(ctx, full, no_embed, quiet, with_history, as_json):
     """Bring the index up to date with HEAD and the working tree.
 
     Every reading command does this catch-up by itself; the git hooks make it free. Only files whose
     git blob id changed are reindexed. With --full the whole index is rebuilt; an interrupted or
     failed rebuild leaves the previous index working.
     """
-    from zmem.indexer import catch_up, rebuild
+    from zmem.indexer import catch_up, open_index, rebuild
     ws = _workspace(ctx)
     progress = None if quiet else _progress("indexing")
     result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
     for w in result.warnings:
         warn(w)
+    hist = None
+    if with_history:
+        from zmem.history import ensure_history
+        conn = open_index(ws)
+        try:
+            hist = ensure_history(ws, conn, progress=None if quiet else _progress("history"))
+        finally:
+            conn.close()
+        if hist is None:
+            raise ZmemError("another zmem process is updating the index", hint="run `zmem index --history` again")
+        if hist.shallow:
+            warn("this is a shallow clone: history before its oldest commit is missing "
+                 "(`git fetch --unshallow` brings it)")
     report = None
     if not no_embed:
         from zmem.embedding import run_embed_job
@@ -206,7 +222,10 @@ def index(ctx, full, no_embed, quiet, as_json):
             "head": result.head, "previous": result.previous, "full": full or result.full_scan,
             "updated": result.updated, "removed": result.removed, "warnings": result.warnings,
             "stale": result.stale, "seconds": round(result.seconds, 4),
-            "embeddings": _embed_json(report)}, ensure_ascii=False))
+            "embeddings": _embed_json(report),
+            "history": None if hist is None else {"commits": hist.commits, "blobs": hist.blobs,
+                                                  "rewound": hist.rewound, "shallow": hist.shallow,
+                                                  "seconds": round(hist.seconds, 3)}}, ensure_ascii=False))
     elif not quiet:
         what = "rebuilt" if full else "up to date"
         click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
@@ -214,6 +233,9 @@ def index(ctx, full, no_embed, quiet, as_json):
         if report:
             click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
                        f"{report.pending} pending")
+        if hist:
+            click.echo(f"history: {hist.commits} new commits, {hist.blobs} file versions parsed "
+                       f"in {hist.seconds:.2f} s" + (f"; {hist.rewound} rewritten commits dropped" if hist.rewound else ""))
     if result.stale:
         raise click.exceptions.Exit(int(ExitCode.ERROR))
 
@@ -324,11 +346,14 @@ def model_import(source, out, outtype):
 @click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
               help="Only Retain facts of this kind (results are facts, not snippets).")
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
+@click.option("--as-of", "as_of", metavar="DATE|REV", default=None,
+              help="Recall from the memory as it stood at a commit: the last one on this branch at or before "
+                   "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, fmt, as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, fmt, as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
     Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
@@ -338,7 +363,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     logs (memory/YYYY-MM-DD.md); other files have no day and are left out by them.
 
     With --kind or --entity, recall searches `## Retain` facts instead and returns each fact with
-    its kind, entities, confidence, day and source line.
+    its kind, entities, confidence, day and source line. With --as-of, it answers from the memory
+    as it was at that commit (keyword recall; the history index is built on first use).
     """
     from zmem.api import recall_workspace
     from zmem.search import parse_when
@@ -346,7 +372,7 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     text = " ".join(query)
     res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, path_glob=path_glob,
-                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity)
+                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity, as_of=as_of)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -355,7 +381,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     elif not res.results:
         click.echo("no results", err=True)
     elif kind or entity:
-        _render_facts([h.fact for h in res.results], fmt, scores=[h.score for h in res.results])
+        _render_facts([h.fact for h in res.results], fmt, scores=[h.score for h in res.results],
+                      citations=[h.citation for h in res.results])
     elif fmt == "table":
         from tabulate import tabulate
         rows = [(h.citation, f"{h.score:.3f}", h.day or "", _one_line(h.snippet, 70)) for h in res.results]
@@ -388,53 +415,23 @@ def _render_text(hits) -> None:
 @click.argument("path")
 @click.option("--from", "start", type=click.IntRange(1, None), default=None, help="First line (1-based; default 1).")
 @click.option("--lines", "count", type=click.IntRange(1, None), default=None, help="Number of lines (default: to the end).")
+@click.option("--rev", metavar="REV", default=None, help="Read the file as it was at this commit, branch or tag.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object with the lines.")
 @click.pass_context
-def get(ctx, path, start, count, as_json):
-    """Print exactly the cited lines of a memory file.
+def get(ctx, path, start, count, rev, as_json):
+    """Print exactly the cited lines of a memory file, now or at a past commit.
 
-    PATH is workspace-relative and may carry a citation: `zmem get memory/2025-11-27.md#L3-L5`.
+    PATH is workspace-relative and may carry a citation: `zmem get memory/2025-11-27.md#L3-L5`, or
+    an as-of citation `memory/2025-11-27.md@1a2b3c4d5e#L3-L5` (same as --rev 1a2b3c4d5e).
     Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused.
     """
-    from zmem.markdown import split_lines
-    from zmem.workspace import resolve_memory_path
+    from zmem.reading import read_lines
     ws = _workspace(ctx)
-    path, cited = _split_citation(path)
-    rel = resolve_memory_path(ws, path)
-    if cited:
-        start = start or cited[0]
-        count = count or (cited[1] - cited[0] + 1)
-    start = start or 1
-    data = (ws.root / rel).read_bytes()
-    from zmem.indexer import decode_note
-    text, _ = decode_note(rel, data, float("inf"))
-    if text is None:
-        raise ZmemError(f"{rel} is not a text file", hint="zmem reads Markdown notes only")
-    lines = split_lines(text)
-    if start > max(len(lines), 1):
-        raise ZmemError(f"{rel} has {len(lines)} lines; --from {start} is past the end",
-                        hint=f"use --from 1..{len(lines)}")
-    chosen = lines[start - 1:start - 1 + count if count else None]
-    end = start + len(chosen) - 1
+    out = read_lines(ws, path, start=start, count=count, rev=rev)
     if as_json:
-        click.echo(json.dumps({"path": rel, "from": start, "end_line": end, "lines": len(chosen),
-                               "total_lines": len(lines), "text": "\n".join(chosen),
-                               "citation": f"{rel}#L{start}-L{end}"}, ensure_ascii=False))
-    else:
-        for line in chosen:
-            click.echo(line)
-
-
-def _split_citation(path: str) -> tuple[str, tuple[int, int] | None]:
-    import re
-    m = re.fullmatch(r"(.+?)(?:#L(\d+)(?:-L?(\d+))?|:(\d+))", path)
-    if not m:
-        return path, None
-    a = int(m.group(2) or m.group(4))
-    b = int(m.group(3)) if m.group(3) else a
-    if b < a:
-        raise ZmemError(f"bad line range in {path!r}", hint="write it as PATH#L3-L5")
-    return m.group(1), (a, b)
+        click.echo(json.dumps(out, ensure_ascii=False))
+    elif out["text"] or out["lines"]:
+        click.echo(out["text"])
 
 
 # ----------------------------------------------------------------------------- append
@@ -478,12 +475,13 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
 # ----------------------------------------------------------------------------- facts, entities, opinions
 
 
-def _render_facts(facts, fmt: str, scores=None) -> None:
+def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
     """Facts as a table, Markdown or text (JSON is rendered by the caller)."""
+    cites = citations or [f.source for f in facts]
     if fmt == "table":
         from tabulate import tabulate
-        rows = [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
-                 ", ".join(f.entities), _one_line(f.text, 60)) for f in facts]
+        rows = [(cites[i], f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
+                 ", ".join(f.entities), _one_line(f.text, 60)) for i, f in enumerate(facts)]
         click.echo(tabulate(rows, headers=["source", "kind", "c", "day", "entities", "text"]))
         return
     for i, f in enumerate(facts):
@@ -491,9 +489,9 @@ def _render_facts(facts, fmt: str, scores=None) -> None:
         score = f"{scores[i]:.3f} · " if scores else ""
         who = " ".join("@" + e for e in f.entities)
         if fmt == "md":
-            click.echo(f"- **{f.kind}**{conf} {who}: {f.text} ({f.source})")
+            click.echo(f"- **{f.kind}**{conf} {who}: {f.text} ({cites[i]})")
         else:
-            click.echo(click.style(f.source, bold=True) + f"  {score}{f.kind}{conf} · {f.day or 'undated'} · {f.id}")
+            click.echo(click.style(cites[i], bold=True) + f"  {score}{f.kind}{conf} · {f.day or 'undated'} · {f.id}")
             click.echo(f"    {who + ': ' if who else ''}{f.text}")
 
 
@@ -707,6 +705,166 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, as_json):
         click.echo(f"proposed for MEMORY.md (apply with --apply-proposals):")
         for p in res.proposals:
             click.echo(f"  - {p['text']}  [{p['reason']}: {', '.join(p['sources'][-3:])}]")
+
+
+# ----------------------------------------------------------------------------- history
+
+
+@cli.command("blame")
+@click.argument("target")
+@click.option("-k", "--k", "k", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="For a query TARGET: how many top hits to blame.")
+@click.option("--no-follow", is_flag=True, help="Do not follow the evidence links of lines `zmem reflect` wrote.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def blame_cmd(ctx, target, k, no_follow, as_json):
+    """Show who wrote each line of TARGET, when, and in which commit.
+
+    TARGET is `path#Lx-Ly`, `path:LINE`, `path@REV#Lx-Ly`, a fact id (from `zmem facts`), or a
+    query in quotes (its top hits are blamed). For lines that `zmem reflect` wrote (entity pages,
+    opinions, MEMORY.md), the daily-log lines they cite are blamed too: the evidence chain.
+    """
+    from zmem.blame import blame
+    from zmem.indexer import catch_up, open_index
+    ws = _workspace(ctx)
+    conn = open_index(ws)
+    try:
+        for w in catch_up(ws, conn=conn).warnings:
+            warn(w)
+        ranges = blame(ws, conn, target, follow=not no_follow, k=k)
+    finally:
+        conn.close()
+    if as_json:
+        click.echo(json.dumps({"target": target, "ranges": [r.to_json() for r in ranges]}, ensure_ascii=False, indent=2))
+        return
+    for r in ranges:
+        _render_blame(r, 0)
+
+
+def _render_blame(r, depth: int) -> None:
+    pad = "    " * depth
+    click.echo(pad + click.style(r.citation, bold=True) + (f"  ({r.note})" if r.note else ""))
+    for ln in r.lines:
+        who = f"{(ln['commit'] or 'uncommitted')[:10]:10} {(ln['date'] or '')[:10]:10} {(ln['author'] or '')[:16]:16}"
+        click.echo(f"{pad}{ln['line']:>5} {who} {_one_line(ln['text'], 70)}")
+    for e in r.evidence:
+        click.echo(pad + "  evidence:")
+        _render_blame(e, depth + 1)
+
+
+@cli.command("log")
+@click.argument("target")
+@click.option("--since", metavar="WHEN", help="Only events from this day on (7d, 2w, YYYY-MM-DD).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def log_cmd(ctx, target, since, as_json):
+    """A timeline of @ENTITY (facts and opinions added, changed, retracted) or of a memory file.
+
+    TARGET is `@Name` (or an entity name) or a path such as memory/2025-11-27.md (renames followed).
+    """
+    from zmem.indexer import catch_up, open_index
+    from zmem.search import parse_when
+    ws = _workspace(ctx)
+    since_day = parse_when(since) if since else None
+    is_path = target.lower().endswith(".md") and not target.startswith("@")
+    conn = open_index(ws)
+    try:
+        for w in catch_up(ws, conn=conn).warnings:
+            warn(w)
+        if is_path:
+            from zmem.repo import file_log
+            from zmem.workspace import normalize_rel
+            rel = normalize_rel(target)
+            if rel is None or not ws.is_memory_path(rel):
+                raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
+            events = [{**e, "date": _iso_utc(e["time"])} for e in file_log(ws.root, rel)]
+            events = [e for e in events if not since_day or e["date"][:10] >= since_day]
+            kind = "file"
+        else:
+            from zmem.entities import resolve_entity
+            from zmem.timeline import entity_log, require_history
+            for note in require_history(ws, conn):
+                warn(note)
+            ent = resolve_entity(ws, conn, target)
+            events = entity_log(ws, conn, ent.key, since=since_day)
+            kind = "entity"
+    finally:
+        conn.close()
+    if as_json:
+        click.echo(json.dumps({"target": target, "type": kind, "events": events}, ensure_ascii=False, indent=2))
+        return
+    if not events:
+        click.echo("no history", err=True)
+    for e in events:
+        if kind == "file":
+            moved = f" (as {e['path']})" if e["path"] != rel else ""
+            click.echo(f"{e['date'][:10]}  {e['commit'][:10]}  +{e['added']}/-{e['removed']}  {e['author']}: "
+                       f"{e['summary']}{moved}")
+            continue
+        conf = ""
+        if e.get("old_confidence") is not None and e["event"] == "confidence changed":
+            conf = f" {e['old_confidence']:.2f} -> {e['confidence']:.2f}"
+        elif e.get("confidence") is not None:
+            conf = f" c={e['confidence']:.2f}"
+        was = f"  (was: {_one_line(e['old_text'], 50)})" if e.get("old_text") else ""
+        click.echo(f"{(e['date'] or '')[:10]}  {e['commit'][:10]}  {e['event']:18} {e['kind']}{conf}: "
+                   f"{_one_line(e['text'], 60)}{was}  — {e['source']}")
+
+
+def _iso_utc(t: int) -> str:
+    import datetime as dt
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat()
+
+
+@cli.command("diff")
+@click.argument("rev1")
+@click.argument("rev2", required=False, default="HEAD")
+@click.option("--entity", metavar="NAME", default=None, help="Only beliefs about this entity.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@click.pass_context
+def diff_cmd(ctx, rev1, rev2, entity, as_json):
+    """What memory believed differently at REV2 (default HEAD) than at REV1: facts added,
+    retracted and changed, opinions added and removed, confidence changes with their evidence.
+    REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day).
+    """
+    from zmem.indexer import catch_up, open_index
+    from zmem.timeline import belief_diff, require_history
+    ws = _workspace(ctx)
+    conn = open_index(ws)
+    try:
+        for w in catch_up(ws, conn=conn).warnings:
+            warn(w)
+        for note in require_history(ws, conn):
+            warn(note)
+        key = None
+        if entity:
+            from zmem.entities import resolve_entity
+            key = resolve_entity(ws, conn, entity).key
+        d = belief_diff(ws, conn, rev1, rev2, entity=key)
+    finally:
+        conn.close()
+    if as_json:
+        click.echo(json.dumps(d, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"from {d['from']['commit'][:10]} ({d['from']['date'][:10]}) to {d['to']['commit'][:10]} "
+               f"({d['to']['date'][:10]})")
+    f = d["facts"]
+    for x in f["added"]:
+        click.echo(f"+ {x['kind']}: {x['text']}  — {x['source']}")
+    for x in f["retracted"]:
+        click.echo(f"- {x['kind']}: {x['text']}  — {x['source']}")
+    for x in f["changed"]:
+        click.echo(f"~ {x['to']['kind']}: {x['from']['text']}  =>  {x['to']['text']}  — {x['to']['source']}")
+    for o in d["opinions"]:
+        if o["change"] == "confidence":
+            click.echo(f"~ opinion c {o['from']:.2f} -> {o['to']:.2f}: {o['statement']}")
+            for e in o["evidence"]:
+                click.echo(f"    {e['relation']} {e['source']}")
+        else:
+            sign = "+" if o["change"] == "added" else "-"
+            click.echo(f"{sign} opinion c={o['confidence']:.2f}: {o['statement']}")
+    if not (f["added"] or f["retracted"] or f["changed"] or d["opinions"]):
+        click.echo("no differences in facts or opinions", err=True)
 
 
 # ----------------------------------------------------------------------------- status / doctor

@@ -129,6 +129,51 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (blob, line)
         ) WITHOUT ROWID""",
     ],
+    [
+        # History (history.py): the first-parent chain of HEAD, numbered from the root (seq), and
+        # each memory file's versions with the commit range they were valid in: [from_seq, to_seq),
+        # to_seq NULL while still valid. Chunks and facts are stored once per file content (blob).
+        """CREATE TABLE hist_commits (
+            seq INTEGER PRIMARY KEY,
+            sha TEXT NOT NULL UNIQUE,
+            time INTEGER NOT NULL,       -- committer time, Unix seconds
+            author TEXT NOT NULL,
+            summary TEXT NOT NULL
+        )""",
+        """CREATE TABLE hist_versions (
+            path TEXT NOT NULL,
+            blob TEXT NOT NULL,
+            from_seq INTEGER NOT NULL,
+            to_seq INTEGER
+        )""",
+        "CREATE INDEX hist_versions_blob ON hist_versions(blob, from_seq, to_seq)",
+        "CREATE INDEX hist_versions_path ON hist_versions(path, from_seq)",
+        "CREATE INDEX hist_versions_open ON hist_versions(to_seq)",
+        "CREATE TABLE hist_blobs (blob TEXT PRIMARY KEY, lines INTEGER NOT NULL) WITHOUT ROWID",
+        """CREATE TABLE hist_chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            blob TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            heading TEXT NOT NULL,
+            text TEXT NOT NULL
+        )""",
+        "CREATE INDEX hist_chunks_blob ON hist_chunks(blob)",
+        """CREATE VIRTUAL TABLE hist_fts USING fts5(
+            text, heading, cjk_bi, cjk_uni, content='',
+            tokenize='porter unicode61 remove_diacritics 2')""",
+        "INSERT INTO hist_fts(hist_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
+        """CREATE TABLE hist_facts (
+            blob TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            confidence REAL,
+            text TEXT NOT NULL,
+            names TEXT NOT NULL
+        )""",
+        "CREATE INDEX hist_facts_blob ON hist_facts(blob)",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

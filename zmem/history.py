@@ -1,28 +1,248 @@
-"""Git history as memory: who committed a line and when (blame, cached by file content)."""
+"""Git history as memory: file versions with validity intervals along HEAD's first-parent chain,
+as-of recall, facts at a revision, and who committed a line (blame, cached by file content).
+
+The chain is numbered from the root (seq 1, 2, …). A memory file's version (its blob) is valid
+from the commit that wrote it up to the commit that changed or deleted it: [from_seq, to_seq).
+The current view is the open versions. Chunks and facts are derived once per blob, so a backfill
+costs one parse per distinct file content, and a rewritten history (rebase, force-push) only
+truncates the chain back to the fork point and replays the new commits.
+"""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
+from zmem import db
+from zmem.chunking import chunk_text
 from zmem.entities import FactRow
-from zmem.repo import ZERO_COMMIT, blame_file, open_repo
+from zmem.errors import ZmemError
+from zmem.fts import cjk_columns
+from zmem.indexer import decode_note
+from zmem.markdown import day_from_path
+from zmem.repo import ZERO_COMMIT, Repo, blame_file, open_repo
+from zmem.retain import entity_key, fact_id, parse_facts
 from zmem.snapshot import git_blob_id
 from zmem.workspace import Workspace
 
+HISTORY_META = "history"  # "on" once `zmem index --history` (or an as-of query) built it
 
-def blame_lines(ws: Workspace, conn, rel: str) -> dict[int, tuple[str, str, int, str]] | None:
-    """line -> (commit, author, time, summary) for the working-tree file `rel`, from the cache when
-    this content was blamed before. None when the file cannot be read."""
+
+# ----------------------------------------------------------------------------- building
+
+
+@dataclass
+class HistoryUpdate:
+    commits: int = 0        # commits added to the chain
+    blobs: int = 0          # file contents parsed
+    rewound: int = 0        # commits dropped because history was rewritten
+    shallow: bool = False
+    seconds: float = 0.0
+
+
+def enabled(conn) -> bool:
+    return db.get_meta(conn, HISTORY_META) == "on"
+
+
+def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, progress=None) -> HistoryUpdate:
+    """Extend the chain to HEAD (building it all on first use). The caller holds the index lock
+    and no open transaction."""
+    t0 = time.perf_counter()
+    out = HistoryUpdate(shallow=repo.is_shallow())
+    if not (enable or enabled(conn)):
+        return out
+    known = dict(conn.execute("SELECT sha, seq FROM hist_commits"))
+    chain = repo.first_parent_chain(set(known))
+    fork = known.get(chain[-1].sha) if chain and chain[-1].sha in known else 0
+    new = [c for c in reversed(chain) if c.sha not in known]
+    tip = conn.execute("SELECT max(seq) FROM hist_commits").fetchone()[0] or 0
+    conn.execute("BEGIN IMMEDIATE")
     try:
-        data = (ws.root / rel).read_bytes()
-    except OSError:
+        if tip > fork:  # HEAD moved off the recorded chain: drop what is no longer on it
+            out.rewound = tip - fork
+            conn.execute("DELETE FROM hist_versions WHERE from_seq > ?", (fork,))
+            conn.execute("UPDATE hist_versions SET to_seq = NULL WHERE to_seq > ?", (fork,))
+            conn.execute("DELETE FROM hist_commits WHERE seq > ?", (fork,))
+        parsed = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
+        seq = fork
+        for n, c in enumerate(new, 1):
+            seq += 1
+            conn.execute("INSERT INTO hist_commits(seq, sha, time, author, summary) VALUES(?,?,?,?,?)",
+                         (seq, c.sha, c.time, c.author, c.summary))
+            parent = c.parent if seq > 1 else None
+            for rel, blob in repo.tree_changes(parent, c.sha):
+                if not ws.is_memory_path(rel):
+                    continue
+                conn.execute("UPDATE hist_versions SET to_seq = ? WHERE path = ? AND to_seq IS NULL", (seq, rel))
+                if blob is None:
+                    continue
+                conn.execute("INSERT INTO hist_versions(path, blob, from_seq, to_seq) VALUES(?,?,?,NULL)",
+                             (rel, blob, seq))
+                if blob not in parsed:
+                    _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
+                    parsed.add(blob)
+                    out.blobs += 1
+            if progress:
+                progress(n, len(new))
+        db.set_meta(conn, HISTORY_META, "on")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    out.commits = len(new)
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
+    c = ws.config
+    text, _ = decode_note(rel, data, c.max_file_mb)
+    lines = (text.count("\n") + (0 if text.endswith("\n") else 1)) if text else 0
+    conn.execute("INSERT OR IGNORE INTO hist_blobs(blob, lines) VALUES(?, ?)", (blob, lines))
+    if not text:
+        return
+    for ch in chunk_text(text, c.chunk_tokens, c.chunk_overlap):
+        cur = conn.execute("INSERT INTO hist_chunks(blob, start_line, end_line, heading, text) VALUES(?,?,?,?,?)",
+                           (blob, ch.start_line, ch.end_line, ch.heading, ch.text))
+        conn.execute("INSERT INTO hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
+                     (cur.lastrowid, ch.text, ch.heading, *cjk_columns(ch.text + "\n" + ch.heading)))
+    facts, _ = parse_facts(text, rel, day_from_path(rel))
+    conn.executemany("INSERT INTO hist_facts(blob, start_line, end_line, kind, confidence, text, names) "
+                     "VALUES(?,?,?,?,?,?,?)",
+                     [(blob, f.start_line, f.end_line, f.kind, f.confidence, f.text, "\t".join(f.entities))
+                      for f in facts])
+
+
+def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | None:
+    """Build or extend the history (under the index lock). None when another writer holds it."""
+    from zmem.indexer import IndexLock, LockTimeout
+    repo = open_repo(ws.root)
+    try:
+        with IndexLock(ws, 30.0):
+            return update_history(ws, repo, conn, enable=True, progress=progress)
+    except LockTimeout:
         return None
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+@dataclass
+class AsOf:
+    sha: str
+    seq: int | None          # position on the chain; None for a commit off HEAD's first-parent chain
+    time: int
+    summary: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
+    """DATE (the last commit at or before the end of that day on the chain) or REV."""
+    import datetime as dt
+    from zmem.search import parse_when
+    repo = open_repo(ws.root)
+    if repo.head() is None:
+        raise ZmemError("the repository has no commits yet, so there is no history to look at",
+                        hint="commit the memory files first")
+    sha = repo.resolve(value)
+    if sha is None:
+        try:
+            day = dt.date.fromisoformat(parse_when(value))
+        except ZmemError:
+            raise ZmemError(f"{value!r} is neither a date nor a revision of this repository",
+                            hint="use YYYY-MM-DD, 7d, or a commit, branch or tag (e.g. HEAD~3)") from None
+        cutoff = int(dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), dt.timezone.utc).timestamp())
+        row = conn.execute("SELECT seq, sha, time, summary FROM hist_commits WHERE time < ? ORDER BY seq DESC LIMIT 1",
+                           (cutoff,)).fetchone()
+        if row is None:
+            first = conn.execute("SELECT time FROM hist_commits ORDER BY seq LIMIT 1").fetchone()
+            since = dt.datetime.fromtimestamp(first[0], dt.timezone.utc).date() if first else None
+            raise ZmemError(f"no commit on this branch is at or before {day}",
+                            hint=f"the history starts on {since}" if since else "commit the memory files first")
+        return AsOf(row[1], row[0], row[2], row[3])
+    row = conn.execute("SELECT seq, time, summary FROM hist_commits WHERE sha = ?", (sha,)).fetchone()
+    if row:
+        return AsOf(sha, row[0], row[1], row[2])
+    info = repo.commit_info(sha)
+    return AsOf(sha, None, info.time, info.summary)
+
+
+def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
+    """path -> blob of the memory files as they stood at the commit."""
+    if at.seq is not None:
+        return dict(conn.execute("SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND "
+                                 "(to_seq IS NULL OR to_seq > ?)", (at.seq, at.seq)))
+    repo = open_repo(ws.root)  # off the chain: read its tree, parse contents not seen before
+    files = {rel: blob for rel, blob in repo.tree_files(at.sha).items() if ws.is_memory_path(rel)}
+    known = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
+    missing = [(rel, blob) for rel, blob in files.items() if blob not in known]
+    if missing:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for rel, blob in missing:
+                _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return files
+
+
+def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:
+    """The Retain facts memory held at a commit, each citing its line in that version."""
+    files = files if files is not None else versions_at(ws, conn, at)
+    by_blob: dict[str, list[str]] = {}
+    for rel, blob in files.items():
+        by_blob.setdefault(blob, []).append(rel)
+    out = []
+    blobs = list(by_blob)
+    for i in range(0, len(blobs), 500):
+        part = blobs[i:i + 500]
+        for blob, start, end, kind, conf, text, names in conn.execute(
+                f"SELECT blob, start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob IN "
+                f"({','.join('?' * len(part))})", part):
+            for rel in by_blob[blob]:
+                from zmem.dates import event_range
+                day = day_from_path(rel)
+                ev = event_range(text, int(day[:4]) if day else None)
+                out.append(FactRow(0, fact_id(rel, kind, text), rel, start, end, kind, conf, text,
+                                   names.split("\t") if names else [], day, ev))
+    out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)
+    return out
+
+
+def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
+    if entity is None:
+        return facts
+    return [f for f in facts if entity in {entity_key(n) for n in f.entities}]
+
+
+# ----------------------------------------------------------------------------- blame
+
+
+def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None) -> dict[int, tuple[str, str, int, str]] | None:
+    """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
+    from the cache when this content was blamed before. None when the file cannot be read."""
+    repo = None
+    if rev is None:
+        try:
+            data = (ws.root / rel).read_bytes()
+        except OSError:
+            return None
+    else:
+        repo = open_repo(ws.root)
+        data = repo.file_at(rev, rel)
+        if data is None:
+            return None
     blob = git_blob_id(data)
     rows = conn.execute("SELECT line, commit_id, author, time, summary FROM blame_cache WHERE blob = ?", (blob,))
     cached = {line: (c, a, t, s) for line, c, a, t, s in rows}
     if cached:
         return cached
-    repo = open_repo(ws.root)
-    blamed = blame_file(repo.workdir, repo.prefix + rel)
+    repo = repo or open_repo(ws.root)
+    blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
     out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
     if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()):
         # only fully committed content: uncommitted lines get their commit later
@@ -45,3 +265,91 @@ def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
             f.commit = None if commit == ZERO_COMMIT else commit
             f.author = author or None
             f.time = when if commit != ZERO_COMMIT else now
+
+
+# ----------------------------------------------------------------------------- as-of recall
+
+
+def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
+                 until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
+                 snippet_chars: int = 700):
+    """BM25 recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly."""
+    import datetime as dt
+    import fnmatch
+    from zmem.fts import build_match
+    from zmem.search import Hit, Recall, _glob_to_sql, make_snippet
+    if not query.strip():
+        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "Peter" --as-of 2025-11-30')
+    date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
+    out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    match = build_match(query)
+    if match is None:
+        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        return out
+    n = k * 4
+    if at.seq is not None:
+        rows = conn.execute(
+            "SELECT c.id, v.path, c.start_line, c.end_line, c.heading, c.text, hist_fts.rank FROM hist_fts "
+            "JOIN hist_chunks c ON c.id = hist_fts.rowid "
+            "JOIN hist_versions v ON v.blob = c.blob AND v.from_seq <= ? AND (v.to_seq IS NULL OR v.to_seq > ?) "
+            "WHERE hist_fts MATCH ? ORDER BY hist_fts.rank", (at.seq, at.seq, match))
+    else:
+        files = versions_at(ws, conn, at)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS asof_files(path TEXT, blob TEXT)")
+        conn.execute("DELETE FROM asof_files")
+        conn.executemany("INSERT INTO asof_files VALUES(?, ?)", list(files.items()))
+        rows = conn.execute(
+            "SELECT c.id, v.path, c.start_line, c.end_line, c.heading, c.text, hist_fts.rank FROM hist_fts "
+            "JOIN hist_chunks c ON c.id = hist_fts.rowid JOIN asof_files v ON v.blob = c.blob "
+            "WHERE hist_fts MATCH ? ORDER BY hist_fts.rank", (match,))
+    budget = max_chars
+    shown: dict[str, list[tuple[int, int]]] = {}
+    glob = _glob_to_sql(path_glob) if path_glob else None
+    candidates = 0
+    for cid, path, start, end, heading, text, rank in rows:
+        day = day_from_path(path)
+        if (since and (day is None or day < since)) or (until and (day is None or day > until)) or \
+                (glob and not fnmatch.fnmatchcase(path, glob)):
+            continue
+        candidates += 1
+        if len(out.results) == k or candidates > n:
+            break
+        limit = snippet_chars if budget is None else min(snippet_chars, budget)
+        if limit < min(80, snippet_chars):
+            out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
+            break
+        first, last, snippet = make_snippet(text, start, query, limit)
+        if any(a <= last and first <= b for a, b in shown.get(path, ())):
+            continue
+        shown.setdefault(path, []).append((first, last))
+        score = (-rank) / (1.0 - rank)  # as in current recall: s / (1 + s), s = -bm25
+        out.results.append(Hit(path, first, last, round(score, 4), snippet, day, heading, start, end, rev=at.sha))
+        if budget is not None:
+            budget -= len(snippet)
+    return out
+
+
+def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,
+                       entity: str | None = None):
+    """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
+    words first (then newest first)."""
+    import datetime as dt
+    from zmem.entities import normalize_kind, resolve_entity
+    from zmem.fts import query_terms
+    from zmem.search import FactHit, Recall
+    key = resolve_entity(ws, conn, entity).key if entity else None
+    kind = normalize_kind(kind)
+    facts = [f for f in entity_filter(facts_at(ws, conn, at), key) if kind is None or f.kind == kind]
+    terms = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
+    scored = []
+    for i, f in enumerate(facts):
+        low = (f.text + " " + " ".join(f.entities)).lower()
+        hits = sum(t in low for t in terms)
+        scored.append((-(hits / len(terms) if terms else 0.0), i, f))
+    scored.sort(key=lambda x: (x[0], x[1]))
+    date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
+    out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    for neg, _, f in scored[:k]:
+        f.commit = None
+        out.results.append(FactHit(f, -neg, rev=at.sha))
+    return out

@@ -241,7 +241,26 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    _extend_history(ws, repo, conn, head, result)
     return result
+
+
+def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: CatchUp) -> None:
+    """Once history is on (`zmem index --history`), each catch-up appends the new commits."""
+    from zmem import history
+    if not head or not history.enabled(conn):
+        return
+    tip = conn.execute("SELECT sha FROM hist_commits ORDER BY seq DESC LIMIT 1").fetchone()
+    if tip and tip[0] == head:
+        return
+    try:
+        update = history.update_history(ws, repo, conn)
+    except (db.Error, OSError, ValueError, KeyError) as e:
+        result.warnings.append(f"history not updated ({e}); run `zmem index --history`")
+        return
+    if update.rewound:
+        result.warnings.append(f"history was rewritten: {update.rewound} commits no longer on this branch were "
+                               "dropped from the history index")
 
 
 def known_paths(conn, paths: set[str]) -> set[str]:
@@ -428,6 +447,15 @@ def _carry_over_cache(conn, live: Path) -> None:
                          "SELECT fingerprint, hash, vector, last_used FROM old.embedding_cache")
         if conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'blame_cache'").fetchone():
             conn.execute("INSERT OR IGNORE INTO main.blame_cache SELECT * FROM old.blame_cache")
+        if conn.execute("SELECT value FROM old.meta WHERE key = 'history' AND value = 'on'").fetchone() and \
+                conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'hist_fts'").fetchone():
+            # history depends only on git: keep it (the next catch-up checks it against HEAD)
+            for table in ("hist_commits", "hist_versions", "hist_blobs", "hist_chunks", "hist_facts"):
+                conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
+            conn.executemany("INSERT INTO main.hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
+                             [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in
+                              conn.execute("SELECT id, text, heading FROM main.hist_chunks").fetchall()])
+            conn.execute("INSERT INTO main.meta(key, value) VALUES('history', 'on')")
     except db.DatabaseError:
         pass  # an unreadable old index has nothing to give
     finally:

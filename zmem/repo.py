@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,6 +76,92 @@ class Repo:
 
     def is_shallow(self) -> bool:
         return self.git.is_shallow
+
+    # -- history (history.py)
+    def first_parent_chain(self, known: set[str] | None = None, start: str | None = None) -> list[CommitInfo]:
+        """Commits from HEAD (or start) back along first parents, newest first, stopping before the
+        first one in `known` (that one is returned as the last element, so callers see the fork)."""
+        sha = start or self.head()
+        out = []
+        while sha:
+            try:
+                c = self.git[sha]
+            except (KeyError, ValueError):  # a shallow clone's boundary
+                break
+            out.append(CommitInfo(str(c.id), c.commit_time, c.author.name, c.message.split("\n", 1)[0],
+                                  str(c.parent_ids[0]) if c.parent_ids else None))
+            if known and str(c.id) in known:
+                break
+            sha = str(c.parent_ids[0]) if c.parent_ids else None
+        return out
+
+    def tree_changes(self, parent: str | None, sha: str) -> list[tuple[str, str | None]]:
+        """(workspace path, blob id or None when deleted) of what changed from parent to sha."""
+        new = self.git[sha].peel(pygit2.Tree)
+        if parent is None:
+            return [(rel, blob) for rel, blob in self.tree_files(sha).items()]
+        try:
+            old = self.git[parent].peel(pygit2.Tree)
+        except (KeyError, ValueError):  # parent missing (shallow): treat as a root commit
+            return [(rel, blob) for rel, blob in self.tree_files(sha).items()]
+        out = []
+        for d in old.diff_to_tree(new).deltas:
+            if d.old_file.path != d.new_file.path or d.status == pygit2.enums.DeltaStatus.DELETED:
+                rel = self.to_ws(d.old_file.path)
+                if rel:
+                    out.append((rel, None))
+            if d.status != pygit2.enums.DeltaStatus.DELETED:
+                rel = self.to_ws(d.new_file.path)
+                if rel:
+                    out.append((rel, str(d.new_file.id)))
+        return out
+
+    def tree_files(self, sha: str) -> dict[str, str]:
+        """workspace path -> blob id of every file in a commit's tree."""
+        out = {}
+        tree = self.git[sha].peel(pygit2.Tree)
+        stack = [(tree, "")]
+        while stack:
+            t, prefix = stack.pop()
+            for e in t:
+                if e.type_str == "tree":
+                    stack.append((self.git[e.id], f"{prefix}{e.name}/"))
+                elif e.type_str == "blob" and e.filemode != pygit2.enums.FileMode.LINK:
+                    rel = self.to_ws(prefix + e.name)
+                    if rel:
+                        out[rel] = str(e.id)
+        return out
+
+    def read_blob(self, blob: str) -> bytes:
+        return self.git[blob].data
+
+    def resolve(self, rev: str) -> str | None:
+        """A revision (sha, branch, tag, HEAD~3) -> commit id, or None."""
+        try:
+            return str(self.git.revparse_single(rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            return None
+
+    def commit_info(self, sha: str) -> CommitInfo:
+        c = self.git[sha]
+        return CommitInfo(str(c.id), c.commit_time, c.author.name, c.message.split("\n", 1)[0],
+                          str(c.parent_ids[0]) if c.parent_ids else None)
+
+    def file_at(self, sha: str, rel: str) -> bytes | None:
+        try:
+            entry = self.git[sha].peel(pygit2.Tree)[self.prefix + rel]
+        except (KeyError, ValueError):
+            return None
+        return self.git[entry.id].data if entry.type_str == "blob" else None
+
+
+@dataclass
+class CommitInfo:
+    sha: str
+    time: int
+    author: str
+    summary: str
+    parent: str | None
 
 
 def open_repo(root: Path) -> Repo:
@@ -155,11 +242,12 @@ class BlameLine:
     summary: str
 
 
-def blame_file(workdir: Path, git_path: str) -> list[BlameLine]:
-    """git blame of the working-tree file, one entry per line. git's own blame: several times
-    faster than libgit2's on deep history (DESIGN.md §5)."""
+def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[BlameLine]:
+    """git blame of the working-tree file (or of the file at commit rev), one entry per line.
+    git's own blame: several times faster than libgit2's on deep history (DESIGN.md §5)."""
     import subprocess
-    proc = subprocess.run(["git", "blame", "--porcelain", "--", git_path], cwd=workdir, capture_output=True)
+    proc = subprocess.run(["git", "blame", "--porcelain", *([rev] if rev else []), "--", git_path], cwd=workdir,
+                          capture_output=True)
     if proc.returncode:
         return []  # untracked, or no commits yet: nothing to blame
     commits: dict[str, dict[str, str]] = {}
@@ -235,3 +323,29 @@ def commits_since(root: Path, *, since: int | None = None, after: str | None = N
         elif line and (rel := repo.to_ws(line)):
             paths.add(rel)
     return commits, paths
+
+
+def file_log(root: Path, rel: str) -> list[dict]:
+    """Commits on HEAD that touched a workspace file, newest first, following renames:
+    [{commit, time, author, summary, path, added, removed}]."""
+    import subprocess
+    repo = open_repo(root)
+    proc = subprocess.run(["git", "log", "--follow", "--format=%x00%H%x09%ct%x09%an%x09%s", "--numstat", "--",
+                           repo.prefix + rel], cwd=repo.workdir, capture_output=True, text=True)
+    out: list[dict] = []
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        if line.startswith("\0"):
+            sha, when, author, summary = (line[1:].split("\t", 3) + ["", "", "", ""])[:4]
+            out.append({"commit": sha, "time": int(when or 0), "author": author, "summary": summary, "path": rel,
+                        "added": 0, "removed": 0})
+        elif line.strip() and out:
+            parts = line.split("\t")
+            if len(parts) >= 3:
+                out[-1]["added"] += int(parts[0]) if parts[0].isdigit() else 0
+                out[-1]["removed"] += int(parts[1]) if parts[1].isdigit() else 0
+                name = parts[-1]
+                if "=>" in name:  # a rename: "old => new" or "dir/{a => b}.md"
+                    name = re.sub(r"\{[^{}]*? => ([^{}]*)\}", r"\1", name)
+                    name = name.split(" => ")[-1]
+                out[-1]["path"] = repo.to_ws(name.replace("//", "/")) or rel
+    return out

@@ -23,15 +23,18 @@ class Hit:
     chunk_start_line: int
     chunk_end_line: int
     explain: dict | None = None
+    rev: str | None = None  # as-of recall: the commit whose version of the file this is
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+        at = f"@{self.rev[:10]}" if self.rev else ""
+        return f"{self.path}{at}#L{self.start_line}-L{self.end_line}"
 
     def to_json(self) -> dict:
         d = asdict(self)
-        if d["explain"] is None:
-            del d["explain"]
+        for key in ("explain", "rev"):
+            if d[key] is None:
+                del d[key]
         d["citation"] = self.citation
         return d
 
@@ -43,10 +46,14 @@ class Recall:
     warnings: list[str] = field(default_factory=list)
     mode: str = "bm25"
     stale: bool = False
+    as_of: dict | None = None  # {"commit", "date", "summary"} of an as-of recall
 
     def to_json(self) -> dict:
-        return {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
-                "warnings": self.warnings, "stale": self.stale}
+        out = {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
+               "warnings": self.warnings, "stale": self.stale}
+        if self.as_of:
+            out["as_of"] = self.as_of
+        return out
 
 
 def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -> str:
@@ -284,11 +291,13 @@ class FactHit:
     fact: object          # entities.FactRow
     score: float
     explain: dict | None = None
+    rev: str | None = None  # as-of recall: the commit whose version of the file holds the fact
 
     @property
     def citation(self) -> str:
         f = self.fact
-        return f"{f.path}#L{f.start_line}-L{f.end_line}"
+        at = f"@{self.rev[:10]}" if self.rev else ""
+        return f"{f.path}{at}#L{f.start_line}-L{f.end_line}"
 
     def to_json(self) -> dict:
         f = self.fact

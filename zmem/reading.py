@@ -1,0 +1,73 @@
+"""Reading cited lines back: what `zmem get` (and the MCP server's memory_get) return."""
+from __future__ import annotations
+
+import re
+
+from zmem.errors import ZmemError
+from zmem.workspace import Workspace
+
+# path, then optionally @REV, then #Lx[-Ly] or :LINE
+_CITATION = re.compile(r"(.+?\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+))?", re.IGNORECASE)
+
+
+def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
+    """`memory/x.md@abc123#L3-L5` -> ("memory/x.md", "abc123", (3, 5)); parts are optional."""
+    m = _CITATION.fullmatch(spec.strip())
+    if not m:
+        return spec, None, None
+    path, rev = m.group(1), m.group(2)
+    if not (m.group(3) or m.group(5)):
+        return path, rev, None
+    a = int(m.group(3) or m.group(5))
+    b = int(m.group(4)) if m.group(4) else a
+    if b < a or a < 1:
+        raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5")
+    return path, rev, (a, b)
+
+
+def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int | None = None,
+               rev: str | None = None) -> dict:
+    """Exactly the cited lines of a memory file, now or at a commit (rev, or `path@rev` in spec).
+    Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused."""
+    from zmem.indexer import decode_note
+    from zmem.markdown import split_lines
+    from zmem.workspace import normalize_rel, resolve_memory_path
+    path, cited_rev, cited = split_citation(spec)
+    rev = rev or cited_rev
+    if cited:
+        start = start or cited[0]
+        count = count or (cited[1] - cited[0] + 1)
+    start = start or 1
+    if rev is None:
+        rel = resolve_memory_path(ws, path)
+        data = (ws.root / rel).read_bytes()
+        sha = None
+    else:
+        from zmem.repo import open_repo
+        rel = normalize_rel(path)
+        if rel is None or not ws.is_memory_path(rel):
+            raise ZmemError(f"not a memory file: {path}",
+                            hint="zmem reads MEMORY.md, memory/**.md, bank/**.md and extra_paths (.md files only)")
+        repo = open_repo(ws.root)
+        sha = repo.resolve(rev)
+        if sha is None:
+            raise ZmemError(f"unknown revision {rev!r}", hint="use a commit, branch or tag of this repository")
+        data = repo.file_at(sha, rel)
+        if data is None:
+            raise ZmemError(f"{rel} does not exist at {sha[:10]}",
+                            hint=f"`zmem log {rel}` shows the commits that touched it")
+    text, _ = decode_note(rel, data, float("inf"))
+    if text is None:
+        raise ZmemError(f"{rel} is not a text file", hint="zmem reads Markdown notes only")
+    lines = split_lines(text)
+    if start > max(len(lines), 1):
+        raise ZmemError(f"{rel} has {len(lines)} lines; line {start} is past the end",
+                        hint=f"use --from 1..{len(lines)}")
+    chosen = lines[start - 1:start - 1 + count if count else None]
+    end = start + len(chosen) - 1
+    at = f"@{sha[:10]}" if sha else ""
+    out = {"path": rel, "from": start, "end_line": end, "lines": len(chosen), "total_lines": len(lines),
+           "text": "\n".join(chosen), "citation": f"{rel}{at}#L{start}-L{end}"}
+    if sha:
+        out["rev"] = sha
+    return out

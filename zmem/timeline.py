@@ -1,0 +1,219 @@
+"""Timelines and belief diffs from the history index: `zmem log` and `zmem diff`.
+
+A fact is identified by its kind and text (whitespace-normalized) within its file: moving a line
+within the file is not a change; editing its text shows as `changed` (the old and new text paired
+when they are similar, share entities and happen in one commit); deleting it is a `retraction`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from zmem import opinions as op_mod
+from zmem.entities import FactRow
+from zmem.errors import ZmemError
+from zmem.history import AsOf, ensure_history, enabled, entity_filter, facts_at, resolve_as_of
+from zmem.markdown import day_from_path
+from zmem.retain import entity_key, fact_id
+from zmem.workspace import Workspace
+
+CHANGED_SIMILAR = 60.0
+
+
+def _iso(t: int | None) -> str | None:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat() if t else None
+
+
+def require_history(ws: Workspace, conn) -> list[str]:
+    """Build the history index on first use; returns notes for the user."""
+    if enabled(conn):
+        return []
+    built = ensure_history(ws, conn)
+    if built is None:
+        raise ZmemError("another zmem process is updating the index", hint="run the command again")
+    notes = [f"built the history index first ({built.commits} commits, {built.seconds:.1f} s)"]
+    if built.shallow:
+        notes.append("shallow clone: history before its oldest commit is missing (`git fetch --unshallow`)")
+    return notes
+
+
+def _key(f) -> tuple[str, str]:
+    return f.kind, " ".join(f.text.split())
+
+
+def _pair_changes(removed: list, added: list) -> list[tuple]:
+    """(old, new) pairs of similar facts with shared entities; the rest stay removed/added."""
+    from rapidfuzz import fuzz
+    pairs = []
+    for old in list(removed):
+        best = None
+        for new in added:
+            if new.kind != old.kind:
+                continue
+            ents_old, ents_new = {entity_key(e) for e in old.entities}, {entity_key(e) for e in new.entities}
+            if (ents_old or ents_new) and not ents_old & ents_new:
+                continue
+            score = fuzz.token_set_ratio(old.text, new.text)
+            if score >= CHANGED_SIMILAR and (best is None or score > best[0]):
+                best = (score, new)
+        if best:
+            pairs.append((old, best[1]))
+            removed.remove(old)
+            added.remove(best[1])
+    return pairs
+
+
+# ----------------------------------------------------------------------------- log
+
+
+@dataclass
+class _Version:
+    path: str
+    blob: str
+    from_seq: int
+    to_seq: int | None
+
+
+def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None) -> list[dict]:
+    """Facts and opinions about an entity as they were added, changed and retracted, oldest first."""
+    from zmem.repo import open_repo
+    commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
+               conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
+    blobs_with_entity = _blobs_mentioning(conn, key)
+    events: list[dict] = []
+    versions: dict[str, list[_Version]] = {}
+    for path, blob, a, b in conn.execute("SELECT path, blob, from_seq, to_seq FROM hist_versions ORDER BY path, from_seq"):
+        versions.setdefault(path, []).append(_Version(path, blob, a, b))
+    repo = None
+    for path, vs in versions.items():
+        if path == op_mod.OPINIONS_PATH:
+            repo = repo or open_repo(ws.root)
+            events += _opinion_events(repo, vs, key, commits)
+            continue
+        if not any(v.blob in blobs_with_entity for v in vs):
+            continue
+        before: dict = {}
+        for i, v in enumerate(vs):
+            # a gap (deleted, then re-created) retracts everything at the deletion
+            if i and vs[i - 1].to_seq is not None and vs[i - 1].to_seq < v.from_seq:
+                events += _fact_events(before, {}, vs[i - 1].to_seq, commits, path, None)
+                before = {}
+            now = _facts_of_blob(conn, v.blob, path, key) if v.blob in blobs_with_entity else {}
+            events += _fact_events(before, now, v.from_seq, commits, path, commits[v.from_seq][0])
+            before = now
+        if vs[-1].to_seq is not None:
+            events += _fact_events(before, {}, vs[-1].to_seq, commits, path, None)
+    events.sort(key=lambda e: (e["seq"], e["path"], e.get("line") or 0))
+    if since:
+        events = [e for e in events if (e["date"] or "")[:10] >= since]
+    return events
+
+
+def _blobs_mentioning(conn, key: str) -> set[str]:
+    out = set()
+    for blob, names in conn.execute("SELECT blob, names FROM hist_facts WHERE names != ''"):
+        if any(entity_key(n) == key for n in names.split("\t")):
+            out.add(blob)
+    return out
+
+
+def _facts_of_blob(conn, blob: str, path: str, key: str) -> dict:
+    out = {}
+    for start, end, kind, conf, text, names in conn.execute(
+            "SELECT start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob = ?", (blob,)):
+        ents = names.split("\t") if names else []
+        if any(entity_key(n) == key for n in ents):
+            f = FactRow(0, fact_id(path, kind, text), path, start, end, kind, conf, text, ents, day_from_path(path), None)
+            out[_key(f)] = f
+    return out
+
+
+def _event(kind: str, seq: int, commits: dict, path: str, f: FactRow, sha: str | None, **extra) -> dict:
+    commit, t, author, summary = commits[seq]
+    at = f"@{sha[:10]}" if sha else f"@{commit[:10]}~1"  # a retraction cites the last version holding it
+    return {"event": kind, "seq": seq, "commit": commit, "date": _iso(t), "author": author, "summary": summary,
+            "path": path, "line": f.start_line, "kind": f.kind, "text": f.text, "entities": f.entities,
+            "confidence": f.confidence, "id": f.id, "source": f"{path}{at}#L{f.start_line}", **extra}
+
+
+def _fact_events(before: dict, now: dict, seq: int, commits: dict, path: str, sha: str | None) -> list[dict]:
+    removed = [before[k] for k in before if k not in now]
+    added = [now[k] for k in now if k not in before]
+    out = []
+    for old, new in _pair_changes(removed, added):
+        out.append(_event("changed", seq, commits, path, new, sha, old_text=old.text, old_confidence=old.confidence))
+    out += [_event("retracted", seq, commits, path, f, None) for f in removed]
+    out += [_event("added", seq, commits, path, f, sha) for f in added]
+    return out
+
+
+def _opinion_events(repo, versions: list[_Version], key: str, commits: dict) -> list[dict]:
+    out = []
+    before: dict[str, float] = {}
+    for v in versions:
+        parsed = op_mod.parse(repo.read_blob(v.blob).decode("utf-8", "replace"))
+        now = {o.statement: o for o in parsed.opinions if key in o.entity_keys}
+        commit, t, author, summary = commits[v.from_seq]
+        base = {"seq": v.from_seq, "commit": commit, "date": _iso(t), "author": author, "summary": summary,
+                "path": v.path, "kind": "opinion"}
+        for statement, o in now.items():
+            src = f"{v.path}@{commit[:10]}#L{o.line}"
+            if statement not in before:
+                out.append({**base, "event": "opinion added", "text": statement, "line": o.line,
+                            "confidence": o.confidence, "source": src})
+            elif abs(before[statement] - o.confidence) > 1e-9:
+                out.append({**base, "event": "confidence changed", "text": statement, "line": o.line,
+                            "confidence": o.confidence, "old_confidence": before[statement], "source": src,
+                            "evidence": [e.citation for e in o.evidence[-3:]]})
+        for statement in before:
+            if statement not in now:
+                out.append({**base, "event": "opinion removed", "text": statement, "line": None,
+                            "confidence": before[statement], "source": f"{v.path}@{commit[:10]}"})
+        before = {s: o.confidence for s, o in now.items()}
+    return out
+
+
+# ----------------------------------------------------------------------------- diff
+
+
+def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None = None) -> dict:
+    """What memory believed differently at rev2 than at rev1: facts added, retracted and changed;
+    opinions added, removed, and confidence changes with the evidence added between them."""
+    from zmem.repo import open_repo
+    a, b = resolve_as_of(ws, conn, rev1), resolve_as_of(ws, conn, rev2)
+    fa = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, a), entity)}
+    fb = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, b), entity)}
+    removed = [fa[k] for k in fa if k not in fb]
+    added = [fb[k] for k in fb if k not in fa]
+    changed = _pair_changes(removed, added)
+    repo = open_repo(ws.root)
+    oa, ob = _opinions_at(repo, a, entity), _opinions_at(repo, b, entity)
+    ops = []
+    for s, o in ob.items():
+        if s not in oa:
+            ops.append({"change": "added", "statement": s, "confidence": o.confidence, "entities": o.entities,
+                        "evidence": [e.citation for e in o.evidence]})
+        elif abs(oa[s].confidence - o.confidence) > 1e-9 or len(o.evidence) != len(oa[s].evidence):
+            known = {e.fact for e in oa[s].evidence}
+            ops.append({"change": "confidence", "statement": s, "from": oa[s].confidence, "to": o.confidence,
+                        "entities": o.entities,
+                        "evidence": [{"relation": e.relation, "source": e.citation, "text": e.text}
+                                     for e in o.evidence if e.fact not in known]})
+    for s, o in oa.items():
+        if s not in ob:
+            ops.append({"change": "removed", "statement": s, "confidence": o.confidence, "entities": o.entities})
+
+    def cite(f, at: AsOf) -> dict:
+        d = f.to_json()
+        d["source"] = f"{f.path}@{at.short}#L{f.start_line}"
+        return d
+    return {"from": {"commit": a.sha, "date": _iso(a.time)}, "to": {"commit": b.sha, "date": _iso(b.time)},
+            "facts": {"added": [cite(f, b) for f in added], "retracted": [cite(f, a) for f in removed],
+                      "changed": [{"from": cite(o, a), "to": cite(n, b)} for o, n in changed]},
+            "opinions": ops}
+
+
+def _opinions_at(repo, at: AsOf, entity: str | None) -> dict:
+    data = repo.file_at(at.sha, op_mod.OPINIONS_PATH)
+    parsed = op_mod.parse(data.decode("utf-8", "replace") if data else "")
+    return {o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys}
