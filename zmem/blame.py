@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from zmem.errors import ZmemError
-from zmem.repo import ZERO_COMMIT
+from zmem.history import ZERO_COMMIT
 from zmem.workspace import Workspace
 
 _CITED = re.compile(r"(?<![\w/.-])((?:memory|bank)/[^\s#()\[\]]+?\.md|MEMORY\.md)#L(\d+)(?:-L?(\d+))?")

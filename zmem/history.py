@@ -10,6 +10,7 @@ truncates the chain back to the fork point and replays the new commits.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 from dataclasses import dataclass
 
 from zmem import db
@@ -19,10 +20,14 @@ from zmem.errors import ZmemError
 from zmem.fts import cjk_columns
 from zmem.indexer import decode_note
 from zmem.markdown import day_from_path
-from zmem.repo import ZERO_COMMIT, Repo, blame_file, open_repo
 from zmem.retain import entity_key, fact_id, parse_facts
 from zmem.snapshot import git_blob_id
 from zmem.workspace import Workspace
+
+if TYPE_CHECKING:
+    from zmem.repo import Repo
+
+ZERO_COMMIT = "0" * 40  # what git blame reports for a line not committed yet (repo.ZERO_COMMIT)
 
 HISTORY_META = "history"  # "on" once `zmem index --history` (or an as-of query) built it
 
@@ -115,6 +120,7 @@ def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
 def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | None:
     """Build or extend the history (under the index lock). None when another writer holds it."""
     from zmem.indexer import IndexLock, LockTimeout
+    from zmem.repo import open_repo
     repo = open_repo(ws.root)
     try:
         with IndexLock(ws, 30.0):
@@ -141,6 +147,7 @@ class AsOf:
 def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     """DATE (the last commit at or before the end of that day on the chain) or REV."""
     import datetime as dt
+    from zmem.repo import open_repo
     from zmem.search import parse_when
     repo = open_repo(ws.root)
     if repo.head() is None:
@@ -174,6 +181,7 @@ def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
     if at.seq is not None:
         return dict(conn.execute("SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND "
                                  "(to_seq IS NULL OR to_seq > ?)", (at.seq, at.seq)))
+    from zmem.repo import open_repo
     repo = open_repo(ws.root)  # off the chain: read its tree, parse contents not seen before
     files = {rel: blob for rel, blob in repo.tree_files(at.sha).items() if ws.is_memory_path(rel)}
     known = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
@@ -225,6 +233,7 @@ def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
 def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None) -> dict[int, tuple[str, str, int, str]] | None:
     """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
     from the cache when this content was blamed before. None when the file cannot be read."""
+    from zmem.repo import blame_file, open_repo
     repo = None
     if rev is None:
         try:

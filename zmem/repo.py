@@ -231,7 +231,7 @@ def registered_workspaces(repo: Repo) -> list[str]:
         return []
 
 
-ZERO_COMMIT = "0" * 40
+ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
 
 
 @dataclass

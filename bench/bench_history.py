@@ -1,0 +1,142 @@
+"""History benchmark: backfill, blame and as-of recall on a deep repository.
+
+    python bench/bench_history.py [--files 500] [--commits 2000] [--out DIR] [--runs 15]
+
+Builds a repository of N daily logs and M commits (1-3 files appended to or edited per commit, via
+git fast-import, so every file has many versions), then times, in-process:
+- `zmem index --history`: the backfill of every version along the first-parent chain (target ≤ 30 s),
+- blame of one cited range: cold (git blame of that file) and warm (cached by blob) (target ≤ 150 ms warm),
+- recall --as-of a mid-history commit vs a current-view recall on the same queries (target ≤ 2×),
+and the same as fresh processes (`zmem blame`, `zmem recall --as-of`) for what a shell user sees.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+QUERIES = ["gateway crash", "Peter Lisbon", "backup failed", "Mac Studio host", "reunião", "北京出差",
+           "rate limiter 429", "deploy rolled back"]
+
+
+def median_ms(samples: list[float]) -> str:
+    return f"median {statistics.median(samples) * 1000:7.1f} ms (min {min(samples) * 1000:.1f}, max {max(samples) * 1000:.1f})"
+
+
+def make_deep_repo(root: Path, files: int, commits: int, seed: int = 0) -> None:
+    """files daily logs; each commit appends a note (sometimes a Retain fact, sometimes an edit of an
+    earlier line) to 1-3 of them, so every file has many versions. Written with git fast-import."""
+    import random
+    sys.path.insert(0, str(HERE))
+    from make_synthetic import EN, PEOPLE, PLACES, PROJECTS, THINGS
+    rng = random.Random(seed)
+    subprocess.run([sys.executable, "-m", "zmem", "init", "--no-hooks", str(root)], check=True, capture_output=True)
+    names = [f"memory/{2020 + i // 365}-{(i % 365) // 28 % 12 + 1:02d}-{(i % 28) + 1:02d}-{i}.md" for i in range(files)]
+    content = {n: [f"# {n[7:17]}", "", "## Notes", ""] for n in names}
+    retain = {n: [] for n in names}
+    out = ["reset refs/heads/main"]
+    t = 1_600_000_000
+    for c in range(commits):
+        touched = rng.sample(names, rng.choice((1, 1, 2, 3)))
+        for n in touched:
+            text = rng.choice(EN).format(p=rng.choice(PEOPLE), p2=rng.choice(PEOPLE), l=rng.choice(PLACES),
+                                         t=rng.choice(THINGS), pr=rng.choice(PROJECTS))
+            if rng.random() < 0.3:
+                retain[n].append(f"- {rng.choice('WBS')} @{rng.choice(PEOPLE)}: {text}")
+            elif rng.random() < 0.2 and len(content[n]) > 4:
+                content[n][rng.randrange(4, len(content[n]))] = f"- (edited in commit {c}) {text}"
+            else:
+                content[n].append(f"- {text}")
+        t += rng.randrange(60, 7200)
+        out += [f"commit refs/heads/main", f"committer bench <b@x> {t} +0000", f"data <<EOM\ncommit {c}\nEOM"]
+        for n in touched:
+            body = "\n".join(content[n] + (["", "## Retain", *retain[n]] if retain[n] else [])) + "\n"
+            data = body.encode()
+            out.append(f"M 100644 inline {n}")
+            out.append(f"data {len(data)}\n{body}")
+    stream = ("\n".join(out) + "\n").encode()
+    subprocess.run(["git", "fast-import", "--quiet", "--force"], cwd=root, input=stream, check=True)
+    subprocess.run(["git", "reset", "-q", "--hard", "main"], cwd=root, check=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=500)
+    ap.add_argument("--commits", type=int, default=2000)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--runs", type=int, default=15)
+    a = ap.parse_args()
+    from zmem import history
+    from zmem.api import recall_workspace
+    from zmem.blame import blame
+    from zmem.indexer import catch_up, open_index
+    from zmem.workspace import find_workspace
+
+    root = (a.out or Path(tempfile.mkdtemp(prefix="zmem-bench-history-"))) / "ws"
+    t0 = time.perf_counter()
+    make_deep_repo(root, a.files, a.commits)
+    print(f"repository: {a.files} files, {a.commits} commits (written in {time.perf_counter() - t0:.1f} s)")
+    ws = find_workspace(str(root))
+    catch_up(ws)
+    conn = open_index(ws)
+    t0 = time.perf_counter()
+    up = history.ensure_history(ws, conn)
+    backfill = time.perf_counter() - t0
+    versions = conn.execute("SELECT count(*) FROM hist_versions").fetchone()[0]
+    print(f"backfill: {up.commits} commits, {up.blobs} distinct file versions parsed, {versions} intervals "
+          f"in {backfill:.2f} s (target ≤ 30 s)")
+
+    # blame one cited range: a fact line of a file with a deep history
+    path, line = conn.execute("SELECT v.path, f.start_line FROM hist_versions v JOIN facts f ON f.path = v.path "
+                              "GROUP BY v.path ORDER BY count(*) DESC LIMIT 1").fetchone()
+    target = f"{path}#L{line}-L{line + 2}"
+    t0 = time.perf_counter()
+    blame(ws, conn, target)
+    cold = time.perf_counter() - t0
+    warm = []
+    for _ in range(a.runs):
+        t0 = time.perf_counter()
+        blame(ws, conn, target)
+        warm.append(time.perf_counter() - t0)
+    n_versions = conn.execute("SELECT count(*) FROM hist_versions WHERE path = ?", (path,)).fetchone()[0]
+    print(f"blame {target} ({n_versions} versions): cold {cold * 1000:.0f} ms; warm {median_ms(warm)} (target ≤ 150 ms)")
+    mid = conn.execute("SELECT sha FROM hist_commits ORDER BY seq LIMIT 1 OFFSET ?",
+                       (up.commits // 2,)).fetchone()[0]
+    conn.close()
+
+    for q in QUERIES:  # warm both paths once
+        recall_workspace(ws, q, mode="bm25")
+        recall_workspace(ws, q, as_of=mid)
+    cur, past = [], []
+    for _ in range(a.runs):
+        for q in QUERIES:
+            t0 = time.perf_counter()
+            recall_workspace(ws, q, mode="bm25")
+            cur.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            recall_workspace(ws, q, as_of=mid)
+            past.append(time.perf_counter() - t0)
+    ratio = statistics.median(past) / statistics.median(cur)
+    print(f"recall (current view):  {median_ms(cur)}")
+    print(f"recall --as-of mid:     {median_ms(past)}  ratio {ratio:.2f}× (target ≤ 2×)")
+
+    exe = Path(sys.executable).parent / "zmem"
+    for label, args in (("zmem blame (process, warm cache)", ["blame", target]),
+                        ("zmem recall (process)", ["recall", QUERIES[0]]),
+                        ("zmem recall --as-of (process)", ["recall", QUERIES[0], "--as-of", mid])):
+        times = []
+        for _ in range(max(5, a.runs // 3)):
+            t0 = time.perf_counter()
+            subprocess.run([str(exe), "-C", str(root), *args], check=True, capture_output=True)
+            times.append(time.perf_counter() - t0)
+        print(f"{label:34} {median_ms(times)}")
+
+
+if __name__ == "__main__":
+    main()
