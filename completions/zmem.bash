@@ -29,10 +29,12 @@ _zmem() {
         "recall|--kind") kind="choices:world experience opinion observation relation W B O S R" ;;
         "recall|--entity") kind="any" ;;
         "recall|--as-of") kind="any" ;;
+        "recall|--scope") kind="choices:private group" ;;
         "recall|--format") kind="choices:text table json md" ;;
         "get|--from") kind="any" ;;
         "get|--lines") kind="any" ;;
         "get|--rev") kind="any" ;;
+        "get|--scope") kind="choices:private group" ;;
         "append|--retain") kind="choices:W B O S R" ;;
         "append|--entity") kind="any" ;;
         "append|--confidence") kind="any" ;;
@@ -79,8 +81,8 @@ _zmem_words() {
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
         "model import") words="--out --outtype --help" ;;
-        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --format --json --help" ;;
-        "get") words="--from --lines --rev --json --help" ;;
+        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --format --json --help" ;;
+        "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;
         "entity") words="--json --help" ;;

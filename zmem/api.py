@@ -13,16 +13,21 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None, kind: str | None = None,
-                     entity: str | None = None, as_of: str | None = None) -> Recall:
+                     entity: str | None = None, as_of: str | None = None, scope: str = "private") -> Recall:
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
-    (a date or revision), over the memory as it stood at that commit."""
+    (a date or revision), over the memory as it stood at that commit. scope "group" never returns
+    MEMORY.md or the paths config lists as private."""
+    if scope not in ("private", "group"):
+        raise ValueError(f"unknown scope {scope!r}")
+    exclude = ws.private_globs() if scope == "group" else None
     cfg = ws.config
     conn = open_index(ws)
     try:
         fresh = catch_up(ws, progress=progress, conn=conn)
         if as_of is not None:
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
-                                path_glob=path_glob, max_chars=max_chars, mode=mode, kind=kind, entity=entity)
+                                path_glob=path_glob, max_chars=max_chars, mode=mode, kind=kind, entity=entity,
+                                exclude=exclude)
             res.warnings = fresh.warnings + res.warnings
             res.stale = fresh.stale
             return res
@@ -41,12 +46,13 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
             res = recall_facts(conn, query, k=k or cfg.recall_k, kind=normalize_kind(kind), entity=key, since=since,
                                until=until, path_glob=path_glob, mode=mode_used, query_vector=qvec, store=store,
                                fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
-                               multiplier=cfg.candidate_multiplier, explain=explain)
+                               multiplier=cfg.candidate_multiplier, explain=explain, exclude=exclude)
         else:
             res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path_glob,
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
-                         text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain)
+                         text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
+                         exclude=exclude)
     finally:
         conn.close()
     res.warnings = warnings + res.warnings
@@ -96,7 +102,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
-                  mode, kind, entity) -> Recall:
+                  mode, kind, entity, exclude) -> Recall:
     from zmem import history
     from zmem.errors import ZmemError
     notes = []
@@ -112,9 +118,9 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
     if mode in ("vector", "hybrid"):
         notes.append("as-of recall is keyword (BM25) only")
     if kind or entity:
-        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity)
+        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude)
     else:
         res = history.recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
-                                   max_chars=max_chars, snippet_chars=ws.config.snippet_chars)
+                                   max_chars=max_chars, snippet_chars=ws.config.snippet_chars, exclude=exclude)
     res.warnings = notes + res.warnings
     return res

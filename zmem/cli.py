@@ -349,11 +349,14 @@ def model_import(source, out, outtype):
 @click.option("--as-of", "as_of", metavar="DATE|REV", default=None,
               help="Recall from the memory as it stood at a commit: the last one on this branch at or before "
                    "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
+@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
+              help="group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, fmt, as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, scope, fmt,
+           as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
     Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
@@ -372,7 +375,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     text = " ".join(query)
     res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, path_glob=path_glob,
-                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity, as_of=as_of)
+                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity, as_of=as_of,
+                           scope=scope)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -416,9 +420,11 @@ def _render_text(hits) -> None:
 @click.option("--from", "start", type=click.IntRange(1, None), default=None, help="First line (1-based; default 1).")
 @click.option("--lines", "count", type=click.IntRange(1, None), default=None, help="Number of lines (default: to the end).")
 @click.option("--rev", metavar="REV", default=None, help="Read the file as it was at this commit, branch or tag.")
+@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
+              help="group: refuse private files (MEMORY.md, [scopes] private).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object with the lines.")
 @click.pass_context
-def get(ctx, path, start, count, rev, as_json):
+def get(ctx, path, start, count, rev, scope, as_json):
     """Print exactly the cited lines of a memory file, now or at a past commit.
 
     PATH is workspace-relative and may carry a citation: `zmem get memory/2025-11-27.md#L3-L5`, or
@@ -427,7 +433,7 @@ def get(ctx, path, start, count, rev, as_json):
     """
     from zmem.reading import read_lines
     ws = _workspace(ctx)
-    out = read_lines(ws, path, start=start, count=count, rev=rev)
+    out = read_lines(ws, path, start=start, count=count, rev=rev, scope=scope)
     if as_json:
         click.echo(json.dumps(out, ensure_ascii=False))
     elif out["text"] or out["lines"]:

@@ -55,6 +55,10 @@ DEFAULT_TOML = """\
 [cache]
 # Embedding cache entries kept (least recently used are pruned).
 # max_entries = 50000
+
+[scopes]
+# Paths (globs) that `--scope group` never returns, besides MEMORY.md, which is always private.
+# private = ["bank/people/**"]
 """
 
 
@@ -73,6 +77,7 @@ class Config:
     text_weight: float = 0.7
     candidate_multiplier: int = 4
     cache_max_entries: int = 50_000
+    private_paths: tuple[str, ...] = ()  # globs hidden from --scope group (MEMORY.md always is)
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
     sources: tuple[str, ...] = field(default=())  # files the settings came from
@@ -93,8 +98,9 @@ _KEYS = {
     ("recall", "text_weight"): ("text_weight", (int, float), 0),
     ("recall", "candidate_multiplier"): ("candidate_multiplier", int, 1),
     ("cache", "max_entries"): ("cache_max_entries", int, 0),
+    ("scopes", "private"): ("private_paths", list, None),
 }
-_SECTIONS = {"index", "recall", "hooks", "cache"}
+_SECTIONS = {"index", "recall", "hooks", "cache", "scopes"}
 EMBEDDING_KEYS = {
     "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
     "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
@@ -142,10 +148,10 @@ def _apply(values: dict, data: dict, path: Path) -> None:
                                   hint="see the commented defaults that `zmem init` writes to zmem.toml")
             if minimum is not None and v < minimum:
                 raise ConfigError(f"{path}: `{where}` must be at least {minimum}", hint="fix the value in the file")
-            if attr == "extra_paths":
+            if typ is list:
                 if not all(isinstance(p, str) for p in v):
-                    raise ConfigError(f"{path}: `extra_paths` must be a list of strings",
-                                      hint='e.g. extra_paths = ["notes"]')
+                    raise ConfigError(f"{path}: `{where}` must be a list of strings",
+                                      hint='e.g. ["notes", "bank/people/**"]')
                 v = tuple(v)
             values[attr] = v
 

@@ -281,12 +281,13 @@ def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
 
 def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
-                 snippet_chars: int = 700):
+                 snippet_chars: int = 700, exclude: list[str] | None = None):
     """BM25 recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly."""
     import datetime as dt
     import fnmatch
     from zmem.fts import build_match
-    from zmem.search import Hit, Recall, _glob_to_sql, make_snippet
+    from zmem.search import Hit, Recall, make_snippet
+    from zmem.workspace import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "Peter" --as-of 2025-11-30')
     date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
@@ -313,12 +314,13 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
             "WHERE hist_fts MATCH ? ORDER BY hist_fts.rank", (match,))
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
-    glob = _glob_to_sql(path_glob) if path_glob else None
+    glob = glob_to_sql(path_glob) if path_glob else None
     candidates = 0
     for cid, path, start, end, heading, text, rank in rows:
         day = day_from_path(path)
         if (since and (day is None or day < since)) or (until and (day is None or day > until)) or \
-                (glob and not fnmatch.fnmatchcase(path, glob)):
+                (glob and not fnmatch.fnmatchcase(path, glob)) or \
+                (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
             continue
         candidates += 1
         if len(out.results) == k or candidates > n:
@@ -339,7 +341,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 
 
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,
-                       entity: str | None = None):
+                       entity: str | None = None, exclude: list[str] | None = None):
     """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
     words first (then newest first)."""
     import datetime as dt
@@ -348,7 +350,9 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     from zmem.search import FactHit, Recall
     key = resolve_entity(ws, conn, entity).key if entity else None
     kind = normalize_kind(kind)
-    facts = [f for f in entity_filter(facts_at(ws, conn, at), key) if kind is None or f.kind == kind]
+    from fnmatch import fnmatchcase
+    facts = [f for f in entity_filter(facts_at(ws, conn, at), key) if (kind is None or f.kind == kind)
+             and not (exclude and any(fnmatchcase(f.path, g) for g in exclude))]
     terms = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
     scored = []
     for i, f in enumerate(facts):

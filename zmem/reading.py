@@ -26,9 +26,10 @@ def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
 
 
 def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int | None = None,
-               rev: str | None = None) -> dict:
+               rev: str | None = None, scope: str = "private") -> dict:
     """Exactly the cited lines of a memory file, now or at a commit (rev, or `path@rev` in spec).
-    Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused."""
+    Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused, and
+    with scope "group" so are private files (MEMORY.md, [scopes] private)."""
     from zmem.indexer import decode_note
     from zmem.markdown import split_lines
     from zmem.workspace import normalize_rel, resolve_memory_path
@@ -56,6 +57,9 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
         if data is None:
             raise ZmemError(f"{rel} does not exist at {sha[:10]}",
                             hint=f"`zmem log {rel}` shows the commits that touched it")
+    if scope == "group" and ws.is_private(rel):
+        raise ZmemError(f"{rel} is private and this is a group scope",
+                        hint="private files (MEMORY.md, [scopes] private in zmem.toml) are read with --scope private")
     text, _ = decode_note(rel, data, float("inf"))
     if text is None:
         raise ZmemError(f"{rel} is not a text file", hint="zmem reads Markdown notes only")

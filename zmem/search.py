@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError
 from zmem.fts import _CJK_RUN, build_match, query_terms
+from zmem.workspace import glob_to_sql
 
 
 @dataclass
@@ -74,12 +75,8 @@ def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -
                         hint="use a span like 7d, 2w, 3m, 1y, or a day like 2025-11-27") from None
 
 
-def _glob_to_sql(pattern: str) -> str:
-    return re.sub(r"\*\*/?", "*", pattern.lstrip("./"))
-
-
 def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
-                path_glob: str | None = None) -> list[tuple[int, float]]:
+                path_glob: str | None = None, exclude: list[str] | None = None) -> list[tuple[int, float]]:
     """(chunk id, normalized score in (0, 1)) best first. score = s / (1 + s) with s = -bm25:
     monotonic, so a better keyword match always scores higher, and no threshold hides a hit."""
     match = build_match(query)
@@ -94,7 +91,10 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
         args.append(until)
     if path_glob:
         where.append("c.path GLOB ?")
-        args.append(_glob_to_sql(path_glob))
+        args.append(glob_to_sql(path_glob))
+    if exclude:  # --scope group: private paths
+        where.append("NOT (" + " OR ".join("c.path GLOB ?" for _ in exclude) + ")")
+        args.extend(exclude)
     if where:
         sql = (f"SELECT c.id, chunks_fts.rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
                f"WHERE chunks_fts MATCH ? AND {' AND '.join(where)} ORDER BY chunks_fts.rank LIMIT ?")
@@ -146,13 +146,15 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     return start_line + lo, start_line + hi, "\n".join(lines[lo:hi + 1])
 
 
-def _passes(row, since, until, path_glob) -> bool:
+def _passes(row, since, until, path_glob, exclude=None) -> bool:
     _, path, _, _, _, day, _ = row
     if since and (day is None or day < since):
         return False
     if until and (day is None or day > until):
         return False
-    return not path_glob or fnmatch.fnmatchcase(path, _glob_to_sql(path_glob))
+    if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
+        return False
+    return not path_glob or fnmatch.fnmatchcase(path, glob_to_sql(path_glob))
 
 
 def _rows(conn, ids) -> dict[int, tuple]:
@@ -215,9 +217,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
            vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
-           explain: bool = False) -> Recall:
+           explain: bool = False, exclude: list[str] | None = None) -> Recall:
     """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
-    store, else they fall back to bm25 and say so in warnings)."""
+    store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "where does Peter live"')
@@ -230,13 +232,13 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
         else:
-            bm25 = search_bm25(conn, query, k=n, since=since, until=until, path_glob=path_glob)
+            bm25 = search_bm25(conn, query, k=n, since=since, until=until, path_glob=path_glob, exclude=exclude)
     if mode in ("vector", "hybrid"):
-        filtered = bool(since or until or path_glob)
+        filtered = bool(since or until or path_glob or exclude)
         raw = store.search(query_vector, n * 8 if filtered else n)
         if filtered:
             rows = _rows(conn, [h[0] for h in raw])
-            raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob)]
+            raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob, exclude)]
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     if mode == "bm25":
         ranked = bm25
@@ -312,7 +314,7 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
                  since: str | None = None, until: str | None = None, path_glob: str | None = None,
                  mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
                  vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
-                 explain: bool = False) -> Recall:
+                 explain: bool = False, exclude: list[str] | None = None) -> Recall:
     """Retain facts for a query, filtered by kind and entity: BM25 over the facts' text and entity
     names, fused with the similarity of the vector window that holds each fact's line."""
     from zmem.entities import query_facts
@@ -320,7 +322,8 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
     if not query.strip():
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall --entity Peter "where"')
     allowed = {f.row: f for f in query_facts(conn, entity=entity, kind=kind, since=since, until=until,
-                                             path_glob=_glob_to_sql(path_glob) if path_glob else None)}
+                                             path_glob=glob_to_sql(path_glob) if path_glob else None)
+               if not (exclude and any(fnmatch.fnmatchcase(f.path, g) for g in exclude))}
     if not allowed:
         return out
     bm25: list[tuple[int, float]] = []

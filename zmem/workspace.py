@@ -37,6 +37,15 @@ class Workspace:
                 roots.append(rel)
         return roots
 
+    def private_globs(self) -> list[str]:
+        """SQLite GLOB patterns of what `--scope group` never returns: MEMORY.md and config's
+        [scopes] private (a `**` matches across directories)."""
+        return ["MEMORY.md", "memory.md", *(glob_to_sql(g) for g in self.config.private_paths)]
+
+    def is_private(self, rel: str) -> bool:
+        from fnmatch import fnmatchcase
+        return any(fnmatchcase(rel, g) for g in self.private_globs())
+
     def is_memory_path(self, rel: str) -> bool:
         """Is this workspace-relative POSIX path one of the memory sources?"""
         if not rel.endswith(".md") or rel.startswith(STATE_DIR + "/"):
@@ -76,6 +85,12 @@ class Workspace:
 def _exact_name(root: Path, name: str) -> bool:
     """On case-insensitive file systems MEMORY.md and memory.md are one file; count it once."""
     return name in os.listdir(root)
+
+
+def glob_to_sql(pattern: str) -> str:
+    """A path glob as SQLite GLOB / fnmatch understands it: `**` (any depth) becomes `*`."""
+    import re
+    return re.sub(r"\*\*/?", "*", pattern.lstrip("./"))
 
 
 def normalize_rel(path: str) -> str | None:
