@@ -30,6 +30,7 @@ _zmem() {
         "recall|--entity") kind="any" ;;
         "recall|--as-of") kind="any" ;;
         "recall|--scope") kind="choices:private group" ;;
+        "recall|--source") kind="choices:memory sessions all" ;;
         "recall|--format") kind="choices:text table json md" ;;
         "get|--from") kind="any" ;;
         "get|--lines") kind="any" ;;
@@ -76,12 +77,12 @@ _zmem_words() {
         "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
-        "index") words="--full --no-embed --quiet -q --history --json --help" ;;
+        "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
         "embed") words="--quiet -q --background --json --help" ;;
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
         "model import") words="--out --outtype --help" ;;
-        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --format --json --help" ;;
+        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;

@@ -13,12 +13,26 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None, kind: str | None = None,
-                     entity: str | None = None, as_of: str | None = None, scope: str = "private") -> Recall:
+                     entity: str | None = None, as_of: str | None = None, scope: str = "private",
+                     source: str | None = None) -> Recall:
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
     (a date or revision), over the memory as it stood at that commit. scope "group" never returns
-    MEMORY.md or the paths config lists as private."""
+    MEMORY.md or the paths config lists as private (nor session transcripts). source: memory,
+    sessions or all (default: all when [sessions] is enabled, else memory)."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
+    from zmem.sessions import settings_for
+    sessions = settings_for(ws)
+    source = source or ("all" if sessions.enabled else "memory")
+    if source != "memory" and not sessions.enabled:
+        from zmem.errors import ZmemError
+        raise ZmemError("session transcripts are not enabled",
+                        hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
+                             "~/.config/zmem/config.toml")
+    if source != "memory" and (kind or entity or as_of):
+        from zmem.errors import ZmemError
+        raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
+                        hint="add --source memory")
     exclude = ws.private_globs() if scope == "group" else None
     cfg = ws.config
     conn = open_index(ws)
@@ -53,10 +67,27 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
                          exclude=exclude)
+        if source != "memory":
+            res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
     finally:
         conn.close()
     res.warnings = warnings + res.warnings
     res.stale = fresh.stale
+    return res
+
+
+def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
+    """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
+    from zmem.sessions import merge_ranked, pending, search_sessions, spawn_session_index
+    if scope == "group":
+        res.warnings.append("session transcripts are private: not searched with --scope group")
+        return res
+    due = pending(conn, settings)
+    if due:
+        spawn_session_index(ws)
+        res.warnings.append(f"{len(due)} session files have new messages, being indexed in the background")
+    hits = search_sessions(conn, query, k, ws.config.snippet_chars)
+    res.results = hits[:k] if source == "sessions" else merge_ranked(res.results, hits, k)
     return res
 
 

@@ -182,9 +182,12 @@ def _shell_quote(s: str) -> str:
 @click.option("--history", "with_history", is_flag=True,
               help="Also build (or extend) the history index: every version of every memory file along "
                    "HEAD's first-parent chain, for --as-of, log and diff. Kept up to date from then on.")
+@click.option("--sessions", "with_sessions", is_flag=True,
+              help="Also index the agent session transcripts of [sessions] now (everything new, ignoring the "
+                   "delta thresholds).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
-def index(ctx, full, no_embed, quiet, with_history, as_json):
+def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     """Bring the index up to date with HEAD and the working tree.
 
     Every reading command does this catch-up by itself; the git hooks make it free. Only files whose
@@ -210,6 +213,23 @@ def index(ctx, full, no_embed, quiet, with_history, as_json):
         if hist.shallow:
             warn("this is a shallow clone: history before its oldest commit is missing "
                  "(`git fetch --unshallow` brings it)")
+    sess = None
+    if with_sessions:
+        from zmem.indexer import IndexLock, LockTimeout
+        from zmem.sessions import index_sessions, settings_for
+        settings = settings_for(ws)
+        if not settings.enabled:
+            raise ZmemError("session transcripts are not enabled",
+                            hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
+                                 "~/.config/zmem/config.toml")
+        conn = open_index(ws)
+        try:
+            with IndexLock(ws, 60):
+                sess = index_sessions(conn, settings, force=True)
+        except LockTimeout:
+            raise ZmemError("another zmem process is updating the index", hint="run the command again") from None
+        finally:
+            conn.close()
     report = None
     if not no_embed:
         from zmem.embedding import run_embed_job
@@ -223,6 +243,8 @@ def index(ctx, full, no_embed, quiet, with_history, as_json):
             "updated": result.updated, "removed": result.removed, "warnings": result.warnings,
             "stale": result.stale, "seconds": round(result.seconds, 4),
             "embeddings": _embed_json(report),
+            "sessions": None if sess is None else {"files": sess.files, "messages": sess.messages,
+                                                    "bytes": sess.bytes, "seconds": round(sess.seconds, 3)},
             "history": None if hist is None else {"commits": hist.commits, "blobs": hist.blobs,
                                                   "rewound": hist.rewound, "shallow": hist.shallow,
                                                   "seconds": round(hist.seconds, 3)}}, ensure_ascii=False))
@@ -233,6 +255,8 @@ def index(ctx, full, no_embed, quiet, with_history, as_json):
         if report:
             click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
                        f"{report.pending} pending")
+        if sess:
+            click.echo(f"sessions: {sess.messages} messages from {sess.files} files in {sess.seconds:.2f} s")
         if hist:
             click.echo(f"history: {hist.commits} new commits, {hist.blobs} file versions parsed "
                        f"in {hist.seconds:.2f} s" + (f"; {hist.rewound} rewritten commits dropped" if hist.rewound else ""))
@@ -351,12 +375,15 @@ def model_import(source, out, outtype):
                    "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
 @click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
               help="group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
+@click.option("--source", type=click.Choice(["memory", "sessions", "all"]), default=None,
+              help="Search memory files, agent session transcripts, or both (default: all when [sessions] "
+                   "is enabled, else memory).")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, scope, fmt,
-           as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, scope, source,
+           fmt, as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
     Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
@@ -376,7 +403,7 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, path_glob=path_glob,
                            max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity, as_of=as_of,
-                           scope=scope)
+                           scope=scope, source=source)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -871,6 +898,71 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
             click.echo(f"{sign} opinion c={o['confidence']:.2f}: {o['statement']}")
     if not (f["added"] or f["retracted"] or f["changed"] or d["opinions"]):
         click.echo("no differences in facts or opinions", err=True)
+
+
+# ----------------------------------------------------------------------------- watch
+
+
+@cli.command("watch")
+@click.option("--debounce", type=click.FloatRange(0, None), default=None, metavar="SECONDS",
+              help="Reindex after this many seconds without a change (default 1.5, `watch.debounce`).")
+@click.option("--commit", "do_commit", is_flag=True,
+              help="Also commit the changed memory files (only those) once they have been quiet for --commit-after "
+                   "seconds; never while a merge or rebase is in progress.")
+@click.option("--commit-after", type=click.FloatRange(0, None), default=30.0, show_default=True, metavar="SECONDS",
+              help="With --commit: seconds without a change before committing.")
+@click.option("--poll", is_flag=True,
+              help="Stat the memory files every second instead of using inotify (e.g. network file systems).")
+@click.option("--max-events", type=click.IntRange(1, None), default=None, metavar="N",
+              help="Exit 0 after N indexed/committed events (for scripts and tests).")
+@click.option("--exit-after", type=click.FloatRange(0, None), default=None, metavar="SECONDS",
+              help="Exit 0 after this many seconds (for scripts and tests).")
+@click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
+                   '"files": [...], "commit": ..., "seconds": ...}.')
+@click.pass_context
+def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, verbose, as_json):
+    """Keep the index fresh while agents write memory files without committing.
+
+    Watches the memory directories (inotify on Linux, one descriptor however many files; elsewhere
+    it stats the files every second) and, after DEBOUNCE seconds without a change, reindexes what
+    changed. With --commit, memory files that stay unchanged for --commit-after seconds are
+    committed (`zmem watch: N memory files`), never other files. Stops cleanly on Ctrl-C (exit 130)
+    or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
+    """
+    from zmem.watch import Watcher
+    ws = _workspace(ctx)
+    loud = verbose or sys.stderr.isatty()
+
+    def emit(e) -> None:
+        if as_json:
+            click.echo(json.dumps(e.to_json(), ensure_ascii=False))
+        if not loud:
+            return
+        names = ", ".join(e.files[:3]) + (f" and {len(e.files) - 3} more" if len(e.files) > 3 else "")
+        if e.event == "watching":
+            click.echo(f"watching {ws.root} ({e.watched} {'directories' if e.backend == 'inotify' else 'files'}, "
+                       f"{e.backend}); Ctrl-C stops", err=True)
+        elif e.event == "indexed":
+            click.echo(f"indexed {len(e.files)} file{'s' if len(e.files) != 1 else ''} in {e.seconds * 1000:.0f} ms: "
+                       f"{names}", err=True)
+        elif e.event == "committed":
+            click.echo(f"committed {len(e.files)} memory file{'s' if len(e.files) != 1 else ''} as {e.commit[:10]}: "
+                       f"{names}", err=True)
+
+    watcher = Watcher(ws, debounce=ws.config.watch_debounce if debounce is None else debounce, commit=do_commit,
+                      commit_after=commit_after, poll=poll, max_events=max_events, exit_after=exit_after,
+                      emit=emit, notice=warn)
+    try:
+        code = watcher.run()
+    except ZmemError as e:
+        if as_json:
+            click.echo(json.dumps({"event": "error", "files": [], "commit": None, "seconds": 0, "message": e.message}))
+        raise
+    if watcher.commit and watcher.pending:
+        warn(f"{len(watcher.pending)} changed memory files were left uncommitted (stopped before --commit-after)")
+    raise click.exceptions.Exit(code)
 
 
 # ----------------------------------------------------------------------------- status / doctor

@@ -42,6 +42,10 @@ DEFAULT_TOML = """\
 # touches at most this many memory files; larger ones go to a detached `zmem index`.
 # inline_max_files = 200
 
+[watch]
+# `zmem watch` reindexes after this many seconds without a change (--debounce overrides it).
+# debounce = 1.5
+
 [embeddings]
 # Semantic recall. Settings here that send notes off this machine or load code (this whole
 # section) apply only after `zmem trust`; your own ~/.config/zmem/config.toml needs no trust.
@@ -59,6 +63,13 @@ DEFAULT_TOML = """\
 [scopes]
 # Paths (globs) that `--scope group` never returns, besides MEMORY.md, which is always private.
 # private = ["bank/people/**"]
+
+[sessions]
+# Agent session transcripts (JSONL) to index for recall; only after `zmem trust` when set here.
+# enabled = false
+# dir = "~/.openclaw/agents/*/sessions"
+# delta_bytes = 100000     # reindex a file once it grew by this many bytes
+# delta_messages = 50      # ... or by this many messages
 """
 
 
@@ -71,6 +82,7 @@ class Config:
     recall_k: int = 6
     snippet_chars: int = 700
     inline_max_files: int = 200
+    watch_debounce: float = 1.5  # seconds of quiet before `zmem watch` reindexes
     recall_mode: str = "hybrid"
     fusion: str = "weighted"
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
@@ -79,6 +91,7 @@ class Config:
     cache_max_entries: int = 50_000
     private_paths: tuple[str, ...] = ()  # globs hidden from --scope group (MEMORY.md always is)
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted
+    sessions: dict = field(default_factory=dict)  # the [sessions] table, as trusted (sessions.py reads it)
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
     sources: tuple[str, ...] = field(default=())  # files the settings came from
 
@@ -92,6 +105,7 @@ _KEYS = {
     ("recall", "k"): ("recall_k", int, 1),
     ("recall", "snippet_chars"): ("snippet_chars", int, 40),
     ("hooks", "inline_max_files"): ("inline_max_files", int, 0),
+    ("watch", "debounce"): ("watch_debounce", (int, float), 0),
     ("recall", "mode"): ("recall_mode", ("hybrid", "bm25", "vector"), None),
     ("recall", "fusion"): ("fusion", ("rrf", "weighted"), None),
     ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
@@ -100,7 +114,7 @@ _KEYS = {
     ("cache", "max_entries"): ("cache_max_entries", int, 0),
     ("scopes", "private"): ("private_paths", list, None),
 }
-_SECTIONS = {"index", "recall", "hooks", "cache", "scopes"}
+_SECTIONS = {"index", "recall", "hooks", "cache", "scopes", "watch"}
 EMBEDDING_KEYS = {
     "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
     "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
@@ -176,6 +190,13 @@ def _embeddings(data: dict, path: Path) -> dict:
     return out
 
 
+def _table(data: dict, name: str, path: Path) -> dict:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: `{name}` must be a table", hint=f"write it as [{name}]")
+    return table
+
+
 def load_config(workspace_root: Path | None) -> Config:
     from zmem.trust import is_trusted
     values: dict = {}
@@ -183,22 +204,27 @@ def load_config(workspace_root: Path | None) -> Config:
     embeddings: dict = {}
     untrusted: list[str] = []
     user = user_config_path()
+    sessions: dict = {}
     if user.is_file():
         data = _read_toml(user)
         _apply(values, data, user)
         embeddings.update(_embeddings(data, user))
+        sessions.update(_table(data, "sessions", user))
         sources.append(str(user))
     if workspace_root is not None and (workspace_root / "zmem.toml").is_file():
         path = workspace_root / "zmem.toml"
         data = _read_toml(path)
         _apply(values, data, path)
         table = _embeddings(data, path)
-        if table and is_trusted(path):
+        session_table = _table(data, "sessions", path)
+        if is_trusted(path):
             embeddings.update(table)
-        elif table:  # a cloned repository must not be able to send notes anywhere or load code
-            untrusted = sorted(f"embeddings.{k}" for k in table)
+            sessions.update(session_table)
+        else:  # a cloned repository must not send notes anywhere, load code, or read files outside it
+            untrusted = sorted([f"embeddings.{k}" for k in table] + [f"sessions.{k}" for k in session_table])
         sources.append(str(path))
-    cfg = Config(**values, embeddings=embeddings, untrusted=tuple(untrusted), sources=tuple(sources))
+    cfg = Config(**values, embeddings=embeddings, sessions=sessions, untrusted=tuple(untrusted),
+                 sources=tuple(sources))
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",
                           hint="e.g. chunk_tokens = 400, chunk_overlap = 80")

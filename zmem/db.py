@@ -174,6 +174,22 @@ MIGRATIONS: list[list[str]] = [
         )""",
         "CREATE INDEX hist_facts_blob ON hist_facts(blob)",
     ],
+    [
+        # Session transcripts (sessions.py): indexed up to `offset` bytes (`lines` lines) per file.
+        "CREATE TABLE session_files (path TEXT PRIMARY KEY, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
+        """CREATE TABLE session_messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            path TEXT NOT NULL,          -- absolute path of the JSONL file
+            line INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            ts TEXT,
+            text TEXT NOT NULL           -- secrets redacted
+        )""",
+        "CREATE INDEX session_messages_path ON session_messages(path)",
+        """CREATE VIRTUAL TABLE session_fts USING fts5(
+            text, cjk_bi, cjk_uni, content='', tokenize='porter unicode61 remove_diacritics 2')""",
+        "INSERT INTO session_fts(session_fts, rank) VALUES('rank', 'bm25(1.0, 1.0, 0.5)')",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -25,6 +25,7 @@ class Hit:
     chunk_end_line: int
     explain: dict | None = None
     rev: str | None = None  # as-of recall: the commit whose version of the file this is
+    source: str = "memory"  # or "sessions": a line of an agent's session transcript (JSONL)
 
     @property
     def citation(self) -> str:

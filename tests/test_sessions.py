@@ -1,0 +1,107 @@
+"""Session transcripts: OpenClaw-shaped JSONL indexed incrementally by byte offset, secrets
+redacted, hits citing file and line, thresholds, --source, and the trust rule."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from conftest import run, write
+
+
+def _config(extra: str = "") -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sessions = Path(os.environ["HOME"]) / ".openclaw/agents/main/sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[sessions]\nenabled = true\ndir = "~/.openclaw/agents/*/sessions"\n{extra}')
+    return sessions
+
+
+def _msg(role, text, ts=1764237600000):
+    return json.dumps({"type": "message", "timestamp": ts,
+                       "message": {"role": role, "content": [{"type": "text", "text": text}]}}) + "\n"
+
+
+def _recall(ws, *args):
+    res = run(["-C", str(ws), "recall", *args, "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    return json.loads(res.stdout), res.stderr
+
+
+def _wait_indexed(ws, query, want, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got, _ = _recall(ws, query, "--source", "sessions")
+        if len(got["results"]) >= want:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"{query!r}: not indexed within {timeout} s")
+
+
+def test_transcripts_are_indexed_redacted_and_cited(ws):
+    sessions = _config()
+    log = sessions / "abc.jsonl"
+    log.write_text(
+        json.dumps({"type": "session", "id": "abc"}) + "\n"
+        + _msg("user", "What is the wifi password? It is password: hunter2hunter")
+        + json.dumps({"type": "message", "message": {"role": "toolResult", "content": "zebrafish tool output"}}) + "\n"
+        + "not json at all\n"
+        + _msg("assistant", "The zebrafish tank is in the Lisbon office; key sk-proj-abcdefghijklmnopqrstuvwx")
+        + json.dumps({"role": "user", "content": "plain shape: the heron left"}) + "\n")
+    got = _wait_indexed(ws, "zebrafish", 1)
+    (hit,) = got["results"]  # the tool result is not indexed
+    assert hit["source"] == "sessions" and hit["start_line"] == 5
+    assert hit["path"] == "~/.openclaw/agents/main/sessions/abc.jsonl"
+    assert hit["citation"] == "~/.openclaw/agents/main/sessions/abc.jsonl#L5-L5"
+    assert "[REDACTED:openai-key]" in hit["snippet"] and "sk-proj" not in hit["snippet"]
+    got, _ = _recall(ws, "wifi", "--source", "sessions")
+    assert "hunter2hunter" not in got["results"][0]["snippet"] and "[REDACTED:password]" in got["results"][0]["snippet"]
+    assert _recall(ws, "heron", "--source", "sessions")[0]["results"][0]["start_line"] == 6
+    # default with sessions enabled: memory and sessions together; --source memory: notes only
+    write(ws, "memory/2025-11-28.md", "- zebrafish food ordered\n")
+    both, _ = _recall(ws, "zebrafish")
+    assert {r["source"] for r in both["results"]} == {"memory", "sessions"}
+    assert {r["source"] for r in _recall(ws, "zebrafish", "--source", "memory")[0]["results"]} == {"memory"}
+    # group scope never searches transcripts; get refuses them
+    got, err = _recall(ws, "zebrafish", "--scope", "group")
+    assert {r["source"] for r in got["results"]} == {"memory"} and "private" in err
+    assert run(["-C", str(ws), "get", str(log)]).exit_code == 1
+
+
+def test_incremental_by_offset_and_thresholds(ws):
+    sessions = _config("delta_messages = 5\ndelta_bytes = 100000\n")
+    log = sessions / "s.jsonl"
+    log.write_text("".join(_msg("user", f"message {i} about kestrels") for i in range(3)))
+    res = run(["-C", str(ws), "index", "--sessions", "--json"])
+    assert json.loads(res.stdout)["sessions"]["messages"] == 3
+    # below the thresholds: not indexed yet, and recall does not wait
+    with log.open("a") as f:
+        f.write(_msg("user", "ospreys one"))
+    got, err = _recall(ws, "ospreys", "--source", "sessions")
+    assert got["results"] == [] and "being indexed" not in err
+    # past delta_messages: indexed in the background, only the new part (offset-based)
+    with log.open("a") as f:
+        f.writelines(_msg("user", f"ospreys {i}") for i in range(5))
+    _, err = _recall(ws, "ospreys", "--source", "sessions")
+    assert "being indexed in the background" in err
+    got = _wait_indexed(ws, "ospreys", 6)
+    lines = sorted(r["start_line"] for r in _recall(ws, "ospreys", "--source", "sessions", "-k", "20")[0]["results"])
+    assert lines == [4, 5, 6, 7, 8, 9]
+    assert len(_recall(ws, "kestrels", "--source", "sessions", "-k", "20")[0]["results"]) == 3  # not duplicated
+    # a half-written last line waits; a rewritten (shorter) file starts over
+    with log.open("a") as f:
+        f.write('{"role": "user", "content": "partial lin')
+    res = run(["-C", str(ws), "index", "--sessions", "--json"])
+    assert json.loads(res.stdout)["sessions"]["messages"] == 0
+    log.write_text(_msg("user", "fresh start with plovers"))
+    run(["-C", str(ws), "index", "--sessions"])
+    assert _recall(ws, "kestrels", "--source", "sessions")[0]["results"] == []
+    assert _recall(ws, "plovers", "--source", "sessions")[0]["results"][0]["start_line"] == 1
+
+
+def test_sessions_from_an_untrusted_zmem_toml_are_ignored(ws):
+    (ws / "zmem.toml").write_text('[sessions]\nenabled = true\ndir = "/"\n')
+    res = run(["-C", str(ws), "recall", "anything", "--source", "sessions"])
+    assert res.exit_code == 1 and "not enabled" in res.stderr and "hint:" in res.stderr
