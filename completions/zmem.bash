@@ -53,6 +53,10 @@ _zmem() {
         "blame|--k") kind="any" ;;
         "log|--since") kind="any" ;;
         "diff|--entity") kind="any" ;;
+        "watch|--debounce") kind="any" ;;
+        "watch|--commit-after") kind="any" ;;
+        "watch|--max-events") kind="any" ;;
+        "watch|--exit-after") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -74,7 +78,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
@@ -89,10 +93,11 @@ _zmem_words() {
         "entity") words="--json --help" ;;
         "graph") words="--depth --export --json --help" ;;
         "opinions") words="--entity --json --help" ;;
-        "reflect") words="--since --dry-run --no-commit --apply-proposals --json --help" ;;
+        "reflect") words="--since --dry-run --no-commit --apply-proposals --llm --json --help" ;;
         "blame") words="-k --k --no-follow --json --help" ;;
         "log") words="--since --json --help" ;;
         "diff") words="--entity --json --help" ;;
+        "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --verbose -v --json --help" ;;
         "status") words="--json --help" ;;
         "doctor") words="--help" ;;
         "hooks") words="install uninstall status --help" ;;

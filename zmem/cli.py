@@ -696,9 +696,11 @@ def opinions(ctx, entity, as_json):
 @click.option("--dry-run", is_flag=True, help="Print the diff and write nothing.")
 @click.option("--no-commit", is_flag=True, help="Write the files but do not commit them.")
 @click.option("--apply-proposals", is_flag=True, help="Also append the proposed durable facts to MEMORY.md.")
+@click.option("--llm", is_flag=True,
+              help="Also write a short prose summary into each updated entity page with the [llm] chat model.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (with the diff).")
 @click.pass_context
-def reflect(ctx, since, dry_run, no_commit, apply_proposals, as_json):
+def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     """Update entity pages and opinions from new Retain facts, as one reviewable git commit.
 
     Writes a zmem-managed block (between zmem:begin/zmem:end markers) in bank/entities/<Slug>.md
@@ -716,7 +718,7 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, as_json):
     if since and not everything:
         when = dt.datetime.combine(dt.date.fromisoformat(parse_when(since)), dt.time(), dt.timezone.utc)
     res = do_reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=not no_commit,
-                     apply_proposals=apply_proposals)
+                     apply_proposals=apply_proposals, llm=llm)
     for w in res.warnings:
         warn(w)
     if as_json:

@@ -54,7 +54,9 @@ DEFAULT_TOML = """\
 # base_url = "http://127.0.0.1:11434/v1"   # any OpenAI-compatible endpoint (Ollama, vLLM, ...)
 # api_key_env = "OPENAI_API_KEY"           # the key is read from this environment variable
 # model_path = "~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf"   # for provider = "local"
-# fallback = "none"
+# api = "native"           # provider = "gemini": the native API, or "openai" for its compatible endpoint
+# fallback = "none"        # used only when the primary fails: a provider name reusing these settings,
+#                          # or an [embeddings.fallback] table with its own (same keys as here)
 
 [cache]
 # Embedding cache entries kept (least recently used are pruned).
@@ -70,6 +72,13 @@ DEFAULT_TOML = """\
 # dir = "~/.openclaw/agents/*/sessions"
 # delta_bytes = 100000     # reindex a file once it grew by this many bytes
 # delta_messages = 50      # ... or by this many messages
+
+[llm]
+# Optional chat model for `zmem reflect --llm` summaries (any OpenAI-compatible endpoint, e.g.
+# llama.cpp's server for a local model). Only after `zmem trust` when set here.
+# model = "gpt-4o-mini"
+# base_url = "http://127.0.0.1:8080/v1"
+# api_key_env = "OPENAI_API_KEY"
 """
 
 
@@ -92,6 +101,7 @@ class Config:
     private_paths: tuple[str, ...] = ()  # globs hidden from --scope group (MEMORY.md always is)
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted
     sessions: dict = field(default_factory=dict)  # the [sessions] table, as trusted (sessions.py reads it)
+    llm: dict = field(default_factory=dict)  # the [llm] table, as trusted (summarize.py reads it)
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
     sources: tuple[str, ...] = field(default=())  # files the settings came from
 
@@ -119,8 +129,10 @@ EMBEDDING_KEYS = {
     "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
     "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
     "query_prefix": str, "document_prefix": str, "batch_size": int, "timeout": (int, float), "headers": dict,
-    "threads": int,
+    "threads": int, "api": ("native", "openai"),
 }
+# [embeddings.fallback]: the same keys, its own values (nothing inherited from [embeddings])
+FALLBACK_KEYS = {**{k: v for k, v in EMBEDDING_KEYS.items() if k != "fallback"}, "provider": EMBEDDING_KEYS["fallback"]}
 
 
 def user_config_path() -> Path:
@@ -170,24 +182,43 @@ def _apply(values: dict, data: dict, path: Path) -> None:
             values[attr] = v
 
 
-def _embeddings(data: dict, path: Path) -> dict:
-    table = data.get("embeddings", {})
+def _embeddings(data: dict, path: Path, table=None, where: str = "embeddings", keys: dict = EMBEDDING_KEYS) -> dict:
+    table = data.get("embeddings", {}) if table is None else table
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: `embeddings` must be a table", hint="write it as [embeddings]")
+        raise ConfigError(f"{path}: `{where}` must be a table", hint=f"write it as [{where}]")
     out = {}
     for key, v in table.items():
-        spec = EMBEDDING_KEYS.get(key)
+        if key == "fallback" and keys is EMBEDDING_KEYS and isinstance(v, dict):
+            out[key] = _embeddings(data, path, v, "embeddings.fallback", FALLBACK_KEYS)
+            continue
+        spec = keys.get(key)
         if spec is None:
             continue
         if isinstance(spec, tuple) and all(isinstance(t, str) for t in spec):
             if v not in spec:
-                raise ConfigError(f"{path}: `embeddings.{key}` must be one of {', '.join(spec)}",
+                raise ConfigError(f"{path}: `{where}.{key}` must be one of {', '.join(spec)}",
                                   hint="fix the value in the file")
         elif isinstance(v, bool) or not isinstance(v, spec):
-            raise ConfigError(f"{path}: `embeddings.{key}` has the wrong type ({type(v).__name__})",
+            raise ConfigError(f"{path}: `{where}.{key}` has the wrong type ({type(v).__name__})",
                               hint="see the commented [embeddings] section that `zmem init` writes")
         out[key] = v
     return out
+
+
+def _merge_embeddings(into: dict, table: dict) -> None:
+    """Later files win key by key, inside [embeddings.fallback] too; a `fallback = "name"`
+    string and a fallback table replace each other."""
+    for key, v in table.items():
+        if key == "fallback" and isinstance(v, dict) and isinstance(into.get(key), dict):
+            into[key] = {**into[key], **v}
+        else:
+            into[key] = v
+
+
+def _key_names(table: dict, prefix: str = "embeddings") -> list[str]:
+    """embeddings.KEY, and embeddings.fallback.KEY for the fallback table's keys."""
+    return [n for k, v in table.items()
+            for n in (_key_names(v, f"{prefix}.{k}") if k == "fallback" and isinstance(v, dict) else [f"{prefix}.{k}"])]
 
 
 def _table(data: dict, name: str, path: Path) -> dict:
@@ -205,11 +236,13 @@ def load_config(workspace_root: Path | None) -> Config:
     untrusted: list[str] = []
     user = user_config_path()
     sessions: dict = {}
+    llm: dict = {}
     if user.is_file():
         data = _read_toml(user)
         _apply(values, data, user)
-        embeddings.update(_embeddings(data, user))
+        _merge_embeddings(embeddings, _embeddings(data, user))
         sessions.update(_table(data, "sessions", user))
+        llm.update(_table(data, "llm", user))
         sources.append(str(user))
     if workspace_root is not None and (workspace_root / "zmem.toml").is_file():
         path = workspace_root / "zmem.toml"
@@ -217,13 +250,16 @@ def load_config(workspace_root: Path | None) -> Config:
         _apply(values, data, path)
         table = _embeddings(data, path)
         session_table = _table(data, "sessions", path)
+        llm_table = _table(data, "llm", path)
         if is_trusted(path):
-            embeddings.update(table)
+            _merge_embeddings(embeddings, table)
             sessions.update(session_table)
+            llm.update(llm_table)
         else:  # a cloned repository must not send notes anywhere, load code, or read files outside it
-            untrusted = sorted([f"embeddings.{k}" for k in table] + [f"sessions.{k}" for k in session_table])
+            untrusted = sorted(_key_names(table) + [f"sessions.{k}" for k in session_table]
+                               + [f"llm.{k}" for k in llm_table])
         sources.append(str(path))
-    cfg = Config(**values, embeddings=embeddings, sessions=sessions, untrusted=tuple(untrusted),
+    cfg = Config(**values, embeddings=embeddings, sessions=sessions, llm=llm, untrusted=tuple(untrusted),
                  sources=tuple(sources))
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from zmem import db
 from zmem.chunking import WINDOW_TOKENS, windows
-from zmem.embedders import make_embedder
+from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.vectors import VectorStore, pack, unpack
 from zmem.workspace import Workspace
@@ -52,12 +52,11 @@ def providers(ws: Workspace) -> Providers:
         out.primary = make_embedder(settings)
     except EmbeddingError as e:
         out.warnings.append(f"embeddings off: {e.message} ({e.hint})")
-    fb = settings.get("fallback", "none")
-    if fb != "none" and fb != settings.get("provider"):
-        try:
-            out.fallback = make_embedder(settings, fb)
-        except EmbeddingError as e:
-            out.warnings.append(f"fallback provider off: {e.message}")
+    try:
+        fb = fallback_settings(settings)  # [embeddings.fallback] has its own settings
+        out.fallback = make_embedder(fb) if fb else None
+    except EmbeddingError as e:
+        out.warnings.append(f"fallback provider off: {e.message}" + (f" ({e.hint})" if e.hint else ""))
     return out
 
 

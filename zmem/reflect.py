@@ -27,6 +27,7 @@ from zmem.workspace import Workspace
 
 BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
 END = "<!-- zmem:end -->"
+SUMMARY = "### Summary"
 TRAILER = "Zmem-Reflect"
 MAX_PAGE_FACTS = 50
 PROPOSAL_MIN_FACTS = 3      # a statement repeated in this many facts,
@@ -55,7 +56,7 @@ class ReflectResult:
 
 
 def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool = False, dry_run: bool = False,
-            commit: bool = True, apply_proposals: bool = False) -> ReflectResult:
+            commit: bool = True, apply_proposals: bool = False, llm: bool = False) -> ReflectResult:
     """since: use facts committed after it; None: since the last reflect commit (everything if
     there was none); everything: all facts (evidence already recorded is still never re-applied)."""
     repo = open_repo(ws.root)
@@ -66,6 +67,10 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
             raise ZmemError(f"uncommitted changes in {', '.join(guarded[:3])}{' …' if len(guarded) > 3 else ''}; "
                             "reflect will not write over them",
                             hint="commit or stash them first, or preview with `zmem reflect --dry-run`")
+    summarizer = None
+    if llm:
+        from zmem.summarize import ChatSettings, Summarizer
+        summarizer = Summarizer(ChatSettings.from_config(ws.config.llm))
     after = None
     if everything:
         since = None
@@ -81,7 +86,7 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         result.evidence = [f.source for f in _chronological(new)]
         contents: dict[str, tuple[str | None, str]] = {}  # path -> (old text or None, new text)
         opinion_file = _reflect_opinions(ws, new, result, contents)
-        _reflect_pages(ws, conn, new, opinion_file, result, contents)
+        _reflect_pages(ws, conn, new, opinion_file, result, contents, summarizer)
         _proposals(ws, facts, opinion_file, result, contents, apply_proposals)
     finally:
         conn.close()
@@ -169,7 +174,8 @@ def _reflect_opinions(ws: Workspace, new: list[FactRow], result: ReflectResult, 
 # ----------------------------------------------------------------------------- entity pages
 
 
-def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result: ReflectResult, contents: dict):
+def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result: ReflectResult, contents: dict,
+                   summarizer=None):
     touched = {entity_key(name) for f in new for name in f.entities}
     for o in result.opinions:
         touched |= {entity_key(e) for e in o["entities"]}
@@ -188,7 +194,16 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
             result.warnings.append(f"{rel}: a symlink; left alone")
             continue
         old = path.read_text(encoding="utf-8") if path.is_file() else None
-        block = _entity_block(conn, ent, opinion_file)
+        summary = _old_summary(old)
+        if summarizer is not None:
+            try:
+                facts = query_facts(conn, entity=ent.key)
+                text = summarizer.summary(ent.name, facts)
+                newest = max((f.day for f in facts if f.day), default="undated")
+                summary = f"{text}\n\n_Written by {summarizer.settings.model} from {len(facts)} facts up to {newest}._"
+            except ZmemError as e:
+                result.warnings.append(f"{rel}: no summary ({e.message})")
+        block = _entity_block(conn, ent, opinion_file, summary)
         new_text, problem = _put_block(old, ent.name, block)
         if problem:
             result.warnings.append(f"{rel}: {problem}; page left alone")
@@ -198,9 +213,24 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
             result.pages.append({"entity": ent.name, "path": rel, "created": old is None})
 
 
-def _entity_block(conn, ent, opinion_file) -> str:
+def _old_summary(page: str | None) -> str | None:
+    """The summary an earlier `reflect --llm` wrote into the block (kept until the next --llm run)."""
+    if not page or BEGIN not in page:
+        return None
+    block = page[page.find(BEGIN):page.find(END) if END in page else len(page)]
+    start = block.find(f"\n{SUMMARY}\n")
+    if start < 0:
+        return None
+    body = block[start + len(SUMMARY) + 2:]
+    stop = body.find("\n### ")
+    return (body if stop < 0 else body[:stop]).strip() or None
+
+
+def _entity_block(conn, ent, opinion_file, summary: str | None = None) -> str:
     facts = query_facts(conn, entity=ent.key)
     out = [BEGIN, f"## {ent.name}: what memory holds", ""]
+    if summary:
+        out += [SUMMARY, summary, ""]
     plain = [f for f in facts if f.kind != "relation"]
     out.append("### Facts")
     for f in plain[:MAX_PAGE_FACTS]:

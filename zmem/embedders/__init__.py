@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from zmem.embedders.base import Embedder, EmbeddingError
 
@@ -10,7 +11,8 @@ from zmem.embedders.base import Embedder, EmbeddingError
 def make_embedder(settings: dict, provider: str | None = None) -> Embedder | None:
     """The embedder for `provider` (default: settings["provider"]) or None for `none`.
     `auto`: local if a model file is configured and present, else openai if a key resolves
-    (or a base_url is set), else gemini if GEMINI_API_KEY is set, else none."""
+    (or a base_url is set), else gemini if GEMINI_API_KEY is set, else none. `gemini` is the
+    native API unless gemini_api() says openai."""
     provider = provider or settings.get("provider", "none")
     common = {k: settings[k] for k in ("dimensions", "query_prefix", "document_prefix", "timeout") if k in settings}
     key_env = settings.get("api_key_env")
@@ -33,6 +35,16 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
                                  hint="import a model with `zmem model import DIR` and set model_path to the .gguf it writes")
         from zmem.embedders.llama import LlamaEmbedder
         embedder = LlamaEmbedder(str(Path(path).expanduser()), threads=settings.get("threads"), **common)
+    elif provider == "gemini" and gemini_api(settings) == "native":
+        from zmem.embedders.gemini import GeminiNativeEmbedder
+        key = _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        kw = {"api_key": key, "headers": settings.get("headers"), "base_url": settings.get("base_url"),
+              "key_env": key_env or "GEMINI_API_KEY"}
+        if settings.get("model"):
+            kw["model"] = settings["model"]
+        embedder = GeminiNativeEmbedder(**kw, **common)
+        if not key and not settings.get("base_url"):
+            raise EmbeddingError("no API key for the gemini provider", hint=f"export {key_env or 'GEMINI_API_KEY'}=…")
     elif provider in ("openai", "gemini"):
         from zmem.embedders.openai import GeminiEmbedder, OpenAIEmbedder
         cls = OpenAIEmbedder if provider == "openai" else GeminiEmbedder
@@ -50,7 +62,34 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
         raise EmbeddingError(f"unknown embedding provider {provider!r}", hint="use none, auto, local, openai or gemini")
     if "batch_size" in settings:
         embedder.batch_size = max(1, int(settings["batch_size"]))
+        limit = getattr(embedder, "max_batch_size", None)
+        if limit:
+            embedder.batch_size = min(embedder.batch_size, limit)
     return embedder
+
+
+def gemini_api(settings: dict) -> str:
+    """`native` (batchEmbedContents) or `openai` (Gemini's OpenAI-compatible endpoint). `api` decides;
+    unset, a base_url in the OpenAI style (ending in /openai or /v1) means openai, anything else native."""
+    if settings.get("api"):
+        return settings["api"]
+    path = urlsplit(settings.get("base_url") or "").path.rstrip("/")
+    return "openai" if path.endswith(("/openai", "/v1")) else "native"
+
+
+def fallback_settings(settings: dict) -> dict | None:
+    """The settings the fallback provider is built from, or None when there is none.
+    `[embeddings.fallback]` (a table) has its own settings and inherits nothing; `fallback = "name"`
+    is shorthand for that provider with the primary's settings."""
+    fb = settings.get("fallback", "none")
+    if isinstance(fb, dict):
+        if "provider" not in fb:
+            raise EmbeddingError("[embeddings.fallback] has no provider",
+                                 hint='set provider = "openai" (or local, gemini, none) in [embeddings.fallback]')
+        return None if fb["provider"] == "none" else dict(fb)
+    if fb == "none" or fb == settings.get("provider"):
+        return None
+    return {**{k: v for k, v in settings.items() if k != "fallback"}, "provider": fb}
 
 
 def _env(*names: str | None) -> str | None:

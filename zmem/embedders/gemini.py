@@ -1,0 +1,167 @@
+"""Gemini's native embeddings API (`models/{model}:batchEmbedContents`), over the standard
+library's HTTP client: no SDK, and nothing network-related is imported until vectors are needed.
+
+Documents and queries are embedded with different task types (RETRIEVAL_DOCUMENT and
+RETRIEVAL_QUERY), which is part of the fingerprint. Gemini's vectors are not unit length when
+`outputDimensionality` reduces them; the base class normalizes every vector."""
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from zmem.embedders.base import Embedder, EmbeddingError, Kind, RetryableError
+
+GEMINI_API = "https://generativelanguage.googleapis.com"
+DEFAULT_MODEL = "gemini-embedding-001"
+TASK_TYPES = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
+MAX_BATCH = 100  # batchEmbedContents takes at most 100 requests
+_VERSION = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
+
+
+class GeminiNativeEmbedder(Embedder):
+    provider = "gemini"
+    batch_size = MAX_BATCH
+    max_batch_size = MAX_BATCH
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, base_url: str | None = None, api_key: str | None = None,
+                 headers: dict | None = None, key_env: str = "GEMINI_API_KEY", **kw):
+        super().__init__(model.removeprefix("models/"), **kw)
+        self.base_url = base_url or GEMINI_API
+        self.api_key = api_key
+        self.headers = dict(headers or {})
+        self.key_env = key_env
+        self.task_types = dict(TASK_TYPES)
+        self._kind: Kind = "document"
+
+    def endpoint(self) -> str:
+        """The API root with its version, without credentials or query string."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        path = parts.path.rstrip("/")
+        if not _VERSION.search(path):
+            path += "/v1beta"
+        return urlunsplit((parts.scheme, host, path, "", ""))
+
+    def url(self) -> str:
+        query = urlsplit(self.base_url).query
+        return f"{self.endpoint()}/models/{quote(self.model, safe='')}:batchEmbedContents" + (f"?{query}" if query else "")
+
+    def fingerprint(self) -> str:
+        fp = json.loads(super().fingerprint())
+        fp.update(api="native", task_types=self.task_types)
+        return json.dumps(fp, sort_keys=True)
+
+    def embed(self, texts: list[str], kind: Kind = "document") -> list[list[float]]:
+        self._kind = kind  # _embed_batch sends the task type that matches
+        return super().embed(texts, kind)
+
+    def _request(self, text: str) -> dict:
+        req = {"model": f"models/{self.model}", "content": {"parts": [{"text": text}]},
+               "taskType": self.task_types[self._kind]}
+        if self.configured_dimensions:
+            req["outputDimensionality"] = self.configured_dimensions
+        return req
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        import http.client
+        import urllib.error
+        import urllib.request
+        body = json.dumps({"requests": [self._request(t) for t in texts]}).encode()
+        headers = {"content-type": "application/json", **self.headers}
+        if self.api_key:
+            headers["x-goog-api-key"] = self.api_key
+        req = urllib.request.Request(self.url(), data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as e:
+            raise self._http_error(e) from None
+        except urllib.error.URLError as e:
+            reason = e.reason
+            if type(reason).__name__ == "SSLCertVerificationError":
+                raise EmbeddingError(f"cannot verify the TLS certificate of {self.endpoint()}: {reason}",
+                                     hint="check [embeddings] base_url") from None
+            raise RetryableError(f"cannot reach {self.endpoint()}: {reason}") from None
+        except (OSError, http.client.HTTPException) as e:  # timeouts, resets, a dropped connection
+            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}") from None
+        return self._vectors(raw, len(texts))
+
+    def _vectors(self, raw: bytes, n: int) -> list[list[float]]:
+        try:
+            items = json.loads(raw)["embeddings"]
+            vectors = [[float(x) for x in item["values"]] for item in items]
+        except (ValueError, KeyError, TypeError):
+            raise EmbeddingError(f"{self.endpoint()} did not answer with batchEmbedContents embeddings",
+                                 hint='check [embeddings] base_url points at the Gemini API; for an '
+                                      'OpenAI-compatible endpoint set api = "openai"') from None
+        if len(vectors) != n or any(not v for v in vectors):
+            raise EmbeddingError(f"gemini returned {len(vectors)} embeddings for {n} texts"
+                                 + (" (some empty)" if any(not v for v in vectors) else ""),
+                                 hint="check [embeddings] model is an embedding model such as gemini-embedding-001")
+        return vectors
+
+    def _http_error(self, e) -> Exception:
+        status = e.code
+        try:
+            payload = json.loads(e.read() or b"{}")
+        except (ValueError, OSError):
+            payload = {}
+        err = payload.get("error") if isinstance(payload, dict) else None
+        err = err if isinstance(err, dict) else {}
+        message = _short(str(err.get("message") or e.reason or ""))
+        details = err.get("details") if isinstance(err.get("details"), list) else []
+        reasons = " ".join(str(d.get("reason", "")) for d in details if isinstance(d, dict))
+        where = self.endpoint()
+        if status == 429:
+            return RetryableError(f"rate limited (429) by {where}", _retry_after(e.headers, details))
+        if status in (408, 500, 502, 503, 504):
+            return RetryableError(f"server error {status} from {where}", _retry_after(e.headers, details))
+        if status in (401, 403) or "API_KEY" in reasons or "api key" in message.lower():
+            return EmbeddingError(f"{where} rejected the API key ({status}: {message})",
+                                  hint=f"check the key in {self.key_env} (export {self.key_env}=… with a key "
+                                       "from https://aistudio.google.com/apikey)")
+        if status == 404:
+            return EmbeddingError(f"{where} has no embedding model {self.model!r} (404: {message})",
+                                  hint=f"check [embeddings] model ({DEFAULT_MODEL} is Gemini's current one)")
+        if "dimension" in message.lower():
+            return EmbeddingError(f"{where} refused dimensions = {self.configured_dimensions} ({status}: {message})",
+                                  hint=f"{DEFAULT_MODEL} accepts 128 to 3072 (768, 1536 or 3072 recommended); "
+                                       "drop [embeddings] dimensions for the model's default")
+        return EmbeddingError(f"{where} answered {status}: {message}",
+                              hint="check [embeddings] model, dimensions and base_url")
+
+    def _check_dimensions(self, v: list[float]) -> None:
+        try:
+            super()._check_dimensions(v)
+        except EmbeddingError as e:
+            hint = (f"Gemini was asked for outputDimensionality = {self.configured_dimensions}; older models "
+                    "ignore it: set [embeddings] dimensions to what the model returns, or drop it"
+                    if self.configured_dimensions else "the endpoint returned vectors of different sizes")
+            raise EmbeddingError(e.message, hint=hint) from None
+
+
+def _retry_after(headers, details: list) -> float | None:
+    """Seconds from a Retry-After header (seconds or an HTTP date), else from Gemini's RetryInfo."""
+    value = headers.get("retry-after") if headers is not None else None
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            from email.utils import parsedate_to_datetime
+            import time
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+    for d in details:
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)s", str(d.get("retryDelay", ""))) if isinstance(d, dict) else None
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def _short(text: str) -> str:
+    return text if len(text) < 200 else text[:197] + "..."

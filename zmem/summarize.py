@@ -1,0 +1,66 @@
+"""Optional prose summaries of an entity for `zmem reflect --llm`: one chat completion per entity
+page from an OpenAI-compatible endpoint ([llm] settings; a local model through llama.cpp's server).
+Off by default; without it reflect does everything else the same. Imports openai lazily."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from zmem.errors import ZmemError
+
+SYSTEM = ("You maintain an agent's memory. Summarize what is known about one entity in 2 to 4 plain sentences, "
+          "using only the facts given, newest facts winning over older ones. No lists, no headings, no speculation.")
+MAX_FACTS = 60
+
+
+@dataclass
+class ChatSettings:
+    model: str
+    base_url: str | None
+    api_key: str | None
+    headers: dict
+    timeout: float
+
+    @staticmethod
+    def from_config(table: dict) -> ChatSettings:
+        model = table.get("model")
+        if not isinstance(model, str) or not model:
+            raise ZmemError("`zmem reflect --llm` needs a chat model",
+                            hint='add [llm] model = "…" (and base_url, api_key_env) to ~/.config/zmem/config.toml')
+        env = table.get("api_key_env", "OPENAI_API_KEY")
+        headers = table.get("headers", {})
+        timeout = table.get("timeout", 60.0)
+        if not isinstance(headers, dict) or not isinstance(timeout, (int, float)) or not isinstance(env, str):
+            raise ZmemError("[llm] headers must be a table, timeout a number and api_key_env a name",
+                            hint="see README, Opinions and `zmem reflect`")
+        base_url = table.get("base_url")
+        return ChatSettings(model, base_url if isinstance(base_url, str) else None, os.environ.get(env),
+                            {str(k): str(v) for k, v in headers.items()}, float(timeout))
+
+
+class Summarizer:
+    def __init__(self, settings: ChatSettings):
+        self.settings = settings
+        self._client = None
+
+    def summary(self, name: str, facts: list) -> str:
+        """A short prose summary of the facts (FactRow) about `name`; ZmemError when the model fails."""
+        import openai  # ~0.8 s, paid only with --llm
+        s = self.settings
+        if self._client is None:
+            self._client = openai.OpenAI(api_key=s.api_key or "none", base_url=s.base_url, timeout=s.timeout,
+                                         default_headers=s.headers or None, max_retries=2)
+        lines = [f"- {f.day or 'undated'} ({f.kind}{f', confidence {f.confidence:.2f}' if f.confidence is not None else ''}): "
+                 f"{f.text}" for f in facts[:MAX_FACTS]]
+        try:
+            resp = self._client.chat.completions.create(
+                model=s.model, temperature=0,
+                messages=[{"role": "system", "content": SYSTEM},
+                          {"role": "user", "content": f"Entity: {name}\nFacts, newest first:\n" + "\n".join(lines)}])
+            text = (resp.choices[0].message.content or "").strip()
+        except (openai.APIError, IndexError, AttributeError) as e:
+            raise ZmemError(f"the chat model failed: {type(e).__name__}: {str(e)[:200]}",
+                            hint="check [llm] model, base_url and the API key; reflect without --llm still works") from None
+        if not text:
+            raise ZmemError("the chat model returned an empty summary", hint="try another [llm] model")
+        return " ".join(text.split())
