@@ -57,6 +57,8 @@ _zmem() {
         "watch|--commit-after") kind="any" ;;
         "watch|--max-events") kind="any" ;;
         "watch|--exit-after") kind="any" ;;
+        "mcp|--scope") kind="choices:private group" ;;
+        "mcp|--query-timeout") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -78,7 +80,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch mcp status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
@@ -98,6 +100,7 @@ _zmem_words() {
         "log") words="--since --json --help" ;;
         "diff") words="--entity --json --help" ;;
         "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --verbose -v --json --help" ;;
+        "mcp") words="--scope --query-timeout --help" ;;
         "status") words="--json --help" ;;
         "doctor") words="--help" ;;
         "hooks") words="install uninstall status --help" ;;

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, recall_json, run, write
+from conftest import commit_all, git, recall_json, run, write
 from embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
@@ -186,6 +186,21 @@ def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     conn.close()
 
 
+def test_similarities_in_sql_and_in_process_agree(semantic_ws):
+    from zmem.vectors import VectorStore
+    from embed_server import concept_vector
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    store = VectorStore(conn)
+    q = concept_vector("which computer runs the relay")
+    sql = "SELECT chunk_id, start_line, {sim} FROM chunk_vectors ORDER BY id"
+    fast = store.similarities(sql, "vector", (), q)
+    store.vec_loaded = False
+    slow = store.similarities(sql, "vector", (), q)
+    assert [r[:2] for r in fast] == [r[:2] for r in slow] and fast
+    assert all(abs(a[2] - b[2]) < 1e-5 for a, b in zip(fast, slow))
+    conn.close()
+
+
 def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
@@ -254,3 +269,33 @@ def test_commit_hook_embeds_in_the_background(tmp_path, server):
             break
         time.sleep(0.1)
     assert pending == 0 and server.embedding_calls()
+
+
+def test_as_of_recall_is_hybrid_through_the_cached_vectors_of_past_versions(semantic_ws, server):
+    """A retracted line is found by meaning as the memory stood before: its window's vector comes
+    from the embedding cache (embedded when it was current), nothing is embedded again."""
+    commit_sha = git(semantic_ws, "rev-parse", "HEAD")
+    write(semantic_ws, "bank/world.md", "# World\n\n- Ana drinks espresso every morning.\n")  # gateway line retracted
+    commit_all(semantic_ws, "retract the gateway host")
+    assert run(["-C", str(semantic_ws), "index", "--json"]).exit_code == 0
+    calls = len(server.embedding_calls())
+    query = "which computer runs the relay"
+    now = recall_json(semantic_ws, query, "--mode", "vector")
+    assert not any("gateway lives on the Mac Studio" in r["snippet"] for r in now["results"])
+    then = recall_json(semantic_ws, query, "--as-of", commit_sha, "--explain")
+    assert then["mode"] == "hybrid" and then["as_of"]["commit"] == commit_sha
+    top = next(r for r in then["results"] if r["path"] == "bank/world.md")
+    assert "gateway lives on the Mac Studio" in top["snippet"]
+    assert top["citation"].startswith(f"bank/world.md@{commit_sha[:10]}#L")
+    assert top["explain"]["bm25_rank"] is None and top["explain"]["vector_rank"] is not None
+    assert not any("no stored vector" in w for w in then["warnings"]), then["warnings"]
+    assert len(server.embedding_calls()) == calls + 2  # the two queries; no document was embedded
+    assert recall_json(semantic_ws, query, "--as-of", commit_sha, "--mode", "bm25")["results"] == []
+    # a version whose text was never embedded is still found by keywords, and recall says so
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    conn.execute("DELETE FROM embedding_cache")
+    conn.commit()
+    conn.close()
+    pruned = recall_json(semantic_ws, "gateway lives", "--as-of", commit_sha)
+    assert any("gateway lives on the Mac Studio" in r["snippet"] for r in pruned["results"])
+    assert any("have no stored vector" in w for w in pruned["warnings"])

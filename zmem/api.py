@@ -1,6 +1,9 @@
-"""The library's front door: what `zmem recall` (and later the MCP server) calls.
-Catch-up, provider selection, query embedding and recall, with every degradation in warnings."""
+"""The library's front door: what the CLI and the MCP server (`zmem mcp`) call.
+Catch-up, provider selection, query embedding and recall, with every degradation in warnings;
+and the JSON shapes both of them print (append, blame, graph), defined once here."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from zmem.indexer import catch_up, open_index
 from zmem.search import Recall, recall
@@ -14,11 +17,14 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None, kind: str | None = None,
                      entity: str | None = None, as_of: str | None = None, scope: str = "private",
-                     source: str | None = None) -> Recall:
+                     source: str | None = None, conn=None, providers=None, caught_up=None) -> Recall:
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
     (a date or revision), over the memory as it stood at that commit. scope "group" never returns
     MEMORY.md or the paths config lists as private (nor session transcripts). source: memory,
-    sessions or all (default: all when [sessions] is enabled, else memory)."""
+    sessions or all (default: all when [sessions] is enabled, else memory).
+    A long-running caller (the MCP server) passes its open index connection (left open), its
+    embedding providers (built once, so a local model is loaded once) and, when it knows the index
+    is already fresh, the CatchUp that says so (caught_up; otherwise recall catches up first)."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
     from zmem.sessions import settings_for
@@ -35,13 +41,16 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                         hint="add --source memory")
     exclude = ws.private_globs() if scope == "group" else None
     cfg = ws.config
-    conn = open_index(ws)
+    own = conn is None
+    if own:
+        conn = open_index(ws)
     try:
-        fresh = catch_up(ws, progress=progress, conn=conn)
+        fresh = caught_up if caught_up is not None else catch_up(ws, progress=progress, conn=conn)
         if as_of is not None:
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
-                                path_glob=path_glob, max_chars=max_chars, mode=mode, kind=kind, entity=entity,
-                                exclude=exclude)
+                                path_glob=path_glob, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
+                                entity=entity, exclude=exclude, explain=explain, query_timeout=query_timeout,
+                                providers=providers)
             res.warnings = fresh.warnings + res.warnings
             res.stale = fresh.stale
             return res
@@ -49,7 +58,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25":
-            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed)
+            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed, providers)
             warnings += notes
             if qvec is not None:
                 mode_used = requested
@@ -70,7 +79,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
     finally:
-        conn.close()
+        if own:
+            conn.close()
     res.warnings = warnings + res.warnings
     res.stale = fresh.stale
     return res
@@ -91,13 +101,13 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
     return res
 
 
-def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool):
+def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
     by the provider that made them (same fingerprint)."""
     from zmem.embedders.base import EmbeddingError
     from zmem.embedding import pending_count, providers, spawn_embed_job, vector_fingerprint
     from zmem.vectors import VectorStore
-    provs = providers(ws)
+    provs = provs if provs is not None else providers(ws)
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:
         return None, None, notes + [NO_PROVIDER]
@@ -133,7 +143,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
-                  mode, kind, entity, exclude) -> Recall:
+                  mode, kind, entity, exclude, explain, query_timeout, providers) -> Recall:
     from zmem import history
     from zmem.errors import ZmemError
     notes = []
@@ -146,12 +156,64 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
         if built.shallow:
             notes.append("shallow clone: history before its oldest commit is missing (`git fetch --unshallow`)")
     at = history.resolve_as_of(ws, conn, as_of)
-    if mode in ("vector", "hybrid"):
-        notes.append("as-of recall is keyword (BM25) only")
     if kind or entity:
         res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude)
     else:
+        qvec = store = None
+        if mode != "bm25":  # the provider that made the stored vectors, as for a current recall
+            qvec, store, more = _query_vector(ws, conn, query, query_timeout, False, providers)
+            notes += [m for m in more if "not embedded yet" not in m]  # about the current files, not these
+        cfg = ws.config
         res = history.recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
-                                   max_chars=max_chars, snippet_chars=ws.config.snippet_chars, exclude=exclude)
+                                   max_chars=max_chars, snippet_chars=cfg.snippet_chars, exclude=exclude,
+                                   mode=mode if qvec is not None else "bm25", query_vector=qvec, store=store,
+                                   fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
+                                   multiplier=cfg.candidate_multiplier, explain=explain)
     res.warnings = notes + res.warnings
     return res
+
+
+# ----------------------------------------------------------------------------- shared JSON shapes
+
+
+def append_note(ws: Workspace, text: str, *, retain: str | None = None, entities=(), confidence: float | None = None,
+                commit: bool = True) -> dict:
+    """The `zmem append` write path: append to today's log (a note, or a Retain fact with retain),
+    commit it, catch the index up so it is recallable at once. Returns what `zmem append --json`
+    prints (and the MCP tool memory_append returns)."""
+    from zmem.append import append
+    res = append(ws, text, retain=retain.upper() if retain else None, entities=entities, confidence=confidence,
+                 commit=commit)
+    fresh = catch_up(ws)
+    return {"path": res.path, "line": res.line, "citation": res.citation, "text": res.text,
+            "committed": res.committed, "commit": res.commit, "warnings": res.warnings + fresh.warnings}
+
+
+def blame_json(target: str, ranges) -> dict:
+    """What `zmem blame --json` prints (and the MCP tool memory_blame returns)."""
+    return {"target": target, "ranges": [r.to_json() for r in ranges]}
+
+
+@dataclass
+class Neighbourhood:
+    """An entity, the entities within `depth` hops of it, and the edges among them (`zmem graph`)."""
+    entity: object             # entities.Entity
+    depth: int
+    entities: dict = field(default_factory=dict)
+    reached: set = field(default_factory=set)
+    edges: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """What `zmem graph NAME --json` prints (and the MCP tool graph_search returns)."""
+        return {"entity": self.entity.to_json(), "depth": self.depth,
+                "nodes": [self.entities[k].to_json() for k in sorted(self.reached) if k in self.entities],
+                "edges": [e.to_json(self.entities) for e in self.edges]}
+
+
+def graph_neighbourhood(ws: Workspace, conn, name: str, depth: int = 1, entities: dict | None = None) -> Neighbourhood:
+    """The neighbourhood of the entity NAME (@ optional); a ZmemError with suggestions if unknown."""
+    from zmem.entities import all_entities, neighbourhood, resolve_entity
+    entities = entities if entities is not None else all_entities(ws, conn)
+    ent = resolve_entity(ws, conn, name, entities)
+    reached, found = neighbourhood(conn, ent.key, depth)
+    return Neighbourhood(ent, depth, entities, reached, found)

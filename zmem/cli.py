@@ -487,22 +487,16 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
     `## Retain`. The file is created when missing. Concurrent appends queue and lose nothing. TEXT
     `-` reads the text from standard input.
     """
-    from zmem.append import append as do_append
+    from zmem.api import append_note
     ws = _workspace(ctx)
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    res = do_append(ws, body, retain=retain.upper() if retain else None, entities=entities,
-                    confidence=confidence, commit=not no_commit)
-    for w in res.warnings:
-        warn(w)
-    warnings, _ = _catch_up(ws, quiet=True)
-    for w in warnings:
+    out = append_note(ws, body, retain=retain, entities=entities, confidence=confidence, commit=not no_commit)
+    for w in out["warnings"]:
         warn(w)
     if as_json:
-        click.echo(json.dumps({"path": res.path, "line": res.line, "citation": res.citation, "text": res.text,
-                               "committed": res.committed, "commit": res.commit, "warnings": res.warnings + warnings},
-                              ensure_ascii=False))
+        click.echo(json.dumps(out, ensure_ascii=False))
     else:
-        click.echo(f"{res.citation}  {res.text}" + (f"  (committed {res.commit[:10]})" if res.committed else ""))
+        click.echo(f"{out['citation']}  {out['text']}" + (f"  (committed {out['commit'][:10]})" if out["committed"] else ""))
 
 
 # ----------------------------------------------------------------------------- facts, entities, opinions
@@ -625,7 +619,8 @@ def graph(ctx, name, depth, export_path, as_json):
     Edges are explicit relations (`- R @Peter lives_in @Lisbon`) and co-mentions in one fact,
     weighted by count and recency (a mention's weight halves every 90 days before the newest fact).
     """
-    from zmem.entities import export_graph, neighbourhood, resolve_entity, all_entities
+    from zmem.api import graph_neighbourhood
+    from zmem.entities import export_graph
     from zmem.indexer import catch_up, open_index
     if not name and not export_path:
         raise click.UsageError("give an entity NAME, or --export FILE")
@@ -643,16 +638,13 @@ def graph(ctx, name, depth, export_path, as_json):
                 click.echo(f"wrote {export_path}", err=True)
             if not name:
                 return
-        entities = all_entities(ws, conn)
-        ent = resolve_entity(ws, conn, name, entities)
-        reached, found = neighbourhood(conn, ent.key, depth)
+        hood = graph_neighbourhood(ws, conn, name, depth)
     finally:
         conn.close()
     if as_json:
-        click.echo(json.dumps({"entity": ent.to_json(), "depth": depth,
-                               "nodes": [entities[k].to_json() for k in sorted(reached) if k in entities],
-                               "edges": [e.to_json(entities) for e in found]}, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(hood.to_json(), ensure_ascii=False, indent=2))
         return
+    ent, entities, found = hood.entity, hood.entities, hood.edges
     if not found:
         click.echo(f"@{ent.name} has no related entities yet", err=True)
     for e in found:
@@ -770,7 +762,8 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
     finally:
         conn.close()
     if as_json:
-        click.echo(json.dumps({"target": target, "ranges": [r.to_json() for r in ranges]}, ensure_ascii=False, indent=2))
+        from zmem.api import blame_json
+        click.echo(json.dumps(blame_json(target, ranges), ensure_ascii=False, indent=2))
         return
     for r in ranges:
         _render_blame(r, 0)
@@ -965,6 +958,34 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
     if watcher.commit and watcher.pending:
         warn(f"{len(watcher.pending)} changed memory files were left uncommitted (stopped before --commit-after)")
     raise click.exceptions.Exit(code)
+
+
+# ----------------------------------------------------------------------------- mcp
+
+
+@cli.command("mcp")
+@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
+              help="group: never return MEMORY.md or paths listed under [scopes] private (for shared agents).")
+@click.option("--query-timeout", type=click.FloatRange(0.1, None), default=5.0, show_default=True, metavar="SECONDS",
+              help="Longest wait for the embedding provider to embed a query; past it, memory_search answers by "
+                   "keywords (BM25) with a warning.")
+@click.pass_context
+def mcp_cmd(ctx, scope, query_timeout):
+    """Run a Model Context Protocol server on stdin/stdout for agents (Claude Code, Cursor, Codex…).
+
+    Tools: memory_search, memory_get, memory_append, graph_search, memory_blame and
+    memory_recall_as_of, over the workspace of -C DIR / $ZMEM_WORKSPACE / the current directory.
+    Register it with an MCP client as the command `zmem -C /path/to/memory mcp`. Needs the optional
+    `mcp` package: pip install 'zmem[mcp]'.
+    """
+    try:
+        from zmem.mcp_server import serve
+    except ImportError as e:
+        if (getattr(e, "name", None) or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
+            raise
+        raise ZmemError("`zmem mcp` needs the mcp package (version 2.3 or later), which is not installed",
+                        hint="pip install 'zmem[mcp]'") from None
+    serve(ctx.obj.get("dir"), scope=scope, query_timeout=query_timeout)
 
 
 # ----------------------------------------------------------------------------- status / doctor

@@ -110,6 +110,7 @@ def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
                            (blob, ch.start_line, ch.end_line, ch.heading, ch.text))
         conn.execute("INSERT INTO hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
                      (cur.lastrowid, ch.text, ch.heading, *cjk_columns(ch.text + "\n" + ch.heading)))
+        _insert_windows(conn, [(cur.lastrowid, ch.text, ch.heading, ch.start_line)])
     facts, _ = parse_facts(text, rel, day_from_path(rel))
     conn.executemany("INSERT INTO hist_facts(blob, start_line, end_line, kind, confidence, text, names) "
                      "VALUES(?,?,?,?,?,?,?)",
@@ -279,65 +280,141 @@ def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
 # ----------------------------------------------------------------------------- as-of recall
 
 
+def _versions_sql(ws: Workspace, conn, at: AsOf) -> tuple[str, tuple]:
+    """A join source of rows (path, blob): the memory files as they stood at the commit."""
+    if at.seq is not None:
+        return ("(SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND (to_seq IS NULL OR to_seq > ?))",
+                (at.seq, at.seq))
+    files = versions_at(ws, conn, at)
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS asof_files(path TEXT, blob TEXT)")
+    conn.execute("DELETE FROM asof_files")
+    conn.executemany("INSERT INTO asof_files VALUES(?, ?)", list(files.items()))
+    return "asof_files", ()
+
+
+def _insert_windows(conn, chunks) -> None:
+    """The vector windows of history chunks (id, text, heading, start line), each with the hash of
+    the text it would embed: the key to its vector in the embedding cache."""
+    from zmem.embedding import chunk_windows, text_hash
+    conn.executemany("INSERT INTO hist_windows(chunk_id, start_line, end_line, hash) VALUES(?,?,?,?)",
+                     [(cid, a, b, text_hash(t)) for row in chunks for cid, a, b, t in chunk_windows(*row)])
+
+
+def _ensure_windows(conn) -> None:
+    """Every history chunk has its windows (chunks parsed before there were any get them now),
+    cut at the current window size (another size's hashes would match no vector)."""
+    from zmem.chunking import WINDOW_TOKENS
+    done = db.get_meta(conn, "hist_window_tokens")
+    if done == str(WINDOW_TOKENS):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if done is not None:
+            conn.execute("DELETE FROM hist_windows")
+        _insert_windows(conn, conn.execute(
+            "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
+            "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
+        db.set_meta(conn, "hist_window_tokens", str(WINDOW_TOKENS))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _window_similarities(conn, store, query_vector, versions: str, args: tuple
+                         ) -> tuple[dict[int, list[tuple[str, int, int, float]]], int]:
+    """Every window of the files at the commit whose text has a cached vector of the stored
+    vectors' fingerprint, with its similarity to the query: (chunk -> [(path, start, end, sim)],
+    number of windows without one)."""
+    _ensure_windows(conn)
+    fp = store.fingerprint()
+    sims: dict[int, list[tuple[str, int, int, float]]] = {}
+    missing = 0
+    for cid, path, a, b, sim in store.similarities(
+            # CROSS JOIN keeps this order: the files at the commit first, not every window ever
+            f"SELECT w.chunk_id, v.path, w.start_line, w.end_line, {{sim}} FROM {versions} v "
+            "CROSS JOIN hist_chunks c ON c.blob = v.blob CROSS JOIN hist_windows w ON w.chunk_id = c.id "
+            "LEFT JOIN embedding_cache e ON e.fingerprint = ? AND e.hash = w.hash", "e.vector", (*args, fp), query_vector):
+        if sim is None:
+            missing += 1
+        else:
+            sims.setdefault(cid, []).append((path, a, b, sim))
+    return sims, missing
+
+
 def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
-                 snippet_chars: int = 700, exclude: list[str] | None = None):
-    """BM25 recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly."""
+                 snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
+                 query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
+                 vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
+                 explain: bool = False):
+    """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly.
+    mode hybrid/vector (with query_vector and store): past versions are compared through the
+    vectors their text got when it was embedded (the embedding cache), never embedded again."""
     import datetime as dt
     import fnmatch
     from zmem.fts import build_match
-    from zmem.search import Hit, Recall, make_snippet
+    from zmem.search import Recall, assemble_hits, bonus_from_windows, explain_scores, fuse
     from zmem.workspace import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "Peter" --as-of 2025-11-30')
+    if query_vector is None or store is None:
+        mode = "bm25"
     date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
-    out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    versions, args = _versions_sql(ws, conn, at)
+    glob = glob_to_sql(path_glob) if path_glob else None
+    paths: dict[int, str] = {}
+
+    def keep(cid: int, path: str) -> bool:
+        if since or until:
+            day = day_from_path(path)
+            if (since and (day is None or day < since)) or (until and (day is None or day > until)):
+                return False
+        if (glob and not fnmatch.fnmatchcase(path, glob)) or \
+                (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
+            return False
+        paths[cid] = path
+        return True
+
+    n = k * multiplier
+    bm25: list[tuple[int, float]] = []
     match = build_match(query)
-    if match is None:
+    if match is None and mode == "bm25":
         out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
         return out
-    n = k * 4
-    if at.seq is not None:
-        rows = conn.execute(
-            "SELECT c.id, v.path, c.start_line, c.end_line, c.heading, c.text, hist_fts.rank FROM hist_fts "
-            "JOIN hist_chunks c ON c.id = hist_fts.rowid "
-            "JOIN hist_versions v ON v.blob = c.blob AND v.from_seq <= ? AND (v.to_seq IS NULL OR v.to_seq > ?) "
-            "WHERE hist_fts MATCH ? ORDER BY hist_fts.rank", (at.seq, at.seq, match))
-    else:
-        files = versions_at(ws, conn, at)
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS asof_files(path TEXT, blob TEXT)")
-        conn.execute("DELETE FROM asof_files")
-        conn.executemany("INSERT INTO asof_files VALUES(?, ?)", list(files.items()))
-        rows = conn.execute(
-            "SELECT c.id, v.path, c.start_line, c.end_line, c.heading, c.text, hist_fts.rank FROM hist_fts "
-            "JOIN hist_chunks c ON c.id = hist_fts.rowid JOIN asof_files v ON v.blob = c.blob "
-            "WHERE hist_fts MATCH ? ORDER BY hist_fts.rank", (match,))
-    budget = max_chars
-    shown: dict[str, list[tuple[int, int]]] = {}
-    glob = glob_to_sql(path_glob) if path_glob else None
-    candidates = 0
-    for cid, path, start, end, heading, text, rank in rows:
-        day = day_from_path(path)
-        if (since and (day is None or day < since)) or (until and (day is None or day > until)) or \
-                (glob and not fnmatch.fnmatchcase(path, glob)) or \
-                (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
-            continue
-        candidates += 1
-        if len(out.results) == k or candidates > n:
-            break
-        limit = snippet_chars if budget is None else min(snippet_chars, budget)
-        if limit < min(80, snippet_chars):
-            out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
-            break
-        first, last, snippet = make_snippet(text, start, query, limit)
-        if any(a <= last and first <= b for a, b in shown.get(path, ())):
-            continue
-        shown.setdefault(path, []).append((first, last))
-        score = (-rank) / (1.0 - rank)  # as in current recall: s / (1 + s), s = -bm25
-        out.results.append(Hit(path, first, last, round(score, 4), snippet, day, heading, start, end, rev=at.sha))
-        if budget is not None:
-            budget -= len(snippet)
-    return out
+    if match is not None and mode != "vector":
+        rows = conn.execute(f"SELECT c.id, v.path, hist_fts.rank FROM hist_fts JOIN hist_chunks c ON c.id = hist_fts.rowid "
+                            f"JOIN {versions} v ON v.blob = c.blob WHERE hist_fts MATCH ? ORDER BY hist_fts.rank",
+                            (*args, match))
+        for cid, path, rank in rows:
+            if keep(cid, path):
+                bm25.append((cid, (-rank) / (1.0 - rank)))  # as in current recall: s / (1 + s), s = -bm25
+                if len(bm25) == n:
+                    break
+    windows: dict[int, list[tuple[str, int, int, float]]] = {}
+    vec: list[tuple[int, float]] = []
+    if mode != "bm25":
+        windows, missing = _window_similarities(conn, store, query_vector, versions, args)
+        if missing:
+            out.warnings.append(f"{missing} vector windows of the files at {at.short} have no stored vector "
+                                "(never embedded, or pruned from the embedding cache): found by keywords only")
+        best = sorted(((cid, max(s for _, _, _, s in w)) for cid, w in windows.items()), key=lambda x: (-x[1], x[0]))
+        vec = [(cid, sim) for cid, sim in best if keep(cid, windows[cid][0][0])][:n]
+    ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
+        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    ids = [cid for cid, _ in ranked]
+    chunks = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        for cid, start, end, heading, text in conn.execute(
+                f"SELECT id, start_line, end_line, heading, text FROM hist_chunks WHERE id IN ({','.join('?' * len(part))})",
+                part):
+            chunks[cid] = (cid, paths[cid], start, end, heading, day_from_path(paths[cid]), text)
+    bonus = bonus_from_windows({cid: [w[1:] for w in windows[cid]] for cid in ids[:k * 2] if cid in windows})
+    why = explain_scores(bm25, vec, ranked) if explain else {}
+    return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                         bonus=bonus, why=why, rev=at.sha)
 
 
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,

@@ -174,7 +174,8 @@ def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method:
     """Merge keyword and vector candidates (each best first) into (chunk id, fused score) best first.
 
     rrf: sum of 1 / (rrf_k + rank) over the lists a chunk is in, scaled so first in both is 1.0.
-    weighted: vector_weight * cosine + text_weight * (bm25 score / best bm25 score among candidates).
+    weighted: vector_weight * cosine + text_weight * (bm25 score / best bm25 score among candidates);
+    recall() first completes both lists (complete_scores), so no candidate lacks a score.
     """
     scores: dict[int, float] = {}
     if method == "rrf":
@@ -194,14 +195,42 @@ def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method:
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
+def complete_scores(conn, store, query: str, query_vector, bm25: list[tuple[int, float]],
+                    vec: list[tuple[int, float]]) -> tuple[list, list]:
+    """Both scores for every candidate of either list: a keyword-only candidate gets its best
+    window's similarity, a vector-only one its BM25 score (0 when no query word is in it). Without
+    this a candidate found by one list alone gets nothing from the other however well it matches
+    there (LoCoMo dev: turn R@10 0.794 -> 0.801 at equal lines)."""
+    have_v = {cid for cid, _ in vec}
+    extra_v = [(cid, max(sim for _, _, sim in wins)) for cid, wins in
+               store.windows_of([cid for cid, _ in bm25 if cid not in have_v], query_vector).items()]
+    have_b = {cid for cid, _ in bm25}
+    missing_b = [cid for cid, _ in vec if cid not in have_b]
+    match = build_match(query)
+    extra_b = []
+    if missing_b and match is not None:
+        extra_b = [(cid, (-r) / (1.0 - r)) for cid, r in conn.execute(
+            f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({','.join('?' * len(missing_b))})",
+            (match, *missing_b))]
+    return sorted(bm25 + extra_b, key=_best_first), sorted(vec + extra_v, key=_best_first)
+
+
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return -item[1], item[0]
+
+
 WINDOW_BONUS = 2.0  # weight of the best-matching vector window's lines, next to term weights
 
 
 def window_bonus(store, chunk_ids: list[int], query_vector: list[float]) -> dict[int, dict[int, float]]:
+    return bonus_from_windows(store.windows_of(chunk_ids, query_vector))
+
+
+def bonus_from_windows(windows_by_chunk: dict[int, list[tuple[int, int, float]]]) -> dict[int, dict[int, float]]:
     """Per chunk, per line: WINDOW_BONUS x (window similarity / the chunk's best), for windows
     within 80% of the best, so snippets centre on what matched by meaning as well as by words."""
     out: dict[int, dict[int, float]] = {}
-    for cid, windows in store.windows_of(chunk_ids, query_vector).items():
+    for cid, windows in windows_by_chunk.items():
         best = max(sim for _, _, sim in windows)
         if best <= 0:
             continue
@@ -246,19 +275,32 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     elif mode == "vector":
         ranked = vec
     else:
+        if fusion == "weighted":
+            bm25, vec = complete_scores(conn, store, query, query_vector, bm25, vec)
         ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     if not ranked:
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
     bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
-    why = {}
-    if explain:
-        b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
-        v = {cid: (rank, s) for rank, (cid, s) in enumerate(vec, 1)}
-        for cid, fused in ranked:
-            why[cid] = {"bm25_rank": b.get(cid, (None, None))[0], "bm25_score": _r(b.get(cid, (None, None))[1]),
-                        "vector_rank": v.get(cid, (None, None))[0],
-                        "vector_similarity": _r(v.get(cid, (None, None))[1]), "fused": _r(fused)}
+    why = explain_scores(bm25, vec, ranked) if explain else {}
+    return assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                         bonus=bonus, why=why)
+
+
+def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
+                   ranked: list[tuple[int, float]]) -> dict[int, dict]:
+    """`--explain`: per candidate, its BM25 rank/score, vector rank/similarity and fused score."""
+    b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
+    v = {cid: (rank, s) for rank, (cid, s) in enumerate(vec, 1)}
+    return {cid: {"bm25_rank": b.get(cid, (None, None))[0], "bm25_score": _r(b.get(cid, (None, None))[1]),
+                  "vector_rank": v.get(cid, (None, None))[0], "vector_similarity": _r(v.get(cid, (None, None))[1]),
+                  "fused": _r(fused)} for cid, fused in ranked}
+
+
+def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
+                  max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None) -> Recall:
+    """The first k ranked chunks as hits with snippets (rows: id -> (id, path, start, end, heading,
+    day, text)), skipping lines already shown and stopping at the --max-chars budget."""
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
     for cid, score in ranked:
@@ -273,8 +315,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))
-        hit = Hit(path, first, last, round(score, 4), snippet, day, heading, start, end)
-        if explain:
+        hit = Hit(path, first, last, round(score, 4), snippet, day, heading, start, end, rev=rev)
+        if why:
             hit.explain = why[cid]
         out.results.append(hit)
         if budget is not None:

@@ -102,6 +102,16 @@ class VectorStore:
             out.setdefault(cid, []).append((a, b, sim))
         return out
 
+    def similarities(self, sql: str, column: str, args: tuple, query: list[float]) -> list[tuple]:
+        """Rows of `sql`, whose last selected column is written `{sim}`, with the similarity of the
+        vector `column` to the query there (None where the vector is NULL): computed by sqlite-vec
+        when it is loaded, else here."""
+        if self.vec_loaded:
+            sim = f"CASE WHEN {column} IS NULL THEN NULL ELSE 1.0 - vec_distance_cosine({column}, ?) END"
+            return self.conn.execute(sql.format(sim=sim), (pack(query), *args)).fetchall()
+        return [(*r[:-1], None if r[-1] is None else sum(x * y for x, y in zip(query, unpack(r[-1]))))
+                for r in self.conn.execute(sql.format(sim=column), args)]
+
     def _windows(self, ids: list[int]) -> dict[int, tuple[int, int, int]]:
         if not ids:
             return {}

@@ -1,0 +1,317 @@
+"""`zmem mcp` end to end: the SDK's own client (stdio_client + ClientSession) drives a real
+`python -m zmem -C <ws> mcp` subprocess over a real git workspace."""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import commit_all, git, run, write
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of"}
+
+
+@asynccontextmanager
+async def session(root: Path, *args: str, errlog=None):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "zmem", "-C", str(root), "mcp", *args],
+                                   env=dict(os.environ))
+    async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write_):
+        async with ClientSession(read, write_) as s:
+            await s.initialize()
+            yield s
+
+
+async def call(s, tool: str, /, **arguments) -> dict:
+    res = await s.call_tool(tool, arguments)
+    assert not res.is_error, res.content[0].text
+    out = json.loads(res.content[0].text)
+    assert out == res.structured_content
+    return out
+
+
+async def error(s, tool: str, /, **arguments) -> str:
+    res = await s.call_tool(tool, arguments)
+    assert res.is_error, res.content
+    return res.content[0].text
+
+
+def lines_of(root: Path, rel: str, a: int, b: int) -> str:
+    return "\n".join((root / rel).read_text(encoding="utf-8").split("\n")[a - 1:b])
+
+
+def test_tools_are_listed_with_descriptions_for_a_model(ws):
+    async def go():
+        async with session(ws) as s:
+            return (await s.list_tools()).tools
+    tools = {t.name: t for t in asyncio.run(go())}
+    assert set(tools) == TOOLS
+    for t in tools.values():
+        assert len(t.description) > 200, t.name
+    assert "citation" in tools["memory_search"].description and "memory_get" in tools["memory_search"].description
+    assert "exactly" in tools["memory_get"].description
+    assert set(tools["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}  # OpenClaw's names
+    assert tools["memory_search"].input_schema["required"] == ["query"]
+    assert tools["memory_search"].annotations.read_only_hint and not tools["memory_append"].annotations.read_only_hint
+
+
+def test_search_then_get_reads_exactly_the_cited_lines(ws):
+    async def go():
+        async with session(ws) as s:
+            found = await call(s, "memory_search", query="gateway Mac Studio")
+            hit = found["results"][0]
+            back = await call(s, "memory_get", path=hit["citation"])
+            ranged = await call(s, "memory_get", path=hit["path"], **{"from": hit["startLine"]},
+                                lines=hit["endLine"] - hit["startLine"] + 1)
+            one = await call(s, "memory_get", path="memory/2025-11-24.md", **{"from": 6, "lines": 1})
+            # OpenClaw's parameter names work too; min_score filters
+            camel = await call(s, "memory_search", query="Peter", maxResults=1)
+            none = await call(s, "memory_search", query="gateway Mac Studio", min_score=1.5)
+            return found, hit, back, ranged, one, camel, none
+    found, hit, back, ranged, one, camel, none = asyncio.run(go())
+    assert set(found) >= {"results", "provider", "model", "mode", "warnings"}
+    assert found["provider"] == "none" and found["mode"] == "bm25" and found["warnings"]
+    assert hit["path"] == "memory/2025-11-24.md" and hit["source"] == "memory"
+    assert set(hit) >= {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
+    assert hit["citation"] == f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}"
+    assert "gateway on the Mac Studio" in hit["snippet"]
+    assert hit["snippet"] == lines_of(ws, hit["path"], hit["startLine"], hit["endLine"])
+    assert back["text"] == hit["snippet"] and back["from"] == hit["startLine"]
+    assert back["lines"] == hit["endLine"] - hit["startLine"] + 1 and back["path"] == hit["path"]
+    assert ranged["text"] == hit["snippet"]
+    assert one == {**one, "path": "memory/2025-11-24.md", "from": 6, "lines": 1,
+                   "text": "- Peter prefers short answers on WhatsApp."}
+    assert len(camel["results"]) == 1
+    assert none["results"] == []
+
+
+def test_files_written_behind_the_servers_back_are_found_at_once(ws):
+    """The server skips the stat sweep only while nothing changed: writes, deletes, new directories
+    and commits made by other processes are seen by the very next call."""
+    async def go():
+        async with session(ws) as s:
+            out = [await call(s, "memory_search", query="quokka")]
+            write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- A quokka visited the office.\n")
+            out.append(await call(s, "memory_search", query="quokka"))
+            write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- A wombat visited the office.\n")
+            out.append(await call(s, "memory_search", query="quokka"))
+            write(ws, "bank/zoo/animals.md", "# Animals\n\n- The quokka is a marsupial.\n")  # a new directory
+            out.append(await call(s, "memory_search", query="quokka"))
+            commit_all(ws, "zoo")
+            (ws / "bank/zoo/animals.md").unlink()
+            out.append(await call(s, "memory_search", query="quokka"))
+            git(ws, "checkout", "-q", "--", "bank/zoo/animals.md")
+            out.append(await call(s, "memory_search", query="marsupial"))
+            return out
+    out = asyncio.run(go())
+    paths = [[r["path"] for r in o["results"]] for o in out]
+    assert paths == [[], ["memory/2025-12-01.md"], [], ["bank/zoo/animals.md"], [], ["bank/zoo/animals.md"]]
+
+
+def test_append_then_search_finds_it_and_commits(ws):
+    today = dt.date.today().isoformat()
+    async def go():
+        async with session(ws) as s:
+            note = await call(s, "memory_append", text="The zebra crossing moved to Elm Street")
+            found = await call(s, "memory_search", query="zebra Elm Street")
+            fact = await call(s, "memory_append", text="Prefers oolong tea", retain="O", entities=["Peter"],
+                              confidence=0.7)
+            rel = await call(s, "memory_append", text="@Peter lives_in @Lisbon", retain="R")
+            facts = await call(s, "memory_search", query="oolong", entity="Peter")
+            graph = await call(s, "graph_search", name="@peter")
+            draft = await call(s, "memory_append", text="uncommitted walrus note", commit=False)
+            walrus = await call(s, "memory_search", query="walrus")
+            return note, found, fact, rel, facts, graph, draft, walrus
+    note, found, fact, rel, facts, graph, draft, walrus = asyncio.run(go())
+    assert note["path"] == f"memory/{today}.md" and note["committed"] and note["citation"] == f"{note['path']}#L{note['line']}"
+    hit = found["results"][0]
+    assert hit["path"] == note["path"] and hit["startLine"] <= note["line"] <= hit["endLine"]
+    assert "zebra crossing" in hit["snippet"]
+    assert git(ws, "log", "--format=%s", "-4").splitlines() == [f"zmem append: memory/{today}.md"] * 3 + ["notes"]
+    assert git(ws, "log", "-1", "--format=%H") == rel["commit"]
+    assert fact["text"] == "- O(c=0.7) @Peter: Prefers oolong tea"
+    f = facts["results"][0]
+    assert f["fact"]["kind"] == "opinion" and f["fact"]["confidence"] == 0.7 and f["citation"].startswith(note["path"])
+    assert any(e["type"] == "lives_in" and e["target_name"] == "Lisbon" for e in graph["edges"])
+    assert graph["entity"]["name"] == "Peter" and {n["name"] for n in graph["nodes"]} >= {"Peter", "Lisbon"}
+    assert not draft["committed"] and walrus["results"][0]["path"] == note["path"]  # indexed, not committed
+    assert git(ws, "status", "--porcelain") == f"M memory/{today}.md"
+
+
+def test_group_scope_never_returns_memory_md(ws):
+    write(ws, "MEMORY.md", "# Memory\n\n- The alarm code is zebra-4411.\n\n## Retain\n\n- R @Peter married_to @Ana\n")
+    write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n- Saw a zebra at the zoo.\n\n## Retain\n\n"
+          "- R @Peter lives_in @Lisbon\n")
+    commit_all(ws, "private", date="2025-11-28T10:00:00+00:00")
+
+    async def go(*args):
+        async with session(ws, *args) as s:
+            out = {"search": await call(s, "memory_search", query="zebra", max_results=20),
+                   "as_of": await call(s, "memory_recall_as_of", query="zebra", as_of="HEAD", max_results=20),
+                   "graph": await call(s, "graph_search", name="Peter")}
+            if args:
+                out["get"] = await error(s, "memory_get", path="MEMORY.md#L3")
+                out["get_lower"] = await error(s, "memory_get", path="memory.md")
+                out["blame"] = await error(s, "memory_blame", target="MEMORY.md#L3")
+                out["blame_query"] = await call(s, "memory_blame", target="zebra")
+            return out
+    private = asyncio.run(go())
+    assert "MEMORY.md" in {r["path"] for r in private["search"]["results"]}
+    assert {e["type"] for e in private["graph"]["edges"]} == {"lives_in", "married_to"}
+    group = asyncio.run(go("--scope", "group"))
+    for key in ("search", "as_of"):
+        paths = {r["path"] for r in group[key]["results"]}
+        assert paths == {"memory/2025-11-28.md"}, (key, paths)
+        assert "zebra-4411" not in json.dumps(group[key])
+    assert [e["type"] for e in group["graph"]["edges"]] == ["lives_in"]
+    assert "MEMORY.md" not in json.dumps(group["graph"]) and "Ana" not in {n["name"] for n in group["graph"]["nodes"]}
+    assert "private" in group["get"] and "scope" in group["get"]
+    assert "zebra-4411" not in group["get"] + group["get_lower"] + group["blame"]
+    assert [r["path"] for r in group["blame_query"]["ranges"]] == ["memory/2025-11-28.md"]
+
+
+def test_errors_are_tool_errors_and_the_server_keeps_answering(ws):
+    async def go(errlog):
+        async with session(ws, errlog=errlog) as s:
+            out = {
+                "escape": await error(s, "memory_get", path="../etc/passwd"),
+                "not_md": await error(s, "memory_get", path="zmem.toml"),
+                "past_end": await error(s, "memory_get", path="memory/2025-11-24.md", **{"from": 99}),
+                "entity": await error(s, "graph_search", name="Nobody"),
+                "rev": await error(s, "memory_recall_as_of", query="x", as_of="not-a-rev"),
+                "empty": await error(s, "memory_append", text="   "),
+                "kind": await error(s, "memory_search", query="x", kind="feelings"),
+                "bad_arg": await error(s, "memory_search", query="x", max_results=0),
+                "since": await error(s, "memory_search", query="x", since="someday"),
+                "blame": await error(s, "memory_blame", target="../secret.md#L1"),
+            }
+            out["after"] = await call(s, "memory_search", query="WhatsApp")
+            return out
+    with tempfile.TemporaryFile("w+") as errlog:
+        out = asyncio.run(go(errlog))
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert "escapes the workspace" in out["escape"] and "hint:" in out["escape"]
+    assert "memory_get" in out["escape"]
+    assert "zmem.toml" in out["not_md"]
+    assert "past the end" in out["past_end"]
+    assert "no entity named 'Nobody'" in out["entity"] and "hint:" in out["entity"]
+    assert "neither a date nor a revision" in out["rev"]
+    assert "nothing to append" in out["empty"]
+    assert "not a memory file" in out["blame"]
+    assert "kind" in out["kind"] and "greater than or equal to 1" in out["bad_arg"]
+    assert "internal error" not in json.dumps(out)
+    assert out["after"]["results"][0]["path"] == "memory/2025-11-24.md"
+    assert "Traceback" not in stderr, stderr
+
+
+def test_blame_and_recall_as_of_return_real_history(ws):
+    write(ws, "memory/2025-11-01.md", "# 2025-11-01\n\n- Peter lives in Lisbon\n")
+    a = commit_all(ws, "lisbon", date="2025-11-01T10:00:00+00:00")
+    write(ws, "memory/2025-11-01.md", "# 2025-11-01\n\n- Peter lives in Porto\n")
+    b = commit_all(ws, "porto", date="2025-11-10T10:00:00+00:00")
+
+    async def go():
+        async with session(ws) as s:
+            then = await call(s, "memory_recall_as_of", query="Peter lives", as_of="2025-11-05")
+            back = await call(s, "memory_get", path=then["results"][0]["citation"])
+            now = await call(s, "memory_recall_as_of", query="Peter lives", as_of=b)
+            blame = await call(s, "memory_blame", target="memory/2025-11-01.md#L3")
+            return then, back, now, blame
+    then, back, now, blame = asyncio.run(go())
+    assert then["as_of"]["commit"] == a and then["as_of"]["date"].startswith("2025-11-01")
+    hit = then["results"][0]
+    assert hit["citation"] == f"memory/2025-11-01.md@{a[:10]}#L{hit['startLine']}-L{hit['endLine']}"
+    assert "Lisbon" in hit["snippet"] and back["text"] == hit["snippet"] and back["rev"] == a
+    assert now["as_of"]["commit"] == b and "Porto" in now["results"][0]["snippet"]
+    [r] = blame["ranges"]
+    assert r["citation"] == "memory/2025-11-01.md#L3-L3"
+    [line] = r["lines"]
+    assert line["text"] == "- Peter lives in Porto" and line["commit"] == b
+    assert line["date"].startswith("2025-11-10") and line["author"] == "Test Author" and line["summary"] == "porto"
+    # the same JSON as `zmem blame --json`
+    cli = json.loads(run(["-C", str(ws), "blame", "memory/2025-11-01.md#L3", "--json"]).stdout)
+    assert cli == {k: v for k, v in blame.items() if k != "warnings"}
+
+
+def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
+    pytest.importorskip("openai")
+    from embed_server import EmbeddingServer
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    with EmbeddingServer() as server:
+        cfg.write_text(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
+                       'api_key_env = "ZMEM_TEST_KEY"\n')
+        os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
+        assert run(["-C", str(ws), "index"]).exit_code == 0  # every chunk embedded
+
+        async def go():
+            async with session(ws, "--query-timeout", "0.3") as s:
+                fast = await call(s, "memory_search", query="which machine runs the relay")
+                server.faults = [("slow", 2.0)] * 4
+                t = time.perf_counter()
+                slow = await call(s, "memory_search", query="which machine runs the relay")
+                return fast, slow, time.perf_counter() - t
+        fast, slow, seconds = asyncio.run(go())
+    assert fast["mode"] == "hybrid" and fast["provider"] == "openai" and fast["model"] == "fake-embed"
+    assert fast["results"][0]["path"] == "memory/2025-11-24.md"  # found by meaning ("relay" ~ "gateway")
+    assert slow["mode"] == "bm25" and seconds < 1.9
+    assert any("query embedding failed" in w and "keyword" in w for w in slow["warnings"]), slow["warnings"]
+
+
+def test_without_the_sdk_zmem_mcp_fails_with_a_hint(ws, monkeypatch):
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] or ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the SDK were not installed
+    monkeypatch.delitem(sys.modules, "zmem.mcp_server", raising=False)
+    res = run(["-C", str(ws), "mcp"])
+    assert res.exit_code == 1
+    assert res.stderr.splitlines() == ["zmem: `zmem mcp` needs the mcp package (version 2.3 or later), which is not "
+                                       "installed", "hint: pip install 'zmem[mcp]'"]
+
+
+def test_other_commands_do_not_import_the_sdk(ws):
+    code = ("import sys; from zmem.cli import main; sys.argv = ['zmem', '-C', sys.argv[1], 'recall', 'gateway']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('MCP' if 'mcp' in sys.modules else 'NO-MCP', file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, str(ws)], capture_output=True, text=True, timeout=60)
+    assert proc.stderr.strip().endswith("NO-MCP"), proc.stderr
+    assert "gateway" in proc.stdout
+
+
+def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
+    import zmem.indexer
+    from zmem.mcp_server import Memory
+    calls = []
+    real = zmem.indexer.catch_up
+    monkeypatch.setattr(zmem.indexer, "catch_up", lambda *a, **k: calls.append(1) or real(*a, **k))
+    memory = Memory(str(ws), "private", 5.0)
+    try:
+        search = lambda q: [r["path"] for r in memory.search(q, max_results=6, min_score=0)["results"]]  # noqa: E731
+        assert search("gateway") == ["memory/2025-11-24.md"] and len(calls) == 1
+        if memory._watch is False:
+            pytest.skip("no inotify here: every call catches up")
+        search("gateway")
+        search("Peter")
+        assert len(calls) == 1  # nothing changed: no sweep
+        commit_all(ws, "empty")  # HEAD moved
+        search("gateway")
+        assert len(calls) == 2
+        write(ws, "MEMORY.md", "# Memory\n\n- The okapi lives in Congo.\n")
+        assert search("okapi") == ["MEMORY.md"] and len(calls) == 3
+        search("okapi")
+        assert len(calls) == 3
+    finally:
+        memory.close()

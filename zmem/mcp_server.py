@@ -1,0 +1,437 @@
+"""`zmem mcp`: a Model Context Protocol server over stdio, so any MCP-capable agent (Claude Code,
+Cursor, Codex, OpenClaw …) uses zmem's memory as tools. The only module that imports the `mcp`
+SDK (the optional extra `zmem[mcp]`); the CLI imports this module only for `zmem mcp`.
+
+The server is long-lived, so it keeps what a CLI process rebuilds every time: the workspace (reloaded
+when zmem.toml or the user config changes), one index connection (reopened when `zmem index --full`
+swaps the file) and the embedding providers (a local model is loaded once). Every call answers from
+a fresh index, as every zmem command does: where inotify exists, the server watches the memory
+directories (one descriptor, a watch per directory, as `zmem watch`) and runs the catch-up only when
+a memory file changed or HEAD moved since the last one; elsewhere it catches up before every call
+(the stat sweep costs ~4 µs a file). Calls run one at a time. User errors (a bad path, an unknown
+entity or revision, no workspace) come back as tool errors with the hint; nothing a tool does stops
+the server."""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import threading
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import AliasChoices, Field
+
+from zmem import __version__
+from zmem.errors import ZmemError
+
+log = logging.getLogger("zmem.mcp")
+
+QUERY_TIMEOUT = 5.0  # seconds for embedding a query; past it, recall answers by keywords with a warning
+
+INSTRUCTIONS = """\
+zmem is this user's long-term memory: Markdown notes in a git repository (MEMORY.md, daily logs
+memory/YYYY-MM-DD.md, bank/ pages with entities and opinions). Search it (memory_search) before
+answering anything about prior work, decisions, dates, people, preferences or todos, and cite what
+you use as path#Lx-Ly. memory_get reads exactly the cited lines back. memory_append writes a note or
+a typed fact to today's log and commits it. graph_search shows how entities relate; memory_blame
+says who wrote a memory and when (and what it was derived from); memory_recall_as_of searches
+memory as it stood at a past date or commit."""
+
+SEARCH_DOC = """\
+Search the user's long-term memory before answering questions about prior work, decisions, dates,
+people, preferences or todos. Searches the Markdown notes (MEMORY.md, daily logs
+memory/YYYY-MM-DD.md, bank/ pages) by keywords and, when an embedding model is configured, by
+meaning.
+
+Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "source", "citation"}],
+"provider", "model", "mode", "warnings"}, best first. The snippet is exactly lines
+startLine..endLine of path (1-based), and citation is "path#L<startLine>-L<endLine>": cite it when
+you use the snippet, and pass it to memory_get to read exactly those lines again (or a wider range
+of the same path for context). score is in (0, 1], higher is better; it ranks results and is not a
+probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled).
+mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
+e.g. a slow or missing embedding provider (then results come from keywords only).
+
+Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
+out). kind and/or entity search typed facts of `## Retain` sections instead of notes (kind: world,
+experience, opinion, observation, relation; entity: a name such as Peter, @ optional); each such
+result also has "fact" with its kind, entities and confidence. An empty results list means nothing
+matched: say so rather than guess. For how memory stood in the past, use memory_recall_as_of."""
+
+GET_DOC = """\
+Read exactly the cited lines of a memory file. Pass a citation from memory_search as path
+("memory/2025-11-24.md#L5-L6" returns lines 5 and 6, the same lines the snippet showed), or an as-of
+citation "path@<commit>#Lx-Ly" from memory_recall_as_of (the file as it was at that commit), or a
+plain path with from (first line, 1-based) and lines (how many; default: to the end). A path
+without a range returns the whole file. Use it to quote a memory exactly or to read the lines around
+a search hit. Only memory files can be read (MEMORY.md, memory/**.md, bank/**.md and configured
+extra paths, .md only); anything else is refused with an error. Returns {"path", "from", "lines"
+(how many lines were returned), "text", "end_line", "total_lines", "citation"}."""
+
+APPEND_DOC = """\
+Write to long-term memory: appends text to today's daily log (memory/YYYY-MM-DD.md) under
+"## Notes" and commits it to git, so it can be recalled at once and its history is kept. Use it for
+what is worth remembering beyond this conversation (decisions, preferences, facts about people,
+commitments, todos); write one self-contained statement per call, with names and dates.
+
+retain makes it a typed fact under "## Retain": W world fact, B experience (something the user or
+you did), O opinion (give confidence 0..1), S observation, R relation (text is
+"@Subject predicate @Object", e.g. "@Peter lives_in @Lisbon"). entities names whom or what it is
+about (e.g. ["Peter"]). commit=false writes the file without committing it. Returns {"path",
+"line", "citation", "text", "committed", "commit", "warnings"}; the citation points at the line
+written."""
+
+GRAPH_DOC = """\
+Show the entities related to an entity (a person, place, project: a name used as @Name in Retain
+facts, or with a bank/entities/<Name>.md page): explicit relations (e.g. lives_in, works_at) and
+co-mentions in one fact, with counts, a recency weight and the evidence citations (path#Lx of the
+facts behind each edge; read them with memory_get). depth follows that many hops (1-5). Returns
+{"entity", "depth", "nodes", "edges"}. An unknown name is an error that suggests close spellings."""
+
+BLAME_DOC = """\
+Find out where a memory came from: who wrote each line, when, and in which commit. For lines that
+`zmem reflect` generated (entity pages, opinions, MEMORY.md), it follows the citations they carry
+and blames those daily-log lines too (the evidence chain, in "evidence"). target is a citation
+"path#Lx-Ly", "path:LINE" or "path@REV#Lx-Ly", a fact id, or a query in plain words (its top hits
+are blamed). Use it before relying on a memory whose age or origin matters. Returns {"target",
+"ranges": [{"path", "start_line", "end_line", "citation", "lines": [{"line", "text", "commit",
+"author", "date", "summary"}], "evidence": [...]}]}."""
+
+AS_OF_DOC = """\
+Search memory as it stood at a past point in time: as_of is a date (YYYY-MM-DD, or 7d, 2w, 3m: the
+last commit on or before that day) or a git revision (commit, branch, tag). Use it for "what did we
+know or believe back then" questions and to see how something changed (compare with memory_search).
+Same result shape as memory_search plus "as_of": {"commit", "date", "summary"}; citations read
+"path@<commit>#Lx-Ly", and memory_get reads exactly those lines from that commit. Keyword (BM25)
+search."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+class Memory:
+    """The workspace state the tools share, rebuilt only when it changed underneath."""
+
+    def __init__(self, directory: str | None, scope: str, query_timeout: float):
+        self.directory = directory
+        self.scope = scope
+        self.query_timeout = query_timeout
+        self.lock = threading.Lock()
+        self._ws = None
+        self._ws_key = None
+        self._conn = None
+        self._conn_id = None
+        self._providers = None
+        self._watch = None          # inotify on the memory directories, or False where unavailable
+        self._clean_head = None     # HEAD at the last complete catch-up with no file change since
+
+    # -- state
+    def workspace(self):
+        from zmem.config import user_config_path
+        from zmem.workspace import find_workspace
+        if self._ws is not None and self._ws.root.is_dir():
+            key = (_stamp(self._ws.root / "zmem.toml"), _stamp(user_config_path()))
+            if key == self._ws_key:
+                return self._ws
+        self.close()
+        ws = find_workspace(self.directory)
+        self._ws, self._ws_key = ws, (_stamp(ws.root / "zmem.toml"), _stamp(user_config_path()))
+        return ws
+
+    def conn(self, ws):
+        """One connection for the server's life: reopened if the index file was replaced."""
+        from zmem.indexer import open_index
+        current = _stamp(ws.index_path, ino=True)
+        if self._conn is None or current is None or current != self._conn_id:
+            self._close_conn()
+            self._conn = open_index(ws)
+            self._conn_id = _stamp(ws.index_path, ino=True)
+        return self._conn
+
+    def caught_up(self, ws, conn):
+        """The index brought up to date — or known to be, without the stat sweep: no memory file
+        changed (inotify) and HEAD is where it was after the last complete catch-up."""
+        from zmem import db
+        from zmem.indexer import CatchUp, catch_up
+        from zmem.snapshot import read_head
+        source = self._source(ws)
+        if source:
+            if source.read() or source.needs_sync or source.root_gone:
+                self._clean_head = None
+                if source.needs_sync and not source.root_gone:
+                    source.sync()
+        git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
+        head = read_head(git_dir, common) if git_dir and common else None
+        if source and head is not None and head == self._clean_head:
+            return CatchUp(head=head, previous=head)
+        result = catch_up(ws, conn=conn)
+        clean = source and not (result.stale or result.deferred) and result.head == head
+        self._clean_head = head if clean else None
+        return result
+
+    def _source(self, ws):
+        if self._watch is None:
+            from zmem.watch import InotifySource, InotifyUnavailable
+            try:
+                self._watch = InotifySource(ws)
+            except (InotifyUnavailable, OSError):
+                self._watch = False  # catch up before every call instead
+        return self._watch
+
+    def providers(self, ws):
+        if self._providers is None:
+            from zmem.embedding import providers
+            self._providers = providers(ws)
+        return self._providers
+
+    def _close_conn(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection is replaced anyway
+                pass
+        self._conn, self._conn_id, self._clean_head = None, None, None
+
+    def close(self) -> None:
+        self._close_conn()
+        if self._watch:
+            self._watch.close()
+        self._ws, self._ws_key, self._providers, self._watch = None, None, None, None
+
+    # -- tools
+    def search(self, query: str, *, max_results: int, min_score: float, since: str | None = None,
+               kind: str | None = None, entity: str | None = None, as_of: str | None = None) -> dict:
+        from zmem.api import recall_workspace
+        from zmem.search import parse_when
+        ws = self.workspace()
+        conn = self.conn(ws)
+        provs = self.providers(ws)
+        res = recall_workspace(ws, query, k=max_results, since=parse_when(since) if since else None, kind=kind,
+                               entity=entity, as_of=as_of, scope=self.scope, query_timeout=self.query_timeout,
+                               conn=conn, providers=provs, caught_up=self.caught_up(ws, conn))
+        active = provs.primary or provs.fallback
+        out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
+               "provider": active.provider if active else "none", "model": active.model if active else None,
+               "mode": res.mode, "warnings": res.warnings}
+        if res.as_of:
+            out["as_of"] = res.as_of
+        return out
+
+    def get(self, path: str, from_line: int | None, lines: int | None) -> dict:
+        from zmem.reading import read_lines
+        return read_lines(self.workspace(), path, start=from_line, count=lines, scope=self.scope)
+
+    def append(self, text: str, retain: str | None, entities: list[str] | None, confidence: float | None,
+               commit: bool) -> dict:
+        from zmem.api import append_note
+        return append_note(self.workspace(), text, retain=retain, entities=entities or (), confidence=confidence,
+                           commit=commit)
+
+    def graph(self, name: str, depth: int) -> dict:
+        from zmem.api import graph_neighbourhood
+        ws = self.workspace()
+        conn = self.conn(ws)
+        warnings = self.caught_up(ws, conn).warnings
+        out = graph_neighbourhood(ws, conn, name, depth).to_json()
+        if self.scope == "group":
+            out = _public_graph(ws, out)
+        return {**out, "warnings": warnings}
+
+    def blame(self, target: str) -> dict:
+        from zmem.api import blame_json
+        from zmem.blame import blame
+        ws = self.workspace()
+        conn = self.conn(ws)
+        warnings = self.caught_up(ws, conn).warnings
+        ranges = blame(ws, conn, target)
+        out = blame_json(target, ranges)
+        if self.scope == "group":
+            out["ranges"] = [r for r in (_public_range(ws, r) for r in out["ranges"]) if r is not None]
+            if not out["ranges"]:
+                raise ZmemError(f"{target} is in private files only, and this is a group scope",
+                                hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by a "
+                                     "server started with --scope private")
+        return {**out, "warnings": warnings}
+
+
+def search_result(hit) -> dict:
+    """One recall hit in the shape of OpenClaw's memory_search results (camelCase line numbers,
+    source memory|sessions, citation path#Lx-Ly), plus day/heading, or the fact for fact hits."""
+    d = hit.to_json()
+    out = {"path": d["path"], "startLine": d["start_line"], "endLine": d["end_line"], "score": round(hit.score, 4),
+           "snippet": d["snippet"], "source": getattr(hit, "source", "memory"), "citation": d["citation"]}
+    if d.get("type") == "fact":
+        out["fact"] = {k: d[k] for k in ("id", "kind", "entities", "confidence", "day", "event") if k in d}
+    else:
+        if d.get("day"):
+            out["day"] = d["day"]
+        if d.get("heading"):
+            out["heading"] = d["heading"]
+    return out
+
+
+def _public_range(ws, r: dict) -> dict | None:
+    """A blamed range with private files (and evidence from them) left out; None if it is private."""
+    if ws.is_private(r["path"]):
+        return None
+    return {**r, "evidence": [e for e in (_public_range(ws, x) for x in r["evidence"]) if e is not None]}
+
+
+def _public_graph(ws, g: dict) -> dict:
+    """The neighbourhood as the non-private files show it: evidence from private files dropped,
+    edges left without evidence dropped, and the nodes they alone reached."""
+    def public(citation: str) -> bool:
+        return not ws.is_private(citation.split("#", 1)[0])
+    edges = []
+    for e in g["edges"]:
+        evidence = [c for c in e["evidence"] if public(c)]
+        if evidence:
+            edges.append({**e, "evidence": evidence, "count": len(evidence)})
+    keep = {g["entity"]["key"]} | {e["source"] for e in edges} | {e["target"] for e in edges}
+    scrub = lambda n: {**n, "page": n["page"] if n["page"] and public(n["page"]) else None}  # noqa: E731
+    return {**g, "entity": scrub(g["entity"]), "nodes": [scrub(n) for n in g["nodes"] if n["key"] in keep],
+            "edges": edges}
+
+
+def _stamp(path, ino: bool = False):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if ino else (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _result(out: dict) -> CallToolResult:
+    """Compact JSON text for the model, the same object as structured content for programs."""
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(out, ensure_ascii=False))],
+                          structured_content=out)
+
+
+def _tool_errors(memory: Memory):
+    """Runs a tool under the workspace lock and turns every failure into a tool error the model
+    can read: zmem's message and hint for user errors, one line for anything else."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with memory.lock:
+                try:
+                    return _result(fn(*args, **kwargs))
+                except ZmemError as e:
+                    raise ToolError(e.message + (f"\nhint: {e.hint}" if e.hint else "")) from None
+                except ToolError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - the server must survive anything a tool does
+                    if type(e).__module__.startswith(("sqlite3", "pysqlite3")):
+                        memory.close()  # reopen next time
+                        raise ToolError(f"the index could not be used: {e}\nhint: run `zmem index --full` to "
+                                        "rebuild it from the Markdown files") from None
+                    log.exception("zmem mcp: %s failed", fn.__name__)
+                    raise ToolError(f"internal error: {type(e).__name__}: {e}\nhint: this is a bug in zmem; "
+                                    "the server's stderr has the traceback") from None
+        return run
+    return decorate
+
+
+Kind = Literal["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]
+
+
+def build_server(directory: str | None = None, *, scope: str = "private",
+                 query_timeout: float = QUERY_TIMEOUT) -> MCPServer:
+    """The MCP server for the workspace at directory (-C, else $ZMEM_WORKSPACE, else the nearest
+    enclosing workspace), resolved on first use so that a problem is a tool error with a hint."""
+    if scope not in ("private", "group"):
+        raise ValueError(f"unknown scope {scope!r}")
+    memory = Memory(directory, scope, query_timeout)
+    server = MCPServer("zmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    tool = _tool_errors(memory)
+
+    @server.tool(description=SEARCH_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_search(
+        query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
+        max_results: Annotated[int, Field(ge=1, le=100, validation_alias=AliasChoices("max_results", "maxResults"),
+                                          description="How many results at most (default 6).")] = 6,
+        min_score: Annotated[float, Field(ge=0, validation_alias=AliasChoices("min_score", "minScore"),
+                                          description="Drop results scoring below this (default 0: keep all).")] = 0.0,
+        since: Annotated[str | None, Field(description="Only daily logs from this day on: 7d, 2w, 3m, 1y or "
+                                                       "YYYY-MM-DD.")] = None,
+        kind: Annotated[Kind | None, Field(description="Search Retain facts of this kind instead of notes.")] = None,
+        entity: Annotated[str | None, Field(description="Search Retain facts about this entity instead of notes "
+                                                        "(e.g. Peter).")] = None,
+    ) -> dict:
+        return memory.search(query, max_results=max_results, min_score=min_score, since=since, kind=kind,
+                             entity=entity)
+
+    @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_get(
+        path: Annotated[str, Field(description='A workspace-relative memory file, optionally with a citation: '
+                                               '"memory/2025-11-24.md#L5-L6" or "path@<commit>#Lx-Ly".')],
+        from_line: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("from", "from_line"),
+                                               description="First line to read (1-based); overrides the "
+                                                           "citation's start.")] = None,
+        lines: Annotated[int | None, Field(ge=1, description="How many lines to read (default: the cited range, "
+                                                             "or to the end of the file).")] = None,
+    ) -> dict:
+        return memory.get(path, from_line, lines)
+
+    @server.tool(description=APPEND_DOC, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                             open_world_hint=False))
+    @tool
+    def memory_append(
+        text: Annotated[str, Field(description="What to remember: one self-contained statement.")],
+        retain: Annotated[Literal["W", "B", "O", "S", "R"] | None,
+                          Field(description="Make it a typed Retain fact: W world, B experience, O opinion, "
+                                            "S observation, R relation (@Subject predicate @Object).")] = None,
+        entities: Annotated[list[str] | None, Field(description='Whom or what it is about, e.g. ["Peter"].')] = None,
+        confidence: Annotated[float | None, Field(description="Confidence in [0, 1] of an opinion "
+                                                              "(retain O only).")] = None,
+        commit: Annotated[bool, Field(description="Commit the daily log to git (default true).")] = True,
+    ) -> dict:
+        return memory.append(text, retain, entities, confidence, commit)
+
+    @server.tool(description=GRAPH_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def graph_search(
+        name: Annotated[str, Field(description="The entity's name, @ optional (e.g. Peter).")],
+        depth: Annotated[int, Field(ge=1, le=5, description="How many hops to follow (default 1).")] = 1,
+    ) -> dict:
+        return memory.graph(name, depth)
+
+    @server.tool(description=BLAME_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_blame(
+        target: Annotated[str, Field(description='A citation ("bank/entities/Peter.md#L7", "path:LINE", '
+                                                 '"path@REV#Lx-Ly"), a fact id, or a query.')],
+    ) -> dict:
+        return memory.blame(target)
+
+    @server.tool(description=AS_OF_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_recall_as_of(
+        query: Annotated[str, Field(description="What to look for.")],
+        as_of: Annotated[str, Field(description="A date (YYYY-MM-DD, 7d, 2w) or a git revision.")],
+        max_results: Annotated[int, Field(ge=1, le=100, validation_alias=AliasChoices("max_results", "maxResults"),
+                                          description="How many results at most (default 6).")] = 6,
+    ) -> dict:
+        return memory.search(query, max_results=max_results, min_score=0.0, as_of=as_of)
+
+    server.memory = memory  # for tests and the benchmark
+    return server
+
+
+def serve(directory: str | None = None, *, scope: str = "private", query_timeout: float = QUERY_TIMEOUT) -> None:
+    """Run the server on stdin/stdout until the client closes it."""
+    server = build_server(directory, scope=scope, query_timeout=query_timeout)
+    try:
+        server.memory.workspace()  # say so early on stderr; tools report it again
+    except ZmemError as e:
+        log.warning("zmem mcp: %s (%s)", e.message, e.hint)
+    try:
+        server.run("stdio")
+    finally:
+        server.memory.close()
