@@ -186,6 +186,32 @@ def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     conn.close()
 
 
+def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
+    """A long-running process's in-memory matrix gives what vec0 gives, and reloads when the
+    stored vectors change (another process embedded a new note)."""
+    pytest.importorskip("numpy")
+    from zmem.vectors import VectorMatrix, VectorStore
+    from embed_server import concept_vector
+    matrix = VectorMatrix()
+    q = concept_vector("which computer runs the relay")
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    scan, fast = VectorStore(conn), VectorStore(conn, matrix)
+    assert scan.vec_loaded and fast.matrix is matrix
+    assert [h[0] for h in scan.search(q, 5)] == [h[0] for h in fast.search(q, 5)]
+    assert all(abs(a[1] - b[1]) < 1e-5 for a, b in zip(scan.search(q, 5), fast.search(q, 5)))
+    ids = [h[0] for h in scan.search(q, 5)]
+    assert {c: [w[:2] for w in ws] for c, ws in scan.windows_of(ids, q).items()} == \
+        {c: [w[:2] for w in ws] for c, ws in fast.windows_of(ids, q).items()}
+    key = matrix.key
+    write(semantic_ws, "memory/2025-12-02.md", "# 2025-12-02\n\n- The proxy box moved to the attic.\n")
+    commit_all(semantic_ws)
+    assert run(["-C", str(semantic_ws), "index", "--json"]).exit_code == 0
+    again = VectorStore(conn, matrix)
+    assert matrix.key != key
+    assert [h[0] for h in again.search(q, 8)] == [h[0] for h in VectorStore(conn).search(q, 8)]
+    conn.close()
+
+
 def test_similarities_in_sql_and_in_process_agree(semantic_ws):
     from zmem.vectors import VectorStore
     from embed_server import concept_vector

@@ -17,14 +17,16 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
                      background_embed: bool = True, progress=None, kind: str | None = None,
                      entity: str | None = None, as_of: str | None = None, scope: str = "private",
-                     source: str | None = None, conn=None, providers=None, caught_up=None) -> Recall:
+                     source: str | None = None, conn=None, providers=None, caught_up=None,
+                     vector_matrix=None) -> Recall:
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
     (a date or revision), over the memory as it stood at that commit. scope "group" never returns
     MEMORY.md or the paths config lists as private (nor session transcripts). source: memory,
     sessions or all (default: all when [sessions] is enabled, else memory).
     A long-running caller (the MCP server) passes its open index connection (left open), its
     embedding providers (built once, so a local model is loaded once) and, when it knows the index
-    is already fresh, the CatchUp that says so (caught_up; otherwise recall catches up first)."""
+    is already fresh, the CatchUp that says so (caught_up; otherwise recall catches up first), and
+    a vectors.VectorMatrix it keeps (vector_matrix: stored vectors searched in memory)."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
     from zmem.sessions import settings_for
@@ -58,7 +60,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25":
-            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed, providers)
+            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed, providers, vector_matrix)
             warnings += notes
             if qvec is not None:
                 mode_used = requested
@@ -101,7 +103,7 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
     return res
 
 
-def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None):
+def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None, matrix=None):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
     by the provider that made them (same fingerprint)."""
     from zmem.embedders.base import EmbeddingError
@@ -111,7 +113,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:
         return None, None, notes + [NO_PROVIDER]
-    store = VectorStore(conn)
+    store = VectorStore(conn, matrix)
     stored = store.count()
     pending = pending_count(conn)
     fp = store.fingerprint()

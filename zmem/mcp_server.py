@@ -125,6 +125,7 @@ class Memory:
         self._conn = None
         self._conn_id = None
         self._providers = None
+        self._matrix = None         # the stored vectors in memory (vectors.VectorMatrix)
         self._watch = None          # inotify on the memory directories, or False where unavailable
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
 
@@ -184,7 +185,9 @@ class Memory:
     def providers(self, ws):
         if self._providers is None:
             from zmem.embedding import providers
+            from zmem.vectors import VectorMatrix
             self._providers = providers(ws)
+            self._matrix = VectorMatrix()
         return self._providers
 
     def _close_conn(self) -> None:
@@ -199,7 +202,7 @@ class Memory:
         self._close_conn()
         if self._watch:
             self._watch.close()
-        self._ws, self._ws_key, self._providers, self._watch = None, None, None, None
+        self._ws, self._ws_key, self._providers, self._matrix, self._watch = None, None, None, None, None
 
     # -- tools
     def search(self, query: str, *, max_results: int, min_score: float, since: str | None = None,
@@ -211,7 +214,8 @@ class Memory:
         provs = self.providers(ws)
         res = recall_workspace(ws, query, k=max_results, since=parse_when(since) if since else None, kind=kind,
                                entity=entity, as_of=as_of, scope=self.scope, query_timeout=self.query_timeout,
-                               conn=conn, providers=provs, caught_up=self.caught_up(ws, conn))
+                               conn=conn, providers=provs, caught_up=self.caught_up(ws, conn),
+                               vector_matrix=self._matrix)
         active = provs.primary or provs.fallback
         out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
                "provider": active.provider if active else "none", "model": active.model if active else None,

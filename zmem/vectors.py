@@ -15,10 +15,65 @@ def unpack(blob: bytes) -> list[float]:
     return array.array("f", blob).tolist()
 
 
+class VectorMatrix:
+    """Every stored vector in one numpy matrix, kept by a long-running process (the MCP server):
+    a search is then one matrix product instead of a scan of the vec0 table (26 ms at 27k windows),
+    with the same exact results. Reloaded whenever the stored vectors change."""
+
+    def __init__(self):
+        self.key = None
+        self.matrix = None
+        self.meta: list[tuple[int, int, int]] = []   # row -> (chunk id, start, end)
+        self.rows_of: dict[int, list[int]] = {}      # chunk id -> rows
+
+    def fresh(self, conn):
+        """self, loaded with the vectors in conn now; None without numpy."""
+        try:
+            import numpy as np
+        except ImportError:
+            return None
+        # ids are AUTOINCREMENT, never reused: any add raises max(id), a removal lowers count(*)
+        key = (*conn.execute("SELECT count(*), max(id) FROM chunk_vectors").fetchone(), db.get_meta(conn, "vec_fingerprint"))
+        if key != self.key:
+            rows = conn.execute("SELECT chunk_id, start_line, end_line, vector FROM chunk_vectors ORDER BY id").fetchall()
+            self.meta = [r[:3] for r in rows]
+            self.matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1) \
+                if rows else None
+            self.rows_of = {}
+            for i, (cid, _, _) in enumerate(self.meta):
+                self.rows_of.setdefault(cid, []).append(i)
+            self.key = key
+        return self
+
+    def search(self, query: list[float], n: int) -> list[tuple[tuple[int, int, int], float]]:
+        import numpy as np
+        if self.matrix is None:
+            return []
+        sims = self.matrix @ np.asarray(query, dtype=np.float32)
+        n = min(n, len(sims))
+        top = np.argpartition(-sims, n - 1)[:n]
+        top = top[np.lexsort((top, -sims[top]))]  # best first, ties by storage order as a scan would
+        return [(self.meta[i], float(sims[i])) for i in top]
+
+    def windows_of(self, chunk_ids: list[int], query: list[float]) -> dict[int, list[tuple[int, int, float]]]:
+        import numpy as np
+        rows = [i for cid in chunk_ids for i in self.rows_of.get(cid, ())]
+        if not rows or self.matrix is None:
+            return {}
+        sims = self.matrix[rows] @ np.asarray(query, dtype=np.float32)
+        out: dict[int, list[tuple[int, int, float]]] = {}
+        for i, sim in zip(rows, sims.tolist()):
+            cid, a, b = self.meta[i]
+            out.setdefault(cid, []).append((a, b, sim))
+        return out
+
+
 class VectorStore:
-    def __init__(self, conn):
+    def __init__(self, conn, matrix: VectorMatrix | None = None):
+        """matrix: a long-running caller's VectorMatrix, used for searches when numpy is there."""
         self.conn = conn
         self.vec_loaded, self.detail = db.load_vec(conn)
+        self.matrix = matrix.fresh(conn) if matrix is not None else None
 
     def fingerprint(self) -> str | None:
         return db.get_meta(self.conn, "vec_fingerprint")
@@ -76,7 +131,9 @@ class VectorStore:
         """Chunks by their best window: (chunk id, cosine similarity, window start, window end),
         best first, at most k chunks."""
         n = k * 4  # windows per chunk vary: fetch enough windows to fill k chunks
-        if self.vec_loaded and self._has_vec_table():
+        if self.matrix is not None:
+            hits = self.matrix.search(query, n)
+        elif self.vec_loaded and self._has_vec_table():
             rows = self.conn.execute(
                 "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
                 (pack(query), n)).fetchall()
@@ -92,6 +149,8 @@ class VectorStore:
 
     def windows_of(self, chunk_ids: list[int], query: list[float]) -> dict[int, list[tuple[int, int, float]]]:
         """Every window of these chunks with its similarity to the query: chunk -> [(start, end, sim)]."""
+        if self.matrix is not None:
+            return self.matrix.windows_of(chunk_ids, query)
         out: dict[int, list[tuple[int, int, float]]] = {}
         if not chunk_ids:
             return out
