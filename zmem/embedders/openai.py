@@ -65,7 +65,9 @@ class OpenAIEmbedder(Embedder):
 class GeminiEmbedder(OpenAIEmbedder):
     provider = "gemini"
 
-    def __init__(self, model: str = "text-embedding-004", **kw):
+    def __init__(self, model: str | None = None, **kw):
+        from zmem.embedders.gemini import DEFAULT_MODEL  # one default for both of Gemini's APIs
+        model = model or DEFAULT_MODEL
         kw.setdefault("base_url", GEMINI_BASE_URL)
         super().__init__(model, **kw)
 
