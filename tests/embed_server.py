@@ -35,7 +35,45 @@ def concept_vector(text: str, dims: int = DIMS) -> list[float]:
     return [x / n for x in v]
 
 
-class EmbeddingServer:
+class JsonHandler(BaseHTTPRequestHandler):
+    """Answers with JSON; quiet; a client that hung up is not an error."""
+    content_type = "application/json"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _send(self, code, payload, headers=None):
+        raw = json.dumps(payload).encode()
+        try:
+            self.send_response(code)
+            self.send_header("content-type", self.content_type)
+            self.send_header("content-length", str(len(raw)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (a free port) answering from a thread while in a `with` block."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class EmbeddingServer(LoopbackServer):
     def __init__(self, dims: int = DIMS):
         self.dims = dims
         self.requests: list[dict] = []
@@ -45,10 +83,7 @@ class EmbeddingServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -79,22 +114,7 @@ class EmbeddingServer:
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
-            def _send(self, code, payload, headers=None):
-                raw = json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(raw)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.serve(Handler)
 
     @property
     def base_url(self) -> str:
@@ -103,10 +123,3 @@ class EmbeddingServer:
     def embedding_calls(self) -> list[dict]:
         return [r for r in self.requests if r["path"].endswith("/embeddings")]
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()

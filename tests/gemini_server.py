@@ -15,9 +15,8 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from embed_server import concept_vector
+from embed_server import JsonHandler, LoopbackServer, concept_vector
 
 NATIVE_DIMS = 256
 MODELS = {"gemini-embedding-001", "text-embedding-004"}
@@ -29,7 +28,7 @@ def gemini_vector(text: str, dims: int = NATIVE_DIMS) -> list[float]:
     return [3.0 * x for x in concept_vector(text, dims)]
 
 
-class GeminiServer:
+class GeminiServer(LoopbackServer):
     def __init__(self, key: str | None = "g-test-key", dims: int = NATIVE_DIMS):
         self.key = key  # the only accepted x-goog-api-key (None: any, or none)
         self.dims = dims
@@ -38,9 +37,8 @@ class GeminiServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+        class Handler(JsonHandler):
+            content_type = "application/json; charset=UTF-8"
 
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
@@ -108,22 +106,7 @@ class GeminiServer:
                     err["details"] = details
                 self._send(code, {"error": err}, headers)
 
-            def _send(self, code, payload, headers=None):
-                raw = json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("content-type", "application/json; charset=UTF-8")
-                    self.send_header("content-length", str(len(raw)))
-                    for k, v in (headers or {}).items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.serve(Handler)
 
     @property
     def base_url(self) -> str:
@@ -133,10 +116,3 @@ class GeminiServer:
     def batch_calls(self) -> list[dict]:
         return [r for r in self.requests if ":batchEmbedContents" in r["path"]]
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()

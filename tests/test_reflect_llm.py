@@ -4,56 +4,45 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from conftest import commit_all, run, write
+from embed_server import JsonHandler, LoopbackServer
 
 
-class ChatServer:
+class ChatServer(LoopbackServer):
+    """The chat completions API: the summary names the entity and counts the facts it was given."""
+
     def __init__(self):
         self.requests: list[dict] = []
         self.fail = False
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 if outer.fail or not self.path.endswith("/chat/completions"):
-                    self.send_response(500)
-                    self.end_headers()
-                    return
+                    return self._send(500, {"error": {"message": "boom"}})
                 facts = body["messages"][-1]["content"].count("\n- ")
                 text = f"{body['messages'][-1]['content'].splitlines()[0]} has {facts} known facts."
-                data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                   "choices": [{"index": 0, "finish_reason": "stop",
-                                                "message": {"role": "assistant", "content": text}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": text}}]})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.serve(Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 
 @pytest.fixture
 def chat():
-    server = ChatServer()
     path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[llm]\nmodel = "tiny-chat"\nbase_url = "{server.url}"\n')
-    yield server
-    server.httpd.shutdown()
+    with ChatServer() as server:
+        path.write_text(f'[llm]\nmodel = "tiny-chat"\nbase_url = "{server.url}"\n')
+        yield server
 
 
 def test_reflect_llm_summary(ws, chat):
