@@ -68,6 +68,17 @@ def test_better_keyword_matches_score_higher_and_no_threshold(ws):
     assert res[0]["score"] > res[1]["score"] > 0
 
 
+def test_snippet_takes_the_line_after_the_best_match_first():
+    from zmem.search import make_snippet
+    text = "\n".join(["Ana: the pottery class was fun", "Ben: nice, what about the pottery colors?",
+                      "Ana: I picked them to make people smile.", "Ben: ok", "Ana: bye"])
+    first, last, snippet = make_snippet(text, 10, "pottery colors", 85)
+    assert (first, last) == (11, 12)  # the question and its answer, not the earlier match
+    assert snippet == "Ben: nice, what about the pottery colors?\nAna: I picked them to make people smile."
+    first, last, _ = make_snippet(text, 10, "bye", 200)  # the last line has no next line
+    assert last == 14
+
+
 def test_recall_filters_since_until_path_and_k(ws):
     write(ws, "bank/world.md", "# World\n\n- Peter lives in Lisbon.\n")
     commit_all(ws)

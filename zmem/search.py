@@ -133,6 +133,13 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     size = len(lines[best])
     if size > max_chars:  # one long line: cut around it
         return start_line + best, start_line + best, lines[best][:max_chars - 1] + "…"
+    nxt = best + 1
+    while nxt < len(lines) and not lines[nxt].strip():
+        nxt += 1
+    if nxt < len(lines) and size + (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1]) <= max_chars:
+        # the line after the best match first: an answer follows its question, details their subject
+        size += (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1])
+        hi = nxt
     while True:  # grow towards the side with more matches, then the following lines
         grew = False
         for nxt in sorted((i for i in (lo - 1, hi + 1) if 0 <= i < len(lines)),
