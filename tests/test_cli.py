@@ -230,3 +230,16 @@ def test_every_command_and_option_has_help():
                 assert p.help, (path, p.name)
         res = run([*path, "--help"])
         assert res.exit_code == 0 and "Usage:" in res.stdout
+
+
+def test_append_after_an_entry_with_a_heading_line_keeps_both_intact(ws):
+    first = json.loads(run(["-C", str(ws), "append", "Plan:\n## Steps\n- buy milk", "--json"]).stdout)
+    second = json.loads(run(["-C", str(ws), "append", "next note", "--json"]).stdout)
+    fact = json.loads(run(["-C", str(ws), "append", "Ana likes tea", "--retain", "W", "--json"]).stdout)
+    third = json.loads(run(["-C", str(ws), "append", "third note", "--json"]).stdout)
+    text = (ws / first["path"]).read_text()
+    assert "- Plan:\n  ## Steps\n  - buy milk\n- next note\n- third note\n" in text
+    lines = text.split("\n")
+    assert lines[second["line"] - 1] == "- next note" and lines[third["line"] - 1] == "- third note"
+    assert fact["text"] == "- W: Ana likes tea" and lines.index("## Notes") < lines.index("## Retain")
+    assert lines[lines.index("## Retain") + 2] == "- W: Ana likes tea"

@@ -202,3 +202,191 @@ def test_empty_and_shallow_repositories(tmp_path, ws):
     assert res.exit_code == 0 and "shallow clone" in res.stderr
     got = _json(["-C", str(shallow), "recall", "garden", "--as-of", "HEAD~1", "--json"])
     assert {r["path"] for r in got["results"]} == {"memory/2025-11-01.md", "memory/2025-11-02.md"}
+
+
+def test_a_fully_retracted_entity_is_still_known_to_history(ws):
+    write(ws, "memory/2025-11-20.md", "## Retain\n- W @Zed: Lives in Lima.\n")
+    a = commit_all(ws, "zed", date="2025-11-20T10:00:00+00:00")
+    write(ws, "memory/2025-11-20.md", "## Retain\n- W @Ana: Lives in Quito.\n")
+    commit_all(ws, "zed gone", date="2025-11-21T10:00:00+00:00")
+    assert run(["-C", str(ws), "log", "@Nobody"]).exit_code == 1  # unknown everywhere: still an error
+    log = _json(["-C", str(ws), "log", "@Zed", "--json"])["events"]
+    assert [(e["event"], e["text"]) for e in log] == [("added", "Lives in Lima."), ("retracted", "Lives in Lima.")]
+    got = _json(["-C", str(ws), "recall", "Lima", "--as-of", "HEAD~1", "--entity", "Zed", "--json"])
+    assert [r["text"] for r in got["results"]] == ["Lives in Lima."]
+    d = _json(["-C", str(ws), "diff", a, "HEAD", "--entity", "Zed", "--json"])
+    assert [f["text"] for f in d["facts"]["retracted"]] == ["Lives in Lima."] and d["facts"]["added"] == []
+
+
+def _blamed_commit(ws, target):
+    (r,) = _json(["-C", str(ws), "blame", target, "--json"])["ranges"]
+    return r["lines"][0]["commit"]
+
+
+def test_blame_cache_follows_amends_and_reverts(ws):
+    for with_history in (False, True):
+        day = f"memory/2025-12-0{1 + with_history}.md"
+        if with_history:
+            assert run(["-C", str(ws), "index", "--history"]).exit_code == 0
+        write(ws, day, "- The gateway runs on the Mac Studio\n")
+        first = commit_all(ws, "gateway", date="2025-12-01T10:00:00+00:00")
+        assert _blamed_commit(ws, f"{day}#L1") == first
+        # amend: same content, new commit; the old one is gone from the branch
+        git(ws, "commit", "-q", "--amend", "-m", "gateway (amended)",
+            env={"GIT_AUTHOR_DATE": "2025-12-01T11:00:00+00:00", "GIT_COMMITTER_DATE": "2025-12-01T11:00:00+00:00"})
+        amended = git(ws, "rev-parse", "HEAD")
+        assert amended != first and _blamed_commit(ws, f"{day}#L1") == amended
+        # a revert restores the earlier blob; git blame credits the revert commit
+        write(ws, day, "- The gateway runs on the Mac mini\n")
+        changed = commit_all(ws, "mini", date="2025-12-02T10:00:00+00:00")
+        assert _blamed_commit(ws, f"{day}#L1") == changed
+        git(ws, "revert", "--no-edit", "HEAD",
+            env={"GIT_AUTHOR_DATE": "2025-12-03T10:00:00+00:00", "GIT_COMMITTER_DATE": "2025-12-03T10:00:00+00:00"})
+        reverted = git(ws, "rev-parse", "HEAD")
+        expected = git(ws, "blame", "--porcelain", "-L1,1", "--", day).split()[0]
+        assert expected == reverted and _blamed_commit(ws, f"{day}#L1") == reverted
+        # the earlier revision still blames as it was
+        assert _blamed_commit(ws, f"{day}@{amended}#L1") == amended
+
+
+def test_log_and_diff_follow_a_renamed_file(ws):
+    write(ws, "memory/2025-11-02.md", "## Retain\n- O(c=0.6) @Peter: Prefers tea.\n- W @Peter: Lives in Lisbon.\n")
+    a = commit_all(ws, "one", date="2025-11-02T10:00:00+00:00")
+    git(ws, "mv", "memory/2025-11-02.md", "memory/2025-11-03.md")
+    b = commit_all(ws, "rename", date="2025-11-03T10:00:00+00:00")
+    log = _json(["-C", str(ws), "log", "@Peter", "--json"])["events"]
+    assert [(e["event"], e["text"], e["commit"]) for e in log] == [
+        ("added", "Prefers tea.", a), ("added", "Lives in Lisbon.", a),
+        ("moved", "Prefers tea.", b), ("moved", "Lives in Lisbon.", b)]
+    assert log[2]["old_path"] == "memory/2025-11-02.md" and log[2]["path"] == "memory/2025-11-03.md"
+    assert log[2]["source"] == f"memory/2025-11-03.md@{b[:10]}#L2"
+    text = run(["-C", str(ws), "log", "@Peter"]).stdout
+    assert "retracted" not in text and "(from memory/2025-11-02.md)" in text
+    d = _json(["-C", str(ws), "diff", a, b, "--json"])
+    f = d["facts"]
+    assert f["added"] == f["retracted"] == f["changed"] == f["confidence"] == [] and d["opinions"] == []
+    assert sorted(m["to"]["text"] for m in f["moved"]) == ["Lives in Lisbon.", "Prefers tea."]
+    out = run(["-C", str(ws), "diff", a, b]).stdout
+    assert "=>" not in out and "moved" in out
+
+
+def test_a_confidence_change_in_a_daily_log_shows_in_log_and_diff(ws):
+    write(ws, "memory/2025-11-24.md", "## Retain\n- O(c=0.8) @Peter: Prefers tea.\n")
+    a = commit_all(ws, "sure", date="2025-11-24T10:00:00+00:00")
+    write(ws, "memory/2025-11-24.md", "## Retain\n- O(c=0.3) @Peter: Prefers tea.\n")
+    b = commit_all(ws, "unsure", date="2025-11-25T10:00:00+00:00")
+    log = _json(["-C", str(ws), "log", "@Peter", "--json"])["events"]
+    assert [(e["event"], e["commit"]) for e in log] == [("added", a), ("confidence changed", b)]
+    assert (log[1]["old_confidence"], log[1]["confidence"]) == (0.8, 0.3)
+    assert "0.80 -> 0.30" in run(["-C", str(ws), "log", "@Peter"]).stdout
+    d = _json(["-C", str(ws), "diff", a, b, "--json"])
+    (c,) = d["facts"]["confidence"]
+    assert (c["from"]["confidence"], c["to"]["confidence"], c["to"]["text"]) == (0.8, 0.3, "Prefers tea.")
+    assert d["facts"]["added"] == d["facts"]["retracted"] == d["facts"]["changed"] == []
+    assert "c 0.80 -> 0.30: Prefers tea." in run(["-C", str(ws), "diff", a, b]).stdout
+
+
+def test_blame_follows_a_line_moved_within_its_file(ws):
+    lines = ["- W @Peter: Lives in Lisbon near the old castle since 2019.",
+             "- B @Peter: Ran the Porto marathon in under four hours.",
+             "- W @Ana: Works at the gateway team on the Mac Studio host."]
+    write(ws, "memory/2025-11-10.md", "## Retain\n" + "\n".join(lines) + "\n")
+    first = commit_all(ws, "three facts", date="2025-11-10T10:00:00+00:00")
+    write(ws, "memory/2025-11-10.md", "## Retain\n" + "\n".join(lines[1:] + lines[:1]) + "\n")
+    commit_all(ws, "reorder", date="2025-11-11T10:00:00+00:00")
+    (r,) = _json(["-C", str(ws), "blame", "memory/2025-11-10.md#L2-L4", "--json"])["ranges"]
+    assert [ln["commit"] for ln in r["lines"]] == [first] * 3
+
+
+def test_a_shallow_clone_says_what_is_missing(tmp_path, ws):
+    for i in range(3):
+        write(ws, f"memory/2025-11-0{i + 1}.md", f"## Retain\n- W @Peter: note {i} garden\n")
+        commit_all(ws, f"n{i}", date=f"2025-11-0{i + 1}T10:00:00+00:00")
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{ws}", str(shallow)], check=True)
+    note = "shallow clone: history before 2025-11-02 is missing (git fetch --unshallow)"
+    assert run(["-C", str(shallow), "index", "--history"]).exit_code == 0
+    bad = run(["-C", str(shallow), "recall", "x", "--as-of", "2025-11-01"])
+    assert bad.exit_code == 1 and note in bad.stderr
+    res = run(["-C", str(shallow), "recall", "garden", "--as-of", "HEAD", "--json"])
+    assert res.exit_code == 0 and note in json.loads(res.stdout)["warnings"]
+    (r,) = _json(["-C", str(shallow), "blame", "memory/2025-11-01.md#L2", "--json"])["ranges"]
+    assert r["note"] == note  # the line is older than the clone: credited to its oldest commit
+    assert note in run(["-C", str(shallow), "blame", "memory/2025-11-01.md#L2"]).stdout
+    for args in (["log", "@Peter"], ["log", "memory/2025-11-01.md"], ["diff", "HEAD~1"]):
+        res = run(["-C", str(shallow), *args])
+        assert res.exit_code == 0 and note in res.stderr, args
+    # a full clone says nothing of the sort
+    (r,) = _json(["-C", str(ws), "blame", "memory/2025-11-01.md#L2", "--json"])["ranges"]
+    assert r["note"] is None
+
+
+def test_file_log_lists_the_facts_each_commit_changed(ws):
+    write(ws, "memory/2025-11-20.md", "## Retain\n- W @Peter: Lives in Lisbon.\n- O(c=0.8) @Peter: Prefers tea.\n")
+    a = commit_all(ws, "one", date="2025-11-24T10:00:00+00:00")
+    write(ws, "memory/2025-11-20.md", "## Retain\n- W @Peter: Lives in Porto.\n- O(c=0.3) @Peter: Prefers tea.\n"
+          "- B @Peter: Ran a marathon.\n")
+    b = commit_all(ws, "two", date="2025-11-25T10:00:00+00:00")
+    git(ws, "mv", "memory/2025-11-20.md", "memory/2025-11-26.md")
+    write(ws, "memory/2025-11-26.md", "## Retain\n- W @Peter: Lives in Porto.\n- O(c=0.3) @Peter: Prefers tea.\n")
+    c = commit_all(ws, "three", date="2025-11-26T10:00:00+00:00")
+    events = _json(["-C", str(ws), "log", "memory/2025-11-26.md", "--json"])["events"]
+    assert [e["commit"] for e in events] == [c, b, a]
+    assert all("added" in e and "removed" in e for e in events)  # the line counts stay
+
+    def facts(e):
+        return {k: [(f["text"], f.get("old_text"), f.get("old_confidence"), f["confidence"]) for f in v]
+                for k, v in e["facts"].items() if v}
+    assert facts(events[2]) == {"added": [("Lives in Lisbon.", None, None, None), ("Prefers tea.", None, None, 0.8)]}
+    assert facts(events[1]) == {"added": [("Ran a marathon.", None, None, None)],
+                                "changed": [("Lives in Porto.", "Lives in Lisbon.", None, None)],
+                                "confidence": [("Prefers tea.", None, 0.8, 0.3)]}
+    assert facts(events[0]) == {"retracted": [("Ran a marathon.", None, None, None)]}  # not the renamed rest
+    out = run(["-C", str(ws), "log", "memory/2025-11-26.md"]).stdout
+    assert "+ experience: Ran a marathon." in out and "- experience: Ran a marathon.  (retracted)" in out
+    assert "Lives in Lisbon.  =>  Lives in Porto." in out and "c 0.80 -> 0.30: Prefers tea." in out
+
+
+def test_blame_text_shows_the_summary_and_uncommitted_lines(ws):
+    write(ws, "memory/2025-11-21.md", "- The gateway runs on the Mac Studio\n")
+    day = commit_all(ws, "Move the gateway to the studio", date="2025-11-21T10:00:00+00:00")
+    write(ws, "memory/2025-11-21.md", "- The gateway runs on the Mac Studio\n- not yet committed\n")
+    out = run(["-C", str(ws), "blame", "memory/2025-11-21.md#L1-L2"]).stdout.splitlines()
+    assert day[:10] in out[1] and "(Move the gateway to the studio)" in out[1]
+    assert "(not committed)" in out[2] and "uncommitte " not in out[2] and "not yet committed" in out[2]
+
+
+def test_as_of_fact_results_cite_the_version_they_come_from(ws):
+    write(ws, "memory/2025-11-22.md", "## Retain\n- W @Ana: Works in Quito.\n- W @Peter: Moved to Berlin.\n")
+    a = commit_all(ws, "berlin", date="2025-11-22T10:00:00+00:00")
+    write(ws, "memory/2025-11-22.md", "## Retain\n- W @Ana: Works in Quito.\n")
+    commit_all(ws, "gone", date="2025-11-23T10:00:00+00:00")
+    got = _json(["-C", str(ws), "recall", "Berlin", "--as-of", a, "--entity", "Peter", "--json"])
+    (r,) = got["results"]
+    assert r["source"] == f"memory/2025-11-22.md@{a[:10]}#L3" and r["citation"] == f"memory/2025-11-22.md@{a[:10]}#L3-L3"
+    assert _json(["-C", str(ws), "get", r["source"], "--json"])["text"] == "- W @Peter: Moved to Berlin."
+
+
+def test_moving_head_is_not_called_a_rewrite(ws):
+    from zmem.history import update_history
+    from zmem.indexer import open_index
+    from zmem.repo import open_repo
+    from zmem.workspace import find_workspace
+    for i in range(4):
+        write(ws, f"memory/2025-11-1{i}.md", f"- note {i}\n")
+        commit_all(ws, f"n{i}", date=f"2025-11-1{i}T10:00:00+00:00")
+    assert run(["-C", str(ws), "index", "--history"]).exit_code == 0
+    w = find_workspace(str(ws))
+    conn = open_index(w)
+    try:
+        git(ws, "checkout", "-q", "--detach", "HEAD~3")  # main still holds the 3 commits
+        up = update_history(w, open_repo(w.root), conn)
+        assert (up.rewound, up.rewritten) == (3, False)
+        assert "rewritten" not in up.rewound_note() and "HEAD moved off 3 commits" in up.rewound_note()
+        git(ws, "checkout", "-q", "main")
+        assert update_history(w, open_repo(w.root), conn).rewound == 0  # back on the chain: replayed
+        git(ws, "reset", "-q", "--hard", "HEAD~2")  # now those 2 commits are on no ref
+        up = update_history(w, open_repo(w.root), conn)
+        assert (up.rewound, up.rewritten) == (2, True) and "history was rewritten: 2 commits" in up.rewound_note()
+    finally:
+        conn.close()

@@ -247,16 +247,21 @@ def test_blame_and_recall_as_of_return_real_history(ws):
     assert cli == {k: v for k, v in blame.items() if k != "warnings"}
 
 
+def _use_and_embed(ws, server) -> None:
+    """The loopback embeddings server as the provider, every chunk embedded."""
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
+                   'api_key_env = "ZMEM_TEST_KEY"\n')
+    os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+
+
 def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
     pytest.importorskip("openai")
     from embed_server import EmbeddingServer
-    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    cfg.parent.mkdir(parents=True, exist_ok=True)
     with EmbeddingServer() as server:
-        cfg.write_text(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
-                       'api_key_env = "ZMEM_TEST_KEY"\n')
-        os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
-        assert run(["-C", str(ws), "index"]).exit_code == 0  # every chunk embedded
+        _use_and_embed(ws, server)  # every chunk embedded
 
         async def go():
             async with session(ws, "--query-timeout", "0.3") as s:
@@ -315,3 +320,100 @@ def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
         assert len(calls) == 3
     finally:
         memory.close()
+
+
+def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_for_again(ws):
+    pytest.importorskip("openai")
+    from embed_server import EmbeddingServer
+    with EmbeddingServer() as server:
+        _use_and_embed(ws, server)
+        # the library (what the CLI calls): one attempt bounded by the timeout, no retry
+        from zmem.api import recall_workspace
+        from zmem.workspace import find_workspace
+        server.faults = [("slow", 3.0)] * 4
+        before = len(server.embedding_calls())
+        t = time.perf_counter()
+        res = recall_workspace(find_workspace(str(ws)), "which machine runs the relay", query_timeout=1.0,
+                               background_embed=False)
+        assert time.perf_counter() - t < 2.2 and res.mode == "bm25"
+        assert len(server.embedding_calls()) == before + 1
+        assert any("within 1 s" in w for w in res.warnings), res.warnings
+        time.sleep(2.5)  # let the slow answer finish
+        server.faults = [("slow", 3.0)] * 4
+
+        async def go():
+            async with session(ws, "--query-timeout", "1") as s:
+                out = []
+                for _ in range(3):
+                    t = time.perf_counter()
+                    out.append((await call(s, "memory_search", query="which machine runs the relay"),
+                                time.perf_counter() - t, len(server.embedding_calls())))
+                return out
+        (first, t1, n1), (second, t2, n2), (third, t3, n3) = asyncio.run(go())
+    assert first["mode"] == "bm25" and t1 < 2.2
+    assert any("query embedding failed" in w for w in first["warnings"]), first["warnings"]
+    # the next calls do not pay the timeout again: keywords at once, with a warning, no request
+    for out, seconds in ((second, t2), (third, t3)):
+        assert out["mode"] == "bm25" and seconds < 0.8, seconds
+        assert any("timed out recently" in w for w in out["warnings"]), out["warnings"]
+    assert n3 == n2 == n1
+
+
+def test_group_scope_graph_search_treats_private_facts_as_nonexistent(ws):
+    write(ws, "MEMORY.md", "# Memory\n\n## Retain\n\n- W @Zora @Peter: Zora is Peter's therapist.\n"
+          "- W @Peter @Lisbon: Peter's private Lisbon address.\n")
+    write(ws, "bank/people/zed.md", "# Zed\n\n## Retain\n\n- W @Zed @Peter: Zed lends Peter money.\n")
+    write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter @Lisbon: Peter moved to Lisbon.\n")
+    (ws / "zmem.toml").write_text('[scopes]\nprivate = ["bank/people/**"]\n')
+    commit_all(ws, "facts")
+
+    async def go(*args):
+        async with session(ws, *args) as s:
+            peter = await call(s, "graph_search", name="Peter")
+            errors = [await error(s, "graph_search", name=n) for n in ("Zora", "Zed")] if args else None
+            return peter, errors
+    private, _ = asyncio.run(go())
+    assert private["entity"]["facts"] == 4 and {"zora", "zed"} <= {n["key"] for n in private["nodes"]}
+    group, (zora, zed) = asyncio.run(go("--scope", "group"))
+    assert "no entity named 'Zora'" in zora and "no entity named 'Zed'" in zed
+    assert "Zora" not in zora.split("\n", 1)[1] and "Zed" not in zed.split("\n", 1)[1]  # not suggested either
+    assert group["entity"]["facts"] == 1  # counts from public facts only
+    assert {n["key"] for n in group["nodes"]} == {"peter", "lisbon"}
+    [edge] = group["edges"]
+    assert edge["count"] == 1 and edge["evidence"] == ["memory/2025-11-28.md#L5"]
+    lisbon = next(n for n in group["nodes"] if n["key"] == "lisbon")
+    assert lisbon["facts"] == 1
+    blob = json.dumps(group)
+    assert "MEMORY.md" not in blob and "bank/people" not in blob and "therapist" not in blob
+
+
+def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_hint(ws):
+    async def go():
+        async with session(ws) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            return tools, {
+                "bad_arg": await error(s, "memory_search", query="x", max_results=0),
+                "kind": await error(s, "memory_search", query="x", kind="feelings"),
+                "missing": await error(s, "memory_get"),
+                "from0": await error(s, "memory_get", path="memory/2025-11-24.md", **{"from": 0}),
+                "past_end": await error(s, "memory_get", path="memory/2025-11-24.md", **{"from": 99}),
+                "confidence": await error(s, "memory_append", text="x", confidence=0.5),
+                "empty": await error(s, "memory_append", text="  "),
+            }
+    tools, out = asyncio.run(go())
+    for key, text in out.items():
+        lines = text.split("\n")
+        assert len(lines) == 2 and lines[1].startswith("hint: "), (key, text)
+        assert "pydantic" not in text and "http" not in text and "validation error" not in text, (key, text)
+    assert out["bad_arg"].startswith("invalid arguments for memory_search: max_results should be greater than or "
+                                     "equal to 1 (got 0)")
+    assert "How many results" in out["bad_arg"]
+    assert "kind should be 'world'" in out["kind"] and "(got 'feelings')" in out["kind"]
+    assert out["missing"].startswith("invalid arguments for memory_get: path is required")
+    assert "from should be greater than or equal to 1" in out["from0"]
+    # hints name the tool's parameters, not CLI flags
+    assert out["past_end"].endswith("hint: use from=1..6") and "--" not in out["past_end"]
+    assert "--" not in out["confidence"] and 'retain="O"' in out["confidence"]
+    assert 'text="' in out["empty"] and "zmem append" not in out["empty"]
+    desc = tools["memory_search"].description
+    assert "memory_get cannot read back" in desc and ".jsonl" in desc

@@ -56,7 +56,8 @@ def test_portuguese_spanish_chinese_logs():
     assert w == [] and m1.entities == ["Maria"] and m1.event == ("2024-03-03", "2024-03-03")
     assert m2.kind == "opinion" and m2.confidence == 0.7
     (j,), w = parse_facts(es, "memory/2025-03-05.md", "2025-03-05")
-    assert w == [] and j.kind == "experience" and j.event == ("2025-11-27", "2025-12-01")
+    # no year written: the year that puts the trip nearest the log's day (a March log: last November)
+    assert w == [] and j.kind == "experience" and j.event == ("2024-11-27", "2024-12-01")
     (z1, z2), w = parse_facts(zh, "memory/2025-03-05.md", "2025-03-05")
     assert w == [] and z1.entities == ["张伟"] and z1.text == "住在北京（2025年3月1日起）"
     assert z1.event == ("2025-03-01", "2025-03-01") and z2.confidence == 0.6
@@ -101,6 +102,29 @@ def test_dates():
     }
     for text, expected in cases.items():
         assert event_range(text, 2025) == expected, text
+
+
+def test_missing_year_is_the_one_nearest_the_logs_day():
+    assert event_range("Back from holidays (Dec 30–Jan 2)", "2026-01-02") == ("2025-12-30", "2026-01-02")
+    assert event_range("Flight on Jan 3", "2025-12-28") == ("2026-01-03", "2026-01-03")
+    assert event_range("Nov 27–Dec 1", "2025-11-24") == ("2025-11-27", "2025-12-01")
+    assert event_range("Dec 30–Jan 2, 2027", "2026-01-02") == ("2026-12-30", "2027-01-02")  # a written year wins
+    assert event_range("Dec 30–Jan 2", 2026) == ("2026-12-30", "2027-01-02")  # a bare year: that year
+    text = "# 2026-01-02\n\n## Retain\n- B @Ana: Back from holidays (Dec 30–Jan 2)\n"
+    (f,), _ = parse_facts(text, "memory/2026-01-02.md", "2026-01-02")
+    assert f.event == ("2025-12-30", "2026-01-02")
+    (f,), _ = parse_facts("## Retain\n- W @Ana: Flight on Jan 3\n", "memory/2025-12-28.md", "2025-12-28")
+    assert f.event == ("2026-01-03", "2026-01-03")
+
+
+def test_entity_slugs_are_safe_file_names():
+    for name in ("../../../tmp/x", "a/b", "a\\b", ".hidden", "..", "/", "x\x00y\ty", "...x", "a/../b", " .. / .. "):
+        slug = entity_slug(name)
+        assert slug and "/" not in slug and "\\" not in slug and ".." not in slug, (name, slug)
+        assert not slug.startswith(".") and not any(ord(c) < 32 for c in slug), (name, slug)
+        assert entity_key(slug) == entity_key(name)  # the page and the mentions are one entity
+    assert entity_slug("a/b") == "a-b" and entity_slug("../../../tmp/x") == "tmp-x"
+    assert entity_slug("The Castle") == "The-Castle" and entity_slug("José") == "José"
 
 
 def test_append_writes_only_valid_facts():

@@ -105,3 +105,89 @@ def test_sessions_from_an_untrusted_zmem_toml_are_ignored(ws):
     (ws / "zmem.toml").write_text('[sessions]\nenabled = true\ndir = "/"\n')
     res = run(["-C", str(ws), "recall", "anything", "--source", "sessions"])
     assert res.exit_code == 1 and "not enabled" in res.stderr and "hint:" in res.stderr
+
+
+def test_kind_entity_and_as_of_search_memory_by_default_with_sessions_enabled(ws):
+    _config()
+    write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
+    from conftest import commit_all
+    commit_all(ws, "facts")
+    got, _ = _recall(ws, "kestrel", "--entity", "Peter")
+    assert got["results"] and all(r["path"] == "memory/2025-11-28.md" for r in got["results"])
+    got, _ = _recall(ws, "kestrel", "--kind", "world")
+    assert got["results"]
+    got, _ = _recall(ws, "Peter", "--as-of", "HEAD")
+    assert got["results"]
+    # only an explicit --source sessions/all with them is an error
+    for source in ("sessions", "all"):
+        res = run(["-C", str(ws), "recall", "kestrel", "--entity", "Peter", "--source", source])
+        assert res.exit_code == 1 and "session transcripts" in res.stderr and "--source memory" in res.stderr
+
+
+def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
+    import asyncio
+
+    import pytest
+    pytest.importorskip("mcp")
+    from test_mcp import call, session
+    _config()
+    write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
+    from conftest import commit_all
+    commit_all(ws, "facts")
+
+    async def go():
+        async with session(ws) as s:
+            return (await call(s, "memory_search", query="kestrel", entity="Peter"),
+                    await call(s, "memory_search", query="kestrel", kind="world"),
+                    await call(s, "memory_recall_as_of", query="kestrel", as_of="HEAD"))
+    for out in asyncio.run(go()):
+        assert out["results"] and out["results"][0]["path"] == "memory/2025-11-28.md"
+
+
+def test_redaction_of_assignments_json_keys_and_phrases():
+    from zmem.sessions import redact
+    cases = {
+        "DB_PASSWORD=hunter2secret": "hunter2secret",
+        "export ANTHROPIC_API_KEY=abcdEFGHijklMNOPqrst1234": "abcdEFGHijklMNOPqrst1234",
+        "AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMIK7MDENG": "wJalrXUtnFEMIK7MDENG",
+        '{"password": "s3cr3tpass", "api_key": "zzzzzzzzzzzzzz"}': "s3cr3tpass",
+        "passphrase: purple-monkey-dishwasher": "purple-monkey-dishwasher",
+        "the wifi password for the office is correcthorsebattery": "correcthorsebattery",
+        "It is password: hunter2hunter": "hunter2hunter",
+        "my password is hunter2": "hunter2",
+    }
+    for text, secret in cases.items():
+        out = redact(text)
+        assert secret not in out and "[REDACTED:password]" in out, (text, out)
+    out = redact('{"password": "s3cr3tpass", "api_key": "zzzzzzzzzzzzzz"}')
+    assert "zzzz" not in out and out == '{"password": "[REDACTED:password]", "api_key": "[REDACTED:password]"}'
+    assert redact("DB_PASSWORD=hunter2secret") == "DB_PASSWORD=[REDACTED:password]"  # the name stays readable
+    # ordinary sentences stay readable
+    for text in ("I sent you a password reset link yesterday; the password reset is done.",
+                 "Your password is wrong, and the token count is 500 with max_tokens=4096.",
+                 "Remember to rotate the token and change your password tomorrow.",
+                 "The monkey: banana. A key: idea of the plan."):
+        assert redact(text) == text
+
+
+def test_relative_dir_is_resolved_against_the_workspace_and_an_unmatched_dir_warns(ws, tmp_path):
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[sessions]\nenabled = true\ndir = ["transcripts", "~/nowhere/*/sessions"]\n')
+    write(ws, "transcripts/a.jsonl", _msg("user", "the albatross landed"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = run(["-C", str(ws), "index", "--sessions", "--json"], cwd=elsewhere)
+    assert json.loads(res.stdout)["sessions"]["messages"] == 1
+    res = run(["-C", str(ws), "recall", "albatross", "--source", "sessions", "--json"], cwd=elsewhere)
+    got = json.loads(res.stdout)
+    assert got["results"][0]["path"] == str(ws / "transcripts/a.jsonl")
+    # the dir that matches nothing is named once, in one warning
+    assert [w for w in got["warnings"] if "matches no session files" in w] == [
+        "[sessions] dir matches no session files (*.jsonl): ~/nowhere/*/sessions (relative paths are resolved "
+        "against the workspace root)"]
+    assert res.stderr.count("matches no session files") == 1
+    # all good: no warning
+    path.write_text('[sessions]\nenabled = true\ndir = "transcripts/"\n')
+    _, err = _recall(ws, "albatross", "--source", "sessions")
+    assert "matches no session files" not in err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commit_all, git, run, write
+from conftest import commit_all, git, run, write, zmem_proc
 
 DAY1 = """# 2025-11-24
 
@@ -161,3 +161,151 @@ def test_broken_markers_leave_the_page_alone(ws):
     res, err = _json(["-C", str(ws), "reflect", "--json"])
     assert "bank/entities/Ana.md" not in res["files"] and "markers are unbalanced" in err
     assert (ws / "bank/entities/Ana.md").read_text() == "# Ana\n\n<!-- zmem:end -->\nhuman text\n"
+
+
+# ----------------------------------------------------------------------------- defects fixed later
+
+
+def test_entity_names_never_become_paths_outside_the_entity_dir(ws):
+    _log(ws, "2025-11-24", "- W @[../../../escaped]: t\n- W @[a/b]: t2\n- W @[..\\\\evil]: t3\n",
+         "2025-11-24T10:00:00+00:00")
+    res, _ = _json(["-C", str(ws), "reflect", "--json"])
+    assert res["commit"] and git(ws, "status", "--porcelain") == ""
+    assert [p.parent for p in ws.parent.parent.glob("**/escaped.md")] == [ws / "bank/entities"]
+    pages = sorted(p.name for p in (ws / "bank/entities").iterdir() if p.name != ".gitkeep")
+    assert pages == ["a-b.md", "escaped.md", "evil.md"]  # one flat file each, no subdirectory
+    assert all(p["path"].count("/") == 2 and ".." not in p["path"] for p in res["pages"])
+    rep, _ = _json(["-C", str(ws), "entity", "a/b", "--json"])
+    assert rep["entity"]["page"] == "bank/entities/a-b.md" and len(rep["facts"]) == 1
+
+
+def test_reflect_commits_as_zmem_when_git_has_no_identity(ws, monkeypatch):
+    _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n", "2025-11-24T10:00:00+00:00")
+    home = ws.parent.parent / "nohome"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[user]\n\tname = Only In Home\n\temail = home@example.org\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")  # git itself sees no identity at all
+    for who in ("AUTHOR", "COMMITTER"):
+        for what in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{who}_{what}")
+    res = zmem_proc("-C", str(ws), "reflect")  # a fresh process: libgit2 reads this HOME's config
+    assert res.returncode == 0, res.stderr
+    assert git(ws, "log", "-1", "--format=%an <%ae>") == "zmem <zmem@localhost>"
+    assert git(ws, "status", "--porcelain") == ""
+
+
+def test_reflect_exits_1_when_the_commit_fails(ws):
+    _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n", "2025-11-24T10:00:00+00:00")
+    hook = ws / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\necho 'rejected by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    res = run(["-C", str(ws), "reflect"])
+    assert res.exit_code == 1
+    err = res.stderr.splitlines()
+    assert err[0].startswith("zmem: wrote 1 file (bank/entities/Ana.md) but could not commit: rejected by policy")
+    assert err[1].startswith("hint: ") and len(err) == 2
+
+
+def test_graph_export_to_a_missing_directory_is_a_user_error(ws):
+    _log(ws, "2025-11-24", "- W @Ana: met @Bo\n", "2025-11-24T10:00:00+00:00")
+    res = run(["-C", str(ws), "graph", "--export", str(ws / "no/such/dir/x.json")])
+    assert res.exit_code == 1
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("zmem: cannot write ") and "No such file or directory" in lines[0]
+    assert lines[1].startswith("hint: ") and "internal error" not in res.stderr
+
+
+def test_index_always_reports_malformed_bullets(ws):
+    write(ws, "memory/2025-11-24.md", DAY1)
+    commit_all(ws, "facts")
+    assert "memory/2025-11-24.md:8: unknown fact kind 'X'" in run(["-C", str(ws), "index", "--no-embed"]).stderr
+    for args in (["index", "--no-embed"], ["index", "--no-embed", "--json"]):  # already indexed, as by the hook
+        res = run(["-C", str(ws), *args])
+        assert res.exit_code == 0 and "memory/2025-11-24.md:8: unknown fact kind 'X'" in res.stderr
+    data = json.loads(res.stdout)
+    assert data["updated"] == [] and any(w.startswith("memory/2025-11-24.md:8:") for w in data["warnings"])
+
+
+def test_entity_shows_the_pages_own_text(ws):
+    write(ws, "bank/entities/Peter.md", "# Peter\n\nMet at the 2024 conference.\n")
+    commit_all(ws, "page", date="2025-11-20T10:00:00+00:00")
+    _log(ws, "2025-11-24", "- W @Peter: Lives in Lisbon.\n", "2025-11-24T10:00:00+00:00")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    page = (ws / "bank/entities/Peter.md").read_text()
+    write(ws, "bank/entities/Peter.md", page + "\nA note below the block.\n")
+    commit_all(ws, "below")
+    rep, _ = _json(["-C", str(ws), "entity", "Peter", "--json"])
+    assert rep["page_text"] == "# Peter\n\nMet at the 2024 conference.\n\nA note below the block."
+    text = run(["-C", str(ws), "entity", "Peter"]).stdout
+    assert "Met at the 2024 conference." in text and "A note below the block." in text and "zmem:begin" not in text
+
+
+def test_suspected_duplicates_in_doctor_and_reflect(ws):
+    _log(ws, "2025-11-24", "- W @José: cooks\n- W @Jose: bakes\n", "2025-11-24T10:00:00+00:00")
+    res = run(["-C", str(ws), "reflect"])
+    assert res.exit_code == 0 and "@Jose and @José look like one entity" in res.stderr
+    doc = run(["-C", str(ws), "doctor"])
+    assert "[WARN] entities: @Jose and @José look like one entity spelled two ways" in doc.stdout
+
+
+def test_entity_resolves_by_page_title(ws):
+    write(ws, "bank/entities/Zed.md", "# Zed Page\n\nOnly a page.\n")
+    commit_all(ws, "zed")
+    rep, _ = _json(["-C", str(ws), "entity", "Zed Page", "--json"])
+    assert rep["entity"]["page"] == "bank/entities/Zed.md" and rep["entity"]["name"] == "Zed Page"
+    assert _json(["-C", str(ws), "entity", "zed", "--json"])[0]["entity"]["page"] == "bank/entities/Zed.md"
+    assert rep["page_text"] == "# Zed Page\n\nOnly a page."
+    _log(ws, "2025-11-24", "- W @Quinn: no page yet\n", "2025-11-24T10:00:00+00:00")
+    assert _json(["-C", str(ws), "entity", "Quinn", "--json"])[0]["page_text"] is None
+
+
+def test_facts_origin_table_has_origin_columns(ws):
+    write(ws, "memory/2025-11-24.md", DAY1)
+    sha = commit_all(ws, "facts", date="2025-11-24T21:04:11+00:00")
+    out = run(["-C", str(ws), "facts", "--origin"]).stdout
+    header = out.splitlines()[0].split()
+    assert header[-3:] == ["commit", "author", "date"]
+    assert sha[:10] in out and "Test Author" in out and "2025-11-24 21:04" in out
+
+
+def test_opinion_matching_rule():
+    from zmem.opinions import Opinion, compare, match
+    cases = [
+        ("likes tea", "likes coffee", None),
+        ("Prefers short replies", "Prefers long replies", None),
+        ("Is reliable", "Is unreliable", "contradicts"),
+        ("Is honest", "Is dishonest", "contradicts"),
+        ("Is reliable", "Is not unreliable", "supports"),
+        ("Prefers email", "Prefers email over phone calls but hates meetings", "supports"),
+        ("Prefers email", "Does not prefer email over phone calls", "contradicts"),
+        ("Prefers concise replies on WhatsApp.", "prefers concise replies on WhatsApp!", "supports"),
+        ("Prefers concise replies on WhatsApp.", "No longer prefers concise replies on WhatsApp.", "contradicts"),
+        ("Prefers concise replies on WhatsApp.", "Prefers concise reply on Whatsap", "supports"),  # plural, typo
+        ("Likes coffee", "Dislikes coffee", "contradicts"),
+        ("Prefere café sem açúcar", "Não prefere cafe sem acucar", "contradicts"),  # accents folded
+        ("喜欢喝茶", "不喜欢喝茶", "contradicts"),
+        ("喜欢喝茶", "喜欢喝咖啡", None),
+        ("Prefers email", "Hates email", None),
+    ]
+    for a, b, expected in cases:
+        assert compare(a, b)[0] == expected, (a, b)
+        assert compare(b, a)[0] == expected, (b, a)  # symmetric
+    ops = [Opinion("Likes tea", ["Ana"]), Opinion("Is reliable", ["Ana"]), Opinion("Prefers email", ["Ana"])]
+    assert match(ops, "Likes coffee", {"ana"}) is None
+    assert match(ops, "Is unreliable", {"ana"}) == (1, True)
+    assert match(ops, "Prefers email over phone calls but hates meetings", {"ana"}) == (2, False)
+    assert match(ops, "Likes tea", {"bo"}) is None  # other entities: never the same opinion
+
+
+def test_reflect_keeps_different_opinions_apart(ws):
+    _log(ws, "2025-11-24", "- O(c=0.8) @Ana: Likes tea.\n- O(c=0.8) @Ana: Prefers email.\n",
+         "2025-11-24T10:00:00+00:00")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    _log(ws, "2025-11-25", "- O(c=0.9) @Ana: Likes coffee.\n"
+                           "- O(c=0.9) @Ana: Prefers email over phone calls but hates meetings.\n",
+         "2025-11-25T10:00:00+00:00")
+    res, _ = _json(["-C", str(ws), "reflect", "--json"])
+    by = {o["statement"]: o for o in res["opinions"]}
+    assert by["Likes coffee."]["new"] and by["Prefers email."]["after"] > by["Prefers email."]["before"]
+    assert by["Prefers email."]["evidence"] == ["supports memory/2025-11-25.md#L5"]

@@ -283,3 +283,22 @@ def test_without_inotify_it_polls_and_says_so_once(ws, monkeypatch):
     assert isinstance(w.source, watch_lib.PollSource)
     assert len(notices) == 1 and "ran out of watches" in notices[0] and "polling" in notices[0]
     assert [e.backend for e in events if e.event == "watching"] == ["polling"]
+
+
+def test_commit_includes_memory_files_already_uncommitted_at_start(ws, watch):
+    head = git(ws, "rev-parse", "HEAD")
+    with (ws / "memory/2025-11-24.md").open("a") as f:
+        f.write("- Edited before the watcher started: the heron nests.\n")
+    write(ws, "bank/early.md", "# Early\n\n- Written before the watcher started.\n")
+    write(ws, "notes.txt", "not memory\n")
+    w = watch(ws, "--debounce", "0.2", "--commit", "--commit-after", "0.3")
+    w.ready()
+    event = w.wait_for(lambda e: e["event"] == "committed")
+    assert sorted(event["files"]) == ["bank/early.md", "memory/2025-11-24.md"]
+    assert git(ws, "rev-parse", "HEAD^") == head
+    status = git(ws, "status", "--porcelain")
+    assert status == "?? notes.txt"
+    # later changes are committed as before
+    write(ws, "memory/2025-12-04.md", "# 2025-12-04\n\n- After start.\n")
+    event = w.wait_for(lambda e: e["event"] == "committed")
+    assert event["files"] == ["memory/2025-12-04.md"]

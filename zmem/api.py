@@ -3,6 +3,8 @@ Catch-up, provider selection, query embedding and recall, with every degradation
 and the JSON shapes both of them print (append, blame, graph), defined once here."""
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from zmem.indexer import catch_up, open_index
@@ -10,6 +12,7 @@ from zmem.search import Recall, recall
 from zmem.workspace import Workspace
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
+RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (long-running callers)
 
 
 def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: str | None = None,
@@ -22,7 +25,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
     (a date or revision), over the memory as it stood at that commit. scope "group" never returns
     MEMORY.md or the paths config lists as private (nor session transcripts). source: memory,
-    sessions or all (default: all when [sessions] is enabled, else memory).
+    sessions or all (default: all when [sessions] is enabled, else memory; always memory with kind,
+    entity or as_of, which an explicit sessions or all refuses).
     A long-running caller (the MCP server) passes its open index connection (left open), its
     embedding providers (built once, so a local model is loaded once) and, when it knows the index
     is already fresh, the CatchUp that says so (caught_up; otherwise recall catches up first), and
@@ -31,7 +35,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         raise ValueError(f"unknown scope {scope!r}")
     from zmem.sessions import settings_for
     sessions = settings_for(ws)
-    source = source or ("all" if sessions.enabled else "memory")
+    if source is None:  # facts and the past are in memory files: the default source there is memory
+        source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
     if source != "memory" and not sessions.enabled:
         from zmem.errors import ZmemError
         raise ZmemError("session transcripts are not enabled",
@@ -40,7 +45,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     if source != "memory" and (kind or entity or as_of):
         from zmem.errors import ZmemError
         raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
-                        hint="add --source memory")
+                        hint="use --source memory (or leave --source out)")
     exclude = ws.private_globs() if scope == "group" else None
     cfg = ws.config
     own = conn is None
@@ -90,10 +95,13 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
 
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
     """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
-    from zmem.sessions import merge_ranked, pending, search_sessions, spawn_session_index
+    from zmem.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning
     if scope == "group":
         res.warnings.append("session transcripts are private: not searched with --scope group")
         return res
+    missing = unmatched_warning(settings)
+    if missing:
+        res.warnings.append(missing)
     due = pending(conn, settings)
     if due:
         spawn_session_index(ws)
@@ -136,12 +144,30 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         notes.append(f"vectors come from the fallback provider {embedder.provider}")
     if not store.vec_loaded:
         notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
-    embedder.timeout = min(embedder.timeout, timeout)
-    embedder.max_retries = 1
+    # A long-running caller (the MCP server) keeps its Providers: one that just timed out is not
+    # waited for again on every call for RECENT_TIMEOUT seconds.
+    timed_out = provs.__dict__.setdefault("timed_out", {})  # fingerprint -> time.monotonic() of the timeout
+    key = vector_fingerprint(embedder)
+    ago = time.monotonic() - timed_out[key] if key in timed_out else None
+    if ago is not None and ago < RECENT_TIMEOUT:
+        return None, None, notes + [f"embedding provider timed out recently ({ago:.0f} s ago; tried again in "
+                                    f"{RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
+    if timeout < embedder.timeout:
+        embedder.timeout = timeout
+        if getattr(embedder, "_client", None) is not None:
+            embedder._client = None  # an HTTP client keeps the timeout it was made with
+    embedder.max_retries = 0  # one attempt: the whole query embedding takes at most the timeout
+    t0 = time.monotonic()
     try:
-        return embedder.embed([query], "query")[0], store, notes
+        vector = embedder.embed([query], "query")[0]
     except EmbeddingError as e:
-        return None, None, notes + [f"query embedding failed ({e.message}): keyword (BM25) recall only"]
+        message = e.message.replace(" (gave up after 0 retries)", "")
+        if time.monotonic() - t0 >= 0.9 * embedder.timeout:
+            timed_out[key] = time.monotonic()
+            message += f", no answer within {embedder.timeout:g} s"
+        return None, None, notes + [f"query embedding failed ({message}): keyword (BM25) recall only"]
+    timed_out.pop(key, None)
+    return vector, store, notes
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
@@ -155,8 +181,6 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
             raise ZmemError("another zmem process is updating the index", hint="run the command again")
         notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
                      "later commits extend it as they come")
-        if built.shallow:
-            notes.append("shallow clone: history before its oldest commit is missing (`git fetch --unshallow`)")
     at = history.resolve_as_of(ws, conn, as_of)
     if kind or entity:
         res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude)
@@ -212,10 +236,38 @@ class Neighbourhood:
                 "edges": [e.to_json(self.entities) for e in self.edges]}
 
 
-def graph_neighbourhood(ws: Workspace, conn, name: str, depth: int = 1, entities: dict | None = None) -> Neighbourhood:
-    """The neighbourhood of the entity NAME (@ optional); a ZmemError with suggestions if unknown."""
+def graph_neighbourhood(ws: Workspace, conn, name: str, depth: int = 1, entities: dict | None = None,
+                        scope: str = "private") -> Neighbourhood:
+    """The neighbourhood of the entity NAME (@ optional); a ZmemError with suggestions if unknown.
+    scope "group": facts and pages in private files count as nonexistent (an entity only they
+    mention is unknown; fact counts, edges, weights and evidence come from the other files)."""
     from zmem.entities import all_entities, neighbourhood, resolve_entity
-    entities = entities if entities is not None else all_entities(ws, conn)
-    ent = resolve_entity(ws, conn, name, entities)
-    reached, found = neighbourhood(conn, ent.key, depth)
+    if scope not in ("private", "group"):
+        raise ValueError(f"unknown scope {scope!r}")
+    with _public_only(conn, ws.private_globs() if scope == "group" else None):
+        entities = entities if entities is not None and scope == "private" else all_entities(ws, conn)
+        ent = resolve_entity(ws, conn, name, entities)
+        reached, found = neighbourhood(conn, ent.key, depth)
     return Neighbourhood(ent, depth, entities, reached, found)
+
+
+@contextmanager
+def _public_only(conn, private_globs):
+    """While open, the connection sees only facts (and entity pages) outside private_globs: temporary
+    views named like the tables shadow them (unqualified names resolve to temp first)."""
+    if not private_globs:
+        yield
+        return
+    quoted = " OR ".join("path GLOB '" + g.replace("'", "''") + "'" for g in private_globs)
+    views = {"facts": f"SELECT * FROM main.facts WHERE NOT ({quoted})",
+             "fact_entities": "SELECT * FROM main.fact_entities WHERE fact_id IN (SELECT id FROM temp.facts)",
+             "relations": "SELECT * FROM main.relations WHERE fact_id IN (SELECT id FROM temp.facts)",
+             "files": f"SELECT * FROM main.files WHERE NOT ({quoted})"}
+    try:
+        for view, select in views.items():
+            conn.execute(f"DROP VIEW IF EXISTS temp.{view}")
+            conn.execute(f"CREATE TEMP VIEW {view} AS {select}")
+        yield
+    finally:
+        for view in views:
+            conn.execute(f"DROP VIEW IF EXISTS temp.{view}")

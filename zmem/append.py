@@ -94,14 +94,16 @@ def insert_entry(content: str, entry: str, day: str, retain: bool) -> tuple[str,
 
 
 def _find_section(lines: list[str], names) -> tuple[int, int] | None:
-    """(heading index, index after the last non-blank line) of the first `## name` section."""
+    """(heading index, index after the last non-blank line) of the first `## name` section. Only
+    unindented headings count: an appended multi-line entry's continuation lines are indented, so a
+    `## Steps` line inside an earlier entry neither starts nor ends a section."""
     for i, line in enumerate(lines):
-        m = ATX.match(line)
+        m = ATX.match(line) if line.startswith("#") else None
         if m and len(m.group(1)) == 2 and (m.group(2) or "").strip().lower() in names:
             j = i + 1
             last = i + 1
             while j < len(lines):
-                n = ATX.match(lines[j])
+                n = ATX.match(lines[j]) if lines[j].startswith("#") else None
                 if n and len(n.group(1)) <= 2:
                     break
                 if lines[j].strip():

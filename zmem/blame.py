@@ -66,14 +66,20 @@ def parse_target(ws: Workspace, conn, target: str, k: int = 3) -> list[tuple[str
 
 
 def blame(ws: Workspace, conn, target: str, *, follow: bool = True, k: int = 3) -> list[BlamedRange]:
+    from zmem.history import workspace_shallow_notes
+    from zmem.repo import open_repo
+    repo = open_repo(ws.root)  # once: opening it costs more than a cached blame
     out = []
     for path, a, b, rev in parse_target(ws, conn, target, k):
-        out.append(_blame_range(ws, conn, path, a, b, rev, follow, 0, set()))
+        out.append(_blame_range(ws, conn, path, a, b, rev, follow, 0, set(), repo))
+    for note in workspace_shallow_notes(ws, repo):  # lines older than the clone are credited to its oldest commit
+        for r in out:
+            r.note = f"{r.note}; {note}" if r.note else note
     return out
 
 
 def _blame_range(ws: Workspace, conn, path: str, a: int, b: int, rev: str | None, follow: bool, depth: int,
-                 seen: set) -> BlamedRange:
+                 seen: set, repo=None) -> BlamedRange:
     from zmem.history import blame_lines
     from zmem.reading import read_lines
     spec = f"{path}@{rev}" if rev else path
@@ -81,7 +87,7 @@ def _blame_range(ws: Workspace, conn, path: str, a: int, b: int, rev: str | None
     b = content["end_line"]
     sha = content.get("rev")
     r = BlamedRange(path, a, b, sha)
-    blamed = blame_lines(ws, conn, path, sha) or {}
+    blamed = blame_lines(ws, conn, path, sha, repo=repo) or {}
     texts = content["text"].split("\n") if content["lines"] else []
     for n, text in zip(range(a, b + 1), texts):
         commit, author, when, summary = blamed.get(n, (ZERO_COMMIT, "", 0, ""))
@@ -97,7 +103,7 @@ def _blame_range(ws: Workspace, conn, path: str, a: int, b: int, rev: str | None
                 continue
             seen.add(cited)
             try:
-                r.evidence.append(_blame_range(ws, conn, *cited, follow, depth + 1, seen))
+                r.evidence.append(_blame_range(ws, conn, *cited, follow, depth + 1, seen, repo))
             except ZmemError as e:
                 r.evidence.append(BlamedRange(cited[0], cited[1], cited[2], cited[3],
                                               note=f"cannot follow: {e.message}"))

@@ -198,7 +198,13 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     ws = _workspace(ctx)
     progress = None if quiet else _progress("indexing")
     result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
-    for w in result.warnings:
+    from zmem.status import stored_warnings
+    conn = open_index(ws)
+    try:  # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
+        warnings = result.warnings + [w for w in stored_warnings(conn) if w not in result.warnings]
+    finally:
+        conn.close()
+    for w in warnings:
         warn(w)
     hist = None
     if with_history:
@@ -240,7 +246,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     if as_json:
         click.echo(json.dumps({
             "head": result.head, "previous": result.previous, "full": full or result.full_scan,
-            "updated": result.updated, "removed": result.removed, "warnings": result.warnings,
+            "updated": result.updated, "removed": result.removed, "warnings": warnings,
             "stale": result.stale, "seconds": round(result.seconds, 4),
             "embeddings": _embed_json(report),
             "sessions": None if sess is None else {"files": sess.files, "messages": sess.messages,
@@ -259,7 +265,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
             click.echo(f"sessions: {sess.messages} messages from {sess.files} files in {sess.seconds:.2f} s")
         if hist:
             click.echo(f"history: {hist.commits} new commits, {hist.blobs} file versions parsed "
-                       f"in {hist.seconds:.2f} s" + (f"; {hist.rewound} rewritten commits dropped" if hist.rewound else ""))
+                       f"in {hist.seconds:.2f} s" + (f"; {hist.rewound} commits no longer on HEAD's chain dropped" if hist.rewound else ""))
     if result.stale:
         raise click.exceptions.Exit(int(ExitCode.ERROR))
 
@@ -377,7 +383,7 @@ def model_import(source, out, outtype):
               help="group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
 @click.option("--source", type=click.Choice(["memory", "sessions", "all"]), default=None,
               help="Search memory files, agent session transcripts, or both (default: all when [sessions] "
-                   "is enabled, else memory).")
+                   "is enabled, else memory; always memory with --kind, --entity or --as-of).")
 @click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
               show_default=True, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
@@ -563,9 +569,17 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
         click.echo(json.dumps({"facts": [f.to_json() for f in rows]}, ensure_ascii=False, indent=2))
     elif not rows:
         click.echo("no facts", err=True)
+    elif origin and fmt == "table":
+        import datetime as dt
+        from tabulate import tabulate
+        click.echo(tabulate(
+            [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
+              ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
+              dt.datetime.fromtimestamp(f.time, dt.timezone.utc).strftime("%Y-%m-%d %H:%M") if f.time else "")
+             for f in rows], headers=["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"]))
     else:
         _render_facts(rows, fmt)
-        if origin and fmt != "table":
+        if origin:
             for f in rows:
                 click.echo(f"{f.source}: {f.commit[:10] if f.commit else 'uncommitted'} {f.author or ''}")
 
@@ -578,7 +592,7 @@ def entity(ctx, name, as_json):
     """Show what memory holds about the entity NAME: its page, facts (newest first, with
     citations), opinions and related entities.
     """
-    from zmem.entities import entity_report
+    from zmem.entities import duplicate_message, entity_report
     ws = _workspace(ctx)
     report = entity_report(ws, name)
     for w in report.pop("warnings"):
@@ -590,6 +604,8 @@ def entity(ctx, name, as_json):
     click.echo(click.style(e["name"], bold=True) + (f"  ({e['page']})" if e["page"] else "  (no page yet: `zmem reflect` writes one)"))
     if len(e["spellings"]) > 1:
         click.echo(f"written as: {', '.join(e['spellings'])}")
+    if report["page_text"]:
+        click.echo("\n" + report["page_text"])
     click.echo(f"\nfacts ({len(report['facts'])}):")
     for f in report["facts"]:
         conf = f" c={f['confidence']:.2f}" if f["confidence"] is not None else ""
@@ -603,7 +619,7 @@ def entity(ctx, name, as_json):
         for r in report["related"]:
             click.echo(f"  {r['type']:14} @{r['name']}  ×{r['count']}  (last {r['last_day'] or 'undated'})")
     for a, b, score in report["suspected_duplicates"]:
-        warn(f"@{a} and @{b} look like one entity spelled two ways ({score:.0f}% similar); not merged")
+        warn(duplicate_message(a, b, score))
 
 
 @cli.command()
@@ -634,7 +650,11 @@ def graph(ctx, name, depth, export_path, as_json):
             if export_path == "-":
                 click.echo(data)
             else:
-                Path(export_path).write_text(data + "\n", encoding="utf-8")
+                try:
+                    Path(export_path).write_text(data + "\n", encoding="utf-8")
+                except OSError as e:
+                    raise ZmemError(f"cannot write {export_path}: {e.strerror or e}",
+                                    hint="give a file in an existing, writable directory, or '-' for stdout") from None
                 click.echo(f"wrote {export_path}", err=True)
             if not name:
                 return
@@ -773,8 +793,12 @@ def _render_blame(r, depth: int) -> None:
     pad = "    " * depth
     click.echo(pad + click.style(r.citation, bold=True) + (f"  ({r.note})" if r.note else ""))
     for ln in r.lines:
-        who = f"{(ln['commit'] or 'uncommitted')[:10]:10} {(ln['date'] or '')[:10]:10} {(ln['author'] or '')[:16]:16}"
-        click.echo(f"{pad}{ln['line']:>5} {who} {_one_line(ln['text'], 70)}")
+        if ln["commit"]:
+            who = f"{ln['commit'][:10]:10} {(ln['date'] or '')[:10]:10} {(ln['author'] or '')[:16]:16}"
+            summary = f"  ({_one_line(ln['summary'] or '', 50)})" if ln.get("summary") else ""
+        else:
+            who, summary = f"{'(not committed)':38}", ""
+        click.echo(f"{pad}{ln['line']:>5} {who} {_one_line(ln['text'], 70)}{summary}")
     for e in r.evidence:
         click.echo(pad + "  evidence:")
         _render_blame(e, depth + 1)
@@ -805,15 +829,21 @@ def log_cmd(ctx, target, since, as_json):
             rel = normalize_rel(target)
             if rel is None or not ws.is_memory_path(rel):
                 raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
+            from zmem.history import workspace_shallow_notes
+            for note in workspace_shallow_notes(ws):
+                warn(note)
+            from zmem.timeline import file_fact_changes
             events = [{**e, "date": _iso_utc(e["time"])} for e in file_log(ws.root, rel)]
+            file_fact_changes(ws, events)
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
             kind = "file"
         else:
-            from zmem.entities import resolve_entity
+            from zmem.history import resolve_history_entity
             from zmem.timeline import entity_log, require_history
-            for note in require_history(ws, conn):
+            from zmem.history import workspace_shallow_notes
+            for note in require_history(ws, conn) or workspace_shallow_notes(ws):
                 warn(note)
-            ent = resolve_entity(ws, conn, target)
+            ent = resolve_history_entity(ws, conn, target)
             events = entity_log(ws, conn, ent.key, since=since_day)
             kind = "entity"
     finally:
@@ -828,13 +858,25 @@ def log_cmd(ctx, target, since, as_json):
             moved = f" (as {e['path']})" if e["path"] != rel else ""
             click.echo(f"{e['date'][:10]}  {e['commit'][:10]}  +{e['added']}/-{e['removed']}  {e['author']}: "
                        f"{e['summary']}{moved}")
+            fx = e.get("facts") or {}
+            for f in fx.get("added", []):
+                click.echo(f"    + {f['kind']}: {_one_line(f['text'], 70)}  (L{f['line']})")
+            for f in fx.get("changed", []):
+                click.echo(f"    ~ {f['kind']}: {_one_line(f['old_text'], 40)}  =>  {_one_line(f['text'], 40)}  (L{f['line']})")
+            for f in fx.get("confidence", []):
+                click.echo(f"    ~ {f['kind']} c {f['old_confidence']:.2f} -> {f['confidence']:.2f}: "
+                           f"{_one_line(f['text'], 60)}  (L{f['line']})")
+            for f in fx.get("retracted", []):
+                click.echo(f"    - {f['kind']}: {_one_line(f['text'], 70)}  (retracted)")
             continue
         conf = ""
-        if e.get("old_confidence") is not None and e["event"] == "confidence changed":
+        if e.get("old_confidence") is not None and e["event"] in ("confidence changed", "moved"):
             conf = f" {e['old_confidence']:.2f} -> {e['confidence']:.2f}"
         elif e.get("confidence") is not None:
             conf = f" c={e['confidence']:.2f}"
         was = f"  (was: {_one_line(e['old_text'], 50)})" if e.get("old_text") else ""
+        if e["event"] == "moved":
+            was = f"  (from {e['old_path']})"
         click.echo(f"{(e['date'] or '')[:10]}  {e['commit'][:10]}  {e['event']:18} {e['kind']}{conf}: "
                    f"{_one_line(e['text'], 60)}{was}  — {e['source']}")
 
@@ -862,12 +904,13 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     try:
         for w in catch_up(ws, conn=conn).warnings:
             warn(w)
-        for note in require_history(ws, conn):
+        from zmem.history import workspace_shallow_notes
+        for note in require_history(ws, conn) or workspace_shallow_notes(ws):
             warn(note)
         key = None
         if entity:
-            from zmem.entities import resolve_entity
-            key = resolve_entity(ws, conn, entity).key
+            from zmem.history import resolve_history_entity
+            key = resolve_history_entity(ws, conn, entity).key
         d = belief_diff(ws, conn, rev1, rev2, entity=key)
     finally:
         conn.close()
@@ -883,6 +926,13 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
         click.echo(f"- {x['kind']}: {x['text']}  — {x['source']}")
     for x in f["changed"]:
         click.echo(f"~ {x['to']['kind']}: {x['from']['text']}  =>  {x['to']['text']}  — {x['to']['source']}")
+    for x in f.get("confidence", []):
+        click.echo(f"~ {x['to']['kind']} c {x['from']['confidence']:.2f} -> {x['to']['confidence']:.2f}: "
+                   f"{x['to']['text']}  — {x['to']['source']}")
+    for x in f.get("moved", []):
+        conf = "" if x["from"]["confidence"] == x["to"]["confidence"] or x["to"]["confidence"] is None else \
+            f" (c {x['from']['confidence']:.2f} -> {x['to']['confidence']:.2f})"
+        click.echo(f"> {x['to']['kind']} moved{conf}: {x['to']['text']}  — {x['from']['path']} -> {x['to']['source']}")
     for o in d["opinions"]:
         if o["change"] == "confidence":
             click.echo(f"~ opinion c {o['from']:.2f} -> {o['to']:.2f}: {o['statement']}")
@@ -891,7 +941,7 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
         else:
             sign = "+" if o["change"] == "added" else "-"
             click.echo(f"{sign} opinion c={o['confidence']:.2f}: {o['statement']}")
-    if not (f["added"] or f["retracted"] or f["changed"] or d["opinions"]):
+    if not (f["added"] or f["retracted"] or f["changed"] or f.get("confidence") or f.get("moved") or d["opinions"]):
         click.echo("no differences in facts or opinions", err=True)
 
 
@@ -902,8 +952,9 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
 @click.option("--debounce", type=click.FloatRange(0, None), default=None, metavar="SECONDS",
               help="Reindex after this many seconds without a change (default 1.5, `watch.debounce`).")
 @click.option("--commit", "do_commit", is_flag=True,
-              help="Also commit the changed memory files (only those) once they have been quiet for --commit-after "
-                   "seconds; never while a merge or rebase is in progress.")
+              help="Also commit the changed memory files (only those, including those already uncommitted at "
+                   "start) once they have been quiet for --commit-after seconds; never while a merge or rebase "
+                   "is in progress.")
 @click.option("--commit-after", type=click.FloatRange(0, None), default=30.0, show_default=True, metavar="SECONDS",
               help="With --commit: seconds without a change before committing.")
 @click.option("--poll", is_flag=True,
@@ -1030,6 +1081,8 @@ def doctor(ctx):
     """
     from zmem.status import run_doctor
     checks = run_doctor(ctx.obj.get("dir"))
+    from zmem.entities import duplicate_warnings
+    checks += [("warn", "entities", w) for w in duplicate_warnings(ctx.obj.get("dir"))]
     failed = False
     for level, name, detail in checks:
         mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[level]

@@ -63,7 +63,8 @@ DEFAULT_TOML = """\
 # max_entries = 50000
 
 [scopes]
-# Paths (globs) that `--scope group` never returns, besides MEMORY.md, which is always private.
+# Paths that `--scope group` never returns, besides MEMORY.md, which is always private: globs
+# ("bank/people/**"), files, or directories ("bank/people" and "bank/people/" mean everything below it).
 # private = ["bank/people/**"]
 
 [sessions]

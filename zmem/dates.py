@@ -3,7 +3,8 @@
 Understands what people write in English, Portuguese, Spanish and Chinese notes:
   2025-11-27 · Nov 27, 2025 · November 27 · 27 Nov 2025 · Nov 27–30, 2025 · Nov 27–Dec 1, 2025
   27 de novembro de 2025 · 27–30 de noviembre · 2025年11月27日 · 11月27日至12月1日
-A missing year is taken from the daily log's day (the fact's context). Impossible dates are ignored.
+A missing year is taken from the daily log's day (the fact's context): the year that puts the date
+nearest that day ("Dec 30" in a Jan 2 log is last December). Impossible dates are ignored.
 """
 from __future__ import annotations
 
@@ -64,7 +65,18 @@ def _date(y: int | None, m: int | None, d: int | None) -> dt.date | None:
         return None
 
 
-def _span(g: dict, default_year: int | None) -> tuple[dt.date, dt.date] | None:
+def _nearest_year(month: int | None, day: int, context: dt.date) -> int:
+    """The year that puts month/day nearest the log's day: "Dec 30" in a Jan 2 log is last
+    December, "Jan 3" in a Dec 28 log is next January."""
+    best = context.year
+    for year in (context.year - 1, context.year + 1):
+        d, cur = _date(year, month, day), _date(best, month, day)
+        if d and (cur is None or abs((d - context).days) < abs((cur - context).days)):
+            best = year
+    return best
+
+
+def _span(g: dict, default_year: int | dt.date | None) -> tuple[dt.date, dt.date] | None:
     first = (g.get("y1"), g["m1"], g["d1"])
     if g.get("d3"):  # "27 de novembro a 1 de dezembro de 2025"
         second = (g.get("y3"), g["m3"], g["d3"])
@@ -75,6 +87,8 @@ def _span(g: dict, default_year: int | None) -> tuple[dt.date, dt.date] | None:
     else:
         second = None
     y2 = int(second[0]) if second and second[0] else None
+    if isinstance(default_year, dt.date):  # the log's day: the nearest year, else its own year
+        default_year = _nearest_year(_month(first[1]), int(first[2]), default_year)
     y1 = int(first[0]) if first[0] else (y2 or default_year)
     start = _date(y1, _month(first[1]), int(first[2]))
     if start is None:
@@ -84,7 +98,19 @@ def _span(g: dict, default_year: int | None) -> tuple[dt.date, dt.date] | None:
     end = _date(y2 or start.year, _month(second[1]), int(second[2]))
     if end is not None and end < start and y2 is None:  # "Dec 30–Jan 2": across the new year
         end = _date(start.year + 1, end.month, end.day)
+    elif end is not None and end < start and not first[0]:  # "Dec 30–Jan 2, 2027": the year is the end's
+        start = _date(y2 - 1, start.month, start.day) or start
     return (start, end) if end is not None and end >= start else (start, start)
+
+
+def context_day(day: str | None) -> dt.date | int | None:
+    """A log's ISO day as a date (its year when only the year is readable), for event_range."""
+    if not day:
+        return None
+    try:
+        return dt.date.fromisoformat(day[:10])
+    except ValueError:
+        return int(day[:4]) if day[:4].isdigit() else None
 
 
 def _ambiguous(m: re.Match) -> bool:
@@ -102,8 +128,12 @@ def _ambiguous(m: re.Match) -> bool:
 _EVERYDAY = {"may", "mar", "set", "out", "ago", "a"}
 
 
-def event_range(text: str, default_year: int | None = None) -> tuple[str, str] | None:
-    """The earliest start and latest end of the dates written in `text`, as ISO days, or None."""
+def event_range(text: str, default_year: int | dt.date | str | None = None) -> tuple[str, str] | None:
+    """The earliest start and latest end of the dates written in `text`, as ISO days, or None.
+    default_year: the year of dates written without one; or the log's day (a date or ISO string),
+    and then the year that puts each such date nearest that day."""
+    if isinstance(default_year, str):
+        default_year = context_day(default_year)
     spans = []
     taken: list[tuple[int, int]] = []
     for pattern in _PATTERNS:

@@ -117,8 +117,9 @@ MIGRATIONS: list[list[str]] = [
             text, names, cjk_bi, cjk_uni, content='',
             tokenize='porter unicode61 remove_diacritics 2')""",
         "INSERT INTO facts_fts(facts_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
-        # git blame per line of a file's content (blob): the same content has the same blame, so
-        # an entry never goes stale while history is not rewritten. Survives rebuilds.
+        # git blame per line of a file version. Since schema 6 the `blob` column holds a key of
+        # content, path and the commit where that version began (history.blame_lines): the same content can
+        # have another blame after a revert or an amend. Survives rebuilds.
         """CREATE TABLE blame_cache (
             blob TEXT NOT NULL,
             line INTEGER NOT NULL,
@@ -214,6 +215,7 @@ MIGRATIONS: list[list[str]] = [
         "DROP TABLE embedding_cache",
         "ALTER TABLE embedding_cache_rowid RENAME TO embedding_cache",
         "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
+        "DELETE FROM blame_cache",  # keyed by content alone until now: those keys never match again
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

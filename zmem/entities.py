@@ -169,12 +169,31 @@ def _page_title(ws: Workspace, rel: str) -> str | None:
     return None
 
 
+def page_text(ws: Workspace, rel: str | None) -> str | None:
+    """An entity page's own text: everything outside the block `zmem reflect` manages, trimmed
+    (the whole page when its markers are broken); None without a page."""
+    if not rel:
+        return None
+    from zmem.reflect import BEGIN, END
+    try:
+        text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    begin, end = text.find(BEGIN.split(" (")[0]), text.find(END)
+    if 0 <= begin < end and text.find(BEGIN.split(" (")[0], begin + 1) < 0:
+        text = text[:begin].rstrip() + "\n\n" + text[end + len(END):].lstrip()
+    return text.strip()
+
+
 def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] | None = None) -> Entity:
     """The entity a user means by NAME (@ optional); a clear error with suggestions otherwise."""
     entities = entities if entities is not None else all_entities(ws, conn)
     key = entity_key(name)
     if key in entities:
         return entities[key]
+    titled = [e for e in entities.values() if e.page and entity_key(e.name) == key]  # `# Zed Page` in Zed.md
+    if titled:
+        return sorted(titled, key=lambda e: e.key)[0]
     from rapidfuzz import process
     close = process.extract(_fold(key), {k: _fold(k) for k in entities}, limit=3, score_cutoff=70)
     hint = ("did you mean " + ", ".join("@" + entities[k].name for _, _, k in close) + "?") if close else \
@@ -203,6 +222,29 @@ def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0) -
             if score and min(len(folded[i]), len(folded[j])) >= 3:
                 out.append((entities[keys[i]].name, entities[keys[j]].name, round(score, 1)))
     return out
+
+
+def duplicate_message(a: str, b: str, score: float) -> str:
+    return f"@{a} and @{b} look like one entity spelled two ways ({score:.0f}% similar); not merged"
+
+
+def duplicate_warnings(directory=None, ws: Workspace | None = None, conn=None) -> list[str]:
+    """Every suspected duplicate entity name of the index, as warnings (for doctor and reflect)."""
+    from zmem.indexer import open_index
+    own = conn is None
+    try:
+        if ws is None:
+            from zmem.workspace import find_workspace
+            ws = find_workspace(directory)
+        if own:
+            conn = open_index(ws)
+    except ZmemError:
+        return []  # doctor says why on its own
+    try:
+        return [duplicate_message(a, b, score) for a, b, score in suspected_duplicates(all_entities(ws, conn))]
+    finally:
+        if own:
+            conn.close()
 
 
 # ----------------------------------------------------------------------------- the graph
@@ -321,6 +363,6 @@ def entity_report(ws: Workspace, name: str) -> dict:
         related.append({"key": other, "name": _name(entities, other), "type": kind, "count": e.count,
                         "weight": round(e.weight, 3), "last_day": e.last_day, "evidence": e.evidence})
     dups = [d for d in suspected_duplicates(entities) if ent.name in d[:2]]
-    return {"entity": ent.to_json(), "facts": [f.to_json() for f in facts],
+    return {"entity": ent.to_json(), "page_text": page_text(ws, ent.page), "facts": [f.to_json() for f in facts],
             "opinions": [o.to_json() for o in parsed.opinions if ent.key in o.entity_keys],
             "related": related, "suspected_duplicates": dups, "warnings": warnings + parsed.warnings}

@@ -39,9 +39,20 @@ HISTORY_META = "history"  # "on" once `zmem index --history` (or an as-of query)
 class HistoryUpdate:
     commits: int = 0        # commits added to the chain
     blobs: int = 0          # file contents parsed
-    rewound: int = 0        # commits dropped because history was rewritten
+    rewound: int = 0        # commits dropped because HEAD moved off them (checkout, reset, rebase)
+    rewritten: bool = False  # ... and the old tip is on no branch or tag any more (not a mere checkout)
     shallow: bool = False
     seconds: float = 0.0
+
+    def rewound_note(self) -> str | None:
+        """What to tell the user about the commits dropped from the history index."""
+        if not self.rewound:
+            return None
+        if self.rewritten:
+            return (f"history was rewritten: {self.rewound} commits no longer on any branch or tag were dropped "
+                    "from the history index")
+        return (f"HEAD moved off {self.rewound} commits of the history index (it follows HEAD's first-parent "
+                "chain); they are still on another branch or tag and come back when HEAD does")
 
 
 def enabled(conn) -> bool:
@@ -64,6 +75,8 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
     try:
         if tip > fork:  # HEAD moved off the recorded chain: drop what is no longer on it
             out.rewound = tip - fork
+            old_tip = conn.execute("SELECT sha FROM hist_commits WHERE seq = ?", (tip,)).fetchone()[0]
+            out.rewritten = not repo.reachable_from_refs(old_tip)
             conn.execute("DELETE FROM hist_versions WHERE from_seq > ?", (fork,))
             conn.execute("UPDATE hist_versions SET to_seq = NULL WHERE to_seq > ?", (fork,))
             conn.execute("DELETE FROM hist_commits WHERE seq > ?", (fork,))
@@ -130,6 +143,23 @@ def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | Non
         return None
 
 
+def shallow_note(repo: Repo) -> str | None:
+    """What to tell the user in a shallow clone, where the oldest fetched commit gets the credit
+    for everything before it; None in a full clone."""
+    import datetime as dt
+    if not repo.is_shallow():
+        return None
+    since = repo.shallow_since()
+    day = dt.datetime.fromtimestamp(since, dt.timezone.utc).date() if since is not None else "its oldest commit"
+    return f"shallow clone: history before {day} is missing (git fetch --unshallow)"
+
+
+def workspace_shallow_notes(ws: Workspace, repo: Repo | None = None) -> list[str]:
+    from zmem.repo import open_repo
+    note = shallow_note(repo or open_repo(ws.root))
+    return [note] if note else []
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -167,8 +197,10 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
         if row is None:
             first = conn.execute("SELECT time FROM hist_commits ORDER BY seq LIMIT 1").fetchone()
             since = dt.datetime.fromtimestamp(first[0], dt.timezone.utc).date() if first else None
-            raise ZmemError(f"no commit on this branch is at or before {day}",
-                            hint=f"the history starts on {since}" if since else "commit the memory files first")
+            note = shallow_note(repo)
+            hint = f"the history starts on {since}" if since else "commit the memory files first"
+            raise ZmemError(f"no commit on this branch is at or before {day}" + (f" ({note})" if note else ""),
+                            hint=hint)
         return AsOf(row[1], row[0], row[2], row[3])
     row = conn.execute("SELECT seq, time, summary FROM hist_commits WHERE sha = ?", (sha,)).fetchone()
     if row:
@@ -199,6 +231,19 @@ def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
     return files
 
 
+@dataclass
+class FactAt(FactRow):
+    """A fact as memory held it at a commit: its source cites that version, `path@sha#Lnn`
+    (the line may have moved or gone since)."""
+    rev: str | None = None
+
+    @property
+    def source(self) -> str:
+        end = f"-{self.end_line}" if self.end_line != self.start_line else ""
+        at = f"@{self.rev[:10]}" if self.rev else ""
+        return f"{self.path}{at}#L{self.start_line}{end}"
+
+
 def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:
     """The Retain facts memory held at a commit, each citing its line in that version."""
     files = files if files is not None else versions_at(ws, conn, at)
@@ -215,11 +260,30 @@ def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None)
             for rel in by_blob[blob]:
                 from zmem.dates import event_range
                 day = day_from_path(rel)
-                ev = event_range(text, int(day[:4]) if day else None)
-                out.append(FactRow(0, fact_id(rel, kind, text), rel, start, end, kind, conf, text,
-                                   names.split("\t") if names else [], day, ev))
+                ev = event_range(text, day)  # missing years: the one nearest the log's day, as in the index
+                out.append(FactAt(0, fact_id(rel, kind, text), rel, start, end, kind, conf, text,
+                                  names.split("\t") if names else [], day, ev, rev=at.sha))
     out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)
     return out
+
+
+def resolve_history_entity(ws: Workspace, conn, name: str):
+    """The entity NAME means, among the current ones and those known only in history (every fact
+    about it retracted: gone from normal recall, present in history)."""
+    from zmem.entities import Entity, all_entities, resolve_entity
+    entities = all_entities(ws, conn)
+    if entity_key(name) not in entities:
+        spellings: dict[str, dict[str, int]] = {}
+        for names, in conn.execute("SELECT names FROM hist_facts WHERE names != ''"):
+            for n in names.split("\t"):
+                k = entity_key(n)
+                if k not in entities:
+                    counts = spellings.setdefault(k, {})
+                    counts[n] = counts.get(n, 0) + 1
+        for k, counts in spellings.items():
+            best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            entities[k] = Entity(k, best, None, 0, None, None, sorted(counts))
+    return resolve_entity(ws, conn, name, entities)
 
 
 def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
@@ -231,34 +295,50 @@ def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
 # ----------------------------------------------------------------------------- blame
 
 
-def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None) -> dict[int, tuple[str, str, int, str]] | None:
+def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: Repo | None = None
+                ) -> dict[int, tuple[str, str, int, str]] | None:
     """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
     from the cache when this content was blamed before. None when the file cannot be read."""
     from zmem.repo import blame_file, open_repo
-    repo = None
+    repo = repo or open_repo(ws.root)
     if rev is None:
         try:
             data = (ws.root / rel).read_bytes()
         except OSError:
             return None
+        tip = repo.head()
+        if tip is None:
+            return {}  # no commits yet: nothing is committed
     else:
-        repo = open_repo(ws.root)
         data = repo.file_at(rev, rel)
         if data is None:
             return None
+        tip = rev
     blob = git_blob_id(data)
-    rows = conn.execute("SELECT line, commit_id, author, time, summary FROM blame_cache WHERE blob = ?", (blob,))
+    key = _blame_key(conn, rel, blob, tip)
+    rows = conn.execute("SELECT line, commit_id, author, time, summary FROM blame_cache WHERE blob = ?", (key,))
     cached = {line: (c, a, t, s) for line, c, a, t, s in rows}
     if cached:
         return cached
-    repo = repo or open_repo(ws.root)
     blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
     out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
     if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()):
         # only fully committed content: uncommitted lines get their commit later
         conn.executemany("INSERT OR IGNORE INTO blame_cache(blob, line, commit_id, author, time, summary) "
-                         "VALUES(?,?,?,?,?,?)", [(blob, n, *v) for n, v in out.items()])
+                         "VALUES(?,?,?,?,?,?)", [(key, n, *v) for n, v in out.items()])
     return out
+
+
+def _blame_key(conn, rel: str, blob: str, tip: str) -> str:
+    """The blame cache's key for the content `blob` of `rel` as seen from commit `tip`. Blame
+    depends on history, not only on content (an amended commit, a revert restoring an earlier
+    blob), so the key is (blob, path, the commit where this version of the file began on the
+    chain): that commit's id pins every earlier commit, and the file is unchanged from it to tip.
+    Off the indexed chain (history not built, or content not committed) it is tip itself."""
+    row = conn.execute("SELECT s.sha FROM hist_commits t JOIN hist_versions v ON v.path = ? AND v.from_seq <= t.seq "
+                       "AND (v.to_seq IS NULL OR v.to_seq > t.seq) JOIN hist_commits s ON s.seq = v.from_seq "
+                       "WHERE t.sha = ? AND v.blob = ?", (rel, tip, blob)).fetchone()
+    return f"{blob}:{row[0] if row else tip}:{rel}"
 
 
 def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
@@ -268,8 +348,10 @@ def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
     for f in facts:
         by_path.setdefault(f.path, []).append(f)
     now = int(time.time())
+    from zmem.repo import open_repo
+    repo = open_repo(ws.root) if by_path else None
     for rel, group in by_path.items():
-        lines = blame_lines(ws, conn, rel) or {}
+        lines = blame_lines(ws, conn, rel, repo=repo) or {}
         for f in group:
             commit, author, when, _ = lines.get(f.start_line, (ZERO_COMMIT, "", now, ""))
             f.commit = None if commit == ZERO_COMMIT else commit
@@ -362,6 +444,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         mode = "bm25"
     date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
     out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    out.warnings += workspace_shallow_notes(ws)
     versions, args = _versions_sql(ws, conn, at)
     glob = glob_to_sql(path_glob) if path_glob else None
     paths: dict[int, str] = {}
@@ -422,10 +505,10 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
     words first (then newest first)."""
     import datetime as dt
-    from zmem.entities import normalize_kind, resolve_entity
+    from zmem.entities import normalize_kind
     from zmem.fts import query_terms
     from zmem.search import FactHit, Recall
-    key = resolve_entity(ws, conn, entity).key if entity else None
+    key = resolve_history_entity(ws, conn, entity).key if entity else None
     kind = normalize_kind(kind)
     from fnmatch import fnmatchcase
     facts = [f for f in entity_filter(facts_at(ws, conn, at), key) if (kind is None or f.kind == kind)
@@ -439,6 +522,7 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     scored.sort(key=lambda x: (x[0], x[1]))
     date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
     out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    out.warnings += workspace_shallow_notes(ws)
     for neg, _, f in scored[:k]:
         f.commit = None
         out.results.append(FactHit(f, -neg, rev=at.sha))

@@ -259,8 +259,7 @@ def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: C
         result.warnings.append(f"history not updated ({e}); run `zmem index --history`")
         return
     if update.rewound:
-        result.warnings.append(f"history was rewritten: {update.rewound} commits no longer on this branch were "
-                               "dropped from the history index")
+        result.warnings.append(update.rewound_note())
 
 
 def known_paths(conn, paths: set[str]) -> set[str]:

@@ -21,9 +21,9 @@ import threading
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 
 from zmem import __version__
 from zmem.errors import ZmemError
@@ -52,7 +52,9 @@ Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "sourc
 startLine..endLine of path (1-based), and citation is "path#L<startLine>-L<endLine>": cite it when
 you use the snippet, and pass it to memory_get to read exactly those lines again (or a wider range
 of the same path for context). score is in (0, 1], higher is better; it ranks results and is not a
-probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled).
+probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled):
+a session hit cites a .jsonl transcript line, which memory_get cannot read back (it reads memory
+files only); its snippet is the message itself.
 mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
 e.g. a slow or missing embedding provider (then results come from keywords only).
 
@@ -239,8 +241,8 @@ class Memory:
         ws = self.workspace()
         conn = self.conn(ws)
         warnings = self.caught_up(ws, conn).warnings
-        out = graph_neighbourhood(ws, conn, name, depth).to_json()
-        if self.scope == "group":
+        out = graph_neighbourhood(ws, conn, name, depth, scope=self.scope).to_json()
+        if self.scope == "group":  # private facts are not counted at all; this drops any evidence left
             out = _public_graph(ws, out)
         return {**out, "warnings": warnings}
 
@@ -314,6 +316,68 @@ def _result(out: dict) -> CallToolResult:
                           structured_content=out)
 
 
+# zmem's messages and hints name CLI flags; over MCP they name the tool's parameters instead.
+_PARAMETER_WORDING = {
+    "memory_get": [(r"--from (\S+)", r"from=\1"), (r"--lines (\S+)", r"lines=\1"),
+                   (r"--scope private", "a server started with `zmem mcp --scope private`")],
+    "memory_append": [
+        (r"--confidence applies only", "confidence applies only"), (r"use it with --retain O", 'use it with retain="O"'),
+        (r"--confidence (\S+) is outside", r"confidence \1 is outside"),
+        (r"e\.g\. --confidence (\S+)", r"e.g. confidence=\1"),
+        (r"\(with --confidence\)", "(with confidence)"), (r"an empty --entity name", "an empty name in entities"),
+        (r"e\.g\. --entity (\S+)", r'e.g. entities=["\1"]'),
+        (r'e\.g\. zmem append --retain W --entity Peter "Moved to Lisbon"; relations: zmem append --retain R '
+         r'"@Peter lives_in @Lisbon"', 'e.g. retain="W", entities=["Peter"], text="Moved to Lisbon"; relations: '
+                                       'retain="R", text="@Peter lives_in @Lisbon"'),
+        (r'^zmem append "(.*)"$', r'e.g. text="\1"')],
+    "memory_search": [(r'zmem recall --entity (\S+) "(.*?)"', r'entity="\1", query="\2"'),
+                      (r'zmem recall "(.*?)"', r'query="\1"'), (r"--kind", "kind"), (r"--entity", "entity"),
+                      (r"use --source memory \(or leave --source out\)", "leave out kind and entity")],
+    "memory_recall_as_of": [(r'zmem recall "(.*?)" --as-of (\S+)', r'query="\1", as_of="\2"')],
+    "memory_blame": [(r"--scope private", "a server started with `zmem mcp --scope private`")],
+    "graph_search": [],
+}
+
+
+def _for_tool(tool: str, text: str) -> str:
+    """A message or hint written for the CLI, reworded for a model calling `tool`."""
+    import re
+    for pattern, replacement in _PARAMETER_WORDING.get(tool, ()):
+        text = re.sub(pattern, replacement, text)
+    return text.replace("run the command again", "call the tool again")
+
+
+def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> str:
+    """A pydantic validation error as one line and a hint, without pydantic's URLs."""
+    problems, fields = [], []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err["loc"]) or "arguments"
+        fields.append(field)
+        if err["type"] == "missing":
+            problems.append(f"{field} is required")
+            continue
+        msg = err["msg"].replace("Input should be", "should be").replace("Field required", "is required")
+        got = repr(err.get("input"))
+        problems.append(f"{field} {msg} (got {got if len(got) <= 40 else got[:37] + '...'})")
+    props = (schema or {}).get("properties", {})
+    described = [f"{f}: {props[f]['description']}" for f in dict.fromkeys(fields)
+                 if props.get(f, {}).get("description")]
+    hint = " ".join(described) or f"{tool} takes {', '.join(props) or 'no parameters'}"
+    return f"invalid arguments for {tool}: " + "; ".join(problems) + f"\nhint: {hint}"
+
+
+class _Server(MCPServer):
+    """The SDK's server, with argument validation errors rewritten for a model to act on."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e.__cause__, ValidationError) and not isinstance(e, UnexpectedToolError):
+                raise ToolError(_invalid_arguments(name, e.__cause__, self._tool_input_schema(name))) from e.__cause__
+            raise
+
+
 def _tool_errors(memory: Memory):
     """Runs a tool under the workspace lock and turns every failure into a tool error the model
     can read: zmem's message and hint for user errors, one line for anything else."""
@@ -324,7 +388,8 @@ def _tool_errors(memory: Memory):
                 try:
                     return _result(fn(*args, **kwargs))
                 except ZmemError as e:
-                    raise ToolError(e.message + (f"\nhint: {e.hint}" if e.hint else "")) from None
+                    raise ToolError(_for_tool(fn.__name__, e.message)
+                                    + (f"\nhint: {_for_tool(fn.__name__, e.hint)}" if e.hint else "")) from None
                 except ToolError:
                     raise
                 except Exception as e:  # noqa: BLE001 - the server must survive anything a tool does
@@ -349,7 +414,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
     memory = Memory(directory, scope, query_timeout)
-    server = MCPServer("zmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _Server("zmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tool = _tool_errors(memory)
 
     @server.tool(description=SEARCH_DOC, annotations=READ_ONLY, structured_output=False)

@@ -28,18 +28,11 @@ HEADER = ("# Opinions\n\n"
 NEW_DEFAULT = 0.6         # confidence of a new opinion whose fact gives no c=
 SUPPORT_RATE = 0.2        # a supporting fact of strength s moves c up by SUPPORT_RATE·s·(1 − c)
 CONTRADICT_RATE = 0.3     # a contradicting fact moves c down by CONTRADICT_RATE·s·c
-SIMILAR = 70.0            # rapidfuzz score above which two statements say the same thing
 
 _FIELD = re.compile(r"^- ([a-z_]+):\s*(.*)$")
 _EVIDENCE = re.compile(r"^\s+- (supports|contradicts) (\S+#L\d+(?:-\d+)?) \(fact ([0-9a-f]{6,40})"
                        r"(?:, c=([0-9.]+))?\)(?::\s*(.*))?$")
 
-# Words that flip a statement: "prefers X" vs "no longer prefers X" (en, pt, es, zh).
-_NEGATIONS = {"not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't",
-              "cannot", "longer", "stopped", "dislikes", "dislike", "hates", "hate", "não", "nunca", "jamais",
-              "deixou", "jamás", "dejó", "ya"}
-_ANTONYM = {"dislikes": "likes", "dislike": "like", "hates": "likes", "hate": "like"}
-_CJK_NEGATIONS = ("不再", "没有", "不", "没", "别")
 
 
 @dataclass
@@ -168,45 +161,156 @@ def _short(text: str, n: int = 80) -> str:
 # ----------------------------------------------------------------------------- matching and the rule
 
 
-def polarity(text: str) -> tuple[bool, str]:
-    """(negated?, the statement with negations removed and antonyms folded), for comparison."""
-    words = re.findall(r"[\w'’]+", text.casefold().replace("’", "'"))
-    negated = False
-    kept = []
-    for w in words:
-        if w in _NEGATIONS:
-            negated = not negated if w not in ("longer", "ya") else negated
-            if w in _ANTONYM:
-                kept.append(_ANTONYM[w])
+def _fold(s: str) -> str:
+    """Lower case without accents: `Não` -> `nao`."""
+    import unicodedata
+    return "".join(c for c in unicodedata.normalize("NFKD", s.casefold().replace("’", "'"))
+                   if not unicodedata.combining(c))
+
+
+# Words that flip a statement: "prefers X" vs "no longer prefers X" (en, pt, es; folded). Words in
+# _NEUTRAL_NEGATIONS mark a negation without flipping it again ("no longer", "ya no", "deixou de").
+_NEGATIONS = {_fold(w) for w in (
+    "not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "won't", "can't", "cannot",
+    "longer", "stopped", "dislikes", "dislike", "disliked", "hates", "hate", "hated", "não", "nunca", "jamais",
+    "deixou", "jamás", "dejó", "ya", "nem", "ni", "nao")}
+_NEUTRAL_NEGATIONS = {"longer", "ya"}
+_ANTONYM = {"dislikes": "like", "dislike": "like", "disliked": "like", "hates": "like", "hate": "like",
+            "hated": "like"}   # a negation word that also says what is negated
+_CJK_NEGATIONS = ("不再", "没有", "不", "没", "别")
+_ANTONYM_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "non-")
+_STOPWORDS = {_fold(w) for w in (
+    # en
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "i", "he", "she", "it", "they", "we",
+    "you", "his", "her", "its", "their", "our", "my", "your", "him", "them", "me", "us", "this", "that", "these",
+    "those", "to", "of", "in", "on", "at", "for", "with", "by", "from", "as", "and", "or", "but", "so", "than",
+    "then", "over", "about", "into", "very", "really", "much", "more", "most", "also", "just", "still", "any",
+    "some", "all", "do", "does", "did", "has", "have", "had", "will", "would", "should", "can", "could", "may",
+    "might", "s", "when", "while", "if", "there", "here", "what", "which", "who",
+    # pt / es
+    "o", "os", "as", "um", "uma", "de", "do", "da", "dos", "das", "em", "no", "na", "nos", "nas", "por", "para",
+    "com", "e", "ou", "que", "se", "é", "el", "la", "los", "las", "un", "una", "del", "en", "y", "con", "es",
+    "muito", "mais", "muy", "más")} - _NEGATIONS
+FUZZY_TOKEN = 85.0        # two words (≥ 4 letters) are one word above this rapidfuzz ratio: plurals, typos
+
+
+def _stem(w: str) -> str:
+    """Plural / third person: replies -> reply, prefers -> prefer (not: class, is)."""
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def _words(text: str) -> list[tuple[str, str | None]]:
+    """(word, content token or None) per word: negation words and stopwords carry no token;
+    `dislikes` is a negation whose token is `like`. CJK runs become one token per character."""
+    out: list[tuple[str, str | None]] = []
+    for raw in re.findall(r"[\w']+", _fold(text)):
+        if re.search(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]", raw):
+            for neg in _CJK_NEGATIONS:
+                while neg in raw:
+                    out.append(("not", None))
+                    raw = raw.replace(neg, " ", 1)
+            out += [(c, c) for c in raw if not c.isspace()]
             continue
-        kept.append(w)
-    plain = " ".join(kept)
-    for neg in _CJK_NEGATIONS:
-        if neg in plain:
-            negated = not negated
-            plain = plain.replace(neg, "")
-            break
-    return negated, plain
+        w = raw.strip("'")
+        if w.endswith("'s"):
+            w = w[:-2]
+        if not w:
+            continue
+        if w in _NEGATIONS:
+            out.append((w, _ANTONYM.get(w)))
+        elif w not in _STOPWORDS:
+            out.append((w, _stem(w)))
+    return out
 
 
-def similarity(a: str, b: str) -> float:
+def _negations(words: list[tuple[str, str | None]]) -> int:
+    return sum(1 for w, _ in words if (w in _NEGATIONS and w not in _NEUTRAL_NEGATIONS) or w == "not")
+
+
+def _antonyms(x: str, y: str) -> bool:
+    return any(x == p + y or y == p + x for p in _ANTONYM_PREFIXES)
+
+
+def _same(x: str, y: str) -> bool:
+    if x == y:
+        return True
+    if min(len(x), len(y)) < 4 or _antonyms(x, y):
+        return False
     from rapidfuzz import fuzz
-    return max(fuzz.token_set_ratio(a, b), fuzz.ratio(a, b))
+    return fuzz.ratio(x, y) >= FUZZY_TOKEN
+
+
+def compare(a: str, b: str) -> tuple[str | None, float]:
+    """How statement b speaks to statement a: ("supports" | "contradicts" | None, overlap in 0..1).
+
+    Content tokens (lower case, accents folded, stopwords and negation words left out; `dislikes`/`hates`
+    are a negation plus `like`; plurals and typos match) are compared:
+    - both have tokens the other lacks: different statements (None) — unless every difference is an
+      antonym-by-prefix pair (`reliable`/`unreliable`, `honest`/`dishonest`: un- in- im- ir- il- dis- non-);
+    - same tokens: contradicts iff the negations plus antonym pairs are odd in number;
+    - one has more (an extra clause): supports, unless a negation in the longer one sits within two
+      words before a shared token (or is one, like `dislikes`) — then that negation counts as above.
+    """
+    wa, wb = _words(a), _words(b)
+    ta, tb = list(dict.fromkeys(t for _, t in wa if t)), list(dict.fromkeys(t for _, t in wb if t))
+    if not ta or not tb:
+        return None, 0.0
+    only_a, only_b = [t for t in ta if t not in tb], [t for t in tb if t not in ta]
+    shared = {t for t in ta if t in tb}
+    flips = 0
+    for x in list(only_a):   # antonym pairs first ("reliable" is close to "unreliable" by spelling too)
+        y = next((y for y in only_b if _antonyms(x, y)), None)
+        if y is not None:
+            only_a.remove(x), only_b.remove(y)
+            shared |= {x, y}
+            flips += 1
+    for x in list(only_a):
+        y = next((y for y in only_b if _same(x, y)), None)
+        if y is not None:
+            only_a.remove(x), only_b.remove(y)
+            shared |= {x, y}
+    if only_a and only_b:
+        return None, 0.0
+    if not shared - set(only_a) - set(only_b):
+        return None, 0.0
+    overlap = len([t for t in ta if t in shared]) / max(len(ta), len(tb))
+    if not only_a and not only_b:
+        flips += _negations(wa) + _negations(wb)
+    else:
+        short, long_ = (wa, wb) if only_b else (wb, wa)
+        flips += _negations(short) + _attached_negations(long_, shared)
+    return ("contradicts" if flips % 2 else "supports"), overlap
+
+
+def _attached_negations(words: list[tuple[str, str | None]], shared: set[str]) -> int:
+    """Negations that bear on a shared token: the negation word is one (`dislikes` -> like) or a
+    shared token follows within two words (other negation words skipped: `no longer prefers`)."""
+    n = 0
+    for i, (w, t) in enumerate(words):
+        if not ((w in _NEGATIONS and w not in _NEUTRAL_NEGATIONS) or w == "not"):
+            continue
+        following = [t2 for w2, t2 in words[i + 1:] if w2 not in _NEGATIONS][:2]
+        if t in shared or any(t2 in shared for t2 in following):
+            n += 1
+    return n
 
 
 def match(opinions: list[Opinion], text: str, entity_keys: set[str]) -> tuple[int, bool] | None:
     """(index of the opinion a statement speaks to, does it contradict it?) or None.
-    Same entities (at least one shared, or both none) and a similar statement once negations are removed."""
-    negated, plain = polarity(text)
+    Same entities (at least one shared, or both none) and compare() finds it supports or contradicts;
+    the opinion with the largest token overlap wins."""
     best = None
     for i, op in enumerate(opinions):
         keys = op.entity_keys
         if (keys or entity_keys) and not (keys & entity_keys):
             continue
-        op_neg, op_plain = polarity(op.statement)
-        score = similarity(plain, op_plain)
-        if score >= SIMILAR and (best is None or score > best[0]):
-            best = (score, i, negated != op_neg)
+        relation, overlap = compare(op.statement, text)
+        if relation and (best is None or overlap > best[0]):
+            best = (overlap, i, relation == "contradicts")
     return (best[1], best[2]) if best else None
 
 

@@ -18,7 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from zmem import opinions as op_mod
-from zmem.entities import ENTITY_DIR, FactRow, all_entities, neighbourhood, query_facts
+from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, neighbourhood, query_facts,
+                           suspected_duplicates)
 from zmem.errors import ZmemError
 from zmem.indexer import catch_up, open_index
 from zmem.repo import commit_paths, commits_since, last_commit_with_trailer, open_repo
@@ -87,6 +88,7 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         contents: dict[str, tuple[str | None, str]] = {}  # path -> (old text or None, new text)
         opinion_file = _reflect_opinions(ws, new, result, contents)
         _reflect_pages(ws, conn, new, opinion_file, result, contents, summarizer)
+        _duplicates(ws, conn, new, result)
         _proposals(ws, facts, opinion_file, result, contents, apply_proposals)
     finally:
         conn.close()
@@ -99,10 +101,14 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         _write(ws, rel, text)
     if commit:
         sha, problem = commit_paths(ws.root, result.files, _message(result))
-        if sha:
-            result.commit = sha
-        else:
-            result.warnings.append(f"written but not committed: {problem}")
+        if not sha:
+            n = len(result.files)
+            raise ZmemError(f"wrote {n} file{'s' * (n != 1)} ({', '.join(result.files[:3])}{' …' if n > 3 else ''}) "
+                            f"but could not commit: {problem}",
+                            hint="fix that, then commit them (`git add bank && git commit`) or discard them "
+                                 "(`git restore --staged --worktree bank`); reflect refuses while bank/ has "
+                                 "uncommitted changes")
+        result.commit = sha
     return result
 
 
@@ -187,6 +193,9 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
         if ent is None:
             continue
         rel = ent.page or f"{ENTITY_DIR}{ent.slug}.md"
+        if not _safe_page(rel):  # entity_slug never makes these; a guard against any path trick
+            result.warnings.append(f"{rel}: not a file name directly in {ENTITY_DIR}; left alone")
+            continue
         if rel in contents:  # two spellings whose slugs collide on a case-insensitive file system
             continue
         path = ws.root / rel
@@ -211,6 +220,25 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
         contents[rel] = (old, new_text)
         if old != new_text:
             result.pages.append({"entity": ent.name, "path": rel, "created": old is None})
+
+
+def _safe_page(rel: str) -> bool:
+    """A page path zmem may write: bank/entities/<name>.md, one plain file name, no control chars."""
+    name = rel[len(ENTITY_DIR):] if rel.startswith(ENTITY_DIR) else ""
+    return bool(name) and not name.startswith(".") and "/" not in name and "\\" not in name \
+        and not any(ord(c) < 32 or ord(c) == 127 for c in name)
+
+
+def _duplicates(ws: Workspace, conn, new: list[FactRow], result: ReflectResult) -> None:
+    """Warn about suspected duplicate spellings among the entities of the new facts (never merged)."""
+    names = {entity_key(name) for f in new for name in f.entities}
+    if not names:
+        return
+    entities = all_entities(ws, conn)
+    touched = {entities[k].name for k in names if k in entities}
+    for a, b, score in suspected_duplicates(entities):
+        if a in touched or b in touched:
+            result.warnings.append(duplicate_message(a, b, score))
 
 
 def _old_summary(page: str | None) -> str | None:

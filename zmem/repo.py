@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,41 @@ class Repo:
 
     def is_shallow(self) -> bool:
         return self.git.is_shallow
+
+    def reachable_from_refs(self, sha: str) -> bool:
+        """Whether a commit is still on some branch, tag or remote-tracking branch (not only in
+        the reflog): a checkout leaves the commits it moved off reachable, a rewrite does not."""
+        try:
+            target = self.git[sha].id
+        except (KeyError, ValueError):
+            return False
+        for name in self.git.references:
+            if name == "refs/stash":
+                continue
+            try:
+                tip = self.git.references[name].peel(pygit2.Commit).id
+            except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+                continue
+            if tip == target or self.git.descendant_of(tip, target):
+                return True
+        return False
+
+    def shallow_since(self) -> int | None:
+        """In a shallow clone, the commit time of its oldest fetched commit (the boundary listed in
+        `.git/shallow`); None in a full clone."""
+        if not self.git.is_shallow:
+            return None
+        times = []
+        try:
+            shas = (Path(self.common_dir()) / "shallow").read_text().split()
+        except OSError:
+            shas = []
+        for sha in shas:
+            try:
+                times.append(self.git[sha].commit_time)
+            except (KeyError, ValueError):
+                continue
+        return min(times) if times else None
 
     # -- history (history.py)
     def first_parent_chain(self, known: set[str] | None = None, start: str | None = None) -> list[CommitInfo]:
@@ -201,13 +237,14 @@ def _quote(p: Path) -> str:
 
 
 def git_env(repo: Repo) -> dict[str, str]:
-    """Environment for `git commit`: fall back to a zmem identity only where git has none."""
+    """Environment for `git commit`: fall back to a zmem identity only where git has none. Asked
+    of git itself (`git var`), which honours GIT_CONFIG_GLOBAL and the like as the commit will."""
     env = dict(os.environ)
-    for key, var, default in (("user.name", "NAME", "zmem"), ("user.email", "EMAIL", "zmem@localhost")):
-        if key in repo.git.config:
-            continue
-        for who in ("AUTHOR", "COMMITTER"):
-            env.setdefault(f"GIT_{who}_{var}", default)
+    for who in ("AUTHOR", "COMMITTER"):
+        if subprocess.run(["git", "var", f"GIT_{who}_IDENT"], cwd=repo.workdir, env=env,
+                          capture_output=True).returncode != 0:
+            env.setdefault(f"GIT_{who}_NAME", "zmem")
+            env.setdefault(f"GIT_{who}_EMAIL", "zmem@localhost")
     return env
 
 
@@ -243,10 +280,12 @@ class BlameLine:
 
 
 def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[BlameLine]:
-    """git blame of the working-tree file (or of the file at commit rev), one entry per line.
+    """git blame -M of the working-tree file (or of the file at commit rev), one entry per line.
     git's own blame: several times faster than libgit2's on deep history (DESIGN.md §5)."""
     import subprocess
-    proc = subprocess.run(["git", "blame", "--porcelain", *([rev] if rev else []), "--", git_path], cwd=workdir,
+    # -M: a line moved within the file keeps the commit that wrote it (-C, across files, costs
+    # a scan of every file the commit touched; not worth it here)
+    proc = subprocess.run(["git", "blame", "--porcelain", "-M", *([rev] if rev else []), "--", git_path], cwd=workdir,
                           capture_output=True)
     if proc.returncode:
         return []  # untracked, or no commits yet: nothing to blame

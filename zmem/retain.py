@@ -19,10 +19,10 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from zmem.dates import event_range
+from zmem.dates import context_day, event_range
 from zmem.markdown import ATX, LIST_ITEM, scan_blocks, split_lines
 
-RETAIN_VERSION = 1  # bump when parsing changes: the index re-reads every file
+RETAIN_VERSION = 3  # bump when parsing changes: the index re-reads every file
 
 KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation", "R": "relation"}
 KIND_CODES = {name: code for code, name in KINDS.items()}
@@ -55,15 +55,24 @@ def fact_id(path: str, kind: str, text: str) -> str:
     return hashlib.sha1(f"{path}\0{kind}\0{' '.join(text.split())}".encode()).hexdigest()[:10]
 
 
+def _safe_name(name: str) -> str:
+    """A name that is safe as one file name: no path separators (`/`, `\\` become `-`), no `..`,
+    no control characters (they become spaces). Leading dots are stripped by the callers."""
+    name = unicodedata.normalize("NFC", name.strip().lstrip("@"))
+    name = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
+    return re.sub(r"\.{2,}", ".", re.sub(r"[/\\]+", "-", name))
+
+
 def entity_key(name: str) -> str:
-    """One key for the spellings of one entity: `@The-Castle`, `@the castle`, `@The_Castle`."""
-    name = unicodedata.normalize("NFC", name.strip().lstrip("@")).casefold()
-    return re.sub(r"[\s\-_]+", "-", name).strip("-.")
+    """One key for the spellings of one entity: `@The-Castle`, `@the castle`, `@The_Castle`.
+    entity_key(entity_slug(name)) == entity_key(name), so a page and its mentions are one entity."""
+    return re.sub(r"[\s\-_]+", "-", _safe_name(name).casefold()).strip("-.")
 
 
 def entity_slug(name: str) -> str:
-    """The page name of an entity: bank/entities/<Slug>.md (spaces become dashes)."""
-    return re.sub(r"[\s_]+", "-", name.strip().lstrip("@")).strip("-") or "_"
+    """The page name of an entity: bank/entities/<Slug>.md (spaces become dashes). Always one safe
+    file name: `@[a/b]` -> `a-b`, `@[../../x]` -> `x`; never a path, never a hidden file."""
+    return re.sub(r"[\s_]+", "-", _safe_name(name)).strip("-. ") or "_"
 
 
 def mentions(text: str) -> list[str]:
@@ -83,7 +92,7 @@ def is_retain_heading(title: str) -> bool:
 def parse_facts(text: str, path: str = "", day: str | None = None) -> tuple[list[Fact], list[str]]:
     """All facts of a note's Retain sections, and warnings as `path:line: problem`."""
     lines = split_lines(text)
-    default_year = int(day[:4]) if day else None
+    default_year = context_day(day)  # the log's day: a date without a year is taken nearest it
     facts: list[Fact] = []
     warnings: list[str] = []
     section_level = 0  # >0 while inside a Retain section of this heading level
@@ -130,7 +139,7 @@ def _bullets(lines: list[str], start: int, end: int):
         yield tuple(current)
 
 
-def parse_bullet(body: str, start: int, end: int, default_year: int | None = None) -> tuple[Fact | None, str | None]:
+def parse_bullet(body: str, start: int, end: int, default_year=None) -> tuple[Fact | None, str | None]:
     """One bullet's text (after `- `) -> (fact, None) or (None, why it is not one)."""
     if not body:
         return None, "empty bullet"
@@ -175,7 +184,7 @@ def parse_bullet(body: str, start: int, end: int, default_year: int | None = Non
                 event_range(text, default_year)), None
 
 
-def _relation(rest: str, start: int, end: int, confidence: float | None, default_year: int | None):
+def _relation(rest: str, start: int, end: int, confidence: float | None, default_year):
     m = _RELATION.match(rest)
     if not m:
         return None, "a relation is written `- R @Subject predicate @Object` (e.g. `- R @Peter lives_in @Lisbon`)"

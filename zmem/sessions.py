@@ -37,15 +37,39 @@ _SECRETS = [
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
     ("private-key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)")),
     ("bearer", re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9_\-.=]{16,}")),
-    ("password", re.compile(r"(?i)\b(password|passwd|pwd|senha|contraseña|api[_-]?key|secret|token)\b(\s*[:=]\s*|\s+is\s+)"
-                            r"(\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s,;]{3,})")),
+    ("password", None),  # the assignments below: the name is kept, its value hidden
 ]
+
+# A secret-looking name: an identifier ending in PASSWORD/PASSWD/PASSPHRASE/PWD/SECRET/TOKEN/API_KEY
+# (DB_PASSWORD, ANTHROPIC_API_KEY, "api_key"), or any KEY with a prefix (AWS_SECRET_ACCESS_KEY, private-key).
+_SECRET_NAME = (r"(?:[A-Za-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|senha|contraseña|secret|token|api[_-]?key)"
+                r"|(?:[A-Za-z0-9]+[_.-])+key")
+# Words after "is" that say something about a password rather than being one.
+_NOT_A_SECRET = (r"(?:the|a|an|not|no|too|very|still|now|also|just|set|wrong|correct|incorrect|invalid|valid|required|"
+                 r"needed|missing|expired|expiring|changed|reset|done|complete|completed|ready|weak|strong|same|"
+                 r"different|saved|stored|shared|empty|long|short|case|here|there|below|above|in|on|at|for|from|"
+                 r"that|this|it|what|your|my|our|their|his|her|being|been|probably|written|printed|sent|fine|ok|"
+                 r"okay|good|bad|secure|insecure|safe|unsafe|known|unknown|right|easy|hard|simple|stale|old|new)\b")
+_SECRET_VALUE = r"""(?!\[REDACTED)(?:"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s,;"'}\]]{3,})"""
+# NAME=value, NAME: value, "NAME": "value", NAME is value
+_ASSIGNED = re.compile(rf"""(?i)(?<![\w.-])({_SECRET_NAME})(?!\w)(["']?)"""
+                       rf"(\s*[:=]\s*|\s+(?:is|was)\s+(?!{_NOT_A_SECRET}))({_SECRET_VALUE})")
+# "the wifi password for the office is correcthorsebattery": a few plain words between
+_PHRASE = re.compile(rf"(?i)(?<![\w.-])((?:password|passwd|passphrase|senha|contraseña)(?:\s+[\w'-]+){{1,5}}?"
+                     rf"\s+(?:is|was)\s+)(?!{_NOT_A_SECRET}|\[REDACTED)([^\s,;.!?]{{3,}})")
+
+
+def _hide(m) -> str:
+    value = m.group(4)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}{quote}[REDACTED:password]{quote}"
 
 
 def redact(text: str) -> str:
     for kind, pattern in _SECRETS:
         if kind == "password":  # keep "password: " and hide the value
-            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED:{kind}]", text)
+            text = _ASSIGNED.sub(_hide, text)
+            text = _PHRASE.sub(lambda m: f"{m.group(1)}[REDACTED:password]", text)
         elif kind == "bearer":
             text = pattern.sub(lambda m: f"{m.group(1)} [REDACTED:{kind}]", text)
         else:
@@ -263,7 +287,36 @@ def _home(path: str) -> str:
 
 
 def settings_for(ws) -> SessionSettings:
-    return SessionSettings.from_table(ws.config.sessions, "the [sessions] settings")
+    """The [sessions] settings, with relative `dir` entries (in zmem.toml or the user config alike)
+    resolved against the workspace root, never the current directory."""
+    settings = SessionSettings.from_table(ws.config.sessions, "the [sessions] settings")
+    dirs = tuple(d if os.path.isabs(os.path.expanduser(d)) else str(ws.root / d) for d in settings.dirs)
+    return SessionSettings(settings.enabled, dirs, settings.delta_bytes, settings.delta_messages)
+
+
+def unmatched_dirs(settings: SessionSettings) -> list[str]:
+    """The configured `dir` entries (paths or globs) under which there is no *.jsonl file."""
+    out = []
+    for d in settings.dirs:
+        found = False
+        for match in glob.glob(os.path.expanduser(d)):
+            p = Path(match)
+            if (p.is_dir() and any(f.is_file() for f in p.rglob("*.jsonl"))) or \
+                    (p.suffix == ".jsonl" and p.is_file()):
+                found = True
+                break
+        if not found:
+            out.append(d)
+    return out
+
+
+def unmatched_warning(settings: SessionSettings) -> str | None:
+    """One warning naming every `dir` entry that matches no session file (a typo, a moved directory)."""
+    missing = unmatched_dirs(settings) if settings.enabled else []
+    if not missing:
+        return None
+    return ("[sessions] dir matches no session files (*.jsonl): " + ", ".join(_home(d) for d in missing)
+            + " (relative paths are resolved against the workspace root)")
 
 
 def spawn_session_index(ws) -> None:

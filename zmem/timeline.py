@@ -33,12 +33,42 @@ def require_history(ws: Workspace, conn) -> list[str]:
         raise ZmemError("another zmem process is updating the index", hint="run the command again")
     notes = [f"built the history index first ({built.commits} commits, {built.seconds:.1f} s)"]
     if built.shallow:
-        notes.append("shallow clone: history before its oldest commit is missing (`git fetch --unshallow`)")
+        from zmem.history import workspace_shallow_notes
+        notes += workspace_shallow_notes(ws)
     return notes
 
 
 def _key(f) -> tuple[str, str]:
     return f.kind, " ".join(f.text.split())
+
+
+def _move_key(kind: str, text: str, entities) -> tuple:
+    """A fact's identity across files: a line moved to another file (git mv, or cut and pasted)
+    with the same kind, text and entities is a move, not a retraction and an addition."""
+    return kind, " ".join(text.split()), frozenset(entity_key(e) for e in entities)
+
+
+def _pair_moves(removed: list, added: list) -> list[tuple]:
+    """(old, new) pairs of the same fact in another file; taken out of removed/added."""
+    pool: dict[tuple, list] = {}
+    for new in added:
+        pool.setdefault(_move_key(new.kind, new.text, new.entities), []).append(new)
+    pairs = []
+    for old in list(removed):
+        cands = [n for n in pool.get(_move_key(old.kind, old.text, old.entities), []) if n.path != old.path]
+        if cands:
+            new = cands[0]
+            pool[_move_key(new.kind, new.text, new.entities)].remove(new)
+            pairs.append((old, new))
+            removed.remove(old)
+            added.remove(new)
+    return pairs
+
+
+def _confidence_changes(before: dict, now: dict) -> list[tuple]:
+    """(old, new) of facts with the same key in both whose confidence changed (`O(c=0.8)` -> 0.3)."""
+    return [(before[k], now[k]) for k in now if k in before and before[k].confidence is not None
+            and now[k].confidence is not None and abs(before[k].confidence - now[k].confidence) > 1e-9]
 
 
 def _pair_changes(removed: list, added: list) -> list[tuple]:
@@ -103,10 +133,34 @@ def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None) -> li
             before = now
         if vs[-1].to_seq is not None:
             events += _fact_events(before, {}, vs[-1].to_seq, commits, path, None)
+    events = _merge_moves(events)
     events.sort(key=lambda e: (e["seq"], e["path"], e.get("line") or 0))
     if since:
         events = [e for e in events if (e["date"] or "")[:10] >= since]
     return events
+
+
+def _merge_moves(events: list[dict]) -> list[dict]:
+    """A fact retracted from one file and added to another in the same commit (a rename, a line
+    moved between files) is one `moved` event citing both places."""
+    added: dict[tuple, list[dict]] = {}
+    for e in events:
+        if e["event"] == "added":
+            added.setdefault((e["seq"], _move_key(e["kind"], e["text"], e["entities"])), []).append(e)
+    gone: set[int] = set()   # retractions merged into a move
+    for e in events:
+        if e["event"] != "retracted":
+            continue
+        cands = [n for n in added.get((e["seq"], _move_key(e["kind"], e["text"], e["entities"])), [])
+                 if n["path"] != e["path"] and n["event"] == "added"]
+        if not cands:
+            continue
+        new = cands[0]
+        gone.add(id(e))
+        new.update(event="moved", old_path=e["path"], old_source=e["source"])
+        if e["confidence"] != new["confidence"]:
+            new["old_confidence"] = e["confidence"]
+    return [e for e in events if id(e) not in gone]
 
 
 def _blobs_mentioning(conn, key: str) -> set[str]:
@@ -142,6 +196,8 @@ def _fact_events(before: dict, now: dict, seq: int, commits: dict, path: str, sh
     out = []
     for old, new in _pair_changes(removed, added):
         out.append(_event("changed", seq, commits, path, new, sha, old_text=old.text, old_confidence=old.confidence))
+    for old, new in _confidence_changes(before, now):
+        out.append(_event("confidence changed", seq, commits, path, new, sha, old_confidence=old.confidence))
     out += [_event("retracted", seq, commits, path, f, None) for f in removed]
     out += [_event("added", seq, commits, path, f, sha) for f in added]
     return out
@@ -185,6 +241,8 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     fb = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, b), entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
+    confidence = _confidence_changes(fa, fb)
+    moved = _pair_moves(removed, added)
     changed = _pair_changes(removed, added)
     repo = open_repo(ws.root)
     oa, ob = _opinions_at(repo, a, entity), _opinions_at(repo, b, entity)
@@ -209,7 +267,9 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
         return d
     return {"from": {"commit": a.sha, "date": _iso(a.time)}, "to": {"commit": b.sha, "date": _iso(b.time)},
             "facts": {"added": [cite(f, b) for f in added], "retracted": [cite(f, a) for f in removed],
-                      "changed": [{"from": cite(o, a), "to": cite(n, b)} for o, n in changed]},
+                      "changed": [{"from": cite(o, a), "to": cite(n, b)} for o, n in changed],
+                      "confidence": [{"from": cite(o, a), "to": cite(n, b)} for o, n in confidence],
+                      "moved": [{"from": cite(o, a), "to": cite(n, b)} for o, n in moved]},
             "opinions": ops}
 
 
@@ -217,3 +277,38 @@ def _opinions_at(repo, at: AsOf, entity: str | None) -> dict:
     data = repo.file_at(at.sha, op_mod.OPINIONS_PATH)
     parsed = op_mod.parse(data.decode("utf-8", "replace") if data else "")
     return {o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys}
+
+
+# ----------------------------------------------------------------------------- a file's log
+
+
+def file_fact_changes(ws: Workspace, events: list[dict]) -> None:
+    """Add to each commit of a file's log (newest first, as `repo.file_log` returns them) the
+    facts it added, changed (text, or an opinion's confidence) and retracted in that file."""
+    from zmem.indexer import decode_note
+    from zmem.repo import open_repo
+    from zmem.retain import parse_facts
+    repo = open_repo(ws.root)
+
+    def facts(sha: str | None, rel: str) -> dict:
+        data = repo.file_at(sha, rel) if sha else None
+        if data is None:
+            return {}
+        text, _ = decode_note(rel, data, ws.config.max_file_mb)
+        parsed, _ = parse_facts(text or "", rel, day_from_path(rel))
+        return {_key(f): f for f in parsed}
+
+    def brief(f, **extra) -> dict:
+        return {"kind": f.kind, "text": f.text, "entities": f.entities, "confidence": f.confidence,
+                "line": f.start_line, **extra}
+    for i, e in enumerate(events):
+        before_path = events[i + 1]["path"] if i + 1 < len(events) else e["path"]
+        parent = repo.commit_info(e["commit"]).parent
+        before, now = facts(parent, before_path), facts(e["commit"], e["path"])
+        removed = [before[k] for k in before if k not in now]
+        added = [now[k] for k in now if k not in before]
+        changed = _pair_changes(removed, added)
+        e["facts"] = {"added": [brief(f) for f in added],
+                      "changed": [brief(n, old_text=o.text, old_confidence=o.confidence) for o, n in changed],
+                      "confidence": [brief(n, old_confidence=o.confidence) for o, n in _confidence_changes(before, now)],
+                      "retracted": [brief(f) for f in removed]}

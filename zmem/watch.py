@@ -366,9 +366,19 @@ class Watcher:
         files = sorted(set(result.updated) | set(result.removed))
         if self.commit and not startup:  # --commit commits what changed while watching
             self.pending |= {p for p in files if self.ws.is_memory_path(p)}
+        elif self.commit:  # … and the memory files already uncommitted at start (with the first quiet period)
+            self.pending |= self._dirty_at_start()
         if files:
             event = WatchEvent("indexed", files, seconds=result.seconds, warnings=result.warnings)
             self.emit(event) if startup else self._count(event)  # --max-events counts changes seen while watching
+
+    def _dirty_at_start(self) -> set[str]:
+        from zmem.repo import open_repo
+        try:
+            return {p for p in open_repo(self.ws.root).dirty_paths() if self.ws.is_memory_path(p)}
+        except ZmemError as e:
+            self.notice(f"cannot tell which memory files are uncommitted: {e.message}")
+            return set()
 
     def _retry_index(self) -> None:
         now = self.clock()

@@ -39,8 +39,17 @@ class Workspace:
 
     def private_globs(self) -> list[str]:
         """SQLite GLOB patterns of what `--scope group` never returns: MEMORY.md and config's
-        [scopes] private (a `**` matches across directories)."""
-        return ["MEMORY.md", "memory.md", *(glob_to_sql(g) for g in self.config.private_paths)]
+        [scopes] private (a `**` matches across directories; an entry without glob characters, or
+        one ending in /, is a file or directory: it and everything below it)."""
+        out = ["MEMORY.md", "memory.md"]
+        for entry in self.config.private_paths:
+            pattern = glob_to_sql(entry)
+            if not any(c in entry for c in "*?["):
+                pattern = pattern.rstrip("/")
+                out += [pattern, pattern + "/*"] if pattern else []
+            else:
+                out.append(pattern + "*" if pattern.endswith("/") else pattern)
+        return out
 
     def is_private(self, rel: str) -> bool:
         from fnmatch import fnmatchcase
