@@ -14,6 +14,7 @@ link the fact to entities. A bullet that does not fit is a warning naming file a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -63,6 +64,7 @@ def _safe_name(name: str) -> str:
     return re.sub(r"\.{2,}", ".", re.sub(r"[/\\]+", "-", name))
 
 
+@functools.lru_cache(maxsize=65536)  # called per mention of every fact when entities are listed
 def entity_key(name: str) -> str:
     """One key for the spellings of one entity: `@The-Castle`, `@the castle`, `@The_Castle`.
     entity_key(entity_slug(name)) == entity_key(name), so a page and its mentions are one entity."""
