@@ -187,6 +187,11 @@ def test_relative_dir_is_resolved_against_the_workspace_and_an_unmatched_dir_war
         "[sessions] dir matches no session files (*.jsonl): ~/nowhere/*/sessions (relative paths are resolved "
         "against the workspace root)"]
     assert res.stderr.count("matches no session files") == 1
+    # status and doctor say so too
+    st = json.loads(run(["-C", str(ws), "status", "--json"]).stdout)["sessions"]
+    assert st["enabled"] and st["files"] == 1 and "~/nowhere/*/sessions" in st["warning"]
+    doc = run(["-C", str(ws), "doctor"])
+    assert "[WARN] sessions: [sessions] dir matches no session files" in doc.output
     # all good: no warning
     path.write_text('[sessions]\nenabled = true\ndir = "transcripts/"\n')
     _, err = _recall(ws, "albatross", "--source", "sessions")

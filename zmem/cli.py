@@ -1068,7 +1068,9 @@ def status(ctx, as_json):
     click.echo(f"embeddings:     {e['provider']}" + (f" {e['model']}: {e['vectors']} vectors, {e['pending']} pending"
                                                      if e["provider"] != "none" else " (keyword recall only)"))
     click.echo(f"hooks:          {', '.join(f'{k} {v}' for k, v in st['hooks'].items())}")
-    for w in st["file_warnings"]:
+    if st["sessions"]["enabled"]:
+        click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")
+    for w in st["file_warnings"] + ([st["sessions"]["warning"]] if st["sessions"]["warning"] else []):
         warn(w)
 
 

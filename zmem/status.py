@@ -36,6 +36,7 @@ def workspace_status(ws: Workspace) -> dict:
                  or db.get_meta(conn, "fingerprint") != fingerprint(ws))
         vec_loaded, vec_detail = db.load_vec(conn)
         embeddings = _embedding_status(ws, conn)
+        sessions = _sessions_status(ws, conn)
     finally:
         conn.close()
     size = sum(p.stat().st_size for p in ws.state_dir.glob("index.sqlite*") if p.is_file()
@@ -50,8 +51,16 @@ def workspace_status(ws: Workspace) -> dict:
         "sqlite_version": db.sqlite_version(),
         "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
         "sqlite_vec": vec_loaded, "shallow": repo.is_shallow(), "hooks": hooks, "file_warnings": warnings,
-        "embeddings": embeddings,
+        "embeddings": embeddings, "sessions": sessions,
     }
+
+
+def _sessions_status(ws: Workspace, conn) -> dict:
+    from zmem.sessions import settings_for, unmatched_warning
+    settings = settings_for(ws)
+    files = conn.execute("SELECT count(*) FROM session_files").fetchone()[0]
+    return {"enabled": settings.enabled, "files": files,
+            "warning": unmatched_warning(settings) if settings.enabled else None}
 
 
 def _embedding_status(ws: Workspace, conn) -> dict:
@@ -124,6 +133,10 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append((level, "embeddings", detail))
     for w in emb["warnings"]:
         checks.append(("warn", "embeddings", w))
+    if st["sessions"]["enabled"]:
+        missing = st["sessions"]["warning"]
+        checks.append(("warn", "sessions", missing) if missing else
+                      ("ok", "sessions", f"{st['sessions']['files']} transcript files indexed"))
     checks.append(("warn" if st["stale"] else "ok", "index",
                    f"{st['files']} files, {st['chunks']} chunks"
                    + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
