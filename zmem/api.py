@@ -144,9 +144,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         notes.append(f"vectors come from the fallback provider {embedder.provider}")
     if not store.vec_loaded:
         notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
-    # A long-running caller (the MCP server) keeps its Providers: one that just timed out is not
-    # waited for again on every call for RECENT_TIMEOUT seconds.
-    timed_out = provs.__dict__.setdefault("timed_out", {})  # fingerprint -> time.monotonic() of the timeout
+    timed_out = provs.timed_out  # not waited for again on every call for RECENT_TIMEOUT seconds
     key = vector_fingerprint(embedder)
     ago = time.monotonic() - timed_out[key] if key in timed_out else None
     if ago is not None and ago < RECENT_TIMEOUT:

@@ -202,23 +202,21 @@ def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method:
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
-def complete_scores(conn, store, query: str, query_vector, bm25: list[tuple[int, float]],
-                    vec: list[tuple[int, float]]) -> tuple[list, list]:
+KEYWORD_DEPTH = 200  # keyword matches ranked for complete_scores; deeper ones score 0 there
+
+
+def complete_scores(store, query_vector, bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
+                    keyword: dict[int, float]) -> tuple[list, list]:
     """Both scores for every candidate of either list: a keyword-only candidate gets its best
-    window's similarity, a vector-only one its BM25 score (0 when no query word is in it). Without
-    this a candidate found by one list alone gets nothing from the other however well it matches
-    there (LoCoMo dev: turn R@10 0.794 -> 0.801 at equal lines)."""
+    window's similarity, a vector-only one its BM25 score from `keyword` (the top KEYWORD_DEPTH
+    matches; 0 below them or when no query word is in it). Without this a candidate found by one
+    list alone gets nothing from the other however well it matches there (LoCoMo dev: turn R@10
+    0.794 -> 0.801 at equal lines)."""
     have_v = {cid for cid, _ in vec}
     extra_v = [(cid, max(sim for _, _, sim in wins)) for cid, wins in
                store.windows_of([cid for cid, _ in bm25 if cid not in have_v], query_vector).items()]
     have_b = {cid for cid, _ in bm25}
-    missing_b = [cid for cid, _ in vec if cid not in have_b]
-    match = build_match(query)
-    extra_b = []
-    if missing_b and match is not None:
-        extra_b = [(cid, (-r) / (1.0 - r)) for cid, r in conn.execute(
-            f"SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({','.join('?' * len(missing_b))})",
-            (match, *missing_b))]
+    extra_b = [(cid, keyword[cid]) for cid, _ in vec if cid not in have_b and cid in keyword]
     return sorted(bm25 + extra_b, key=_best_first), sorted(vec + extra_v, key=_best_first)
 
 
@@ -264,12 +262,16 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         out.mode = mode = "bm25"
     n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
     bm25: list[tuple[int, float]] = []
+    deep: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
     if mode in ("bm25", "hybrid"):
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
         else:
-            bm25 = search_bm25(conn, query, k=n, since=since, until=until, path_glob=path_glob, exclude=exclude)
+            # hybrid weighted: deeper, to give vector candidates their keyword score (complete_scores)
+            depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion == "weighted" else n
+            deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
+            bm25 = deep[:n]
     if mode in ("vector", "hybrid"):
         filtered = bool(since or until or path_glob or exclude)
         raw = store.search(query_vector, n * 8 if filtered else n)
@@ -283,7 +285,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         ranked = vec
     else:
         if fusion == "weighted":
-            bm25, vec = complete_scores(conn, store, query, query_vector, bm25, vec)
+            bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     if not ranked:
         return out
