@@ -186,6 +186,55 @@ def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     conn.close()
 
 
+def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(ws, server):
+    """vec0 is scanned as partitions, each in its own thread on its own connection; the merged
+    answer is the exact one (the in-process search), inside a transaction too (where a second
+    connection could not see new vectors). An index made before the partitions still answers, and
+    is rebuilt with them on its next write."""
+    from zmem.vectors import SCAN_PARTS, VectorStore
+    from embed_server import concept_vector
+    words = ["gateway", "espresso", "Lisbon", "backup", "router", "garden", "piano", "invoice", "tram", "cat"]
+    for i in range(30):
+        write(ws, f"memory/2025-10-{i + 1:02d}.md",
+              f"# 2025-10-{i + 1:02d}\n\n- {words[i % 10]} {words[(i * 3) % 10]} note {i} about {words[(i * 7) % 10]}.\n")
+    commit_all(ws)
+    use_server(server)
+    assert run(["-C", str(ws), "index", "--json"]).exit_code == 0
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    store = VectorStore(conn)
+    assert store._partitioned() and SCAN_PARTS > 1
+    assert {r[0] for r in conn.execute("SELECT part FROM chunk_vec")} == set(range(SCAN_PARTS))
+    q = concept_vector("the relay box and the piano in Lisbon")
+
+    def exact(k):
+        store.vec_loaded = False
+        try:
+            return store.search(q, k)
+        finally:
+            store.vec_loaded = True
+
+    def same(a, b):
+        return [h[0] for h in a] == [h[0] for h in b] and all(abs(x[1] - y[1]) < 1e-5 for x, y in zip(a, b))
+
+    assert len(exact(12)) == 12 and same(store.search(q, 12), exact(12))
+    conn.execute("BEGIN")
+    assert same(store.search(q, 12), exact(12))
+    conn.execute("ROLLBACK")
+    # the layout of indexes made before the partitions
+    conn.execute("DROP TABLE chunk_vec")
+    conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{store.dims()}] distance_metric=cosine)")
+    conn.execute("INSERT INTO chunk_vec(rowid, embedding) SELECT id, vector FROM chunk_vectors")
+    assert not store._partitioned() and same(store.search(q, 12), exact(12))
+    cid = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+    conn.execute("BEGIN")
+    store.add([(cid, 1, 1, q)])
+    conn.execute("COMMIT")
+    assert store._partitioned() and same(store.search(q, 12), exact(12))
+    assert store.search(q, 1)[0][0] == cid
+    assert conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0] == store.count()
+    conn.close()
+
+
 def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
     """A long-running process's in-memory matrix gives what vec0 gives, and reloads when the
     stored vectors change (another process embedded a new note)."""

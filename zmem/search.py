@@ -264,6 +264,10 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     bm25: list[tuple[int, float]] = []
     deep: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
+    filtered = bool(since or until or path_glob or exclude)
+    vector_search = None
+    if mode in ("vector", "hybrid"):  # begun first: a vec0 scan runs in threads during the keyword search
+        vector_search = store.start_search(query_vector, n * 8 if filtered else n)
     if mode in ("bm25", "hybrid"):
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
@@ -272,9 +276,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion == "weighted" else n
             deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
             bm25 = deep[:n]
-    if mode in ("vector", "hybrid"):
-        filtered = bool(since or until or path_glob or exclude)
-        raw = store.search(query_vector, n * 8 if filtered else n)
+    if vector_search is not None:
+        raw = vector_search()
         if filtered:
             rows = _rows(conn, [h[0] for h in raw])
             raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob, exclude)]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import array
 
 from zmem import db
+from zmem.errors import IndexError_
+
+SCAN_PARTS = 2  # vec0 partitions, scanned in parallel (rowid % SCAN_PARTS)
 
 
 def pack(vector: list[float]) -> bytes:
@@ -87,6 +90,15 @@ class VectorStore:
     def _has_vec_table(self) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunk_vec'").fetchone() is not None
 
+    def _partitioned(self) -> bool:
+        """Was chunk_vec made with the scan partitions (indexes before 2026-11-23 were not)?"""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_vec'").fetchone()
+        return row is not None and "partition key" in row[0]
+
+    def _create_vec_table(self, dims: int) -> None:
+        self.conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(part integer partition key, "
+                          f"embedding float[{dims}] distance_metric=cosine)")
+
     def reset(self, fingerprint: str | None) -> None:
         """Forget all vectors (a new provider or model): they are re-embedded from the cache or anew."""
         self.conn.execute("DELETE FROM chunk_vectors")
@@ -107,13 +119,19 @@ class VectorStore:
             dims = len(items[0][3])
             db.set_meta(self.conn, "vec_dims", str(dims))
         if self.vec_loaded and not self._has_vec_table():
-            self.conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{dims}] distance_metric=cosine)")
+            self._create_vec_table(dims)
+        elif self.vec_loaded and not self._partitioned():  # an older index: rebuilt once, from chunk_vectors
+            self.conn.execute("DROP TABLE chunk_vec")
+            self._create_vec_table(dims)
+            self.conn.execute(f"INSERT INTO chunk_vec(rowid, part, embedding) "
+                              f"SELECT id, id % {SCAN_PARTS}, vector FROM chunk_vectors")
         for cid, start, end, vector in items:
             cur = self.conn.execute("INSERT INTO chunk_vectors(chunk_id, start_line, end_line, vector) "
                                     "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)",
                                     (cid, start, end, pack(vector)))
             if self.vec_loaded and cur.rowcount:
-                self.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES(?, ?)", (cur.lastrowid, pack(vector)))
+                self.conn.execute("INSERT INTO chunk_vec(rowid, part, embedding) VALUES(?, ?, ?)",
+                                  (cur.lastrowid, cur.lastrowid % SCAN_PARTS, pack(vector)))
 
     def remove(self, chunk_ids: list[int]) -> None:
         if not chunk_ids:
@@ -132,22 +150,36 @@ class VectorStore:
     def search(self, query: list[float], k: int) -> list[tuple[int, float, int, int]]:
         """Chunks by their best window: (chunk id, cosine similarity, window start, window end),
         best first, at most k chunks."""
+        return self.start_search(query, k)()
+
+    def start_search(self, query: list[float], k: int):
+        """search(query, k), begun now; returns the function that finishes it. A vec0 scan runs in
+        threads, one per partition, each on its own connection: SQLite releases the GIL while it
+        scans, so the partitions are scanned in parallel and the caller's keyword search runs
+        meanwhile (hybrid at 10k chunks: 33 ms with one scan in line)."""
         n = k * 4  # windows per chunk vary: fetch enough windows to fill k chunks
         if self.matrix is not None:
             hits = self.matrix.search(query, n)
-        elif self.vec_loaded and self._has_vec_table():
-            rows = self.conn.execute(
-                "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance",
-                (pack(query), n)).fetchall()
-            meta = self._windows([wid for wid, _ in rows])
-            hits = [(meta[wid], 1.0 - dist) for wid, dist in rows if wid in meta]
-        else:
+            return lambda: _best_windows(hits, k)
+        if not (self.vec_loaded and self._has_vec_table()):
             hits = self._search_in_process(query, n)
-        out: dict[int, tuple[int, float, int, int]] = {}
-        for (cid, start, end), sim in hits:
-            if cid not in out:
-                out[cid] = (cid, sim, start, end)
-        return list(out.values())[:k]
+            return lambda: _best_windows(hits, k)
+        sql = "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ?"
+        queries = [(sql + " AND v.part = ?", (pack(query), n, part)) for part in range(SCAN_PARTS)] \
+            if self._partitioned() else [(sql, (pack(query), n))]
+        path = self.conn.execute("PRAGMA database_list").fetchone()[2]
+        # a second connection would not see this one's uncommitted vectors
+        scans = [_BackgroundQuery(path, *q) for q in queries] if path and not self.conn.in_transaction else []
+
+        def finish():
+            rows = []
+            for i, (q, args) in enumerate(queries):
+                got = scans[i].result() if scans else None
+                rows += got if got is not None else self.conn.execute(q, args).fetchall()
+            rows = sorted(rows, key=lambda r: (r[1], r[0]))[:n]
+            meta = self._windows([wid for wid, _ in rows])
+            return _best_windows([(meta[wid], 1.0 - dist) for wid, dist in rows if wid in meta], k)
+        return finish
 
     def windows_of(self, chunk_ids: list[int], query: list[float]) -> dict[int, list[tuple[int, int, float]]]:
         """Every window of these chunks with its similarity to the query: chunk -> [(start, end, sim)]."""
@@ -156,10 +188,9 @@ class VectorStore:
         out: dict[int, list[tuple[int, int, float]]] = {}
         if not chunk_ids:
             return out
-        rows = self.conn.execute(f"SELECT chunk_id, start_line, end_line, vector FROM chunk_vectors WHERE chunk_id IN "
-                                 f"({','.join('?' * len(chunk_ids))})", chunk_ids).fetchall()
-        for cid, a, b, blob in rows:
-            sim = sum(x * y for x, y in zip(query, unpack(blob)))
+        sql = (f"SELECT chunk_id, start_line, end_line, {{sim}} FROM chunk_vectors WHERE chunk_id IN "
+               f"({','.join('?' * len(chunk_ids))})")
+        for cid, a, b, sim in self.similarities(sql, "vector", tuple(chunk_ids), query):
             out.setdefault(cid, []).append((a, b, sim))
         return out
 
@@ -193,3 +224,41 @@ class VectorStore:
         sims = matrix @ np.asarray(query, dtype=np.float32)
         top = np.argsort(-sims, kind="stable")[:n]
         return [(rows[i][:3], float(sims[i])) for i in top]
+
+
+def _best_windows(hits, k: int) -> list[tuple[int, float, int, int]]:
+    """Windows (best first) -> each chunk once, by its best window, at most k chunks."""
+    out: dict[int, tuple[int, float, int, int]] = {}
+    for (cid, start, end), sim in hits:
+        if cid not in out:
+            out[cid] = (cid, sim, start, end)
+    return list(out.values())[:k]
+
+
+class _BackgroundQuery:
+    """One read query on its own connection to the database at path, in a thread."""
+
+    def __init__(self, path: str, sql: str, args: tuple):
+        import threading
+        self.path, self.sql, self.args = path, sql, args
+        self.rows = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            conn = db.connect(self.path, readonly=True)
+        except IndexError_:  # the caller runs the query itself
+            return
+        try:
+            if db.load_vec(conn)[0]:
+                self.rows = conn.execute(self.sql, self.args).fetchall()
+        except db.Error:
+            pass
+        finally:
+            conn.close()
+
+    def result(self):
+        """The rows, or None when the query could not run there."""
+        self.thread.join()
+        return self.rows
