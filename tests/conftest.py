@@ -75,7 +75,7 @@ def run(args, input=None, cwd=None):
     if cwd:
         os.chdir(cwd)
     try:
-        return runner.invoke(cli, args, input=input, catch_exceptions=False)
+        return runner.invoke(cli, args, input=input, catch_exceptions=False, prog_name="zmem")
     finally:
         os.chdir(old)
 

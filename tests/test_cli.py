@@ -187,10 +187,13 @@ def test_doctor_runs_and_reports(ws):
 def test_errors_have_hint_and_exit_codes(tmp_path):
     res = run(["-C", str(tmp_path / "missing"), "recall", "x"])
     assert res.exit_code == 1 and res.stderr.startswith("zmem: ") and "hint:" in res.stderr
-    res = run(["recall"])
-    assert res.exit_code == 2
-    res = run(["no-such-command"])
-    assert res.exit_code == 2
+    for args, where in ((["recall"], "zmem recall"), (["no-such-command"], "zmem"), (["--nope"], "zmem"),
+                        (["recall", "--mode", "fuzzy", "x"], "zmem recall"), (["hooks", "nope"], "zmem hooks")):
+        res = run(args)  # usage errors: the same two lines, exit 2
+        assert res.exit_code == 2, args
+        lines = res.stderr.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("zmem: ") and lines[1] == \
+            f"hint: see `{where} --help` for the arguments and options", (args, res.stderr)
 
 
 def test_console_scripts_and_git_subcommand(ws):

@@ -14,14 +14,34 @@ from zmem.errors import ExitCode, ZmemError
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
 
+def _usage_exit(e: click.UsageError, ctx):
+    """Bad arguments or an unknown command: the same two-line shape as other errors, exit 2."""
+    where = e.ctx.command_path if e.ctx is not None else ctx.command_path if ctx is not None else "zmem"
+    click.echo(f"zmem: {e.format_message()}", err=True)
+    click.echo(f"hint: see `{where} --help` for the arguments and options", err=True)
+    raise click.exceptions.Exit(int(ExitCode.USAGE))
+
+
 class ZmemGroup(click.Group):
     """Turns library errors into `zmem: message` + `hint: ...` and documented exit codes."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as e:  # an option of `zmem` itself
+            _usage_exit(e, None)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except click.UsageError as e:
+            _usage_exit(e, ctx)
+        except click.ClickException as e:
+            click.echo(f"zmem: {e.format_message()}", err=True)
+            click.echo(f"hint: see `{ctx.command_path} --help`", err=True)
+            raise click.exceptions.Exit(e.exit_code)
         except ZmemError as e:
             click.echo(f"zmem: {e.message}", err=True)
             if e.hint:
