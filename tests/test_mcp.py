@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, run, write
+from conftest import commit_all, git, run, write, zmem_proc
 
 pytest.importorskip("mcp")
 
@@ -338,6 +338,13 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
         assert time.perf_counter() - t < 2.2 and res.mode == "bm25"
         assert len(server.embedding_calls()) == before + 1
         assert any("within 1 s" in w for w in res.warnings), res.warnings
+        # another process (the next CLI recall) does not wait for it either: keywords, no request
+        proc = zmem_proc("-C", str(ws), "recall", "which machine runs the relay", "--json")
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["mode"] == "bm25" and any("timed out recently" in w for w in out["warnings"]), out
+        assert len(server.embedding_calls()) == before + 1
+        (ws / ".zmem" / "query-timeouts.json").unlink()  # the server below times out on its own
         time.sleep(2.5)  # let the slow answer finish
         server.faults = [("slow", 3.0)] * 4
 

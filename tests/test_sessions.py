@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import run, write
 
 
@@ -169,6 +171,50 @@ def test_redaction_of_assignments_json_keys_and_phrases():
                  "The monkey: banana. A key: idea of the plan."):
         assert redact(text) == text
 
+
+
+# "password <noun> is X" is about a password manager/policy/field, not a password; the value is
+# hidden only after "password is/was/:/=" directly or "password for/to/of/on X is".
+_PASSWORD_REDACTED = [
+    ("FOO_API_KEY=abcdEFGHijkl1234", "abcdEFGHijkl1234"),
+    ("DB_PASSWORD=hunter2secret", "hunter2secret"),
+    ('{"api_key": "zzzzzzzzzzzzzz"}', "zzzzzzzzzzzzzz"),
+    ("passphrase: purple-monkey-dishwasher", "purple-monkey-dishwasher"),
+    ("my password is hunter2", "hunter2"),
+    ("the password was hunter2", "hunter2"),
+    ("the password for the router is Xr7pq9zz", "Xr7pq9zz"),
+    ("the wifi password for the office is correcthorsebattery", "correcthorsebattery"),
+]
+_PASSWORD_KEPT = [
+    "my password manager is 1Password",
+    "the password policy is strict",
+    "password reset is done via email",
+    "the password field is empty",
+    "I use Bitwarden as password manager",
+]
+
+
+@pytest.mark.parametrize("text,secret", _PASSWORD_REDACTED)
+def test_password_rule_redacts_real_secrets(text, secret):
+    from zmem.sessions import redact
+    out = redact(text)
+    assert secret not in out and "[REDACTED:password]" in out, out
+
+
+@pytest.mark.parametrize("text", _PASSWORD_KEPT)
+def test_password_rule_keeps_sentences_about_passwords(text):
+    from zmem.sessions import redact
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnopqrstuvwxyz123456"),
+    ("key sk-proj-abcdefghijklmnopqrstuvwxyz0123", "sk-proj-abcdefghijklmnopqrstuvwxyz0123"),
+])
+def test_token_shapes_stay_redacted(text, secret):
+    from zmem.sessions import redact
+    out = redact(text)
+    assert secret not in out and "[REDACTED:" in out, out
 
 def test_relative_dir_is_resolved_against_the_workspace_and_an_unmatched_dir_warns(ws, tmp_path):
     path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"

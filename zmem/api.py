@@ -12,7 +12,7 @@ from zmem.search import Recall, recall
 from zmem.workspace import Workspace
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
-RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (long-running callers)
+RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 
 
 def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: str | None = None,
@@ -144,10 +144,9 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         notes.append(f"vectors come from the fallback provider {embedder.provider}")
     if not store.vec_loaded:
         notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
-    timed_out = provs.timed_out  # not waited for again on every call for RECENT_TIMEOUT seconds
     key = vector_fingerprint(embedder)
-    ago = time.monotonic() - timed_out[key] if key in timed_out else None
-    if ago is not None and ago < RECENT_TIMEOUT:
+    ago = time.time() - _query_timeouts(ws).get(key, float("-inf"))
+    if 0 <= ago < RECENT_TIMEOUT:  # not waited for again by every recall, in any process
         return None, None, notes + [f"embedding provider timed out recently ({ago:.0f} s ago; tried again in "
                                     f"{RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
     if timeout < embedder.timeout:
@@ -161,11 +160,45 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     except EmbeddingError as e:
         message = e.message.replace(" (gave up after 0 retries)", "")
         if time.monotonic() - t0 >= 0.9 * embedder.timeout:
-            timed_out[key] = time.monotonic()
+            _remember_query_timeout(ws, key, time.time())
             message += f", no answer within {embedder.timeout:g} s"
         return None, None, notes + [f"query embedding failed ({message}): keyword (BM25) recall only"]
-    timed_out.pop(key, None)
+    _remember_query_timeout(ws, key, None)
     return vector, store, notes
+
+
+QUERY_TIMEOUTS = "query-timeouts.json"  # in the state dir: {vector fingerprint: time.time() of its last timeout}
+
+
+def _query_timeouts(ws: Workspace) -> dict[str, float]:
+    """When each provider last timed out on a query. Kept in a file because the CLI is a new process
+    per recall: a dead endpoint would otherwise cost every recall the whole timeout."""
+    import json
+    try:
+        marks = json.loads((ws.state_dir / QUERY_TIMEOUTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in marks.items() if isinstance(v, (int, float))} if isinstance(marks, dict) else {}
+
+
+def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None:
+    """Record a timeout (when) or a success (None) of the provider with this fingerprint."""
+    import json
+    import os
+    marks = _query_timeouts(ws)
+    if when is None and key not in marks:
+        return  # the usual case: nothing to write
+    if when is None:
+        del marks[key]
+    else:
+        marks[key] = when
+    path = ws.state_dir / QUERY_TIMEOUTS
+    tmp = path.with_name(f".{QUERY_TIMEOUTS}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(marks), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only state dir: the next recall waits again, nothing worse
+        pass
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,

@@ -32,9 +32,6 @@ class Providers:
     primary: Embedder | None = None
     fallback: Embedder | None = None
     warnings: list[str] = field(default_factory=list)
-    # fingerprint -> time.monotonic() of its last query timeout: a long-running caller that keeps
-    # its Providers (the MCP server) does not wait for that provider again for a while
-    timed_out: dict[str, float] = field(default_factory=dict)
 
     def for_fingerprint(self, fingerprint: str | None) -> Embedder | None:
         """The provider whose vectors are stored (queries must be embedded by the same one)."""

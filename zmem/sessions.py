@@ -54,8 +54,11 @@ _SECRET_VALUE = r"""(?!\[REDACTED)(?:"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s,;"'}\]]{3,})
 # NAME=value, NAME: value, "NAME": "value", NAME is value
 _ASSIGNED = re.compile(rf"""(?i)(?<![\w.-])({_SECRET_NAME})(?!\w)(["']?)"""
                        rf"(\s*[:=]\s*|\s+(?:is|was)\s+(?!{_NOT_A_SECRET}))({_SECRET_VALUE})")
-# "the wifi password for the office is correcthorsebattery": a few plain words between
-_PHRASE = re.compile(rf"(?i)(?<![\w.-])((?:password|passwd|passphrase|senha|contraseña)(?:\s+[\w'-]+){{1,5}}?"
+# "the wifi password for the office is correcthorsebattery": only "password for/to/of/on X is" counts;
+# any other word between ("password manager is 1Password", "password policy is strict") makes the
+# sentence about something else, so it is left alone. Plain "password is X" is handled by _ASSIGNED.
+_PHRASE = re.compile(rf"(?i)(?<![\w.-])((?:password|passwd|passphrase|senha|contraseña)\s+(?:for|to|of|on)"
+                     rf"(?:\s+[\w'-]+){{1,4}}?"
                      rf"\s+(?:is|was)\s+)(?!{_NOT_A_SECRET}|\[REDACTED)([^\s,;.!?]{{3,}})")
 
 
