@@ -225,7 +225,8 @@ def connect(path: Path | str, *, readonly: bool = False):
     """Open the index with WAL (readers never block the writer) and a busy timeout."""
     try:
         if readonly:
-            conn = sqlite.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, timeout=10,
+            from urllib.parse import quote  # a '?', '#' or '%' in the path would change the URI's meaning
+            conn = sqlite.connect(f"file:{quote(Path(path).as_posix())}?mode=ro", uri=True, timeout=10,
                                   isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
