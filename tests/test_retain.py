@@ -79,6 +79,16 @@ def test_malformed_bullets_are_warnings_with_file_and_line():
     assert all(w.startswith("memory/2025-11-27.md:") for w in warnings)
 
 
+def test_quoted_fact_bullets_are_warnings_and_never_facts():
+    text = ("## Retain\n- W @Ana: Likes jazz.\n\n> - W @Peter: lives in Lisbon\n> As Ana said, jazz is life.\n"
+            ">> - O(c=0.8) @Ana: nested quote\n> - a quoted list item\n> - X @Peter: not a fact even unquoted\n"
+            "\n# Elsewhere\n> - W @Peter: quoted outside a Retain section\n")
+    facts, warnings = parse_facts(text, "memory/2025-11-27.md")
+    assert [f.text for f in facts] == ["Likes jazz."]
+    assert warnings == [f"memory/2025-11-27.md:{n}: a quoted bullet (`> - …`) is not read as a fact; "
+                        "remove the `> ` to store it" for n in (4, 6)]
+
+
 def test_code_blocks_and_other_sections_are_ignored():
     text = "## Retain\n```\n- X not a fact\n```\n- W @A: one\n# Top\n- X @B: outside\n"
     facts, warnings = parse_facts(text, "f.md")
@@ -138,7 +148,7 @@ def test_append_writes_only_valid_facts():
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400))
 def test_parser_never_raises(body):
-    for text in (body, "## Retain\n" + body, "## Retain\n- " + body, "## 保留\n- O(" + body):
+    for text in (body, "## Retain\n" + body, "## Retain\n- " + body, "## 保留\n- O(" + body, "## Retain\n> - " + body):
         facts, warnings = parse_facts(text, "x.md", "2025-01-01")
         for f in facts:
             assert f.start_line >= 1 and f.end_line >= f.start_line and f.text

@@ -227,6 +227,53 @@ def test_index_always_reports_malformed_bullets(ws):
     assert data["updated"] == [] and any(w.startswith("memory/2025-11-24.md:8:") for w in data["warnings"])
 
 
+def test_quoted_fact_bullets_are_reported_by_index_status_and_doctor(ws):
+    _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n\n> - W @Peter: lives in Lisbon\n> As Ana said, jazz is life.\n",
+         "2025-11-24T10:00:00+00:00")
+    warning = "memory/2025-11-24.md:6: a quoted bullet (`> - …`) is not read as a fact; remove the `> ` to store it"
+    assert warning in run(["-C", str(ws), "index", "--no-embed"]).stderr
+    assert warning in run(["-C", str(ws), "status"]).stderr
+    doc = run(["-C", str(ws), "doctor"]).stdout
+    assert f"[WARN] file: {warning}" in doc and doc.count("memory/2025-11-24.md") == 1  # the prose is no warning
+    facts, _ = _json(["-C", str(ws), "facts", "--json"])
+    assert [f["text"] for f in facts["facts"]] == ["Likes jazz."]
+
+
+def test_doctor_checks_opinions_and_page_markers(ws):
+    doc = run(["-C", str(ws), "doctor"])
+    assert doc.exit_code == 0
+    assert "[ok  ] opinions: bank/opinions.md: 0 opinions, all readable" in doc.stdout
+    assert "[ok  ] entity pages: 0 pages, zmem:begin/zmem:end markers in order" in doc.stdout
+    write(ws, "bank/opinions.md", "# Opinions\n\n## Likes jazz.\n- entities: Ana\n- confidence: high\n- evidence:\n"
+          "  - supports memory/2025-11-24.md#L4 (fact 3a9f1c2b07, c=1.5): Likes jazz.\n  - supports somewhere\n")
+    write(ws, "bank/entities/Ana.md", "# Ana\n\n<!-- zmem:end -->\nhuman text\n")
+    write(ws, "bank/entities/Bo.md", "# Bo\n\n<!-- zmem:begin (x) -->\na\n<!-- zmem:end -->\n<!-- zmem:begin -->\n")
+    write(ws, "bank/entities/Cy.md", "# Cy\n\n<!-- zmem:begin (x) -->\nfacts\n<!-- zmem:end -->\nmine\n")
+    commit_all(ws, "hand edits")
+    doc = run(["-C", str(ws), "doctor"])
+    assert doc.exit_code == 0  # reflect leaves such files alone: warnings, not failures
+    lines = [x for x in doc.stdout.splitlines() if x.startswith(("[WARN] opinions", "[WARN] entity pages"))]
+    assert lines == [
+        "[WARN] opinions: bank/opinions.md:4: cannot read entity names in 'Ana' "
+        "(write `- entities: @Peter @[Two Words]`); the opinion has none",
+        "[WARN] opinions: bank/opinions.md:5: confidence 'high' is not a number in 0..1; kept at 0.60",
+        "[WARN] opinions: bank/opinions.md:7: evidence strength c=1.5 is not a number in 0..1",
+        "[WARN] opinions: bank/opinions.md:8: cannot read this evidence line "
+        "(expected `  - supports PATH#Lnn (fact ID, c=0.9): text`)",
+        "[WARN] entity pages: bank/entities/Ana.md:3: its zmem:begin/zmem:end markers are unbalanced; "
+        "`zmem reflect` leaves this page alone until it has one `<!-- zmem:begin … -->` … `<!-- zmem:end -->` "
+        "pair, or none",
+        "[WARN] entity pages: bank/entities/Bo.md:3: it has two zmem blocks; `zmem reflect` leaves this page alone "
+        "until it has one `<!-- zmem:begin … -->` … `<!-- zmem:end -->` pair, or none",
+    ]
+    # what doctor warns about is what reflect refuses: those pages stay as they were
+    _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n- W @Bo: Plays drums.\n- W @Cy: Sings.\n",
+         "2025-11-24T10:00:00+00:00")
+    res, err = _json(["-C", str(ws), "reflect", "--json"])
+    assert res["files"] == ["bank/entities/Cy.md"] and "markers are unbalanced" in err and "two zmem blocks" in err
+    assert (ws / "bank/entities/Ana.md").read_text() == "# Ana\n\n<!-- zmem:end -->\nhuman text\n"
+
+
 def test_entity_shows_the_pages_own_text(ws):
     write(ws, "bank/entities/Peter.md", "# Peter\n\nMet at the 2024 conference.\n")
     commit_all(ws, "page", date="2025-11-20T10:00:00+00:00")

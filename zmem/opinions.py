@@ -121,9 +121,14 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
         e = _EVIDENCE.match(line)
         if e:
             strength = _number(e.group(4))
+            if e.group(4) and (strength is None or not 0.0 <= strength <= 1.0):
+                warnings.append(f"{path}:{n}: evidence strength c={e.group(4)} is not a number in 0..1")
             op.evidence.append(Evidence(e.group(1), e.group(2), e.group(3), strength, e.group(5) or ""))
         elif f and f.group(1) == "entities":
             op.entities = mentions(f.group(2))
+            if not op.entities and f.group(2).strip() not in ("", "(none)"):
+                warnings.append(f"{path}:{n}: cannot read entity names in {f.group(2).strip()!r} "
+                                "(write `- entities: @Peter @[Two Words]`); the opinion has none")
         elif f and f.group(1) == "confidence":
             c = _number(f.group(2))
             if c is None or not 0.0 <= c <= 1.0:

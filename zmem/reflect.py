@@ -213,7 +213,7 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
             except ZmemError as e:
                 result.warnings.append(f"{rel}: no summary ({e.message})")
         block = _entity_block(conn, ent, opinion_file, summary)
-        new_text, problem = _put_block(old, ent.name, block)
+        new_text, problem = put_block(old, ent.name, block)
         if problem:
             result.warnings.append(f"{rel}: {problem}; page left alone")
             continue
@@ -310,7 +310,7 @@ def _label(conn, key: str) -> str:
     return f"[{name}]" if " " in name else name
 
 
-def _put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]:
+def put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]:
     """The page with the managed block replaced (or added); (old, why) when the markers are broken."""
     if old is None:
         return f"# {title}\n\n{block}", None

@@ -10,7 +10,8 @@
 
 Kinds: W world, B experience, O opinion (optional `c=` confidence in [0, 1]), S observation,
 R relation (`@Subject predicate @Object`, an optional `: note`). `@Name` mentions anywhere in the text
-link the fact to entities. A bullet that does not fit is a warning naming file and line, not a fact.
+link the fact to entities. A bullet that does not fit is a warning naming file and line, not a fact;
+so is a fact bullet inside a `>` quote (quoted text is never read as a fact).
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from zmem.dates import context_day, event_range
-from zmem.markdown import ATX, LIST_ITEM, scan_blocks, split_lines
+from zmem.markdown import ATX, LIST_ITEM, QUOTE, scan_blocks, split_lines
 
-RETAIN_VERSION = 3  # bump when parsing changes: the index re-reads every file
+RETAIN_VERSION = 4  # bump when parsing changes: the index re-reads every file
 
 KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation", "R": "relation"}
 KIND_CODES = {name: code for code, name in KINDS.items()}
@@ -114,10 +115,25 @@ def parse_facts(text: str, path: str = "", day: str | None = None) -> tuple[list
                     facts.append(fact)
                 elif problem:
                     warnings.append(f"{path}:{start}: {problem}; not stored as a fact")
+        elif block.kind == "quote":
+            for n in range(block.start, block.end + 1):
+                if _quoted_fact(lines[n - 1], n, default_year):
+                    warnings.append(f"{path}:{n}: a quoted bullet (`> - …`) is not read as a fact; "
+                                    "remove the `> ` to store it")
         elif block.kind == "paragraph" and not lines[block.start - 1].lstrip().startswith("<!--"):
             warnings.append(f"{path}:{block.start}: text in a Retain section that is not a `- W|B|O|S|R …` bullet; "
                             "not stored as a fact")
     return facts, warnings
+
+
+def _quoted_fact(line: str, n: int, default_year) -> bool:
+    """Is this `>` line (any quote depth) a bullet that would be a fact without its `>`?"""
+    if not QUOTE.match(line):
+        return False  # a lazy continuation line of the quote
+    while QUOTE.match(line):
+        line = line.lstrip()[1:].lstrip()
+    m = LIST_ITEM.match(line)
+    return bool(m) and parse_bullet(line[m.end():].strip(), n, n, default_year)[0] is not None
 
 
 def _bullets(lines: list[str], start: int, end: int):

@@ -142,7 +142,37 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                    + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
     for w in st["file_warnings"]:
         checks.append(("warn", "file", w))
-    return checks
+    return checks + _opinion_checks(ws) + _marker_checks(ws)
+
+
+def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
+    """Lines of bank/opinions.md that `zmem reflect` cannot read (it goes on as if they were not there)."""
+    from zmem import opinions as op_mod
+    path = ws.root / op_mod.OPINIONS_PATH
+    if not path.is_file():
+        return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts")]
+    parsed = op_mod.parse(path.read_text(encoding="utf-8", errors="replace"))
+    if parsed.warnings:
+        return [("warn", "opinions", w) for w in parsed.warnings]
+    return [("ok", "opinions", f"{op_mod.OPINIONS_PATH}: {len(parsed.opinions)} opinions, all readable")]
+
+
+def _marker_checks(ws: Workspace) -> list[tuple[str, str, str]]:
+    """Entity pages whose zmem:begin/zmem:end markers `zmem reflect` refuses: it leaves such a page
+    alone (never writes over it), so a warning, not a failure."""
+    from zmem.entities import ENTITY_DIR
+    from zmem.reflect import BEGIN, END, put_block
+    checks = []
+    pages = sorted(p for p in (ws.root / ENTITY_DIR).glob("*.md") if not p.is_symlink())  # reflect skips symlinks
+    for page in pages:
+        text = page.read_text(encoding="utf-8", errors="replace")
+        _, problem = put_block(text, "", "")  # the test reflect makes before it writes a page
+        if problem:
+            line = next((n for n, s in enumerate(text.splitlines(), 1) if BEGIN.split(" (")[0] in s or END in s), 1)
+            checks.append(("warn", "entity pages", f"{page.relative_to(ws.root).as_posix()}:{line}: {problem}; "
+                           "`zmem reflect` leaves this page alone until it has one `<!-- zmem:begin … -->` … "
+                           "`<!-- zmem:end -->` pair, or none"))
+    return checks or [("ok", "entity pages", f"{len(pages)} pages, zmem:begin/zmem:end markers in order")]
 
 
 def _sqlite_check() -> tuple[str, str, str]:
