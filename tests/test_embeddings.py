@@ -190,7 +190,7 @@ def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(
     """vec0 is scanned as partitions, each in its own thread on its own connection; the merged
     answer is the exact one (the in-process search), inside a transaction too (where a second
     connection could not see new vectors). An index made before the partitions still answers, and
-    is rebuilt with them on its next write."""
+    is rebuilt with them by the next embedding run or vector write."""
     from zmem.vectors import SCAN_PARTS, VectorStore
     from embed_server import concept_vector
     words = ["gateway", "espresso", "Lisbon", "backup", "router", "garden", "piano", "invoice", "tram", "cat"]
@@ -225,6 +225,11 @@ def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(
     conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{store.dims()}] distance_metric=cosine)")
     conn.execute("INSERT INTO chunk_vec(rowid, embedding) SELECT id, vector FROM chunk_vectors")
     assert not store._partitioned() and same(store.search(q, 12), exact(12))
+    assert run(["-C", str(ws), "index", "--json"]).exit_code == 0  # nothing to embed: still upgraded
+    assert store._partitioned() and same(store.search(q, 12), exact(12))
+    conn.execute("DROP TABLE chunk_vec")
+    conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{store.dims()}] distance_metric=cosine)")
+    conn.execute("INSERT INTO chunk_vec(rowid, embedding) SELECT id, vector FROM chunk_vectors")
     cid = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
     conn.execute("BEGIN")
     store.add([(cid, 1, 1, q)])

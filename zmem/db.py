@@ -7,6 +7,7 @@ stdlib module, reporting which one it uses and whether sqlite-vec loaded.
 from __future__ import annotations
 
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 
 from zmem.errors import IndexError_
@@ -240,6 +241,18 @@ def connect(path: Path | str, *, readonly: bool = False):
     return conn
 
 
+@contextmanager
+def write_transaction(conn):
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def schema_version(conn) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
@@ -257,15 +270,10 @@ def migrate(conn) -> None:
             f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
             hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
     for step in range(version, SCHEMA_VERSION):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             for stmt in MIGRATIONS[step]:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {step + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 def vec_extension_path() -> str | None:

@@ -109,14 +109,12 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
     report = EmbedReport(provider=embedder.provider)
     fp = vector_fingerprint(embedder)
     if store.fingerprint() != fp:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write_transaction(conn):
             store.reset(fp)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         report.reset = True
+    elif store.layout_outdated():  # an index from before the scan partitions: once
+        with db.write_transaction(conn):
+            store.upgrade_layout()
     total = pending_count(conn)
     batch = batch or embedder.batch_size  # one provider call per transaction: a failure keeps the rest
     done = 0
@@ -137,8 +135,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
             report.error = e.message
             break
         now = int(time.time())
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write_transaction(conn):
             for h, vec in zip(missing, fresh):
                 cached[h] = vec
                 conn.execute("INSERT OR REPLACE INTO embedding_cache(fingerprint, hash, vector, last_used) VALUES(?,?,?,?)",
@@ -146,10 +143,6 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
             conn.executemany("UPDATE embedding_cache SET last_used = ? WHERE fingerprint = ? AND hash = ?",
                              [(now, fp, h) for h in set(hashes) - set(missing)])
             store.add([(cid, a, b, cached[h]) for (cid, a, b, _), h in zip(wins, hashes)])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         report.embedded += len(missing)
         report.from_cache += len(set(hashes)) - len(missing)
         done += len(rows)

@@ -71,8 +71,7 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
     fork = known.get(chain[-1].sha) if chain and chain[-1].sha in known else 0
     new = [c for c in reversed(chain) if c.sha not in known]
     tip = conn.execute("SELECT max(seq) FROM hist_commits").fetchone()[0] or 0
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write_transaction(conn):
         if tip > fork:  # HEAD moved off the recorded chain: drop what is no longer on it
             out.rewound = tip - fork
             old_tip = conn.execute("SELECT sha FROM hist_commits WHERE seq = ?", (tip,)).fetchone()[0]
@@ -102,10 +101,6 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
             if progress:
                 progress(n, len(new))
         db.set_meta(conn, HISTORY_META, "on")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     out.commits = len(new)
     out.seconds = time.perf_counter() - t0
     return out
@@ -220,14 +215,9 @@ def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
     known = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
     missing = [(rel, blob) for rel, blob in files.items() if blob not in known]
     if missing:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write_transaction(conn):
             for rel, blob in missing:
                 _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return files
 
 
@@ -389,18 +379,13 @@ def _ensure_windows(conn) -> None:
     done = db.get_meta(conn, "hist_window_tokens")
     if done == str(WINDOW_TOKENS):
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write_transaction(conn):
         if done is not None:
             conn.execute("DELETE FROM hist_windows")
         _insert_windows(conn, conn.execute(
             "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
             "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
         db.set_meta(conn, "hist_window_tokens", str(WINDOW_TOKENS))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _window_similarities(conn, store, query_vector, versions: str, args: tuple

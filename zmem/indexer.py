@@ -148,11 +148,10 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
 def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
     try:
         with IndexLock(ws, 0):
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
-                             [(*sig, rel) for rel, sig in restat.items()])
-            db.set_meta(conn, "snapshot_ns", str(checked_at))
-            conn.execute("COMMIT")
+            with db.write_transaction(conn):
+                conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
+                                 [(*sig, rel) for rel, sig in restat.items()])
+                db.set_meta(conn, "snapshot_ns", str(checked_at))
     except LockTimeout:
         pass  # a writer is busy; it or the next command records them
 
@@ -211,8 +210,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
 
     if todo or restat or dirs or indexed != (head or "") or full:
         store = VectorStore(conn)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with db.write_transaction(conn):
             conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
                              [(*sig, rel) for rel, sig in restat.items()])
             if full:
@@ -237,10 +235,6 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             db.set_meta(conn, "git_dir", repo.git_dir())
             db.set_meta(conn, "git_common_dir", repo.common_dir())
             db.set_meta(conn, "indexed_at", str(int(time.time())))
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     _extend_history(ws, repo, conn, head, result)
     return result
 

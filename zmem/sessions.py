@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zmem import db
 from zmem.errors import ConfigError
 from zmem.fts import cjk_columns
 
@@ -192,8 +193,7 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
         return out
     due = [(f, off, size) for f, off, size in _all(conn, settings)] if force else pending(conn, settings)
     present = {str(f) for f in session_files(settings)}
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with db.write_transaction(conn):
         for (path,) in conn.execute("SELECT path FROM session_files").fetchall():
             if path not in present:
                 _drop(conn, path)
@@ -205,10 +205,6 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
             out.files += 1
             out.messages += n
             out.bytes += end - off
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     out.seconds = time.perf_counter() - t0
     return out
 

@@ -95,6 +95,20 @@ class VectorStore:
         row = self.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_vec'").fetchone()
         return row is not None and "partition key" in row[0]
 
+    def layout_outdated(self) -> bool:
+        """Is chunk_vec an older index's, made before the scan partitions?"""
+        return self.vec_loaded and self._has_vec_table() and not self._partitioned()
+
+    def upgrade_layout(self) -> None:
+        """Rebuild an outdated chunk_vec with the scan partitions, from chunk_vectors (the caller
+        holds the transaction)."""
+        if not self.layout_outdated():
+            return
+        self.conn.execute("DROP TABLE chunk_vec")
+        self._create_vec_table(self.dims() or 0)
+        self.conn.execute(f"INSERT INTO chunk_vec(rowid, part, embedding) "
+                          f"SELECT id, id % {SCAN_PARTS}, vector FROM chunk_vectors")
+
     def _create_vec_table(self, dims: int) -> None:
         self.conn.execute(f"CREATE VIRTUAL TABLE chunk_vec USING vec0(part integer partition key, "
                           f"embedding float[{dims}] distance_metric=cosine)")
@@ -120,11 +134,7 @@ class VectorStore:
             db.set_meta(self.conn, "vec_dims", str(dims))
         if self.vec_loaded and not self._has_vec_table():
             self._create_vec_table(dims)
-        elif self.vec_loaded and not self._partitioned():  # an older index: rebuilt once, from chunk_vectors
-            self.conn.execute("DROP TABLE chunk_vec")
-            self._create_vec_table(dims)
-            self.conn.execute(f"INSERT INTO chunk_vec(rowid, part, embedding) "
-                              f"SELECT id, id % {SCAN_PARTS}, vector FROM chunk_vectors")
+        self.upgrade_layout()
         for cid, start, end, vector in items:
             cur = self.conn.execute("INSERT INTO chunk_vectors(chunk_id, start_line, end_line, vector) "
                                     "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?1)",
