@@ -52,6 +52,19 @@ def test_a_20_mb_note_is_indexed(ws):
     still_works(ws)
 
 
+def test_one_very_long_line_does_not_crowd_out_other_hits(ws):
+    """A 5,000-word line is cut into many chunks that share one citation; recall still returns k
+    distinct hits, the other matching notes included."""
+    words = " ".join(f"photo backup server word{i}" for i in range(1250))
+    write(ws, "memory/2025-11-20.md", "# 2025-11-20\n\n- The photo backup server is the old NAS.\n")
+    write(ws, "memory/2025-11-21.md", f"# 2025-11-21\n\n{words}\n")
+    write(ws, "memory/2025-11-22.md", "# 2025-11-22\n\n- A server for photos: backup nightly.\n")
+    commit_all(ws)
+    hits = recall_json(ws, "photo backup server", "--k", "3")["results"]
+    assert len(hits) == 3 and len({h["citation"] for h in hits}) == 3
+    assert {"memory/2025-11-20.md", "memory/2025-11-22.md"} <= {h["path"] for h in hits}
+
+
 def test_fifty_thousand_bullets_with_exact_line_numbers(ws):
     lines = ["# many", ""] + [f"- bullet {i}" for i in range(50_000)]
     lines[49_000] = "- the rare ocelot bullet"

@@ -151,10 +151,25 @@ def test_server_dying_mid_index_loses_nothing(ws, server):
     assert conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0] > 0  # done batches were kept
     conn.close()
     hits = recall_json(ws, "note number 17")
-    assert hits["results"] and any("not embedded" in w or "failed" in w for w in hits["warnings"])
+    assert hits["results"] and any("not embedded" in w and "the last embedding run failed" in w
+                                   for w in hits["warnings"]), hits["warnings"]
+    res = run(["-C", str(ws), "embed"])  # still down: an error the user can act on
+    assert res.exit_code == 1 and res.stderr.startswith("zmem: embedding stopped: ") and "\nhint: " in res.stderr
     server.die_after = None  # the server is back
     res = run(["-C", str(ws), "embed", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
+
+
+def test_a_provider_that_cannot_run_is_named_by_embed_index_and_recall(ws):
+    user_config('[embeddings]\nprovider = "local"\nmodel_path = "/nonexistent/model.gguf"\n')
+    res = run(["-C", str(ws), "embed"])
+    assert res.exit_code == 1 and "no model file at /nonexistent/model.gguf" in res.stderr.splitlines()[0]
+    assert res.stderr.splitlines()[1].startswith("hint: ")
+    out = json.loads(run(["-C", str(ws), "index", "--json"]).stdout)
+    assert "no model file" in out["embeddings"]["error"]
+    warnings = recall_json(ws, "gateway")["warnings"]
+    assert any("no model file" in w for w in warnings)
+    assert not any("no embedding provider configured" in w for w in warnings), warnings  # it is configured
 
 
 def test_untrusted_zmem_toml_cannot_choose_an_endpoint(ws, server):

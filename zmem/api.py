@@ -114,13 +114,14 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None, matrix=None):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
     by the provider that made them (same fingerprint)."""
+    from zmem import db
     from zmem.embedders.base import EmbeddingError
     from zmem.embedding import pending_count, providers, spawn_embed_job, vector_fingerprint
     from zmem.vectors import VectorStore
     provs = provs if provs is not None else providers(ws)
     notes = list(provs.warnings)
-    if provs.primary is None and provs.fallback is None:
-        return None, None, notes + [NO_PROVIDER]
+    if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
+        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER])
     store = VectorStore(conn, matrix)
     stored = store.count()
     pending = pending_count(conn)
@@ -130,8 +131,10 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         started = background_embed and spawn_embed_job(ws)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if pending:
+            failed = db.get_meta(conn, "embed_error")
             notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only"
-                         + (" (embedding started in the background)" if started else " (embedding is running)"))
+                         + (" (embedding started in the background)" if started else " (embedding is running)")
+                         + (f"; the last embedding run failed: {failed} (`zmem embed` shows it)" if failed else ""))
     embedder = provs.for_fingerprint(fp) if stored else None
     if embedder is None:
         if stored:

@@ -260,9 +260,11 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     if not no_embed:
         from zmem.embedding import run_embed_job
         report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
+        for w in report.warnings if report else ():
+            warn(w)
+            warnings.append(w)
         if report and report.error:
-            warn(f"embedding stopped: {report.error}; {report.pending} chunks left for the next run "
-                 "(BM25 recall covers them meanwhile)")
+            warn(f"embedding stopped: {report.error}; {_left(report)} (BM25 recall covers them meanwhile)")
     if as_json:
         click.echo(json.dumps({
             "head": result.head, "previous": result.previous, "full": full or result.full_scan,
@@ -307,24 +309,32 @@ def embed(ctx, quiet, background, as_json):
 
     Hooks and recall start this in the background; run it yourself to wait for it. Unchanged text
     is never embedded twice (the cache is keyed by provider fingerprint and text hash); a new model
-    re-embeds everything. If another embedding job is running, this one exits at once.
+    re-embeds everything. If another embedding job is running, this one waits for it and then embeds
+    what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
     from zmem.embedding import run_embed_job
     ws = _workspace(ctx)
     _catch_up(ws, quiet=True)
-    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
-    if report and report.error:
-        warn(f"embedding stopped: {report.error}; {report.pending} chunks left for the next run")
+    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"), wait=not background)
+    for w in report.warnings if report else ():
+        warn(w)
     if as_json:
         click.echo(json.dumps(_embed_json(report)))
-    elif not quiet:
+    elif not quiet and (report is None or not report.error):
         if report is None:
-            click.echo("nothing to do: no embedding provider configured, or another embedding job is running")
+            click.echo("nothing to do: no embedding provider configured" +
+                       (", or another embedding job is running" if background else ""))
         else:
             click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
                        f"{report.pending} pending")
     if report and report.error:
-        raise click.exceptions.Exit(int(ExitCode.ERROR))
+        raise ZmemError(f"embedding stopped: {report.error}; {_left(report)}",
+                        hint="fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
+                             "then run `zmem embed` again; recall uses BM25 meanwhile")
+
+
+def _left(report) -> str:
+    return f"{report.pending} chunks left for the next run" if report.provider else "nothing was embedded"
 
 
 @cli.command()

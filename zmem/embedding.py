@@ -99,6 +99,7 @@ class EmbedReport:
     provider: str | None = None
     error: str | None = None
     reset: bool = False
+    warnings: list[str] = field(default_factory=list)  # configuration problems (providers().warnings)
 
 
 def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None = None, progress=None,
@@ -208,10 +209,11 @@ class EmbedLock:
 
 def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedReport | None:
     """Embed pending chunks with the active provider (primary, else the fallback when the primary
-    fails). None when no provider is configured, or (wait=False) another job is running."""
+    fails). None when no provider is configured, or (wait=False) another job is running; a report
+    with only an error when providers are configured but none can run (a missing model file …)."""
     provs = providers(ws)
     if provs.primary is None and provs.fallback is None:
-        return None
+        return EmbedReport(error="; ".join(provs.warnings)) if provs.warnings else None
     lock = EmbedLock(ws)
     if not lock.acquire(wait=wait):
         return None
@@ -227,6 +229,8 @@ def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedRe
                 if report.error is None:
                     break
             db.set_meta(conn, "embed_error", report.error if report else None)
+            if report:
+                report.warnings = list(provs.warnings)
             return report
         finally:
             conn.close()

@@ -282,6 +282,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             rows = _rows(conn, [h[0] for h in raw])
             raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob, exclude)]
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
+    cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
@@ -295,8 +296,20 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     rows = _rows(conn, [cid for cid, _ in ranked])
     bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
     why = explain_scores(bm25, vec, ranked) if explain else {}
-    return assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                         bonus=bonus, why=why)
+    out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                        bonus=bonus, why=why)
+    spent = max_chars is not None and max_chars - sum(len(h.snippet) for h in out.results) < min(80, snippet_chars)
+    if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
+        # the candidates repeated lines already shown (chunks of one very long line share a
+        # citation): look deeper rather than return fewer than k hits
+        return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
+                      snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
+                      vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
+                      explain=explain, exclude=exclude)
+    return out
+
+
+MAX_MULTIPLIER = 256  # candidates per hit, at most, when candidates keep repeating shown lines
 
 
 def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
