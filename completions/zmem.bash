@@ -87,7 +87,7 @@ _zmem_words() {
         "embed") words="--quiet -q --background --json --help" ;;
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
-        "model import") words="--out --outtype --help" ;;
+        "model import") words="--out --outtype --force --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;

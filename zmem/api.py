@@ -128,12 +128,17 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     fp = store.fingerprint()
     active = provs.primary or provs.fallback
     if pending or fp != vector_fingerprint(active):
-        started = background_embed and spawn_embed_job(ws)
+        failed = db.get_meta(conn, "embed_error")
+        ago = time.time() - float(db.get_meta(conn, "embed_failed_at") or "-inf")
+        # after a failed run, not again at every recall: a provider that refuses (wrong dimensions, a
+        # bad key) would be sent a batch of notes each time
+        wait = RECENT_TIMEOUT - ago if failed and 0 <= ago < RECENT_TIMEOUT else 0
+        started = background_embed and not wait and spawn_embed_job(ws)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if pending:
-            failed = db.get_meta(conn, "embed_error")
-            notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only"
-                         + (" (embedding started in the background)" if started else " (embedding is running)")
+            state = ("embedding started in the background" if started else
+                     f"embedding retried in {wait:.0f} s" if wait else "embedding is running")
+            notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only ({state})"
                          + (f"; the last embedding run failed: {failed} (`zmem embed` shows it)" if failed else ""))
     embedder = provs.for_fingerprint(fp) if stored else None
     if embedder is None:

@@ -281,8 +281,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
         click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
                    f"{len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
         if report:
-            click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
-                       f"{report.pending} pending")
+            click.echo(_embed_line(report))
         if sess:
             click.echo(f"sessions: {sess.messages} messages from {sess.files} files in {sess.seconds:.2f} s")
         if hist:
@@ -325,12 +324,16 @@ def embed(ctx, quiet, background, as_json):
             click.echo("nothing to do: no embedding provider configured" +
                        (", or another embedding job is running" if background else ""))
         else:
-            click.echo(f"embeddings ({report.provider}): {report.embedded} embedded, {report.from_cache} from cache, "
-                       f"{report.pending} pending")
+            click.echo(_embed_line(report))
     if report and report.error:
         raise ZmemError(f"embedding stopped: {report.error}; {_left(report)}",
                         hint="fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
                              "then run `zmem embed` again; recall uses BM25 meanwhile")
+
+
+def _embed_line(report) -> str:
+    return (f"embeddings ({report.provider}): {report.embedded} windows embedded, {report.from_cache} from the cache, "
+            f"{report.pending} chunks pending")
 
 
 def _left(report) -> str:
@@ -371,22 +374,26 @@ def model():
               help="Where to write the GGUF (default: ~/.cache/zmem/models/<name>.<outtype>.gguf).")
 @click.option("--outtype", type=click.Choice(["f16", "f32", "q8_0"]), default="f16", show_default=True,
               help="Precision of the weight matrices (q8_0: a quarter of f32's size, slightly less exact).")
-def model_import(source, out, outtype):
+@click.option("--force", is_flag=True, help="Replace an existing output file (never a file of the model itself).")
+def model_import(source, out, outtype, force):
     """Convert a BERT-family sentence-transformers model directory into a GGUF that the local
     provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
     cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
     """
+    from zmem.config import user_config_path
     from zmem.modelimport import import_model, model_name, resolve_model_source
     src = resolve_model_source(source)
     if out is None:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem" / "models"
         out = base / f"{model_name(src)}.{outtype}.gguf"
-    info = import_model(src, Path(out), outtype=outtype)
+    info = import_model(src, Path(out), outtype=outtype, force=force)
     for warning in info["warnings"]:
         click.echo(f"zmem: warning: {warning}", err=True)
     click.echo(f"wrote {info['out']} ({info['arch']}, {info['dimensions']} dimensions, {info['layers']} layers, "
                f"{info['pooling']} pooling)")
-    click.echo(f'use it: [embeddings] provider = "local", model_path = "{info["out"]}" in ~/.config/zmem/config.toml')
+    # JSON's string escaping suits a TOML basic string too (a path with quotes or backslashes)
+    model_path = json.dumps(info["out"], ensure_ascii=False)
+    click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "local"\nmodel_path = {model_path}')
 
 
 # ----------------------------------------------------------------------------- recall / get
@@ -1095,12 +1102,12 @@ def status(ctx, as_json):
     click.echo(f"files, chunks:  {st['files']} files, {st['chunks']} chunks, {st['db_bytes'] / 1024:.0f} KiB")
     click.echo(f"SQLite:         {st['driver']} {st['sqlite_version']}; vectors: {st['vector_store']}")
     e = st["embeddings"]
-    click.echo(f"embeddings:     {e['provider']}" + (f" {e['model']}: {e['vectors']} vectors, {e['pending']} pending"
-                                                     if e["provider"] != "none" else " (keyword recall only)"))
+    from zmem.status import vectors_line
+    click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else "none (keyword recall only)"))
     click.echo(f"hooks:          {', '.join(f'{k} {v}' for k, v in st['hooks'].items())}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")
-    for w in st["file_warnings"] + ([st["sessions"]["warning"]] if st["sessions"]["warning"] else []):
+    for w in st["file_warnings"] + e["warnings"] + ([st["sessions"]["warning"]] if st["sessions"]["warning"] else []):
         warn(w)
 
 

@@ -110,6 +110,13 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
     report = EmbedReport(provider=embedder.provider)
     fp = vector_fingerprint(embedder)
     if store.fingerprint() != fp:
+        try:  # a provider that cannot answer must not drop the vectors another one made
+            if store.count():
+                embedder.embed(["zmem"], "document")
+        except EmbeddingError as e:
+            report.error = e.message
+            report.pending = pending_count(conn)
+            return report
         with db.write_transaction(conn):
             store.reset(fp)
         report.reset = True
@@ -229,6 +236,7 @@ def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedRe
                 if report.error is None:
                     break
             db.set_meta(conn, "embed_error", report.error if report else None)
+            db.set_meta(conn, "embed_failed_at", str(time.time()) if report and report.error else None)
             if report:
                 report.warnings = list(provs.warnings)
             return report

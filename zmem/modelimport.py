@@ -28,6 +28,11 @@ _HF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 _HF_FILES = ("config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json",
              "modules.json", "1_Pooling/config.json")
 _PREFIXES = ("0.auto_model.", "auto_model.", "bert.", "model.")
+# directory names that do not name the model (as a packaged `.../model` or a `snapshots/<hash>`)
+_GENERIC_DIR = re.compile(r"models?|main|snapshots?|[0-9a-f]{7,64}")
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# sentence-transformers modules the GGUF reproduces (Normalize: zmem normalizes every vector)
+_MODULES = ("Transformer", "Pooling", "Normalize")
 
 
 # ----------------------------------------------------------------------------- where the model is
@@ -59,7 +64,15 @@ def resolve_model_source(spec: str) -> Path:
                         "Hugging Face cache", hint=hint)
     try:
         return _download(name, target)
-    except (OSError, urllib.error.URLError, ValueError) as e:
+    except urllib.error.HTTPError as e:  # the hub answered: the network is there
+        if e.code in (401, 403, 404):  # the hub says 401 for a model that does not exist
+            raise ZmemError(f"cannot download {spec}: not found on the Hugging Face hub (HTTP {e.code} for "
+                            f"{e.filename})",
+                            hint=f"check the name at huggingface.co/{name}; a private or gated model, or one "
+                                 "without model.safetensors, must be copied here and imported by path") from None
+        raise ZmemError(f"cannot download {spec}: the Hugging Face hub answered HTTP {e.code} ({e.reason})",
+                        hint=hint) from None
+    except (OSError, urllib.error.URLError) as e:
         reason = getattr(e, "reason", None) or e
         raise ZmemError(f"cannot download {spec}: no network access ({reason}) and it is not in the local "
                         "Hugging Face cache", hint=hint) from None
@@ -67,11 +80,40 @@ def resolve_model_source(spec: str) -> Path:
 
 def model_name(src: Path) -> str:
     """A readable name for the model in `src`: ORG--NAME for a Hugging Face cache snapshot (whose
-    directory is a commit hash) or a download, else the directory's name."""
+    directory is a commit hash) or a download, else the directory's name, unless that says nothing
+    (`model`, a hash): then the model card's title, config.json's _name_or_path, or the nearest
+    telling parent directory's name."""
     src = Path(src)
     if src.parent.name == "snapshots" and src.parent.parent.name.startswith("models--"):
         return src.parent.parent.name.removeprefix("models--")
-    return src.resolve().name if src.name in ("", ".", "..") else src.name
+    path = Path(os.path.abspath(src))
+    if not _GENERIC_DIR.fullmatch(path.name):
+        return path.name
+    for name in (_card_title(path), _config_name(path)):
+        if name and _FILE_NAME.fullmatch(name):
+            return name
+    return next((p.name for p in path.parents if p.name and not _GENERIC_DIR.fullmatch(p.name)), path.name or "model")
+
+
+def _card_title(src: Path) -> str | None:
+    """The first `# Title` of README.md after its YAML front matter: a sentence-transformers model
+    card names the model there (all-MiniLM-L6-v2), where _name_or_path often names its base model."""
+    try:
+        text = (src / "README.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("---"):
+        text = text[3:].partition("\n---")[2]
+    title = re.search(r"^# (.+)$", text, re.M)
+    return title.group(1).strip() if title else None
+
+
+def _config_name(src: Path) -> str | None:
+    try:
+        name = json.loads((src / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(name.rstrip("/")).name if isinstance(name, str) else None
 
 
 def _hf_cache_snapshot(name: str) -> Path | None:
@@ -112,8 +154,6 @@ def _download(name: str, target: Path, timeout: float = 10.0) -> Path:
                 if e.code == 404 and i >= 3:  # optional files
                     dest.unlink(missing_ok=True)
                     continue
-                if e.code in (401, 403, 404):
-                    raise ValueError(f"{rel}: HTTP {e.code} (no such public model, or no safetensors weights)") from None
                 raise
         os.replace(tmp, target)
     finally:
@@ -136,7 +176,15 @@ def _pooling(src: Path) -> str:
     modules = _read_json(src / "modules.json", default=[])
     path = "1_Pooling"
     for module in modules if isinstance(modules, list) else []:
-        if isinstance(module, dict) and str(module.get("type", "")).endswith("Pooling"):
+        if not isinstance(module, dict):
+            continue
+        kind = str(module.get("type", "")).rpartition(".")[2]
+        if kind not in _MODULES:  # e.g. a Dense projection: the vectors would silently differ
+            raise ZmemError(f"{src.name} has a sentence-transformers {kind or 'untyped'} module "
+                            f"({module.get('path') or module.get('name')}) that the GGUF cannot apply: its vectors "
+                            "would differ from sentence-transformers'",
+                            hint="use a model without a Dense layer (only Transformer, Pooling and Normalize modules)")
+        if kind == "Pooling":
             path = module.get("path") or path
     cfg = _read_json(src / path / "config.json")
     if cfg.get("pooling_mode_cls_token"):
@@ -153,9 +201,9 @@ def _pooling(src: Path) -> str:
 def _vocab(src: Path) -> list[str]:
     path = src / "vocab.txt"
     if not path.is_file():
-        hint = ("only WordPiece (BERT) vocabularies are supported" if not (src / "tokenizer.json").is_file()
-                else "this tokenizer has no vocab.txt (a BPE/Unigram tokenizer?); only WordPiece BERT models are supported")
-        raise ZmemError(f"{src} has no vocab.txt", hint=hint)
+        if (src / "tokenizer.json").is_file():
+            return _tokenizer_json_vocab(src)
+        raise ZmemError(f"{src} has no vocab.txt", hint="only WordPiece (BERT) vocabularies are supported")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -167,6 +215,22 @@ def _vocab(src: Path) -> list[str]:
     if not tokens:
         raise ZmemError(f"{path} is empty", hint="copy the model directory again")
     return tokens
+
+
+def _tokenizer_json_vocab(src: Path) -> list[str]:
+    """The tokens of a WordPiece tokenizer.json (model.vocab: token -> id), in id order."""
+    path = src / "tokenizer.json"
+    tokenizer = _read_json(path)
+    model = tokenizer.get("model") if isinstance(tokenizer, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "WordPiece":
+        raise ZmemError(f"{src} has no vocab.txt",
+                        hint="this tokenizer has no vocab.txt (a BPE/Unigram tokenizer?); only WordPiece BERT models "
+                             "are supported")
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or sorted(i for i in vocab.values() if type(i) is int) != list(range(len(vocab))):
+        raise ZmemError(f"{path}: model.vocab does not number its tokens 0, 1, 2, …",
+                        hint="copy tokenizer.json again, or add the model's vocab.txt")
+    return sorted(vocab, key=vocab.get)
 
 
 def _special(tok_cfg: dict, special_map: dict, key: str, default: str) -> str:
@@ -192,15 +256,40 @@ def _weights(src: Path) -> dict:
         found = [p.name for p in src.glob("*.bin")] + [p.name for p in src.glob("*.onnx")]
         raise ZmemError(f"{src} has no .safetensors weights" + (f" (found {', '.join(sorted(found))})" if found else ""),
                         hint="export the model as model.safetensors (pytorch_model.bin needs torch, which zmem avoids)")
-    from safetensors.numpy import load_file
     tensors = {}
     for f in files:
         try:
-            tensors.update(load_file(str(f)))
+            tensors.update(_load_safetensors(f))
         except Exception as e:  # noqa: BLE001 - any unreadable weight file is the user's to fix
             raise ZmemError(f"cannot read {f.name}: {e}",
                             hint="the file may be truncated or a Git LFS pointer; copy it again") from None
     return tensors
+
+
+def _load_safetensors(path: Path) -> dict:
+    """The tensors in `path` as numpy arrays; bf16 ones, which numpy cannot hold, as float32."""
+    import numpy as np
+    from safetensors import safe_open
+    with safe_open(str(path), framework="np") as f:  # checks the file's layout
+        bf16 = {name for name in f.keys() if f.get_slice(name).get_dtype() == "BF16"}
+        tensors = {name: f.get_tensor(name) for name in f.keys() if name not in bf16}
+    if bf16:
+        with path.open("rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+            for name in sorted(bf16):
+                begin, end = header[name]["data_offsets"]
+                f.seek(8 + size + begin)
+                # bf16 is the top 16 bits of a float32
+                bits = np.frombuffer(f.read(end - begin), dtype="<u2").astype("<u4") << 16
+                tensors[name] = bits.view("<f4").reshape(header[name]["shape"])
+    return tensors
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it
+    os.umask(mask)
+    return mask
 
 
 def _int(config: dict, key: str, src: Path, default: int | None = None) -> int:
@@ -216,19 +305,31 @@ def _int(config: dict, key: str, src: Path, default: int | None = None) -> int:
 
 # ----------------------------------------------------------------------------- writing the GGUF
 
-def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
-    """Convert the BERT sentence-transformers model in `src` into a GGUF at `out` (atomically)."""
+def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = False) -> dict:
+    """Convert the BERT sentence-transformers model in `src` into a GGUF at `out` (atomically);
+    an existing `out` is replaced only with `force`, and never when it belongs to `src`."""
     try:
         import gguf
         import numpy as np
         import safetensors  # noqa: F401 - checked here so the error names the extra
     except ImportError as e:
         raise ZmemError(f"`zmem model import` needs {e.name}", hint="pip install 'zmem[local]'") from None
-    src, out = Path(src).expanduser(), Path(out).expanduser()
+    src, out = Path(src).expanduser(), Path(os.path.abspath(Path(out).expanduser()))
     if outtype not in OUTTYPES:
         raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
     if not src.is_dir():
         raise ZmemError(f"no model directory at {src}", hint="pass a sentence-transformers model directory")
+    not_dir = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if not_dir:  # else mkdir's "File exists" would name neither file
+        raise ZmemError(f"cannot write {out}: {not_dir} is not a directory",
+                        hint="choose an --out in a directory you can write to")
+    if os.path.lexists(out):
+        # the directory entry os.replace would swap, whatever it links to
+        if (out.parent.resolve() / out.name).is_relative_to(src.resolve()):
+            raise ZmemError(f"{out} is a file of the model being imported",
+                            hint="write the GGUF somewhere else (--out), e.g. a new name in the same directory")
+        if not force:
+            raise ZmemError(f"{out} already exists", hint="pass --force to replace it, or choose another --out")
     if not (src / "config.json").is_file():
         raise ZmemError(f"{src} has no config.json", hint="pass a sentence-transformers / Hugging Face model directory")
     config = _read_json(src / "config.json")
@@ -289,8 +390,8 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
         raise ZmemError(f"{src.name}: word embeddings are {width} wide but hidden_size is {hidden}",
                         hint="config.json does not match the weights")
     if len(tokens) > rows:
-        raise ZmemError(f"{src.name}: vocab.txt has {len(tokens)} tokens but the model embeds only {rows}",
-                        hint="vocab.txt does not belong to these weights")
+        raise ZmemError(f"{src.name}: the vocabulary has {len(tokens)} tokens but the model embeds only {rows}",
+                        hint="vocab.txt (or tokenizer.json) does not belong to these weights")
     if mapped["position_embd.weight"][1].shape[0] < context:
         context = int(mapped["position_embd.weight"][1].shape[0])
     ids = {t: i for i, t in enumerate(tokens)}
@@ -299,7 +400,7 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
                 for kind in ("cls", "sep", "unk", "pad", "mask")}
     for kind in ("cls", "sep", "unk"):
         if specials[kind] not in ids:
-            raise ZmemError(f"{src.name}: vocab.txt has no {specials[kind]} token",
+            raise ZmemError(f"{src.name}: the vocabulary has no {specials[kind]} token",
                             hint="a BERT vocabulary needs [CLS], [SEP] and [UNK]")
     special_set = set(specials.values())
     types = []
@@ -318,11 +419,13 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
 
     file_type = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                  "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[outtype]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = None
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        os.chmod(tmp, 0o666 & ~_umask())  # as a file opened for writing would be, not mkstemp's 0600
         w = gguf.GGUFWriter(str(tmp), ARCH)
         w.add_type(gguf.GGUFType.MODEL)
         w.add_name(model_name(src))
@@ -369,8 +472,10 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16") -> dict:
         w.close()
         os.replace(tmp, out)
     except OSError as e:
-        raise ZmemError(f"cannot write {out}: {e}", hint="check the directory exists and is writable") from None
+        raise ZmemError(f"cannot write {out}: {e.strerror or e}",
+                        hint="choose an --out in a directory you can write to") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
     return {"out": str(out), "arch": ARCH, "dimensions": hidden, "layers": layers, "vocab": rows,
             "context": context, "pooling": pooling, "outtype": outtype, "warnings": warnings}

@@ -340,7 +340,7 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))
-        hit = Hit(path, first, last, round(score, 4), snippet, day, heading, start, end, rev=rev)
+        hit = Hit(path, first, last, _r(score), snippet, day, heading, start, end, rev=rev)
         if why:
             hit.explain = why[cid]
         out.results.append(hit)
@@ -350,7 +350,8 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
 
 
 def _r(x):
-    return None if x is None else round(x, 4)
+    # 4 significant digits, not decimals: a word in most notes scores ~1e-6 by BM25, which must not print as 0
+    return None if x is None else float(f"{x:.4g}")
 
 
 # ----------------------------------------------------------------------------- facts (--kind, --entity)
@@ -372,7 +373,7 @@ class FactHit:
     def to_json(self) -> dict:
         f = self.fact
         d = {"type": "fact", "path": f.path, "start_line": f.start_line, "end_line": f.end_line,
-             "score": round(self.score, 4), "snippet": f.text, "citation": self.citation, **f.to_json()}
+             "score": _r(self.score), "snippet": f.text, "citation": self.citation, **f.to_json()}
         if self.explain is not None:
             d["explain"] = self.explain
         return d

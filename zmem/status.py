@@ -69,16 +69,27 @@ def _embedding_status(ws: Workspace, conn) -> dict:
     active = provs.primary or provs.fallback
     vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     fp = db.get_meta(conn, "vec_fingerprint")
+    maker = provs.for_fingerprint(fp) if fp and vectors else None  # None: another (earlier) model's
     return {
         "provider": active.provider if active else "none",
         "model": active.model if active else None,
         "fallback": provs.fallback.provider if provs.fallback else None,
         "vectors": vectors,
+        "vectors_by": f"{maker.provider} {maker.model}" if maker else None,
         "pending": pending_count(conn) if active else 0,
         "current": bool(active) and fp == vector_fingerprint(active),
         "last_error": db.get_meta(conn, "embed_error"),
         "warnings": provs.warnings,
     }
+
+
+def vectors_line(emb: dict) -> str:
+    """What the vectors are and who made them, for status and doctor."""
+    line = f"{emb['provider']} {emb['model']}: {emb['vectors']} vectors (windows), {emb['pending']} chunks pending"
+    if emb["vectors"] and not emb["current"]:
+        line += (f"; the vectors were made by the fallback {emb['vectors_by']}" if emb["vectors_by"] else
+                 "; the vectors come from another model and are being re-embedded")
+    return line
 
 
 def run_doctor(directory) -> list[tuple[str, str, str]]:
@@ -122,11 +133,12 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append(("ok", "hooks", "post-commit, post-merge, post-checkout, post-rewrite installed"))
     emb = st["embeddings"]
     if emb["provider"] == "none":
-        checks.append(("warn", "embeddings", "no provider configured: recall is keyword (BM25) only; "
-                       "see [embeddings] in zmem.toml"))
+        checks.append(("warn", "embeddings", "no provider can run (reasons below): recall is keyword (BM25) only"
+                       if emb["warnings"] else "no provider configured: recall is keyword (BM25) only; "
+                       "see [embeddings] in ~/.config/zmem/config.toml or zmem.toml"))
     else:
-        detail = f"{emb['provider']} {emb['model']}: {emb['vectors']} vectors, {emb['pending']} pending"
-        level = "ok"
+        detail = vectors_line(emb)
+        level = "ok" if emb["current"] else "warn"
         if emb["last_error"]:
             detail += f"; last error: {emb['last_error']}"
             level = "warn"

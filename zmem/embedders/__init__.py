@@ -20,14 +20,16 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
         path = settings.get("model_path")
         if path and Path(path).expanduser().is_file():
             provider = "local"
-        elif _env(key_env, "OPENAI_API_KEY") or settings.get("base_url"):
+        elif _key(key_env, "OPENAI_API_KEY") or settings.get("base_url"):
             provider = "openai"
-        elif _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        elif _key(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY"):
             provider = "gemini"
         else:
             return None
     if provider == "none":
         return None
+    if provider in ("openai", "gemini"):
+        _check_remote_settings(settings, key_env)
     if provider == "local":
         path = settings.get("model_path")
         if not path:
@@ -37,7 +39,7 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
         embedder = LlamaEmbedder(str(Path(path).expanduser()), threads=settings.get("threads"), **common)
     elif provider == "gemini" and gemini_api(settings) == "native":
         from zmem.embedders.gemini import GeminiNativeEmbedder
-        key = _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        key = _key(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         kw = {"api_key": key, "headers": settings.get("headers"), "base_url": settings.get("base_url"),
               "key_env": key_env or "GEMINI_API_KEY"}
         if settings.get("model"):
@@ -48,7 +50,7 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
     elif provider in ("openai", "gemini"):
         from zmem.embedders.openai import GeminiEmbedder, OpenAIEmbedder
         cls = OpenAIEmbedder if provider == "openai" else GeminiEmbedder
-        key = _env(key_env, "OPENAI_API_KEY") if provider == "openai" else _env(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        key = _key(key_env, "OPENAI_API_KEY") if provider == "openai" else _key(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         kw = {"api_key": key, "headers": settings.get("headers")}
         if settings.get("base_url"):
             kw["base_url"] = settings["base_url"]
@@ -92,8 +94,33 @@ def fallback_settings(settings: dict) -> dict | None:
     return {**{k: v for k, v in settings.items() if k != "fallback"}, "provider": fb}
 
 
-def _env(*names: str | None) -> str | None:
-    for name in names:
-        if name and os.environ.get(name):
+def _key(key_env: str | None, *usual: str) -> str | None:
+    """The API key: from the variable api_key_env names, when it is given (that one only: a key meant
+    for one endpoint must never reach another), else from the provider's usual variables."""
+    for name in (key_env,) if key_env else usual:
+        if os.environ.get(name):
             return os.environ[name]
     return None
+
+
+def _check_remote_settings(settings: dict, key_env: str | None) -> None:
+    """Errors a user can fix in the config, found before any request: an api_key_env naming an unset
+    variable, a base_url that is not an http(s) URL, dimensions that are not positive."""
+    if key_env and not os.environ.get(key_env):
+        raise EmbeddingError(f"[embeddings] api_key_env names {key_env}, which is not set",
+                             hint=f"export {key_env}=… (or remove api_key_env for an endpoint that needs no key)")
+    url = settings.get("base_url")
+    if url:
+        try:
+            parts = urlsplit(url)
+            parts.port  # raises ValueError on a bad port; urlsplit does on a broken IPv6 host
+        except ValueError as e:
+            raise EmbeddingError(f"[embeddings] base_url {url!r} is not a valid URL: {e}",
+                                 hint='write it like "http://127.0.0.1:11434/v1"') from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise EmbeddingError(f"[embeddings] base_url {url!r} is not an http(s) URL",
+                                 hint='write it like "http://127.0.0.1:11434/v1"')
+    dims = settings.get("dimensions")
+    if dims is not None and dims < 1:
+        raise EmbeddingError(f"[embeddings] dimensions must be a positive number, not {dims}",
+                             hint="leave it out to use the model's own")
