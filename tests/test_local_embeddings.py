@@ -236,6 +236,35 @@ def test_a_file_that_is_not_a_model_is_an_embedding_error(tmp_path):
         LlamaEmbedder(str(junk)).embed(["x"])
 
 
+def test_a_gguf_that_crashes_llama_cpp_is_an_error_not_a_dead_process(tiny, tmp_path, monkeypatch):
+    """F16 position embeddings (as another converter might write them) make llama.cpp abort the
+    process at the first embed: the model is run once in a child process first, so this one lives."""
+    pytest.importorskip("llama_cpp")
+    from zmem import modelimport
+    from zmem.embedders.llama import LlamaEmbedder
+    monkeypatch.setattr(modelimport, "KEEP_F32", ())
+    bad = import_model(tiny, tmp_path / "f16pos.gguf")["out"]
+    with pytest.raises(EmbeddingError) as e:
+        LlamaEmbedder(str(bad)).embed(["x"])
+    assert "llama.cpp crashed (SIGABRT)" in e.value.message and "model import" in e.value.hint
+    monkeypatch.undo()
+    good = import_model(tiny, tmp_path / "good.gguf")["out"]
+    assert LlamaEmbedder(str(good)).embed(["x"])  # checked once, then remembered
+    assert len(list((Path(os.environ["HOME"]) / ".cache" / "zmem" / "checked-models").iterdir())) == 1
+
+
+def test_a_model_without_a_pooling_type_is_not_taken_for_an_embedding_model(tiny, tmp_path, monkeypatch):
+    """Chat and completion GGUFs declare no pooling type; their mean-pooled states are no embeddings."""
+    pytest.importorskip("llama_cpp")
+    import gguf
+    from zmem.embedders.llama import LlamaEmbedder
+    monkeypatch.setattr(gguf.GGUFWriter, "add_pooling_type", lambda self, value: None)
+    out = import_model(tiny, tmp_path / "nopool.gguf")["out"]
+    with pytest.raises(EmbeddingError) as e:
+        LlamaEmbedder(str(out)).embed(["x"])
+    assert "declares no pooling type: not an embedding model" in e.value.message
+
+
 def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_path):
     pytest.importorskip("llama_cpp")
     out = tmp_path / "models" / "tiny.gguf"

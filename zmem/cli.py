@@ -380,12 +380,11 @@ def model_import(source, out, outtype, force):
     provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
     cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
     """
-    from zmem.config import user_config_path
+    from zmem.config import user_cache_dir, user_config_path
     from zmem.modelimport import import_model, model_name, resolve_model_source
     src = resolve_model_source(source)
     if out is None:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem" / "models"
-        out = base / f"{model_name(src)}.{outtype}.gguf"
+        out = user_cache_dir() / "models" / f"{model_name(src)}.{outtype}.gguf"
     info = import_model(src, Path(out), outtype=outtype, force=force)
     for warning in info["warnings"]:
         click.echo(f"zmem: warning: {warning}", err=True)

@@ -141,6 +141,11 @@ def user_config_path() -> Path:
     return Path(base) / "zmem" / "config.toml"
 
 
+def user_cache_dir() -> Path:
+    """zmem's cache directory: imported models, downloads, models already checked."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem"
+
+
 def _read_toml(path: Path) -> dict:
     try:
         with path.open("rb") as f:

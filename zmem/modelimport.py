@@ -19,10 +19,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from zmem.config import user_cache_dir
 from zmem.errors import ZmemError
 
 ARCH = "bert"
 OUTTYPES = ("f32", "f16", "q8_0")
+KEEP_F32 = ("position_embd", "token_types")  # as F16, llama.cpp aborts at the first embed
 _HF_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 # what `import_model` reads; the first three are required
 _HF_FILES = ("config.json", "vocab.txt", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json",
@@ -54,7 +56,7 @@ def resolve_model_source(spec: str) -> Path:
     cached = _hf_cache_snapshot(name)
     if cached is not None:
         return cached
-    target = _zmem_cache() / "hf" / name.replace("/", "--")
+    target = user_cache_dir() / "hf" / name.replace("/", "--")
     if (target / "config.json").is_file():
         return target
     hint = (f"copy the model directory here and pass its path (on a machine with network: "
@@ -131,10 +133,6 @@ def _hf_cache_snapshot(name: str) -> Path | None:
     except OSError:
         pass
     return max(found, key=lambda d: (d.stat().st_mtime, d.name))
-
-
-def _zmem_cache() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "zmem"
 
 
 def _download(name: str, target: Path, timeout: float = 10.0) -> Path:
@@ -458,7 +456,7 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         for gguf_name in sorted(mapped):
             hf_name, data = mapped[gguf_name]
             data = np.ascontiguousarray(data, dtype=np.float32)
-            keep_f32 = data.ndim == 1 or gguf_name.startswith(("position_embd", "token_types"))
+            keep_f32 = data.ndim == 1 or gguf_name.startswith(KEEP_F32)
             if keep_f32 or outtype == "f32":
                 w.add_tensor(gguf_name, data)
             elif outtype == "q8_0" and data.shape[-1] % 32 == 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -52,6 +53,7 @@ class LlamaEmbedder(Embedder):
         self._llama = None
         self._lock = threading.Lock()
         self.max_tokens = 0          # the model's context (capped at MAX_TOKENS), known after loading
+        self.check_in_child = True   # run a model file once in a child process before loading it here
         self._tail = 0               # special tokens the tokenizer appends ([SEP]); kept on truncation
 
     def endpoint(self) -> str:
@@ -68,11 +70,18 @@ class LlamaEmbedder(Embedder):
             raise EmbeddingError("the local provider needs llama-cpp-python",
                                  hint="pip install 'zmem[local]' (it builds llama.cpp, about 10 minutes on 2 cores)") from None
         _silence(llama_cpp)
+        if self.check_in_child:
+            _check_in_child(self.path, self.model)
         pooling = getattr(llama_cpp, "LLAMA_POOLING_TYPE_UNSPECIFIED", -1)
         # n_ctx=0 is the model's training context; n_batch = n_ubatch must cover the longest text.
         # A vocab-only load does not report the training context, so open with BERT's usual 512
         # and reopen in the rarer case the model's context differs.
         llama = self._open(llama_cpp, 0, 512, pooling)
+        arch = llama.metadata.get("general.architecture", "?")
+        if f"{arch}.pooling_type" not in llama.metadata:  # embedding GGUFs say how to pool; chat models do not
+            _close(llama)
+            raise EmbeddingError(f"{self.path.name} is a {arch} model that declares no pooling type: not an embedding "
+                                 "model", hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
         train = _train_context(llama)
         n = min(train, MAX_TOKENS)
         if llama.pooling_type() == getattr(llama_cpp, "LLAMA_POOLING_TYPE_NONE", 0):
@@ -160,6 +169,48 @@ def _tail_specials(llama) -> int:
     return 0
 
 
+def _check_in_child(path: Path, model_id: str) -> None:
+    """Load and run a model file once in a child process before this process loads it: llama.cpp
+    aborts the whole process (SIGABRT) on some malformed GGUFs (e.g. F16 position embeddings in a
+    BERT). A model that passed is remembered by its id (name, size and a hash of its ends)."""
+    import subprocess
+    from zmem.config import user_cache_dir
+    marker = user_cache_dir() / "checked-models" / hashlib.sha256(model_id.encode()).hexdigest()[:24]
+    if marker.is_file():
+        return
+    try:
+        proc = subprocess.run([sys.executable, "-m", "zmem.embedders.llama", str(path)], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "GGML_NO_BACKTRACE": "1"})
+    except subprocess.TimeoutExpired:
+        raise EmbeddingError(f"llama.cpp took over 300 s to load and run {path.name}",
+                             hint="is it a GGUF embedding model of a usable size?") from None
+    if proc.returncode < 0:
+        import signal
+        raise EmbeddingError(f"llama.cpp crashed ({signal.Signals(-proc.returncode).name}) running {path.name}",
+                             hint="the GGUF is malformed for llama.cpp: re-create it with `zmem model import DIR`")
+    if proc.returncode:
+        lines = proc.stderr.strip().splitlines()
+        raise EmbeddingError(lines[-1] if lines else f"llama.cpp failed to run {path.name}",
+                             hint="is it a GGUF embedding model? re-create it with `zmem model import DIR`")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{model_id}\n")
+    except OSError:
+        pass  # an unwritable cache: the check runs again next time, nothing worse
+
+
+def _check_main(path: str) -> int:
+    """The child of _check_in_child: load the model, embed a short and an over-long text."""
+    embedder = LlamaEmbedder(path)
+    embedder.check_in_child = False
+    try:
+        embedder.embed(["zmem", "memory " * (MAX_TOKENS + 16)], "document")
+    except EmbeddingError as e:
+        print(e.message, file=sys.stderr)
+        return 1
+    return 0
+
+
 _LOG_CALLBACK = None
 
 
@@ -171,3 +222,7 @@ def _silence(llama_cpp) -> None:
         import ctypes
         _LOG_CALLBACK = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
         llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
+
+
+if __name__ == "__main__":
+    sys.exit(_check_main(sys.argv[1]))
