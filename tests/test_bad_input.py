@@ -179,3 +179,7 @@ def test_broken_config_is_a_clear_error(ws):
     (ws / "zmem.toml").write_text("[index]\nchunk_tokens = 'x'\n")
     res = run(["-C", str(ws), "recall", "Mac"])
     assert res.exit_code == 1 and "index.chunk_tokens" in res.stderr
+    for outside in ("../elsewhere", "/etc", "."):  # would be silently left out of the index
+        (ws / "zmem.toml").write_text(f'extra_paths = ["notes", "{outside}"]\n')
+        res = run(["-C", str(ws), "recall", "Mac"])
+        assert res.exit_code == 1 and f"`extra_paths` entry '{outside}'" in res.stderr and "hint:" in res.stderr

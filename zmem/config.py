@@ -270,4 +270,9 @@ def load_config(workspace_root: Path | None) -> Config:
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",
                           hint="e.g. chunk_tokens = 400, chunk_overlap = 80")
+    from zmem.workspace import normalize_rel  # here: workspace imports this module
+    for entry in cfg.extra_paths:
+        if normalize_rel(entry) is None:  # it would be silently left out of the index
+            raise ConfigError(f"`extra_paths` entry {entry!r} is not a file or directory inside the workspace",
+                              hint='write paths relative to the workspace root, e.g. extra_paths = ["notes"]')
     return cfg
