@@ -77,8 +77,9 @@ class LlamaEmbedder(Embedder):
         # A vocab-only load does not report the training context, so open with BERT's usual 512
         # and reopen in the rarer case the model's context differs.
         llama = self._open(llama_cpp, 0, 512, pooling)
-        arch = llama.metadata.get("general.architecture", "?")
-        if f"{arch}.pooling_type" not in llama.metadata:  # embedding GGUFs say how to pool; chat models do not
+        meta = getattr(llama, "metadata", None) or {}  # a binding without it: no check
+        arch = meta.get("general.architecture", "?")
+        if meta and f"{arch}.pooling_type" not in meta:  # embedding GGUFs say how to pool; chat models do not
             _close(llama)
             raise EmbeddingError(f"{self.path.name} is a {arch} model that declares no pooling type: not an embedding "
                                  "model", hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
