@@ -242,12 +242,13 @@ def test_a_gguf_that_crashes_llama_cpp_is_an_error_not_a_dead_process(tiny, tmp_
     pytest.importorskip("llama_cpp")
     from zmem import modelimport
     from zmem.embedders.llama import LlamaEmbedder
+    keep = modelimport.KEEP_F32
     monkeypatch.setattr(modelimport, "KEEP_F32", ())
     bad = import_model(tiny, tmp_path / "f16pos.gguf")["out"]
     with pytest.raises(EmbeddingError) as e:
         LlamaEmbedder(str(bad)).embed(["x"])
     assert "llama.cpp crashed (SIGABRT)" in e.value.message and "model import" in e.value.hint
-    monkeypatch.undo()
+    monkeypatch.setattr(modelimport, "KEEP_F32", keep)
     good = import_model(tiny, tmp_path / "good.gguf")["out"]
     assert LlamaEmbedder(str(good)).embed(["x"])  # checked once, then remembered
     assert len(list((Path(os.environ["HOME"]) / ".cache" / "zmem" / "checked-models").iterdir())) == 1
