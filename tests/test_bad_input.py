@@ -65,6 +65,17 @@ def test_one_very_long_line_does_not_crowd_out_other_hits(ws):
     assert {"memory/2025-11-20.md", "memory/2025-11-22.md"} <= {h["path"] for h in hits}
 
 
+def test_a_line_longer_than_a_snippet_is_shown_around_the_query_word(ws):
+    line = " ".join(f"word{i}" for i in range(3000))
+    write(ws, "memory/2025-11-23.md", f"# 2025-11-23\n\n{line}\n")
+    commit_all(ws)
+    hit = recall_json(ws, "word1999")["results"][0]
+    assert hit["start_line"] == hit["end_line"] == 3 and len(hit["snippet"]) <= 700
+    assert "word1999" in hit["snippet"] and hit["snippet"].startswith("…") and hit["snippet"].endswith("…")
+    whole = run(["-C", str(ws), "get", hit["citation"]]).stdout
+    assert hit["snippet"].strip("…") in whole  # the cited line holds what the snippet shows
+
+
 def test_fifty_thousand_bullets_with_exact_line_numbers(ws):
     lines = ["# many", ""] + [f"- bullet {i}" for i in range(50_000)]
     lines[49_000] = "- the rare ocelot bullet"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -27,8 +28,13 @@ class ZmemGroup(click.Group):
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:
+            # bytes that are not UTF-8 reach Python as lone surrogates: SQLite cannot take them and
+            # a note must not be written with them
+            bad = next((a for a in args if isinstance(a, str) and re.search("[\udc80-\udcff]", a)), None)
+            if bad is not None:
+                raise click.UsageError(f"an argument is not valid UTF-8: {bad.encode('utf-8', 'surrogateescape')!r}")
             return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError as e:  # an option of `zmem` itself
+        except click.UsageError as e:  # an option of `zmem` itself, or the check above
             _usage_exit(e, None)
 
     def invoke(self, ctx):

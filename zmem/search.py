@@ -66,7 +66,11 @@ def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -
     if m:
         n, unit = int(m.group(1)), m.group(2)
         days = {"d": 1, "w": 7, "m": 30, "y": 365}[unit] * n
-        return (today - dt.timedelta(days=days)).isoformat()
+        try:
+            return (today - dt.timedelta(days=days)).isoformat()
+        except OverflowError:
+            raise ZmemError(f"{value!r} reaches before the year 1",
+                            hint="use a shorter span, e.g. 30d or 5y, or a day like 2025-11-27") from None
     if v in ("today", "yesterday"):
         return (today - dt.timedelta(days=v == "yesterday")).isoformat()
     try:
@@ -118,6 +122,22 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
     return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
 
 
+def _cut_line(line: str, query: str, max_chars: int) -> str:
+    """At most max_chars of one long line, around the first query word in it, "…" marking cuts."""
+    low = line.lower()
+    terms = query_terms(query)
+    hits = [i for i in (low.find(t) for t in terms) if i >= 0] or \
+        [i for i in (low.find(t[:max(3, len(t) - 2)]) for t in terms) if i >= 0]  # the stems _line_weights uses
+    hits += [i for i in (line.find(run) for run in _CJK_RUN.findall(query)) if i >= 0]
+    start = max(0, min(hits, default=0) - max_chars // 3)
+    start = max(0, min(start, len(line) - (max_chars - 1)))  # near the end: show up to the end
+    lead = "…" if start else ""
+    piece = line[start:start + max_chars - len(lead)]
+    if start + len(piece) < len(line):
+        piece = piece[:-1] + "…"
+    return lead + piece
+
+
 def make_snippet(text: str, start_line: int, query: str, max_chars: int,
                  bonus: dict[int, float] | None = None) -> tuple[int, int, str]:
     """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
@@ -131,8 +151,8 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     best = max(range(len(lines)), key=lambda i: (weights[i], -i))
     lo = hi = best
     size = len(lines[best])
-    if size > max_chars:  # one long line: cut around it
-        return start_line + best, start_line + best, lines[best][:max_chars - 1] + "…"
+    if size > max_chars:  # one line longer than a snippet: the part around the first query word
+        return start_line + best, start_line + best, _cut_line(lines[best], query, max_chars)
     nxt = best + 1
     while nxt < len(lines) and not lines[nxt].strip():
         nxt += 1
