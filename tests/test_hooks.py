@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, write
+from conftest import commit_all, git, run, write
 from zmem import hooks
 from zmem.errors import ZmemError
 
@@ -136,6 +136,13 @@ def test_core_hookspath_is_refused_with_a_hint(repo, scope):
     assert not (repo / ".husky").exists()
     assert not hook_path(repo, "post-commit").exists()
     assert set(hooks.status(repo).values()) == {hooks.HOOKS_PATH_STATE}
+
+
+def test_doctor_does_not_suggest_an_install_that_core_hookspath_refuses(ws):
+    git(ws, "config", "core.hooksPath", ".husky")
+    line = next(x for x in run(["-C", str(ws), "doctor"]).stdout.splitlines() if "hooks:" in x)
+    assert "core.hooksPath is set" in line and "zmem hook post-commit" in line
+    assert "— run `zmem hooks install`" not in line
 
 
 def test_uninstall_cleans_the_common_dir_even_after_core_hookspath_was_set(repo, fake_python):

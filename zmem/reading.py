@@ -14,6 +14,8 @@ def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
     """`memory/x.md@abc123#L3-L5` -> ("memory/x.md", "abc123", (3, 5)); parts are optional."""
     m = _CITATION.fullmatch(spec.strip())
     if not m:
+        if re.search(r"\.md(@[^#]*)?#", spec, re.IGNORECASE):  # a citation whose line part is malformed
+            raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5 (or PATH#L3)")
         return spec, None, None
     path, rev = m.group(1), m.group(2)
     if not (m.group(3) or m.group(5)):

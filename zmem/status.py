@@ -126,7 +126,12 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
     else:
         checks.append(("ok", "repository", f"HEAD {st['head'][:10]}"))
     bad = {k: v for k, v in st["hooks"].items() if not v.startswith("installed")}
-    if bad:
+    from zmem.hooks import HOOKS_PATH_STATE
+    if bad and all(v == HOOKS_PATH_STATE for v in bad.values()):  # `zmem hooks install` would refuse
+        checks.append(("warn", "hooks", "not installed: core.hooksPath is set and belongs to another tool — add "
+                       "`zmem hook post-commit` (etc.) to its hooks, or unset it and run `zmem hooks install` "
+                       "(every command still catches up by itself)"))
+    elif bad:
         checks.append(("warn", "hooks", ", ".join(f"{k}: {v}" for k, v in bad.items())
                        + " — run `zmem hooks install` (every command still catches up by itself)"))
     else:
