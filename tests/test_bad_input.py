@@ -2,6 +2,7 @@
 or skipped with a warning naming the file (and line); everything else is still indexed."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -173,7 +174,7 @@ def test_get_refusals_are_clear(ws, tmp_path):
     os.symlink(ws / "memory/2025-11-24.md", ws / "memory/link.md")
     for path, word in [("../outside.md", "escapes"), (str(tmp_path / "outside.md"), "outside"),
                        ("memory/link.md", "symlink"), ("memory/x.txt", "Markdown"), ("README.md", "not a memory file"),
-                       ("memory/nope.md", "no such")]:
+                       ("memory/nope.md", "no such"), ("memory/2025-11-24.md#Lx", "bad line range")]:
         res = run(["-C", str(ws), "get", path])
         assert res.exit_code == 1 and word in res.stderr and "hint:" in res.stderr, (path, res.stderr)
         assert "Traceback" not in res.output
@@ -181,6 +182,16 @@ def test_get_refusals_are_clear(ws, tmp_path):
     assert res.exit_code == 1 and "hint:" in res.stderr
     assert run(["-C", str(ws), "get", "memory/2025-11-24.md#L3-L5"]).stdout == \
         "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
+
+
+def test_arguments_that_are_not_utf8_are_a_usage_error_and_write_nothing(ws):
+    from conftest import zmem_proc
+    today = ws / "memory" / f"{dt.date.today().isoformat()}.md"
+    for args in (["recall", "x", "--path", b"\xff".decode("utf-8", "surrogateescape")],
+                 ["append", b"caf\xe9".decode("utf-8", "surrogateescape")]):
+        proc = zmem_proc("-C", str(ws), *args)
+        assert proc.returncode == 2 and proc.stderr.startswith("zmem: an argument is not valid UTF-8"), proc.stderr
+    assert not today.exists()
 
 
 def test_broken_config_is_a_clear_error(ws):
@@ -194,3 +205,60 @@ def test_broken_config_is_a_clear_error(ws):
         (ws / "zmem.toml").write_text(f'extra_paths = ["notes", "{outside}"]\n')
         res = run(["-C", str(ws), "recall", "Mac"])
         assert res.exit_code == 1 and f"`extra_paths` entry '{outside}'" in res.stderr and "hint:" in res.stderr
+
+
+def test_a_directory_named_like_a_note_may_become_a_file_and_back(ws):
+    """The stat snapshot records directories: one that vanished or turned into a file, or a note
+    that turned into a directory, counts as changed, and the catch-up indexes what is there now."""
+    import shutil
+    (ws / "memory/odd.md").mkdir()
+    assert run(["-C", str(ws), "index", "--full"]).exit_code == 0  # records memory/odd.md as a directory
+    (ws / "memory/odd.md").rmdir()
+    write(ws, "memory/odd.md", "- a note about wombats\n")
+    assert recall_json(ws, "wombats")["results"][0]["path"] == "memory/odd.md"
+    (ws / "memory/odd.md").unlink()
+    write(ws, "memory/odd.md/inner.md", "- a note about quokkas\n")
+    assert recall_json(ws, "quokkas")["results"][0]["path"] == "memory/odd.md/inner.md"
+    assert not recall_json(ws, "wombats")["results"]
+    shutil.rmtree(ws / "memory/odd.md")
+    assert not recall_json(ws, "quokkas")["results"]
+    still_works(ws)
+
+
+def test_dates_out_of_range_are_clear_errors(ws):
+    write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter lives in Lisbon.\n")
+    commit_all(ws)
+    for args in (["recall", "Mac", "--since", "3000y"], ["recall", "Mac", "--until", "9999999w"],
+                 ["recall", "Mac", "--as-of", "99999999d"], ["log", "@Peter", "--since", "99999999d"],
+                 ["diff", "99999999d", "HEAD"], ["reflect", "--since", "99999999d", "--dry-run"]):
+        res = run(["-C", str(ws), *args])
+        span = next(a for a in args if a[0].isdigit())
+        assert res.exit_code == 1 and span in res.stderr and "hint:" in res.stderr, (args, res.output)
+    # the last day a date can name is after every commit: memory as it stands
+    assert recall_json(ws, "Mac Studio", "--as-of", "9999-12-31")["results"]
+    res = run(["-C", str(ws), "diff", "9999-12-31", "HEAD"])
+    assert res.exit_code == 0, res.output
+
+
+def test_config_that_is_not_utf8_is_a_clear_error(ws, tmp_path):
+    (ws / "zmem.toml").write_bytes(b"\xff\xfe")
+    res = run(["-C", str(ws), "recall", "Mac"])
+    assert res.exit_code == 1 and "zmem.toml" in res.stderr and "UTF-8" in res.stderr and "hint:" in res.stderr
+    (ws / "zmem.toml").write_text("")
+    user = tmp_path / "home-config" / "zmem" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_bytes(b'k = "caf\xe9"\n')
+    os.environ["XDG_CONFIG_HOME"] = str(user.parent.parent)  # the autouse fixture restores it
+    res = run(["-C", str(ws), "recall", "Mac"])
+    assert res.exit_code == 1 and str(user) in res.stderr and "UTF-8" in res.stderr
+
+
+def test_state_dir_that_is_a_file_is_a_clear_error(ws):
+    import shutil
+    shutil.rmtree(ws / ".zmem", ignore_errors=True)
+    (ws / ".zmem").write_text("not a directory\n")
+    for args in (["recall", "Mac"], ["index"], ["status"]):
+        res = run(["-C", str(ws), *args])
+        assert res.exit_code == 1 and ".zmem" in res.stderr and "move it aside" in res.stderr, (args, res.output)
+    (ws / ".zmem").unlink()
+    still_works(ws)

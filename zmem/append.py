@@ -5,13 +5,14 @@ import datetime as dt
 import fcntl
 import os
 import re
-import tempfile
+import shutil
+import uuid
 from dataclasses import dataclass, field
 
 from zmem.errors import ZmemError
 from zmem.markdown import ATX, split_lines
 from zmem.retain import KINDS, RETAIN_HEADINGS, parse_bullet
-from zmem.repo import commit_paths
+from zmem.repo import Repo, commit_paths, open_repo
 from zmem.workspace import Workspace
 
 NOTES_HEADINGS = ("notes",)
@@ -71,26 +72,29 @@ def _slug(name: str) -> str:
 
 def insert_entry(content: str, entry: str, day: str, retain: bool) -> tuple[str, int]:
     """Put the entry at the end of its section (## Retain for facts, ## Notes otherwise),
-    creating the file's title and the section when missing. Returns (new content, 1-based line)."""
-    lines = split_lines(content) if content else [f"# {day}"]
-    names = RETAIN_HEADINGS if retain else NOTES_HEADINGS
-    section = _find_section(lines, names)
+    creating the file's title and the section when missing. Returns (new content, 1-based line).
+    Existing lines keep their bytes; new lines take the file's line ending (its first line's)."""
+    eol = "\r\n" if content.split("\n", 1)[0].endswith("\r") else "\n"
+    lines = re.findall(r"[^\n]*\n|[^\n]+\Z", content) or [f"# {day}"]
+    if not lines[-1].endswith("\n"):  # an unterminated last line: lines are about to follow it
+        lines[-1] += eol
+    bare = split_lines("".join(lines))  # the same lines without their endings
+    section = _find_section(bare, RETAIN_HEADINGS if retain else NOTES_HEADINGS)
     entry_lines = entry.rstrip("\n").split("\n")
-    if section is None:
-        heading = "## Retain" if retain else "## Notes"
-        retain_at = None if retain else _find_section(lines, RETAIN_HEADINGS)
-        if retain_at is not None:  # notes go before the Retain section, which stays last
-            at = retain_at[0]
-            new = [heading, "", *entry_lines, ""]
-            lines[at:at] = new
-            return "\n".join(lines) + "\n", at + 3
-        while lines and not lines[-1].strip():
-            lines.pop()
-        lines += ["", heading, "", *entry_lines]
-        return "\n".join(lines) + "\n", len(lines) - len(entry_lines) + 1
-    start, end = section  # end: index after the section's last non-blank line
-    lines[end:end] = entry_lines
-    return "\n".join(lines) + "\n", end + 1
+    heading = "## Retain" if retain else "## Notes"
+    retain_at = None if retain or section else _find_section(bare, RETAIN_HEADINGS)
+    if section is not None:
+        at, new, before = section[1], entry_lines, 0  # section[1]: after its last non-blank line
+    elif retain_at is not None:  # notes go before the Retain section, which stays last
+        at, new, before = retain_at[0], [heading, "", *entry_lines, ""], 2
+    else:
+        at = len(bare)
+        while at and not bare[at - 1].strip():  # trailing blank lines make way for the new section
+            at -= 1
+        del lines[at:]
+        new, before = ["", heading, "", *entry_lines], 3
+    lines[at:at] = [line + eol for line in new]
+    return "".join(lines), at + before + 1
 
 
 def _find_section(lines: list[str], names) -> tuple[int, int] | None:
@@ -119,13 +123,16 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
     day_s = (day or dt.date.today()).isoformat()
     rel = f"memory/{day_s}.md"
     path = ws.root / rel
-    if path.is_symlink():
-        raise ZmemError(f"refusing to write through a symlink: {rel}", hint="replace the symlink with a real file")
-    ws.state_dir.mkdir(exist_ok=True)
+    from zmem.indexer import ensure_state_dir  # not at the top: the indexer imports much more
+    ensure_state_dir(ws)  # a clear error when .zmem is not a directory
     with open(ws.state_dir / "append.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent appends queue here, so none is lost
+        _check_can_write(open_repo(ws.root), path, rel, commit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        old = path.read_text(encoding="utf-8", errors="surrogateescape") if path.exists() else ""
+        old = ""
+        if path.exists():
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:  # "": keep CRLFs
+                old = f.read()
         new, line = insert_entry(old, entry, day_s, retain is not None)
         _atomic_write(path, new)
         result = Appended(rel, line, entry.rstrip("\n"))
@@ -134,8 +141,41 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
     return result
 
 
+# git's markers (in the worktree's own git dir) of an operation in progress -> its command
+IN_PROGRESS = {"MERGE_HEAD": "merge", "rebase-merge": "rebase", "rebase-apply": "rebase",
+               "CHERRY_PICK_HEAD": "cherry-pick", "REVERT_HEAD": "revert"}
+
+
+def _check_can_write(repo: Repo, path, rel: str, commit: bool) -> None:
+    """Refuse, before anything is written, what would lose the note or break the repository's state."""
+    if path.is_symlink():
+        raise ZmemError(f"refusing to write through a symlink: {rel}", hint="replace the symlink with a real file")
+    if path.is_dir():
+        raise ZmemError(f"{rel} is a directory, not a file; the note was not written",
+                        hint="move the directory out of the way, then append again")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ZmemError("memory is a file, not a directory; the note was not written",
+                        hint="move the file out of the way, then append again")
+    git_dir = repo.git_dir()  # a linked worktree's own, where its merge or rebase state lives
+    for marker, op in IN_PROGRESS.items():
+        if os.path.exists(os.path.join(git_dir, marker)):
+            # staged now, a merge --abort would discard the note; committed, a rebase --abort would drop it
+            raise ZmemError(f"a {op} is in progress in {repo.workdir}; the note was not written",
+                            hint=f"finish it (`git {op} --continue`) or abort it (`git {op} --abort`), "
+                                 "then append again")
+    conflicts = repo.git.index.conflicts
+    if conflicts is not None and repo.prefix + rel in conflicts:  # `git add` would mark it resolved
+        raise ZmemError(f"{rel} has unresolved conflicts; the note was not written",
+                        hint=f"resolve them (edit the file, then `git add {rel}`), then append again")
+    if commit and shutil.which("git") is None:
+        raise ZmemError("git is not on PATH, so the note could not be committed; it was not written",
+                        hint="install git or fix PATH, or append with --no-commit to write without committing")
+
+
 def _atomic_write(path, content: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".zmem-", suffix=".tmp")
+    tmp = path.with_name(f".zmem-{uuid.uuid4().hex}.tmp")
+    # 0o666 less the umask, the mode of any new file (mkstemp would make it 0600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
             f.write(content)
@@ -149,7 +189,15 @@ def _atomic_write(path, content: str) -> None:
 
 def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:
     commit, problem = commit_paths(ws.root, [rel], f"zmem append: {rel}\n\n{entry}")
-    if commit:
-        result.committed, result.commit = True, commit
-    else:
-        result.warnings.append(f"{rel}: written but not committed: {problem}")
+    repo = open_repo(ws.root)
+    if not commit:
+        if repo.is_ignored(rel):  # git's own last words would be only its advice line
+            result.warnings.append(f"{rel} is ignored by git (.gitignore), so it was written but not committed; "
+                                   f"un-ignore memory/ to commit notes (`git check-ignore -v {rel}` shows the rule)")
+        else:
+            result.warnings.append(f"{rel}: written but not committed: {problem}")
+        return
+    result.committed, result.commit = True, commit
+    if repo.git.head_is_detached:
+        result.warnings.append(f"HEAD is detached: the note is committed at {commit[:10]} on no branch; "
+                               f"`git branch NAME {commit[:10]}` keeps it")

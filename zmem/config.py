@@ -152,6 +152,9 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}", hint="fix the file, or move it aside to use the defaults")
+    except UnicodeDecodeError as e:  # TOML is UTF-8 by definition
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})",
+                          hint="save the file as UTF-8, or move it aside to use the defaults")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}", hint="check the file's permissions")
 

@@ -9,6 +9,7 @@ truncates the chain back to the fork point and replays the new commits.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
 from dataclasses import dataclass
@@ -184,9 +185,12 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
         try:
             day = dt.date.fromisoformat(parse_when(value))
         except ZmemError:
+            if re.fullmatch(r"\s*\d+\s*[dwmy]\s*", value, re.IGNORECASE):
+                raise  # a span, readable but too long: parse_when's own message says so
             raise ZmemError(f"{value!r} is neither a date nor a revision of this repository",
                             hint="use YYYY-MM-DD, 7d, or a commit, branch or tag (e.g. HEAD~3)") from None
-        cutoff = int(dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), dt.timezone.utc).timestamp())
+        # the end of that day in seconds: date arithmetic would overflow past 9999-12-31
+        cutoff = int(dt.datetime.combine(day, dt.time(), dt.timezone.utc).timestamp()) + 86400
         row = conn.execute("SELECT seq, sha, time, summary FROM hist_commits WHERE time < ? ORDER BY seq DESC LIMIT 1",
                            (cutoff,)).fetchone()
         if row is None:

@@ -74,10 +74,18 @@ class CatchUp:
 
 
 def ensure_state_dir(ws: Workspace) -> None:
-    ws.state_dir.mkdir(exist_ok=True)
-    ignore = ws.state_dir / ".gitignore"
-    if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
-        ignore.write_text("# derived by zmem; never commit\n*\n")
+    try:
+        ws.state_dir.mkdir(exist_ok=True)
+        ignore = ws.state_dir / ".gitignore"
+        if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
+            ignore.write_text("# derived by zmem; never commit\n*\n")
+    except (FileExistsError, NotADirectoryError):  # a file (or a broken symlink) took the name
+        raise IndexError_(f"{ws.state_dir} is not a directory; zmem keeps its index there",
+                          hint=f"move it aside (mv {ws.state_dir} {ws.state_dir}.bak): the index is derived "
+                               "from the notes and is rebuilt") from None
+    except OSError as e:
+        raise IndexError_(f"cannot create {ws.state_dir}: {e.strerror}",
+                          hint="check the permissions of the workspace directory") from None
 
 
 def fingerprint(ws: Workspace) -> str:

@@ -321,9 +321,10 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
     deadline = time.monotonic() + retry_seconds
     while True:
         add = subprocess.run(["git", "add", "-A", "--", *paths], cwd=root, env=env, capture_output=True, text=True)
+        # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit
         proc = add if add.returncode else subprocess.run(
-            ["git", "commit", "--quiet", "-m", message, "--", *paths], cwd=root, env=env, capture_output=True,
-            text=True)
+            ["git", "commit", "--quiet", "-F", "-", "--", *paths], cwd=root, env=env, input=message,
+            capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
         if proc.returncode == 0:
             return open_repo(root).head(), None
         err = (proc.stderr or proc.stdout).strip()

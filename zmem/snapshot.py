@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat as st_mode
 import time
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def memory_dirs(root: Path, tops: list[str]) -> list[str]:
     out = [""]
     for top in tops:
         base = root / top
-        if top.endswith(".md"):  # an extra path that is one file: watch its directory
+        if top.endswith(".md") and not base.is_dir():  # one file: watch its directory
             parent = os.path.dirname(top)
             if parent and (root / parent).is_dir():
                 out.append(parent)
@@ -110,13 +111,15 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
     recorded = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
     for rel, mtime in recorded.items():
         directory = root / rel if rel else root
-        sig = stat_signature(directory)
-        if sig is not None and sig[0] == mtime:
+        st = _dir_stat(directory)
+        if st is not None and st.st_mtime_ns == mtime:
             continue
         out.dirs.add(rel)
-        if sig is None:
+        if st is None:  # gone, or now a file (`memory/x.md` was a directory): its notes went with it
+            if rel not in known and is_memory_path(rel) and os.path.isfile(directory) and not os.path.islink(directory):
+                out.files.add(rel)
             continue
-        for entry in os.scandir(directory):
+        for entry in _scandir(directory):
             child = f"{rel}/{entry.name}" if rel else entry.name
             if entry.is_symlink() or entry.name.startswith("."):
                 continue
@@ -125,13 +128,31 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
                 roots = [child] if rel else [t for t in tops if t == child or t.startswith(child + "/")]
                 for sub in memory_dirs(root, roots)[1:]:
                     out.dirs.add(sub)
-                    for f in os.scandir(root / sub):
+                    for f in _scandir(root / sub):
                         frel = f"{sub}/{f.name}"
                         if f.is_file(follow_symlinks=False) and is_memory_path(frel) and frel not in known:
                             out.files.add(frel)
             elif entry.is_file(follow_symlinks=False) and is_memory_path(child) and child not in known:
                 out.files.add(child)
     return out
+
+
+def _dir_stat(path: Path) -> os.stat_result | None:
+    """The stat of a real directory; None when it is gone, a file or a symlink."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return st if st_mode.S_ISDIR(st.st_mode) else None
+
+
+def _scandir(path: Path) -> list[os.DirEntry]:
+    """A directory's entries; none when it vanished or turned into a file since it was seen."""
+    try:
+        with os.scandir(path) as it:
+            return list(it)
+    except OSError:
+        return []
 
 
 def _blobs(conn, paths: list[str]):
@@ -143,11 +164,11 @@ def _blobs(conn, paths: list[str]):
 def record_dirs(root: Path, conn, rels) -> None:
     """Remember directory mtimes (the caller holds the transaction)."""
     for rel in rels:
-        sig = stat_signature(root / rel if rel else root)
-        if sig is None:
+        st = _dir_stat(root / rel if rel else root)
+        if st is None:  # gone or no longer a directory
             conn.execute("DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%"))
         else:
-            conn.execute("INSERT OR REPLACE INTO dirs(path, mtime_ns) VALUES(?, ?)", (rel, sig[0]))
+            conn.execute("INSERT OR REPLACE INTO dirs(path, mtime_ns) VALUES(?, ?)", (rel, st.st_mtime_ns))
 
 
 def now_ns() -> int:
