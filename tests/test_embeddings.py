@@ -168,7 +168,7 @@ def test_a_key_named_by_api_key_env_is_the_only_key_sent(ws, server, monkeypatch
     res = run(["-C", str(ws), "embed"])
     assert res.exit_code == 1 and "api_key_env names ZMEM_TEST_KEY, which is not set" in res.stderr
     assert not server.embedding_calls()
-    user_config(f'[embeddings]\nprovider = "openai"\nbase_url = "http://[::1"\n')  # unparseable
+    user_config('[embeddings]\nprovider = "openai"\nbase_url = "http://[::1"\n')  # unparseable
     for args in (["status"], ["doctor"], ["embed"]):
         res = run(["-C", str(ws), *args])
         assert res.exit_code in (0, 1) and "base_url 'http://[::1' is not a valid URL" in res.output + res.stderr, args

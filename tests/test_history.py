@@ -390,3 +390,15 @@ def test_moving_head_is_not_called_a_rewrite(ws):
         assert (up.rewound, up.rewritten) == (2, True) and "history was rewritten: 2 commits" in up.rewound_note()
     finally:
         conn.close()
+
+
+def test_a_commit_dated_past_year_9999_does_not_crash_history(ws):
+    """git accepts any date; Python's datetime stops at 9999."""
+    write(ws, "memory/2025-12-05.md", "# 2025-12-05\n\n- A note from the far future.\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "future", env={"GIT_COMMITTER_DATE": "@9999999999999 +0000",
+                                                 "GIT_AUTHOR_DATE": "@9999999999999 +0000"})
+    for args in (["recall", "far future", "--as-of", "HEAD", "--json"], ["diff", "HEAD~1", "HEAD"],
+                 ["blame", "memory/2025-12-05.md#L3"]):
+        res = run(["-C", str(ws), *args])
+        assert res.exit_code == 0 and "internal error" not in res.stderr, (args, res.stderr)

@@ -2,10 +2,10 @@
 `zmem reflect` wrote — the daily-log lines they came from (the evidence chain), blamed too."""
 from __future__ import annotations
 
-import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from zmem.dates import commit_time
 from zmem.errors import ZmemError
 from zmem.history import ZERO_COMMIT
 from zmem.workspace import Workspace
@@ -94,7 +94,7 @@ def _blame_range(ws: Workspace, conn, path: str, a: int, b: int, rev: str | None
         committed = commit != ZERO_COMMIT and when
         r.lines.append({"line": n, "text": text, "commit": commit if commit != ZERO_COMMIT else None,
                         "author": author or None,
-                        "date": dt.datetime.fromtimestamp(when, dt.timezone.utc).isoformat() if committed else None,
+                        "date": commit_time(when).isoformat() if committed else None,
                         "summary": summary if commit != ZERO_COMMIT else "not committed yet"})
     if follow and depth < MAX_DEPTH:
         seen.add((path, a, b, sha))

@@ -612,12 +612,12 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
     elif not rows:
         click.echo("no facts", err=True)
     elif origin and fmt == "table":
-        import datetime as dt
         from tabulate import tabulate
+        from zmem.dates import commit_time
         click.echo(tabulate(
             [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
               ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
-              dt.datetime.fromtimestamp(f.time, dt.timezone.utc).strftime("%Y-%m-%d %H:%M") if f.time else "")
+              commit_time(f.time).strftime("%Y-%m-%d %H:%M") if f.time else "")
              for f in rows], headers=["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"]))
     else:
         _render_facts(rows, fmt)
@@ -791,7 +791,7 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
             change = f"new c={o['after']:.2f}" if o["new"] else f"c {o['before']:.2f} -> {o['after']:.2f}"
             click.echo(f"  opinion {change}: {_one_line(o['statement'], 60)}")
     if res.proposals and not res.proposals_applied:
-        click.echo(f"proposed for MEMORY.md (apply with --apply-proposals):")
+        click.echo("proposed for MEMORY.md (apply with --apply-proposals):")
         for p in res.proposals:
             click.echo(f"  - {p['text']}  [{p['reason']}: {', '.join(p['sources'][-3:])}]")
 
@@ -924,8 +924,8 @@ def log_cmd(ctx, target, since, as_json):
 
 
 def _iso_utc(t: int) -> str:
-    import datetime as dt
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat()
+    from zmem.dates import commit_time
+    return commit_time(t).isoformat()
 
 
 @cli.command("diff")

@@ -149,3 +149,12 @@ def event_range(text: str, default_year: int | dt.date | str | None = None) -> t
     if not spans:
         return None
     return min(s for s, _ in spans).isoformat(), max(e for _, e in spans).isoformat()
+
+
+def commit_time(t: int) -> dt.datetime:
+    """A git time (seconds since the epoch) as a UTC datetime. git accepts dates Python cannot hold
+    (before year 1, after 9999): those are clamped rather than crash a command."""
+    try:
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return (dt.datetime.max if t > 0 else dt.datetime.min).replace(tzinfo=dt.timezone.utc)

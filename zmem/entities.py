@@ -15,6 +15,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from zmem.dates import commit_time
 from zmem.errors import ZmemError
 from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug
 from zmem.workspace import Workspace
@@ -52,7 +53,7 @@ class FactRow:
                "event": {"start": self.event[0], "end": self.event[1]} if self.event else None}
         if self.commit is not None:
             out.update(commit=self.commit, author=self.author,
-                       timestamp=dt.datetime.fromtimestamp(self.time, dt.timezone.utc).isoformat() if self.time else None)
+                       timestamp=commit_time(self.time).isoformat() if self.time else None)
         return out
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from zmem import db
 from zmem.chunking import chunk_text
+from zmem.dates import commit_time
 from zmem.entities import FactRow
 from zmem.errors import ZmemError
 from zmem.fts import cjk_columns
@@ -142,11 +143,10 @@ def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | Non
 def shallow_note(repo: Repo) -> str | None:
     """What to tell the user in a shallow clone, where the oldest fetched commit gets the credit
     for everything before it; None in a full clone."""
-    import datetime as dt
     if not repo.is_shallow():
         return None
     since = repo.shallow_since()
-    day = dt.datetime.fromtimestamp(since, dt.timezone.utc).date() if since is not None else "its oldest commit"
+    day = commit_time(since).date() if since is not None else "its oldest commit"
     return f"shallow clone: history before {day} is missing (git fetch --unshallow)"
 
 
@@ -195,7 +195,7 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
                            (cutoff,)).fetchone()
         if row is None:
             first = conn.execute("SELECT time FROM hist_commits ORDER BY seq LIMIT 1").fetchone()
-            since = dt.datetime.fromtimestamp(first[0], dt.timezone.utc).date() if first else None
+            since = commit_time(first[0]).date() if first else None
             note = shallow_note(repo)
             hint = f"the history starts on {since}" if since else "commit the memory files first"
             raise ZmemError(f"no commit on this branch is at or before {day}" + (f" ({note})" if note else ""),
@@ -422,7 +422,6 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly.
     mode hybrid/vector (with query_vector and store): past versions are compared through the
     vectors their text got when it was embedded (the embedding cache), never embedded again."""
-    import datetime as dt
     import fnmatch
     from zmem.fts import build_match
     from zmem.search import Recall, assemble_hits, bonus_from_windows, explain_scores, fuse
@@ -431,7 +430,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "Peter" --as-of 2025-11-30')
     if query_vector is None or store is None:
         mode = "bm25"
-    date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
+    date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
     out.warnings += workspace_shallow_notes(ws)
     versions, args = _versions_sql(ws, conn, at)
@@ -493,7 +492,6 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
                        entity: str | None = None, exclude: list[str] | None = None):
     """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
     words first (then newest first)."""
-    import datetime as dt
     from zmem.entities import normalize_kind
     from zmem.fts import query_terms
     from zmem.search import FactHit, Recall
@@ -509,7 +507,7 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
         hits = sum(t in low for t in terms)
         scored.append((-(hits / len(terms) if terms else 0.0), i, f))
     scored.sort(key=lambda x: (x[0], x[1]))
-    date = dt.datetime.fromtimestamp(at.time, dt.timezone.utc).isoformat()
+    date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
     out.warnings += workspace_shallow_notes(ws)
     for neg, _, f in scored[:k]:

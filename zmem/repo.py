@@ -345,8 +345,8 @@ def last_commit_with_trailer(root: Path, trailer: str) -> str | None:
 def commits_since(root: Path, *, since: int | None = None, after: str | None = None) -> tuple[set[str], set[str]]:
     """(commit ids, workspace paths they touched) of the commits on HEAD committed after the Unix
     time `since`, or not reachable from the commit `after` (whatever their dates say)."""
-    import datetime as dt
     import subprocess
+    from zmem.dates import commit_time
     repo = open_repo(root)
     if repo.head() is None:
         return set(), set()
@@ -354,7 +354,7 @@ def commits_since(root: Path, *, since: int | None = None, after: str | None = N
     if after:
         args.append(f"{after}..HEAD")
     if since is not None:
-        args.append(f"--since={dt.datetime.fromtimestamp(since, dt.timezone.utc).isoformat()}")
+        args.append(f"--since={commit_time(since).isoformat()}")
     proc = subprocess.run(args, cwd=repo.workdir, capture_output=True, text=True)
     commits, paths = set(), set()
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:

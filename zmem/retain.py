@@ -22,7 +22,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from zmem.dates import context_day, event_range
-from zmem.markdown import ATX, LIST_ITEM, QUOTE, scan_blocks, split_lines
+from zmem.markdown import LIST_ITEM, QUOTE, scan_blocks, split_lines
 
 RETAIN_VERSION = 4  # bump when parsing changes: the index re-reads every file
 

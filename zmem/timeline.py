@@ -6,10 +6,10 @@ when they are similar, share entities and happen in one commit); deleting it is 
 """
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 from zmem import opinions as op_mod
+from zmem.dates import commit_time
 from zmem.entities import FactRow
 from zmem.errors import ZmemError
 from zmem.history import AsOf, ensure_history, enabled, entity_filter, facts_at, resolve_as_of
@@ -21,7 +21,7 @@ CHANGED_SIMILAR = 60.0
 
 
 def _iso(t: int | None) -> str | None:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat() if t else None
+    return commit_time(t).isoformat() if t else None
 
 
 def require_history(ws: Workspace, conn) -> list[str]:
