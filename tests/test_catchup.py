@@ -69,6 +69,22 @@ def test_dirty_and_untracked_files_are_searchable_and_reverts_are_seen(ws):
     assert recall_json(ws, "kumquat")["results"] == [] and recall_json(ws, "quokka")["results"] == []
 
 
+def test_same_size_rewrite_with_its_mtime_put_back_is_seen(ws):
+    """mtime can be set back (touch -r, rsync --inplace -t); ctime cannot."""
+    import time
+    path = ws / "memory/2025-11-24.md"
+    time.sleep(2.1)  # past the window in which a new mtime is not trusted anyway
+    assert recall_json(ws, "gateway")["results"]
+    st = path.stat()
+    text = path.read_text()
+    with open(path, "r+") as f:  # same inode, same size
+        f.write(text.replace("gateway", "balloon"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    out = recall_json(ws, "balloon")
+    assert out["results"] and out["results"][0]["path"] == "memory/2025-11-24.md" and not out["stale"]
+
+
 def test_touch_without_change_is_cheap_and_correct(ws):
     index_json(ws)
     os.utime(ws / "memory/2025-11-24.md", None)

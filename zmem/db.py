@@ -218,6 +218,14 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
         "DELETE FROM blame_cache",  # keyed by content alone until now: those keys never match again
     ],
+    [
+        # ctime joins the stat signature: a file rewritten in place with the same size and its
+        # mtime put back (`touch -r`, `rsync --inplace -t`) changes only its ctime. Existing rows
+        # start at 0, so every file is re-hashed once.
+        "ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0",
+        "DROP INDEX files_stat",
+        "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino, ctime_ns)",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

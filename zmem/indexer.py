@@ -157,7 +157,7 @@ def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
     try:
         with IndexLock(ws, 0):
             with db.write_transaction(conn):
-                conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
+                conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
                                  [(*sig, rel) for rel, sig in restat.items()])
                 db.set_meta(conn, "snapshot_ns", str(checked_at))
     except LockTimeout:
@@ -185,7 +185,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         else:  # first commit, orphan branch, or the indexed commit was rewritten away and pruned
             full = True
     old_taken = db.get_meta(conn, "snapshot_ns")
-    restat: dict[str, tuple[int, int, int]] = {}
+    restat: dict[str, tuple[int, int, int, int]] = {}
     if full or not old_taken:
         candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)}
         candidates |= {p for (p,) in conn.execute("SELECT path FROM files")}
@@ -203,7 +203,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     known = _known_files(conn, candidates)
 
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
-    sigs: dict[str, tuple[int, int, int] | None] = {}
+    sigs: dict[str, tuple[int, int, int, int] | None] = {}
     for rel in sorted(candidates):
         data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) else None
         if data is None:
@@ -212,14 +212,14 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             continue
         blob = git_blob_id(data)
         if known.get(rel) == blob:
-            restat[rel] = sigs.get(rel) or (0, 0, 0)
+            restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
             continue
         todo.append((rel, data, blob))
 
     if todo or restat or dirs or indexed != (head or "") or full:
         store = VectorStore(conn)
         with db.write_transaction(conn):
-            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ? WHERE path = ?",
+            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
                              [(*sig, rel) for rel, sig in restat.items()])
             if full:
                 conn.execute("DELETE FROM dirs")
@@ -371,13 +371,13 @@ def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
         yield from pool.map(_prepare_args, args, chunksize=32)
 
 
-def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int] | None) -> None:
+def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int, int] | None) -> None:
     """Insert one prepared file's rows (the caller holds the transaction). sig: the file's stat
     signature taken before it was read."""
-    mtime, size, ino = sig if sig is not None else (0, size, 0)
-    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino) "
-                 "VALUES(?,?,?,?,?,?,?,?,?)",
-                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino))
+    mtime, size, ino, ctime = sig if sig is not None else (0, size, 0, 0)
+    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino, ctime_ns) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?)",
+                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino, ctime))
     for start, end, heading, tokens, text, bi, uni in p.rows:
         cur = conn.execute(
             "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",

@@ -43,12 +43,13 @@ def read_head(git_dir: str, common_dir: str) -> str | None:
     return None
 
 
-def stat_signature(path: Path) -> tuple[int, int, int] | None:
+def stat_signature(path: Path) -> tuple[int, int, int, int] | None:
+    """(mtime, size, inode, ctime): ctime because mtime can be set back, ctime cannot."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
 
 
 def memory_dirs(root: Path, tops: list[str]) -> list[str]:
@@ -74,7 +75,7 @@ class Changes:
 
     def __init__(self):
         self.files: set[str] = set()  # content differs, gone, or new
-        self.restat: dict[str, tuple[int, int, int]] = {}  # same content, new stat signature
+        self.restat: dict[str, tuple[int, int, int, int]] = {}  # same content, new stat signature
         self.dirs: set[str] = set()
         self.rehashed = 0  # files read because their stat was too close to the snapshot to trust
 
@@ -84,21 +85,22 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
     gone, and new memory files in directories whose mtime moved."""
     out = Changes()
     known = set()
-    suspects: dict[str, tuple[int, int, int] | None] = {}  # stat moved or too recent to trust
+    suspects: dict[str, tuple[int, int, int, int] | None] = {}  # stat moved or too recent to trust
     base = str(root) + os.sep  # plain strings: pathlib would triple the cost of 10,000 stats
     stat = os.stat
     racy = taken_ns - RACY_NS
     # the stat columns only (a covering index): blobs are read for the few suspects
-    for rel, mtime, size, ino in conn.execute("SELECT path, mtime_ns, size, ino FROM files"):
+    for rel, mtime, size, ino, ctime in conn.execute("SELECT path, mtime_ns, size, ino, ctime_ns FROM files"):
         known.add(rel)
         try:
             st = stat(base + rel, follow_symlinks=False)
         except OSError:
             out.files.add(rel)
             continue
-        if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != ino or mtime >= racy:
-            sig = (st.st_mtime_ns, st.st_size, st.st_ino)
-            suspects[rel] = None if sig == (mtime, size, ino) else sig
+        if st.st_mtime_ns != mtime or st.st_size != size or st.st_ino != ino or st.st_ctime_ns != ctime \
+                or mtime >= racy:
+            sig = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+            suspects[rel] = None if sig == (mtime, size, ino, ctime) else sig
     for rel, blob in _blobs(conn, list(suspects)):
         out.rehashed += 1
         try:
