@@ -163,8 +163,7 @@ def _check_can_write(repo: Repo, path, rel: str, commit: bool) -> None:
             raise ZmemError(f"a {op} is in progress in {repo.workdir}; the note was not written",
                             hint=f"finish it (`git {op} --continue`) or abort it (`git {op} --abort`), "
                                  "then append again")
-    conflicts = repo.git.index.conflicts
-    if conflicts is not None and repo.prefix + rel in conflicts:  # `git add` would mark it resolved
+    if repo.in_conflict(rel):  # `git add` would mark it resolved
         raise ZmemError(f"{rel} has unresolved conflicts; the note was not written",
                         hint=f"resolve them (edit the file, then `git add {rel}`), then append again")
     if commit and shutil.which("git") is None:
@@ -198,6 +197,6 @@ def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:
             result.warnings.append(f"{rel}: written but not committed: {problem}")
         return
     result.committed, result.commit = True, commit
-    if repo.git.head_is_detached:
+    if repo.head_is_detached():
         result.warnings.append(f"HEAD is detached: the note is committed at {commit[:10]} on no branch; "
                                f"`git branch NAME {commit[:10]}` keeps it")

@@ -64,6 +64,14 @@ class Repo:
     def is_ignored(self, rel: str) -> bool:
         return self.git.path_is_ignored(self.prefix + rel)
 
+    def in_conflict(self, rel: str) -> bool:
+        """Does the index hold unresolved conflict entries for this workspace path?"""
+        conflicts = self.git.index.conflicts
+        return conflicts is not None and self.prefix + rel in conflicts
+
+    def head_is_detached(self) -> bool:
+        return self.git.head_is_detached
+
     def git_dir(self) -> str:
         return str(Path(self.git.path).resolve())
 
