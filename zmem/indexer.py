@@ -157,11 +157,16 @@ def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
     try:
         with IndexLock(ws, 0):
             with db.write_transaction(conn):
-                conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
-                                 [(*sig, rel) for rel, sig in restat.items()])
+                _record_stats(conn, restat)
                 db.set_meta(conn, "snapshot_ns", str(checked_at))
     except LockTimeout:
         pass  # a writer is busy; it or the next command records them
+
+
+def _record_stats(conn, restat: dict[str, tuple[int, int, int, int]]) -> None:
+    """Store new stat signatures of files whose content is unchanged (the caller holds the transaction)."""
+    conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
+                     [(*sig, rel) for rel, sig in restat.items()])
 
 
 def _tops(ws: Workspace) -> list[str]:
@@ -219,8 +224,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     if todo or restat or dirs or indexed != (head or "") or full:
         store = VectorStore(conn)
         with db.write_transaction(conn):
-            conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
-                             [(*sig, rel) for rel, sig in restat.items()])
+            _record_stats(conn, restat)
             if full:
                 conn.execute("DELETE FROM dirs")
             record_dirs(ws.root, conn, dirs)
