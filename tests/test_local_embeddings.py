@@ -221,6 +221,7 @@ def test_embedder_errors(tmp_path, tiny_gguf, monkeypatch):
         LlamaEmbedder(str(tmp_path / "missing.gguf"))
     assert "model import" in e.value.hint
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if the extra were not installed
+    monkeypatch.setitem(sys.modules, "llama_cpp.llama_cpp", None)
     emb = LlamaEmbedder(str(tiny_gguf))
     with pytest.raises(EmbeddingError) as e:
         emb.embed(["x"])

@@ -1,13 +1,14 @@
-"""The `local` provider: a GGUF embedding model run by llama.cpp (llama-cpp-python, the optional
-extra `zmem[local]`). The only module that imports llama_cpp.
+"""The `local` provider: a GGUF embedding model run by llama.cpp through llama-cpp-python's ctypes
+bindings (the optional extra `zmem[local]`). The only module that imports llama_cpp.
 
-Measured on these machines (DESIGN.md §5): llama-cpp-python truncates input to n_batch, not to the
-model's positions, and a text longer than the model's context aborts the whole process (SIGABRT).
-So the context, n_batch and n_ubatch all equal the model's training context, and every text is cut
-to that many TOKENS here, keeping the trailing separator, before llama.cpp sees it. One sequence
-per decode (faster than packing here); flash attention where supported (1.5-2.5x)."""
+Measured on these machines (DESIGN.md §5): a text longer than the model's context aborts the whole
+process (SIGABRT). So the context, n_batch and n_ubatch all equal the model's training context, and
+every text is cut to that many TOKENS here, keeping the trailing separator, before llama.cpp sees
+it. One sequence per decode (faster than packing here); flash attention where supported (1.5-2.5x).
+The C API rather than the high-level `Llama` class: importing that costs ~200 ms per process."""
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import sys
@@ -60,60 +61,32 @@ class LlamaEmbedder(Embedder):
         return "llama.cpp"
 
     # -- loading
-    def _load(self):
+    def _load(self) -> "_Model":
         if self._llama is not None:
             return self._llama
         os.environ.setdefault("GGML_NO_BACKTRACE", "1")  # on an assert ggml would fork gdb (it once hung)
         try:
-            import llama_cpp
+            bindings = _bindings()
         except ImportError:
             raise EmbeddingError("the local provider needs llama-cpp-python",
                                  hint="pip install 'zmem[local]' (it builds llama.cpp, about 10 minutes on 2 cores)") from None
-        _silence(llama_cpp)
+        _silence(bindings)
         if self.check_in_child:
             _check_in_child(self.path, self.model)
-        pooling = getattr(llama_cpp, "LLAMA_POOLING_TYPE_UNSPECIFIED", -1)
-        # n_ctx=0 is the model's training context; n_batch = n_ubatch must cover the longest text.
-        # A vocab-only load does not report the training context, so open with BERT's usual 512
-        # and reopen in the rarer case the model's context differs.
-        llama = self._open(llama_cpp, 0, 512, pooling)
-        meta = getattr(llama, "metadata", None) or {}  # a binding without it: no check
-        arch = meta.get("general.architecture", "?")
-        if meta and f"{arch}.pooling_type" not in meta:  # embedding GGUFs say how to pool; chat models do not
-            _close(llama)
-            raise EmbeddingError(f"{self.path.name} is a {arch} model that declares no pooling type: not an embedding "
-                                 "model", hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
-        train = _train_context(llama)
-        n = min(train, MAX_TOKENS)
-        if llama.pooling_type() == getattr(llama_cpp, "LLAMA_POOLING_TYPE_NONE", 0):
-            pooling = llama_cpp.LLAMA_POOLING_TYPE_MEAN  # one vector per token otherwise
-        if n != llama.n_batch or pooling != getattr(llama_cpp, "LLAMA_POOLING_TYPE_UNSPECIFIED", -1):
-            _close(llama)
-            llama = self._open(llama_cpp, 0 if n == train else n, n, pooling)
-        self.max_tokens = min(n, llama.n_batch)  # llama-cpp-python lowers n_batch to the context
-        self._tail = _tail_specials(llama)
-        self._llama = llama
-        return llama
-
-    def _open(self, llama_cpp, n_ctx: int, n_batch: int, pooling: int):
         threads = self.threads or max(1, min(os.cpu_count() or 1, 8))
-        kw = dict(model_path=str(self.path), embedding=True, n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch,
-                  n_threads=threads, n_threads_batch=threads, pooling_type=pooling, verbose=False)
         try:
-            return llama_cpp.Llama(**kw, flash_attn=True)  # 1.5-2.5x faster where supported
-        except (TypeError, ValueError, RuntimeError):
-            pass  # a binding without the flag, or a backend without flash attention: try without
-        try:
-            return llama_cpp.Llama(**kw)
-        except (ValueError, RuntimeError) as e:
-            raise EmbeddingError(f"llama.cpp cannot load {self.path.name}: {e}",
-                                 hint="is it a GGUF embedding model? re-create it with `zmem model import DIR`") from None
+            self._llama = _Model(bindings, self.path, threads)
+        except AttributeError as e:  # a binding older than the C API used here
+            raise EmbeddingError(f"this llama-cpp-python lacks a llama.cpp function zmem needs ({e})",
+                                 hint="pip install -U 'zmem[local]'") from None
+        self.max_tokens = self._llama.n_ctx
+        self._tail = self._llama.tail_specials()
+        return self._llama
 
     # -- embedding
     def tokens(self, text: str) -> list[int]:
         """The token ids llama.cpp will see for `text`: with the model's specials, cut to its context."""
-        llama = self._load()
-        ids = llama.tokenize(text.encode("utf-8", "replace"), add_bos=True, special=False)
+        ids = self._load().tokenize(text.encode("utf-8", "replace"), specials=True)
         if len(ids) > self.max_tokens:
             tail = ids[len(ids) - self._tail:] if self._tail else []
             ids = ids[:self.max_tokens - len(tail)] + tail
@@ -121,53 +94,154 @@ class LlamaEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         with self._lock:
-            llama = self._load()
-            return [self._embed_one(llama, self.tokens(t)) for t in texts]
-
-    def _embed_one(self, llama, ids: list[int]) -> list[float]:
-        import llama_cpp
-        try:
-            batch, ctx = llama._batch, llama._ctx
-        except AttributeError:  # a binding without these internals: its own (n_batch-bounded) path
-            return list(llama.embed(llama.detokenize(ids).decode("utf-8", "replace"), truncate=True))
-        batch.reset()
-        batch.add_sequence(ids, 0, True)
-        ctx.kv_cache_clear()
-        try:
-            ctx.decode(batch)
-        except RuntimeError as e:
-            raise EmbeddingError(f"llama.cpp failed to embed a text of {len(ids)} tokens: {e}",
-                                 hint="re-create the model with `zmem model import DIR`") from None
-        finally:
-            batch.reset()
-        ptr = llama_cpp.llama_get_embeddings_seq(ctx.ctx, 0)
-        if not ptr:
-            raise EmbeddingError(f"llama.cpp returned no pooled embedding for {self.path.name}",
-                                 hint="is it an embedding model? re-create it with `zmem model import DIR`")
-        return list(ptr[:llama.n_embd()])
+            model = self._load()
+            return [model.embed(self.tokens(t)) for t in texts]
 
 
-def _train_context(llama) -> int:
+def _bindings():
+    """llama-cpp-python's ctypes bindings (llama_cpp.llama_cpp) without the package's __init__,
+    which imports the high-level Llama and with it numpy, jinja2 and diskcache: ~200 ms that every
+    `zmem recall` process would pay; the bindings alone take ~30 ms."""
+    import importlib.util
+    import types
+    if "llama_cpp.llama_cpp" in sys.modules:  # None: known to be missing
+        loaded = sys.modules["llama_cpp.llama_cpp"]
+        if loaded is None:
+            raise ImportError("llama_cpp")
+        return loaded
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("llama_cpp")
+    if "llama_cpp" in sys.modules:
+        import llama_cpp.llama_cpp as bindings
+        return bindings
+    package = types.ModuleType("llama_cpp")
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__spec__ = spec
+    sys.modules["llama_cpp"] = package
     try:
-        n = int(llama._model.n_ctx_train())
-    except (AttributeError, TypeError, ValueError):
-        n = 0
-    return n if n > 0 else int(llama.n_batch)  # llama-cpp-python caps n_batch at the context
+        import llama_cpp.llama_cpp as bindings
+    finally:
+        # a later `import llama_cpp` runs the real __init__, which reuses the loaded bindings
+        del sys.modules["llama_cpp"]
+    return bindings
 
 
-def _close(llama) -> None:
-    if hasattr(llama, "close"):
-        llama.close()
+class _Model:
+    """One GGUF embedding model and one llama.cpp context, driven through the C API.
 
+    Measured on these machines (DESIGN.md §5): a text longer than the context aborts the whole
+    process, so the context, n_batch and n_ubatch all equal the model's training context (capped
+    at MAX_TOKENS) and callers cut texts to n_ctx tokens. One sequence per decode."""
 
-def _tail_specials(llama) -> int:
-    """How many special tokens the tokenizer appends after the text ([SEP] for BERT)."""
-    plain = llama.tokenize(b"memory", add_bos=False, special=False)
-    full = llama.tokenize(b"memory", add_bos=True, special=False)
-    for i in range(len(full) - len(plain) + 1):
-        if full[i:i + len(plain)] == plain:
-            return len(full) - i - len(plain)
-    return 0
+    def __init__(self, bindings, path: Path, threads: int):
+        self.L = L = bindings
+        self.model = self.ctx = self.batch = None
+        L.llama_backend_init()
+        self.model = L.llama_model_load_from_file(str(path).encode(), L.llama_model_default_params())
+        if not self.model:
+            raise EmbeddingError(f"llama.cpp cannot load {path.name}",
+                                 hint="is it a GGUF embedding model? re-create it with `zmem model import DIR`")
+        try:
+            self._open_context(path, threads)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_context(self, path: Path, threads: int) -> None:
+        L = self.L
+        arch = self.meta("general.architecture") or "?"
+        pooling = self.meta(f"{arch}.pooling_type")
+        if pooling is None:  # embedding GGUFs say how to pool; chat models do not
+            raise EmbeddingError(f"{path.name} is a {arch} model that declares no pooling type: not an embedding "
+                                 "model", hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
+        train = int(L.llama_model_n_ctx_train(self.model))
+        self.n_ctx = min(train if train > 0 else 512, MAX_TOKENS)
+        params = L.llama_context_default_params()
+        params.n_ctx = params.n_batch = params.n_ubatch = self.n_ctx
+        params.n_seq_max = 1
+        params.n_threads = params.n_threads_batch = threads
+        params.embeddings = True
+        # a model that pools nothing would give one vector per token: mean-pool it
+        params.pooling_type = L.LLAMA_POOLING_TYPE_MEAN if pooling == "0" else L.LLAMA_POOLING_TYPE_UNSPECIFIED
+        if hasattr(params, "flash_attn_type"):  # 1.5-2.5x faster where the backend supports it
+            params.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_AUTO
+        self.ctx = L.llama_init_from_model(self.model, params)
+        if not self.ctx:
+            raise EmbeddingError(f"llama.cpp cannot create a context for {path.name}",
+                                 hint="is it a GGUF embedding model? re-create it with `zmem model import DIR`")
+        self.vocab = L.llama_model_get_vocab(self.model)
+        self.n_embd = int(L.llama_model_n_embd(self.model))
+        self.batch = L.llama_batch_init(self.n_ctx, 0, 1)
+        self.name = path.name
+        if hasattr(L, "llama_get_memory"):
+            memory = L.llama_get_memory(self.ctx)  # none for non-causal embedding models
+            self._clear_memory = (lambda: L.llama_memory_clear(memory, True)) if memory else (lambda: None)
+        else:  # bindings from before llama.cpp's memory API
+            self._clear_memory = lambda: L.llama_kv_self_clear(self.ctx)
+
+    def meta(self, key: str) -> str | None:
+        buf = ctypes.create_string_buffer(256)
+        n = self.L.llama_model_meta_val_str(self.model, key.encode(), buf, len(buf))
+        return buf.value.decode("utf-8", "replace") if n >= 0 else None
+
+    def tokenize(self, data: bytes, *, specials: bool) -> list[int]:
+        L = self.L
+        cap = len(data) + 8
+        while True:
+            out = (L.llama_token * cap)()
+            n = L.llama_tokenize(self.vocab, data, len(data), out, cap, specials, False)
+            if n >= 0:
+                return list(out[:n])
+            cap = -n
+
+    def tail_specials(self) -> int:
+        """How many special tokens the tokenizer appends after the text ([SEP] for BERT)."""
+        plain = self.tokenize(b"memory", specials=False)
+        full = self.tokenize(b"memory", specials=True)
+        for i in range(len(full) - len(plain) + 1):
+            if full[i:i + len(plain)] == plain:
+                return len(full) - i - len(plain)
+        return 0
+
+    def embed(self, ids: list[int]) -> list[float]:
+        L, batch = self.L, self.batch
+        batch.n_tokens = len(ids)
+        for i, token in enumerate(ids):
+            batch.token[i] = token
+            batch.pos[i] = i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = True
+        self._clear_memory()
+        rc = L.llama_decode(self.ctx, batch)
+        batch.n_tokens = 0
+        if rc != 0:
+            raise EmbeddingError(f"llama.cpp failed to embed a text of {len(ids)} tokens (error {rc})",
+                                 hint="re-create the model with `zmem model import DIR`")
+        ptr = L.llama_get_embeddings_seq(self.ctx, 0)
+        if not ptr:
+            raise EmbeddingError(f"llama.cpp returned no pooled embedding for {self.name}",
+                                 hint="is it an embedding model? re-create it with `zmem model import DIR`")
+        return list(ptr[:self.n_embd])
+
+    def close(self) -> None:
+        L = self.L
+        if self.batch is not None:
+            L.llama_batch_free(self.batch)
+            self.batch = None
+        if self.ctx:
+            L.llama_free(self.ctx)
+            self.ctx = None
+        if self.model:
+            L.llama_model_free(self.model)
+            self.model = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # at interpreter exit the bindings may be gone already
+            pass
 
 
 def _check_in_child(path: Path, model_id: str) -> None:
@@ -220,7 +294,6 @@ def _silence(llama_cpp) -> None:
     callback is kept alive in a global: llama.cpp calls it long after this function returns."""
     global _LOG_CALLBACK
     if _LOG_CALLBACK is None:
-        import ctypes
         _LOG_CALLBACK = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
         llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
 
