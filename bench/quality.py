@@ -24,14 +24,15 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 
-def configure(model_path: str | None, threads: int) -> None:
+def configure(model_path: str | None, threads: int, query_prefix: str, document_prefix: str) -> None:
     """A private user config selecting the local provider (the workspaces stay untouched)."""
     home = Path(tempfile.mkdtemp(prefix="zmem-quality-"))
     os.environ["XDG_CONFIG_HOME"] = str(home)
     if model_path:
         (home / "zmem").mkdir(parents=True)
         (home / "zmem" / "config.toml").write_text(
-            f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = {threads}\n')
+            f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = {threads}\n'
+            f'query_prefix = {json.dumps(query_prefix)}\ndocument_prefix = {json.dumps(document_prefix)}\n')
 
 
 def main() -> None:
@@ -41,13 +42,15 @@ def main() -> None:
     ap.add_argument("--fusion", default="weighted,rrf", help="fusion methods to try for hybrid")
     ap.add_argument("--model-path", help="GGUF embedding model for the local provider")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--query-prefix", default="", help='e.g. "search_query: " for nomic-embed-text')
+    ap.add_argument("--document-prefix", default="", help='e.g. "search_document: " for nomic-embed-text')
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--text-weight", type=float, default=0.7, help="weighted fusion: BM25 weight (vector: 1 - this)")
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     args = ap.parse_args()
-    configure(args.model_path, args.threads)
+    configure(args.model_path, args.threads, args.query_prefix, args.document_prefix)
 
     from zmem.embedding import run_embed_job
     from zmem.api import _query_vector

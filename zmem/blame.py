@@ -29,6 +29,8 @@ class BlamedRange:
     @property
     def citation(self) -> str:
         at = f"@{self.rev[:10]}" if self.rev else ""
+        if self.end_line < self.start_line:  # an empty file: no lines to cite
+            return f"{self.path}{at}"
         return f"{self.path}{at}#L{self.start_line}-L{self.end_line}"
 
     def to_json(self) -> dict:
@@ -43,6 +45,9 @@ def parse_target(ws: Workspace, conn, target: str, k: int = 3) -> list[tuple[str
     from zmem.reading import split_citation
     from zmem.workspace import normalize_rel
     t = target.strip()
+    if not t:
+        raise ZmemError("nothing to blame: the target is empty",
+                        hint="give a citation (memory/2025-11-27.md#L3), a fact id, or words to look for")
     if _FACT_ID.match(t):
         rows = conn.execute("SELECT path, start_line, end_line FROM facts WHERE fid = ?", (t,)).fetchall()
         if not rows:

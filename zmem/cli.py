@@ -730,6 +730,17 @@ def opinions(ctx, entity, as_json):
     for w in parsed.warnings:
         warn(w)
     rows = [o for o in parsed.opinions if not entity or entity_key(entity) in o.entity_keys]
+    if entity and not rows:  # a name no opinion uses: an entity by another spelling, or a typo
+        from zmem.entities import resolve_entity
+        from zmem.indexer import catch_up, open_index
+        conn = open_index(ws)
+        try:
+            for w in catch_up(ws, conn=conn).warnings:
+                warn(w)
+            key = resolve_entity(ws, conn, entity).key
+        finally:
+            conn.close()
+        rows = [o for o in parsed.opinions if key in o.entity_keys]
     if as_json:
         click.echo(json.dumps({"opinions": [o.to_json() for o in rows]}, ensure_ascii=False, indent=2))
         return
@@ -764,13 +775,14 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     with no new facts changes nothing and makes no commit.
     """
     import datetime as dt
+    from zmem.dates import commit_time, day_start
     from zmem.reflect import reflect as do_reflect
     from zmem.search import parse_when
     ws = _workspace(ctx)
     everything = bool(since) and since.strip().lower() == "all"
     when = None
     if since and not everything:
-        when = dt.datetime.combine(dt.date.fromisoformat(parse_when(since)), dt.time(), dt.timezone.utc)
+        when = commit_time(day_start(dt.date.fromisoformat(parse_when(since))))
     res = do_reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=not no_commit,
                      apply_proposals=apply_proposals, llm=llm)
     for w in res.warnings:
@@ -863,8 +875,7 @@ def log_cmd(ctx, target, since, as_json):
     is_path = target.lower().endswith(".md") and not target.startswith("@")
     conn = open_index(ws)
     try:
-        for w in catch_up(ws, conn=conn).warnings:
-            warn(w)
+        warnings = catch_up(ws, conn=conn).warnings
         if is_path:
             from zmem.repo import file_log
             from zmem.workspace import normalize_rel
@@ -872,10 +883,9 @@ def log_cmd(ctx, target, since, as_json):
             if rel is None or not ws.is_memory_path(rel):
                 raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
             from zmem.history import workspace_shallow_notes
-            for note in workspace_shallow_notes(ws):
-                warn(note)
+            warnings += workspace_shallow_notes(ws)
             from zmem.timeline import file_fact_changes
-            events = [{**e, "date": _iso_utc(e["time"])} for e in file_log(ws.root, rel)]
+            events = [{**e, "date": _iso_time(e["time"])} for e in file_log(ws.root, rel)]
             file_fact_changes(ws, events)
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
             kind = "file"
@@ -883,15 +893,17 @@ def log_cmd(ctx, target, since, as_json):
             from zmem.history import resolve_history_entity
             from zmem.timeline import entity_log, require_history
             from zmem.history import workspace_shallow_notes
-            for note in require_history(ws, conn) or workspace_shallow_notes(ws):
-                warn(note)
+            warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
             ent = resolve_history_entity(ws, conn, target)
             events = entity_log(ws, conn, ent.key, since=since_day)
             kind = "entity"
     finally:
         conn.close()
+    for w in warnings:
+        warn(w)
     if as_json:
-        click.echo(json.dumps({"target": target, "type": kind, "events": events}, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({"target": target, "type": kind, "events": events, "warnings": warnings},
+                              ensure_ascii=False, indent=2))
         return
     if not events:
         click.echo("no history", err=True)
@@ -908,6 +920,8 @@ def log_cmd(ctx, target, since, as_json):
             for f in fx.get("confidence", []):
                 click.echo(f"    ~ {f['kind']} c {f['old_confidence']:.2f} -> {f['confidence']:.2f}: "
                            f"{_one_line(f['text'], 60)}  (L{f['line']})")
+            for f in fx.get("moved", []):
+                click.echo(f"    > {f['kind']}: {_one_line(f['text'], 60)}  (moved to {f['to_path']}#L{f['to_line']})")
             for f in fx.get("retracted", []):
                 click.echo(f"    - {f['kind']}: {_one_line(f['text'], 70)}  (retracted)")
             continue
@@ -923,7 +937,7 @@ def log_cmd(ctx, target, since, as_json):
                    f"{_one_line(e['text'], 60)}{was}  — {e['source']}")
 
 
-def _iso_utc(t: int) -> str:
+def _iso_time(t: int) -> str:
     from zmem.dates import commit_time
     return commit_time(t).isoformat()
 
@@ -944,11 +958,10 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     ws = _workspace(ctx)
     conn = open_index(ws)
     try:
-        for w in catch_up(ws, conn=conn).warnings:
-            warn(w)
         from zmem.history import workspace_shallow_notes
-        for note in require_history(ws, conn) or workspace_shallow_notes(ws):
-            warn(note)
+        warnings = catch_up(ws, conn=conn).warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
+        for w in warnings:
+            warn(w)
         key = None
         if entity:
             from zmem.history import resolve_history_entity
@@ -957,7 +970,7 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     finally:
         conn.close()
     if as_json:
-        click.echo(json.dumps(d, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({**d, "warnings": warnings}, ensure_ascii=False, indent=2))
         return
     click.echo(f"from {d['from']['commit'][:10]} ({d['from']['date'][:10]}) to {d['to']['commit'][:10]} "
                f"({d['to']['date'][:10]})")

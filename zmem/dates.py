@@ -152,9 +152,26 @@ def event_range(text: str, default_year: int | dt.date | str | None = None) -> t
 
 
 def commit_time(t: int) -> dt.datetime:
-    """A git time (seconds since the epoch) as a UTC datetime. git accepts dates Python cannot hold
-    (before year 1, after 9999): those are clamped rather than crash a command."""
+    """A git time (seconds since the epoch) as an aware datetime in the local time zone, as
+    `git log --date=local` shows it (the days of --as-of and spans are local days too). git accepts
+    dates Python cannot hold (before year 1, after 9999): those are clamped rather than crash."""
     try:
-        return dt.datetime.fromtimestamp(t, dt.timezone.utc)
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc).astimezone()
     except (OverflowError, OSError, ValueError):
         return (dt.datetime.max if t > 0 else dt.datetime.min).replace(tzinfo=dt.timezone.utc)
+
+
+def day_start(day: dt.date) -> int:
+    """Local midnight at the start of `day`, in seconds since the epoch: a user's "2025-07-10"
+    includes their evening, as git's --until=2025-07-10 does."""
+    try:
+        return int(dt.datetime.combine(day, dt.time()).astimezone().timestamp())
+    except (OverflowError, OSError, ValueError):  # the far ends of the calendar: UTC is close enough
+        return int(dt.datetime.combine(day, dt.time(), dt.timezone.utc).timestamp())
+
+
+def day_end(day: dt.date) -> int:
+    """Local midnight at the end of `day` (exclusive), in seconds since the epoch."""
+    if day == dt.date.max:
+        return day_start(day) + 86400
+    return day_start(day + dt.timedelta(days=1))

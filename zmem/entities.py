@@ -43,7 +43,7 @@ class FactRow:
 
     @property
     def source(self) -> str:
-        end = f"-{self.end_line}" if self.end_line != self.start_line else ""
+        end = f"-L{self.end_line}" if self.end_line != self.start_line else ""
         return f"{self.path}#L{self.start_line}{end}"
 
     def to_json(self) -> dict:

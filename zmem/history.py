@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from zmem import db
 from zmem.chunking import chunk_text
-from zmem.dates import commit_time
+from zmem.dates import commit_time, day_end
 from zmem.entities import FactRow
 from zmem.errors import ZmemError
 from zmem.fts import cjk_columns
@@ -189,8 +189,7 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
                 raise  # a span, readable but too long: parse_when's own message says so
             raise ZmemError(f"{value!r} is neither a date nor a revision of this repository",
                             hint="use YYYY-MM-DD, 7d, or a commit, branch or tag (e.g. HEAD~3)") from None
-        # the end of that day in seconds: date arithmetic would overflow past 9999-12-31
-        cutoff = int(dt.datetime.combine(day, dt.time(), dt.timezone.utc).timestamp()) + 86400
+        cutoff = day_end(day)
         row = conn.execute("SELECT seq, sha, time, summary FROM hist_commits WHERE time < ? ORDER BY seq DESC LIMIT 1",
                            (cutoff,)).fetchone()
         if row is None:
@@ -233,7 +232,7 @@ class FactAt(FactRow):
 
     @property
     def source(self) -> str:
-        end = f"-{self.end_line}" if self.end_line != self.start_line else ""
+        end = f"-L{self.end_line}" if self.end_line != self.start_line else ""
         at = f"@{self.rev[:10]}" if self.rev else ""
         return f"{self.path}{at}#L{self.start_line}{end}"
 

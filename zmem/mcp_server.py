@@ -318,7 +318,7 @@ def _result(out: dict) -> CallToolResult:
 
 # zmem's messages and hints name CLI flags; over MCP they name the tool's parameters instead.
 _PARAMETER_WORDING = {
-    "memory_get": [(r"--from (\S+)", r"from=\1"), (r"--lines (\S+)", r"lines=\1"),
+    "memory_get": [(r"--lines (\S+)", r"lines=\1"),
                    (r"--scope private", "a server started with `zmem mcp --scope private`")],
     "memory_append": [
         (r"--confidence applies only", "confidence applies only"), (r"use it with --retain O", 'use it with retain="O"'),
@@ -374,13 +374,14 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if isinstance(e.__cause__, ValidationError) and not isinstance(e, UnexpectedToolError):
-                raise ToolError(_invalid_arguments(name, e.__cause__, self._tool_input_schema(name))) from e.__cause__
+                return _error(_invalid_arguments(name, e.__cause__, self._tool_input_schema(name)))
             raise
 
 
 def _tool_errors(memory: Memory):
     """Runs a tool under the workspace lock and turns every failure into a tool error the model
-    can read: zmem's message and hint for user errors, one line for anything else."""
+    can read: zmem's message and hint for user errors, one line for anything else. Errors are
+    returned, not raised: the SDK would prefix them with "Error executing tool …"."""
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
@@ -388,20 +389,22 @@ def _tool_errors(memory: Memory):
                 try:
                     return _result(fn(*args, **kwargs))
                 except ZmemError as e:
-                    raise ToolError(_for_tool(fn.__name__, e.message)
-                                    + (f"\nhint: {_for_tool(fn.__name__, e.hint)}" if e.hint else "")) from None
-                except ToolError:
-                    raise
+                    return _error(_for_tool(fn.__name__, e.message)
+                                  + (f"\nhint: {_for_tool(fn.__name__, e.hint)}" if e.hint else ""))
                 except Exception as e:  # noqa: BLE001 - the server must survive anything a tool does
                     if type(e).__module__.startswith(("sqlite3", "pysqlite3")):
                         memory.close()  # reopen next time
-                        raise ToolError(f"the index could not be used: {e}\nhint: run `zmem index --full` to "
-                                        "rebuild it from the Markdown files") from None
+                        return _error(f"the index could not be used: {e}\nhint: run `zmem index --full` to "
+                                      "rebuild it from the Markdown files")
                     log.exception("zmem mcp: %s failed", fn.__name__)
-                    raise ToolError(f"internal error: {type(e).__name__}: {e}\nhint: this is a bug in zmem; "
-                                    "the server's stderr has the traceback") from None
+                    return _error(f"internal error: {type(e).__name__}: {e}\nhint: this is a bug in zmem; "
+                                  "the server's stderr has the traceback")
         return run
     return decorate
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 Kind = Literal["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]

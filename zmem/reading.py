@@ -6,22 +6,22 @@ import re
 from zmem.errors import ZmemError
 from zmem.workspace import Workspace
 
-# path, then optionally @REV, then #Lx[-Ly] or :LINE
-_CITATION = re.compile(r"(.+?\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+))?", re.IGNORECASE)
+# path, then optionally @REV, then #Lx[-Ly] or :LINE[-LINE]
+_CITATION = re.compile(r"(.+?\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+)(?:-(\d+))?)?", re.IGNORECASE)
 
 
 def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
     """`memory/x.md@abc123#L3-L5` -> ("memory/x.md", "abc123", (3, 5)); parts are optional."""
     m = _CITATION.fullmatch(spec.strip())
     if not m:
-        if re.search(r"\.md(@[^#]*)?#", spec, re.IGNORECASE):  # a citation whose line part is malformed
-            raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5 (or PATH#L3)")
+        if re.search(r"\.md(@[^#:]*)?[#:]", spec, re.IGNORECASE):  # a citation whose line part is malformed
+            raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5 (or PATH#L3, PATH:3-5)")
         return spec, None, None
     path, rev = m.group(1), m.group(2)
     if not (m.group(3) or m.group(5)):
         return path, rev, None
     a = int(m.group(3) or m.group(5))
-    b = int(m.group(4)) if m.group(4) else a
+    b = int(m.group(4) or m.group(6) or a)
     if b < a or a < 1:
         raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5")
     return path, rev, (a, b)
@@ -68,7 +68,7 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
     lines = split_lines(text)
     if start > max(len(lines), 1):
         raise ZmemError(f"{rel} has {len(lines)} lines; line {start} is past the end",
-                        hint=f"use --from 1..{len(lines)}")
+                        hint=f"cite a line from 1 to {len(lines)}")
     chosen = lines[start - 1:start - 1 + count if count else None]
     end = start + len(chosen) - 1
     at = f"@{sha[:10]}" if sha else ""

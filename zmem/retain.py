@@ -24,14 +24,19 @@ from dataclasses import dataclass, field
 from zmem.dates import context_day, event_range
 from zmem.markdown import LIST_ITEM, QUOTE, scan_blocks, split_lines
 
-RETAIN_VERSION = 4  # bump when parsing changes: the index re-reads every file
+RETAIN_VERSION = 5  # bump when parsing changes: the index re-reads every file
 
 KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation", "R": "relation"}
 KIND_CODES = {name: code for code, name in KINDS.items()}
 RETAIN_HEADINGS = ("retain", "reter", "retener", "保留")
 
 # @Name: letters/digits (any script) with inner - _ . ' ; or @[Several Words]
-MENTION = re.compile(r"(?<![\w@])@(?:\[([^\[\]\n]{1,80})\]|([^\W_](?:[\w\-.'’]*\w)?))")
+# Combining marks, which \w does not match: Latin typed decomposed (e + U+0301), the vowel signs
+# of Indic scripts (राहुल), Thai, Hebrew and Arabic points. Without them a name stops at its first mark.
+_MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+          "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u0eb1-\u0ebc\u0ec8-\u0ecd\u0f18-\u0fbc\u1ab0-\u1aff"
+          "\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f")
+MENTION = re.compile(rf"(?<![\w@])@(?:\[([^\[\]\n]{{1,80}})\]|([^\W_](?:[\w\-.'’{_MARKS}]*[\w{_MARKS}])?))")
 _HEAD = re.compile(r"^([A-Za-z])(?=[\s(:]|$)")
 _ARG = re.compile(r"^\s*(c|confidence)\s*=\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
 _RELATION = re.compile(r"^(@\S+|@\[[^\]]+\])\s+([^\W\d][\w\-]*)\s+(@\S+|@\[[^\]]+\])\s*(?::\s*(.*))?$")
@@ -61,6 +66,8 @@ def _safe_name(name: str) -> str:
     """A name that is safe as one file name: no path separators (`/`, `\\` become `-`), no `..`,
     no control characters (they become spaces). Leading dots are stripped by the callers."""
     name = unicodedata.normalize("NFC", name.strip().lstrip("@"))
+    if name.startswith("[") and name.endswith("]"):  # `@[João Silva]` typed as an argument
+        name = name[1:-1].strip()
     name = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
     return re.sub(r"\.{2,}", ".", re.sub(r"[/\\]+", "-", name))
 

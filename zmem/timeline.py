@@ -71,19 +71,21 @@ def _confidence_changes(before: dict, now: dict) -> list[tuple]:
             and now[k].confidence is not None and abs(before[k].confidence - now[k].confidence) > 1e-9]
 
 
-def _pair_changes(removed: list, added: list) -> list[tuple]:
-    """(old, new) pairs of similar facts with shared entities; the rest stay removed/added."""
-    from rapidfuzz import fuzz
+def _pair_changes(removed: list, added: list, *, same_path: bool = False) -> list[tuple]:
+    """(old, new) pairs of similar facts with shared entities; the rest stay removed/added.
+    Similarity is over whole texts (not token sets: "Likes Lisbon" is not an edit of "Lives in
+    Lisbon and works on warelay"); same_path: an edit stays in its file (diff across files)."""
+    from rapidfuzz import fuzz, utils
     pairs = []
     for old in list(removed):
         best = None
         for new in added:
-            if new.kind != old.kind:
+            if new.kind != old.kind or (same_path and new.path != old.path):
                 continue
             ents_old, ents_new = {entity_key(e) for e in old.entities}, {entity_key(e) for e in new.entities}
             if (ents_old or ents_new) and not ents_old & ents_new:
                 continue
-            score = fuzz.token_set_ratio(old.text, new.text)
+            score = fuzz.ratio(old.text, new.text, processor=utils.default_process)
             if score >= CHANGED_SIMILAR and (best is None or score > best[0]):
                 best = (score, new)
         if best:
@@ -243,7 +245,7 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
     moved = _pair_moves(removed, added)
-    changed = _pair_changes(removed, added)
+    changed = _pair_changes(removed, added, same_path=True)
     repo = open_repo(ws.root)
     oa, ob = _opinions_at(repo, a, entity), _opinions_at(repo, b, entity)
     ops = []
@@ -307,8 +309,30 @@ def file_fact_changes(ws: Workspace, events: list[dict]) -> None:
         before, now = facts(parent, before_path), facts(e["commit"], e["path"])
         removed = [before[k] for k in before if k not in now]
         added = [now[k] for k in now if k not in before]
+        moved = []
+        arrivals = _arrivals(ws, repo, parent, e["commit"], e["path"], facts) if removed else {}
+        for f in list(removed):
+            went = arrivals.get(_move_key(f.kind, f.text, f.entities))
+            if went:
+                moved.append((f, *went.pop(0)))
+                removed.remove(f)
         changed = _pair_changes(removed, added)
         e["facts"] = {"added": [brief(f) for f in added],
                       "changed": [brief(n, old_text=o.text, old_confidence=o.confidence) for o, n in changed],
                       "confidence": [brief(n, old_confidence=o.confidence) for o, n in _confidence_changes(before, now)],
+                      "moved": [brief(o, to_path=path, to_line=n.start_line) for o, path, n in moved],
                       "retracted": [brief(f) for f in removed]}
+
+
+def _arrivals(ws: Workspace, repo, parent: str | None, sha: str, rel: str, facts) -> dict[tuple, list]:
+    """Facts that the commit `sha` added to memory files other than `rel`, by _move_key, as
+    (path, fact): where facts leaving `rel` in that commit went (`git mv`, or a cut and paste)."""
+    out: dict[tuple, list] = {}
+    for other, blob in repo.tree_changes(parent, sha):
+        if other == rel or blob is None or not ws.is_memory_path(other):
+            continue
+        before = facts(parent, other) if parent else {}
+        for k, f in facts(sha, other).items():
+            if k not in before:
+                out.setdefault(_move_key(f.kind, f.text, f.entities), []).append((other, f))
+    return out
