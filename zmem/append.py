@@ -10,12 +10,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from zmem.errors import ZmemError
-from zmem.markdown import ATX, split_lines
-from zmem.retain import KINDS, RETAIN_HEADINGS, parse_bullet
+from zmem.markdown import scan_blocks, split_lines
+from zmem.retain import KINDS, is_retain_heading, parse_bullet
 from zmem.repo import Repo, commit_paths, open_repo
 from zmem.workspace import Workspace
 
 NOTES_HEADINGS = ("notes",)
+# C0 control characters but tab, LF and CR: a NUL makes git take the log for a binary file (its
+# commit fails, and the index skips the whole log), and none of them belongs in a note
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 @dataclass
@@ -34,6 +37,9 @@ class Appended:
 
 def format_entry(text: str, retain: str | None = None, entities=(), confidence: float | None = None) -> str:
     """The Markdown line(s) for one entry. Pure; raises ZmemError on invalid input."""
+    _check_characters(text, "the text")
+    for name in entities:
+        _check_characters(name, "an --entity name")
     text = text.strip()
     if not text:
         raise ZmemError("nothing to append: the text is empty", hint='zmem append "Peter moved to Lisbon"')
@@ -63,6 +69,15 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
     return line + "\n"
 
 
+def _check_characters(text: str, what: str) -> None:
+    m = _CONTROL.search(text)
+    if m:
+        raise ZmemError(f"{what} contains the control character U+{ord(m.group()):04X} "
+                        f"(at character {m.start() + 1}); nothing was written",
+                        hint="remove NUL and other control characters (tab and newline are fine); "
+                             "a binary file is not a note")
+
+
 def _slug(name: str) -> str:
     name = name.strip().lstrip("@")
     if not name:
@@ -71,18 +86,19 @@ def _slug(name: str) -> str:
 
 
 def insert_entry(content: str, entry: str, day: str, retain: bool) -> tuple[str, int]:
-    """Put the entry at the end of its section (## Retain for facts, ## Notes otherwise),
-    creating the file's title and the section when missing. Returns (new content, 1-based line).
-    Existing lines keep their bytes; new lines take the file's line ending (its first line's)."""
+    """Put the entry at the end of its section (a Retain heading for facts, Notes otherwise, at
+    any level), creating the file's title and a `## ` section when missing. Returns (new content,
+    1-based line). Existing lines keep their bytes; new lines take the file's line ending (its first
+    line's)."""
     eol = "\r\n" if content.split("\n", 1)[0].endswith("\r") else "\n"
     lines = re.findall(r"[^\n]*\n|[^\n]+\Z", content) or [f"# {day}"]
     if not lines[-1].endswith("\n"):  # an unterminated last line: lines are about to follow it
         lines[-1] += eol
     bare = split_lines("".join(lines))  # the same lines without their endings
-    section = _find_section(bare, RETAIN_HEADINGS if retain else NOTES_HEADINGS)
+    section = _find_section(bare, is_retain_heading if retain else _is_notes_heading)
     entry_lines = entry.rstrip("\n").split("\n")
     heading = "## Retain" if retain else "## Notes"
-    retain_at = None if retain or section else _find_section(bare, RETAIN_HEADINGS)
+    retain_at = None if retain or section else _find_section(bare, is_retain_heading)
     if section is not None:
         at, new, before = section[1], entry_lines, 0  # section[1]: after its last non-blank line
     elif retain_at is not None:  # notes go before the Retain section, which stays last
@@ -97,23 +113,28 @@ def insert_entry(content: str, entry: str, day: str, retain: bool) -> tuple[str,
     return "".join(lines), at + before + 1
 
 
-def _find_section(lines: list[str], names) -> tuple[int, int] | None:
-    """(heading index, index after the last non-blank line) of the first `## name` section. Only
-    unindented headings count: an appended multi-line entry's continuation lines are indented, so a
-    `## Steps` line inside an earlier entry neither starts nor ends a section."""
-    for i, line in enumerate(lines):
-        m = ATX.match(line) if line.startswith("#") else None
-        if m and len(m.group(1)) == 2 and (m.group(2) or "").strip().lower() in names:
-            j = i + 1
-            last = i + 1
-            while j < len(lines):
-                n = ATX.match(lines[j]) if lines[j].startswith("#") else None
-                if n and len(n.group(1)) <= 2:
-                    break
-                if lines[j].strip():
-                    last = j + 1
-                j += 1
-            return i, last
+def _is_notes_heading(title: str) -> bool:
+    return title.strip().rstrip(":：").strip().casefold() in NOTES_HEADINGS
+
+
+def _find_section(lines: list[str], is_name) -> tuple[int, int] | None:
+    """(index of its heading's first line, index after its last block) of the first section whose
+    heading (ATX or setext, any level) is_name accepts. The blocks are the ones chunking and the
+    Retain parser see: a `# comment` inside a code fence (``` or ~~~) is code, not a heading, and
+    an appended multi-line entry's indented continuation lines belong to its list item. A section
+    ends at the next heading of its level or above; a Notes section also at a Retain heading, so a
+    note never lands among the facts."""
+    blocks = scan_blocks(lines)
+    for k, block in enumerate(blocks):
+        if block.kind != "heading" or not is_name(block.title):
+            continue
+        last = block.end  # 1-based end line == 0-based index after it
+        for later in blocks[k + 1:]:
+            if later.kind == "heading" and (later.level <= block.level
+                                            or (is_name is not is_retain_heading and is_retain_heading(later.title))):
+                break
+            last = later.end
+        return block.start - 1, last
     return None
 
 

@@ -1179,8 +1179,10 @@ def _install_hooks(root, *, quiet_if_unchanged=False, quiet=False) -> None:
 def _install(root) -> list[str]:
     from zmem import hooks as hooks_lib
     from zmem.repo import open_repo, register_workspace
+    # hooks run at the repository's top: register a subdirectory workspace so they find it, also
+    # when core.hooksPath makes install refuse (a husky hook that runs `zmem hook` needs it too)
+    register_workspace(open_repo(Path(root)))
     names = hooks_lib.install(root)
-    register_workspace(open_repo(Path(root)))  # hooks run at the repository's top; find us there
     skipped = [n for n in hooks_lib.HOOK_NAMES if n not in names]
     if skipped:
         warn(f"left {', '.join(skipped)} alone: a foreign hook and an older saved one ({hooks_lib.PREV_SUFFIX}) "

@@ -15,10 +15,26 @@ _GIT_HOOK_ENV = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
 
 
 def run_hook(directory, name: str, args: list[str], *, lock_timeout: float = 1.0) -> None:
+    """Catch up every workspace of the repository. Never raises: whatever goes wrong (even finding
+    the workspaces) is logged, and git's command still succeeds."""
     for var in _GIT_HOOK_ENV:
         os.environ.pop(var, None)
-    for ws in _workspaces(directory):
+    try:
+        workspaces = _workspaces(directory)
+    except Exception as e:  # noqa: BLE001 - a hook must never fail the git command
+        _failed(_fallback_state_dir(directory), name, args, e)
+        return
+    for ws in workspaces:
         _catch_up_one(ws, name, args, lock_timeout)
+
+
+def _fallback_state_dir(directory) -> Path | None:
+    """Where to log when the workspaces could not be found: an existing .zmem/ where the hook runs."""
+    try:
+        state = Path(directory or os.getcwd()) / ".zmem"
+        return state if state.is_dir() else None
+    except OSError:
+        return None
 
 
 def _workspaces(directory):
@@ -33,15 +49,22 @@ def _workspaces(directory):
         if looks_like_workspace(top):
             ws = find_workspace(top)
             found[ws.root] = ws
-    except ZmemError:
-        pass
+    except ZmemError as e:
+        if (top / ".zmem").is_dir():
+            _log(top / ".zmem", f"skipped: {e.message}")
     try:
         repo = open_repo(top)
-        for rel in registered_workspaces(repo):
-            ws = find_workspace(repo.workdir / rel)
-            found.setdefault(ws.root, ws)
     except ZmemError:
-        pass
+        return list(found.values())
+    for rel in registered_workspaces(repo):
+        try:  # one registered workspace gone or broken must not hide the others
+            ws = find_workspace(repo.workdir / rel)
+        except ZmemError as e:
+            state = repo.workdir / rel / ".zmem"
+            if state.is_dir():  # still a workspace (an invalid zmem.toml, …): say why it was skipped
+                _log(state, f"skipped: {e.message}")
+            continue
+        found.setdefault(ws.root, ws)
     return list(found.values())
 
 
@@ -59,8 +82,17 @@ def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
         if problems:
             _log(ws.state_dir, f"{name}: " + "; ".join(problems))
     except Exception as e:  # noqa: BLE001 - a hook must never fail the git command
-        _log(ws.state_dir, f"{name} {' '.join(args)}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
-        print(f"zmem: hook {name} failed: {e} (see .zmem/hook.log; `zmem index` repairs)", file=sys.stderr)
+        _failed(ws.state_dir, name, args, e)
+
+
+def _failed(state_dir: Path | None, name: str, args: list[str], e: Exception) -> None:
+    if state_dir is not None:
+        _log(state_dir, f"{name} {' '.join(args)}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+    try:
+        print(f"zmem: hook {name} failed: {type(e).__name__}: {e} (see .zmem/hook.log; `zmem index` repairs)",
+              file=sys.stderr)
+    except (OSError, ValueError):
+        pass
 
 
 def _log(state_dir: Path, message: str) -> None:

@@ -69,6 +69,19 @@ class Repo:
         conflicts = self.git.index.conflicts
         return conflicts is not None and self.prefix + rel in conflicts
 
+    def in_index(self, rel: str) -> bool:
+        """Does git's index (the staging area, as it is on disk now) hold this workspace path?"""
+        try:
+            self.git.index.read()
+            return self.prefix + rel in self.git.index
+        except (pygit2.GitError, OSError, ValueError):
+            return False
+
+    def in_head(self, rel: str) -> bool:
+        """Does HEAD's tree hold this workspace path?"""
+        head = self.head()
+        return head is not None and self._entry_at(head, rel) is not None
+
     def head_is_detached(self) -> bool:
         return self.git.head_is_detached
 
@@ -149,12 +162,15 @@ class Repo:
         except (KeyError, ValueError):  # parent missing (shallow): treat as a root commit
             return [(rel, blob) for rel, blob in self.tree_files(sha).items()]
         out = []
+        link = pygit2.enums.FileMode.LINK  # symlinks are not notes (tree_files skips them too)
         for d in old.diff_to_tree(new).deltas:
-            if d.old_file.path != d.new_file.path or d.status == pygit2.enums.DeltaStatus.DELETED:
+            deleted = d.status == pygit2.enums.DeltaStatus.DELETED
+            # a note that became a symlink is gone from the notes (its path is ended)
+            if d.old_file.path != d.new_file.path or deleted or d.new_file.mode == link:
                 rel = self.to_ws(d.old_file.path)
                 if rel:
                     out.append((rel, None))
-            if d.status != pygit2.enums.DeltaStatus.DELETED:
+            if not deleted and d.new_file.mode != link:
                 rel = self.to_ws(d.new_file.path)
                 if rel:
                     out.append((rel, str(d.new_file.id)))
@@ -191,12 +207,24 @@ class Repo:
         return CommitInfo(str(c.id), c.commit_time, c.author.name, c.message.split("\n", 1)[0],
                           str(c.parent_ids[0]) if c.parent_ids else None)
 
-    def file_at(self, sha: str, rel: str) -> bytes | None:
+    def _entry_at(self, sha: str, rel: str):
         try:
-            entry = self.git[sha].peel(pygit2.Tree)[self.prefix + rel]
+            return self.git[sha].peel(pygit2.Tree)[self.prefix + rel]
         except (KeyError, ValueError):
             return None
-        return self.git[entry.id].data if entry.type_str == "blob" else None
+
+    def file_at(self, sha: str, rel: str) -> bytes | None:
+        """A note's bytes at a commit; None when it is not a regular file there (absent, a
+        directory, or a symlink: symlinks are never notes, in history as in the work tree)."""
+        entry = self._entry_at(sha, rel)
+        if entry is None or entry.type_str != "blob" or entry.filemode == pygit2.enums.FileMode.LINK:
+            return None
+        return self.git[entry.id].data
+
+    def is_symlink_at(self, sha: str, rel: str) -> bool:
+        """Is this workspace path a symlink in the commit's tree? (why file_at returned None)"""
+        entry = self._entry_at(sha, rel)
+        return entry is not None and entry.filemode == pygit2.enums.FileMode.LINK
 
 
 @dataclass
@@ -235,7 +263,10 @@ def init_repo(root: Path) -> bool:
         if git.is_bare:
             raise WorkspaceError(f"bare repository: {root}", hint="clone it into a work tree first")
         return False
-    pygit2.init_repository(str(root), initial_head="main")
+    try:
+        pygit2.init_repository(str(root), initial_head="main")
+    except pygit2.GitError as e:  # e.g. no permission to create .git
+        raise WorkspaceError(f"git init failed in {root}: {e}", hint="check that the directory is writable") from e
     return True
 
 
@@ -266,14 +297,26 @@ def register_workspace(repo: Repo) -> None:
         return
     rel = repo.prefix.rstrip("/")
     if rel not in registered_workspaces(repo):
-        repo.git.config.set_multivar(WORKSPACE_KEY, "^$", rel)
+        try:
+            repo.git.config.set_multivar(WORKSPACE_KEY, "^$", rel)
+        except (pygit2.GitError, OSError) as e:
+            raise WorkspaceError(f"cannot record the workspace {rel} in the repository's git config: {e}",
+                                 hint=f"git config --add {WORKSPACE_KEY} {rel}") from e
 
 
 def registered_workspaces(repo: Repo) -> list[str]:
+    """The registered subdirectory workspaces (repository-relative). pygit2's get_multivar yields
+    str in the versions zmem runs with, ConfigEntry objects (`.value`) in some others: take both."""
     try:
-        return [e.value for e in repo.git.config.get_multivar(WORKSPACE_KEY)]
+        values = list(repo.git.config.get_multivar(WORKSPACE_KEY))
     except (KeyError, pygit2.GitError):
         return []
+    out = []
+    for v in values:
+        v = v if isinstance(v, str) else getattr(v, "value", None)
+        if isinstance(v, str) and v.strip() and v not in out:
+            out.append(v)
+    return out
 
 
 ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
@@ -328,11 +371,23 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
     env = git_env(repo)
     deadline = time.monotonic() + retry_seconds
     while True:
-        add = subprocess.run(["git", "add", "-A", "--", *paths], cwd=root, env=env, capture_output=True, text=True)
-        # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit
-        proc = add if add.returncode else subprocess.run(
-            ["git", "commit", "--quiet", "-F", "-", "--", *paths], cwd=root, env=env, input=message,
-            capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
+        # `git add` fails on a path gone from both the work tree and the index (a `git rm`, or a
+        # `git mv` away, already staged), and `git commit -- PATH` on one git knows nowhere: each
+        # gets only the paths it can take, so a staged deletion is still committed
+        addable = [p for p in paths if os.path.lexists(Path(root) / p) or repo.in_index(p)]
+        add = subprocess.run(["git", "add", "-A", "--", *addable], cwd=root, env=env, capture_output=True,
+                             text=True) if addable else None
+        if add is not None and add.returncode:
+            proc = add
+        else:
+            repo = open_repo(root)  # the index as `git add` left it
+            known = [p for p in paths if repo.in_index(p) or repo.in_head(p)]
+            if not known:
+                return None, "nothing to commit: none of these paths exists or is known to git"
+            # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit
+            proc = subprocess.run(
+                ["git", "commit", "--quiet", "-F", "-", "--", *known], cwd=root, env=env, input=message,
+                capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
         if proc.returncode == 0:
             return open_repo(root).head(), None
         err = (proc.stderr or proc.stdout).strip()

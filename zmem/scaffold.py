@@ -29,7 +29,17 @@ class InitReport:
 
 
 def init_layout(root: Path) -> InitReport:
-    """Create what is missing of the layout; never overwrite. Idempotent."""
+    """Create what is missing of the layout; never overwrite. Idempotent. File system errors (a
+    path under a regular file, no permission, a full disk) are a ZmemError naming the path."""
+    try:
+        return _init_layout(root)
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename is not None and str(e.filename) != str(root) else ""
+        raise ZmemError(f"cannot create the workspace {root}: {e.strerror or e}{where}",
+                        hint="pass a directory that can be created and written (not a path under a file)") from e
+
+
+def _init_layout(root: Path) -> InitReport:
     if root.exists() and not root.is_dir():
         raise ZmemError(f"not a directory: {root}", hint="pass a directory to `zmem init`")
     root.mkdir(parents=True, exist_ok=True)

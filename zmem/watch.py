@@ -44,6 +44,7 @@ WATCH_MASK = (IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | 
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
 
 POLL_SECONDS = 1.0
+COMMIT_ATTEMPTS = 3  # a memory file git keeps refusing is left uncommitted after this many tries
 MERGE_MARKERS = ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD")
 
 
@@ -267,6 +268,11 @@ class WatchEvent:
         return out
 
 
+def _commit_message(files: list[str]) -> str:
+    subject = f"zmem watch: {files[0]}" if len(files) == 1 else f"zmem watch: {len(files)} memory files"
+    return subject + "\n\n" + "\n".join(files) + "\n"
+
+
 def merge_in_progress(git_dir: Path) -> str | None:
     """The marker that shows a merge, rebase, cherry-pick or revert in progress, else None."""
     for marker in MERGE_MARKERS:
@@ -298,6 +304,7 @@ class Watcher:
         self.dirty_since: float | None = None  # first change not indexed yet
         self.last_change: float | None = None
         self.pending: set[str] = set()  # memory files changed since the last commit
+        self.failed_commits: dict[str, int] = {}  # pending file -> failed commit attempts since it changed
         self.commit_retry_at = 0.0
         self.blocked: str | None = None  # why the last commit attempt did not happen
         self.events = 0
@@ -315,7 +322,7 @@ class Watcher:
         if "zmem.toml" in paths:
             self._reload_config()
         if self.commit:
-            self.pending |= {p for p in paths if self.ws.is_memory_path(p)}
+            self._add_pending({p for p in paths if self.ws.is_memory_path(p)})
         if self.dirty_since is None:
             self.dirty_since = now
         self.last_change = now
@@ -350,6 +357,8 @@ class Watcher:
             result = catch_up(self.ws)
         except ZmemError as e:
             self._check_root()
+            if startup:  # not a git repository, a broken .zmem, …: fail before "watching", like any command
+                raise
             self._error(e.message)
             self._retry_index()
             return
@@ -365,7 +374,7 @@ class Watcher:
             return
         files = sorted(set(result.updated) | set(result.removed))
         if self.commit and not startup:  # --commit commits what changed while watching
-            self.pending |= {p for p in files if self.ws.is_memory_path(p)}
+            self._add_pending({p for p in files if self.ws.is_memory_path(p)})
         elif self.commit:  # … and the memory files already uncommitted at start (with the first quiet period)
             self.pending |= self._dirty_at_start()
         if files:
@@ -385,16 +394,27 @@ class Watcher:
         self.dirty_since = self.dirty_since or now
         self.last_change = now
 
+    def _add_pending(self, paths: set[str]) -> None:
+        """Files changed again: commit them (again), with a fresh count of attempts."""
+        self.pending |= paths
+        for p in paths:
+            self.failed_commits.pop(p, None)
+
     def commit_pending(self) -> None:
         from zmem.repo import commit_paths, open_repo
         t0 = time.perf_counter()
         try:
             repo = open_repo(self.ws.root)
-            files = sorted(p for p in repo.dirty_paths() & self.pending if self.ws.is_memory_path(p))
+            dirty = repo.dirty_paths()
         except ZmemError as e:
             self._blocked(e.message, retry=self.commit_after)
             return
-        if not files:  # committed meanwhile by someone else, or changed back
+        # committed meanwhile by someone else, or changed back: nothing left to commit there
+        for p in self.pending - dirty:
+            self.pending.discard(p)
+            self.failed_commits.pop(p, None)
+        files = sorted(p for p in self.pending if self.ws.is_memory_path(p))
+        if not files:
             self.pending.clear()
             self.blocked = None
             return
@@ -404,21 +424,51 @@ class Watcher:
                           f"({marker} in the git directory); retrying until it is over",
                           retry=min(self.commit_after, 5.0), files=files)
             return
-        subject = f"zmem watch: {files[0]}" if len(files) == 1 else f"zmem watch: {len(files)} memory files"
-        message = subject + "\n\n" + "\n".join(files) + "\n"
-        sha, problem = commit_paths(self.ws.root, files, message)
-        if sha is None:
-            self._blocked(f"memory files not committed: {problem}", retry=self.commit_after)
+        sha, problem = commit_paths(self.ws.root, files, _commit_message(files))
+        commits: list[tuple[str, list[str]]] = [(sha, files)] if sha else []
+        failed = {} if sha else {f: problem for f in files}
+        if sha is None and len(files) > 1 and "index.lock" not in (problem or ""):
+            # one file git refuses must not hold back the others: then one commit per file
+            # (not when another git held the index all along: every file would wait for it again)
+            commits, failed = [], {}
+            for f in files:
+                one, why = commit_paths(self.ws.root, [f], _commit_message([f]))
+                if one:
+                    commits.append((one, [f]))
+                else:
+                    failed[f] = why
+        for one, group in commits:
+            self.pending.difference_update(group)
+            for f in group:
+                self.failed_commits.pop(f, None)
+            self._count(WatchEvent("committed", group, commit=one, seconds=time.perf_counter() - t0))
+        if commits:
+            from zmem.indexer import catch_up
+            try:
+                catch_up(self.ws)  # record the new HEAD (blobs are unchanged: nothing is reindexed)
+            except Exception:  # noqa: BLE001 - the next change or reader catches up anyway
+                pass
+        if not failed:
+            self.pending.clear()
+            self.blocked = None
+            self.commit_retry_at = 0.0
             return
-        self.pending.clear()
-        self.blocked = None
-        self.commit_retry_at = 0.0
-        self._count(WatchEvent("committed", files, commit=sha, seconds=time.perf_counter() - t0))
-        from zmem.indexer import catch_up
-        try:
-            catch_up(self.ws)  # record the new HEAD (blobs are unchanged: nothing is reindexed)
-        except Exception:  # noqa: BLE001 - the next change or reader catches up anyway
-            pass
+        why = next(iter(failed.values()))
+        given_up = []
+        for f in sorted(failed):
+            self.failed_commits[f] = self.failed_commits.get(f, 0) + 1
+            if self.failed_commits[f] >= COMMIT_ATTEMPTS:  # never wedge the watcher on one file
+                given_up.append(f)
+                self.pending.discard(f)
+                del self.failed_commits[f]
+        if given_up:
+            self._error(f"gave up committing {', '.join(given_up)} after {COMMIT_ATTEMPTS} attempts "
+                        f"(left uncommitted until changed again): {why}", files=given_up)
+        if self.pending:
+            self._blocked(f"memory files not committed: {why}", retry=self.commit_after, files=sorted(failed))
+        else:
+            self.blocked = None
+            self.commit_retry_at = 0.0
 
     def _blocked(self, why: str, retry: float, files=None) -> None:
         self.commit_retry_at = self.clock() + retry
