@@ -309,7 +309,7 @@ def test_committed_symlinks_are_not_notes_in_history(ws):
     commit_all(ws, "now a symlink")
     assert zmem_proc("-C", str(ws), "index", "--history").returncode == 0
 
-    _refused(zmem_proc("-C", str(ws), "get", "memory/2025-06-04.md", "--rev", "HEAD"), "memory/2025-06-04.md")
+    _refused(zmem_proc("-C", str(ws), "get", "memory/2025-06-04.md", "--rev", "HEAD"), "symlink")
     _refused(zmem_proc("-C", str(ws), "get", "memory/2025-06-04.md"), "symlink")
     assert "real note" in zmem_proc("-C", str(ws), "get", "memory/2025-06-04.md", "--rev", real).stdout
 

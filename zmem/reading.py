@@ -56,6 +56,9 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
         if sha is None:
             raise ZmemError(f"unknown revision {rev!r}", hint="use a commit, branch or tag of this repository")
         data = repo.file_at(sha, rel)
+        if data is None and repo.is_symlink_at(sha, rel):
+            raise ZmemError(f"{rel} is a symlink at {sha[:10]}; zmem does not read through symlinks",
+                            hint="cite the file it points to")
         if data is None:
             raise ZmemError(f"{rel} does not exist at {sha[:10]}",
                             hint=f"`zmem log {rel}` shows the commits that touched it")
