@@ -270,8 +270,14 @@ def test_doctor_checks_opinions_and_page_markers(ws):
     _log(ws, "2025-11-24", "- W @Ana: Likes jazz.\n- W @Bo: Plays drums.\n- W @Cy: Sings.\n",
          "2025-11-24T10:00:00+00:00")
     res, err = _json(["-C", str(ws), "reflect", "--json"])
-    assert res["files"] == ["bank/entities/Cy.md"] and "markers are unbalanced" in err and "two zmem blocks" in err
+    assert res["files"] == ["bank/entities/Cy.md", "bank/opinions.md"]
+    assert "markers are unbalanced" in err and "two zmem blocks" in err
     assert (ws / "bank/entities/Ana.md").read_text() == "# Ana\n\n<!-- zmem:end -->\nhuman text\n"
+    # the hand-written evidence cites a fact no note holds: only that line changes, marked retracted
+    assert (ws / "bank/opinions.md").read_text() == (
+        "# Opinions\n\n## Likes jazz.\n- entities: Ana\n- confidence: high\n- evidence:\n"
+        "  - supports memory/2025-11-24.md#L4 (fact 3a9f1c2b07, c=1.50, retracted): Likes jazz.\n"
+        "  - supports somewhere\n")
 
 
 def test_entity_shows_the_pages_own_text(ws):

@@ -7,9 +7,12 @@
     - evidence:
       - supports memory/2025-11-27.md#L12 (fact 3a9f1c2b07, c=0.95): Prefers concise replies …
       - contradicts memory/2025-12-03.md#L9 (fact 77ab0912aa, c=0.80): No longer prefers …
+      - supports memory/2025-11-20.md@1a2b3c4d5e#L4 (fact 0c1d2e3f4a, c=0.60, retracted): Prefers short …
 
 The heading is the statement. `zmem reflect` adds evidence from new `O` facts and moves confidence
 by the rule in `update()`; people may edit any of it (their wording and lines it does not know are kept).
+Evidence whose fact is gone from the notes stays, marked `retracted` and cited where it last was
+(`path@commit#Lnn`), and no longer counts (derive()).
 Parsing is pure and never raises; problems come back as warnings naming file and line.
 """
 from __future__ import annotations
@@ -31,21 +34,24 @@ CONTRADICT_RATE = 0.3     # a contradicting fact moves c down by CONTRADICT_RATE
 
 _FIELD = re.compile(r"^- ([a-z_]+):\s*(.*)$")
 _EVIDENCE = re.compile(r"^\s+- (supports|contradicts) (\S+#L\d+(?:-\d+)?) \(fact ([0-9a-f]{6,40})"
-                       r"(?:, c=([0-9.]+))?\)(?::\s*(.*))?$")
+                       r"(?:, c=([0-9.]+))?(, retracted)?\)(?::\s*(.*))?$")
 
 
 
 @dataclass
 class Evidence:
     relation: str             # supports | contradicts
-    citation: str             # path#Lnn
+    citation: str             # path#Lnn (path@commit#Lnn once retracted: where the fact last was)
     fact: str                 # fact id
     strength: float | None
     text: str = ""
+    retracted: bool = False   # the fact is gone from the notes: kept for the record, no longer counts
+    line: int = 0             # its line in the file (0: new)
 
     def render(self) -> str:
         c = f", c={self.strength:.2f}" if self.strength is not None else ""
-        return f"  - {self.relation} {self.citation} (fact {self.fact}{c})" + (f": {_short(self.text)}" if self.text else "")
+        r = ", retracted" if self.retracted else ""
+        return f"  - {self.relation} {self.citation} (fact {self.fact}{c}{r})" + (f": {_short(self.text)}" if self.text else "")
 
 
 @dataclass
@@ -57,16 +63,29 @@ class Opinion:
     evidence: list[Evidence] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)   # lines a person wrote that zmem does not read
     line: int = 0                                     # the heading's line in the file (0: new)
+    confidence_line: int = 0                          # the line of a readable `- confidence:` (0: none)
 
     @property
     def entity_keys(self) -> set[str]:
         return {entity_key(e) for e in self.entities}
 
+    @property
+    def retracted(self) -> bool:
+        """Every fact behind it is gone from the notes (an opinion written by hand, with no evidence, is not)."""
+        return bool(self.evidence) and all(e.retracted for e in self.evidence)
+
+    @property
+    def follows_evidence(self) -> bool:
+        """Is its confidence the one its evidence gives (derive())? False when a person set it by hand
+        or wrote the opinion with a confidence of their own."""
+        return bool(self.evidence) and abs(self.confidence - derive(self.evidence)) < 0.005
+
     def to_json(self) -> dict:
         return {"statement": self.statement, "entities": self.entities, "confidence": round(self.confidence, 2),
                 "updated": self.updated, "source": f"{OPINIONS_PATH}#L{self.line}" if self.line else None,
                 "evidence": [{"relation": e.relation, "source": e.citation, "fact": e.fact,
-                              "strength": e.strength, "text": e.text} for e in self.evidence]}
+                              "strength": e.strength, "text": e.text, "retracted": e.retracted}
+                             for e in self.evidence]}
 
     def render(self) -> str:
         out = [f"## {self.statement}",
@@ -87,14 +106,29 @@ class OpinionsFile:
     sections: list[list[str]]  # each opinion's original lines (unchanged opinions are written back as they were)
     warnings: list[str]
 
-    def render(self, changed: set[int]) -> str:
+    def render(self, changed: set[int], patched: set[int] = frozenset()) -> str:
+        """changed: opinions written anew from the model; patched: only their evidence lines and
+        confidence that differ are rewritten, every other line stays as the person wrote it."""
         parts = ["\n".join(self.preamble).rstrip("\n") + "\n" if self.preamble else HEADER]
         for i, op in enumerate(self.opinions):
             if i in changed or i >= len(self.sections):
                 parts.append(op.render())
             else:
-                parts.append("\n".join(self.sections[i]).rstrip("\n") + "\n")
+                lines = self._patched(i) if i in patched else self.sections[i]
+                parts.append("\n".join(lines).rstrip("\n") + "\n")
         return "\n".join(parts)
+
+    def _patched(self, i: int) -> list[str]:
+        op, lines = self.opinions[i], list(self.sections[i])
+        for e in op.evidence:
+            m = _EVIDENCE.match(lines[e.line - op.line]) if e.line else None
+            if m and (m.group(2), bool(m.group(5))) != (e.citation, e.retracted):
+                lines[e.line - op.line] = e.render()
+        if op.confidence_line:
+            k = op.confidence_line - op.line
+            if _number(_FIELD.match(lines[k]).group(2)) != round(op.confidence, 2):
+                lines[k] = f"- confidence: {op.confidence:.2f}"
+        return lines
 
 
 def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
@@ -123,7 +157,8 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
             strength = _number(e.group(4))
             if e.group(4) and (strength is None or not 0.0 <= strength <= 1.0):
                 warnings.append(f"{path}:{n}: evidence strength c={e.group(4)} is not a number in 0..1")
-            op.evidence.append(Evidence(e.group(1), e.group(2), e.group(3), strength, e.group(5) or ""))
+            op.evidence.append(Evidence(e.group(1), e.group(2), e.group(3), strength, e.group(6) or "",
+                                        bool(e.group(5)), n))
         elif f and f.group(1) == "entities":
             op.entities = mentions(f.group(2))
             if not op.entities and f.group(2).strip() not in ("", "(none)"):
@@ -134,7 +169,7 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
             if c is None or not 0.0 <= c <= 1.0:
                 warnings.append(f"{path}:{n}: confidence {f.group(2)!r} is not a number in 0..1; kept at {op.confidence:.2f}")
             else:
-                op.confidence = c
+                op.confidence, op.confidence_line = c, n
         elif f and f.group(1) == "updated":
             op.updated = f.group(2).strip() or None
         elif f and f.group(1) == "evidence":
@@ -328,3 +363,20 @@ def update(confidence: float, strength: float, contradicts: bool) -> float:
     else:
         c = confidence + SUPPORT_RATE * strength * (1.0 - confidence)
     return round(min(max(c, 0.0), 1.0), 2)  # the file shows two decimals
+
+
+def derive(evidence: list[Evidence]) -> float:
+    """The confidence the evidence that counts gives, in the order it was recorded: the first fact
+    sets it (its strength — how reflect starts an opinion — or 1 − strength when it contradicts),
+    each later one moves it by update(). Retracted evidence is left out, exactly as if it had never
+    been applied; with none left the opinion has nothing behind it: 0.0."""
+    c = None
+    for e in evidence:
+        if e.retracted:
+            continue
+        s = e.strength if e.strength is not None else NEW_DEFAULT
+        if c is None:
+            c = round(s if e.relation == "supports" else 1.0 - s, 2)
+        else:
+            c = update(c, s, e.relation == "contradicts")
+    return 0.0 if c is None else c

@@ -1,11 +1,16 @@
 """`zmem reflect`: new facts -> entity pages, opinion confidence and MEMORY.md proposals, as
 Markdown edits in one reviewable git commit. Deterministic and offline; running it again with no
-new facts changes nothing.
+new commits changes nothing.
+
+Reflect reads the facts as HEAD holds them (_committed_view): every line it cites is in a commit,
+so `zmem blame` can follow the evidence; uncommitted facts wait for a later run, with a warning.
 
 - bank/entities/<Slug>.md: a block between BEGIN and END markers holds the entity's facts, opinions,
   timeline and relations; everything outside the block belongs to people and is never touched.
+  Pages of entities whose facts changed since the last reflect (new, moved or retracted) are redone.
 - bank/opinions.md: new opinions from `O` facts; evidence moves confidence (opinions.update).
-  An evidence line records the fact id, so no fact is ever applied twice.
+  An evidence line records the fact id, so no fact is ever applied twice; a fact that moved is
+  re-cited by its id, one that is gone is marked retracted and stops counting (opinions.derive).
 - MEMORY.md: facts stated again and again are proposed, and appended only with apply_proposals.
 """
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import os
+import re
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -21,9 +27,10 @@ from zmem import opinions as op_mod
 from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, neighbourhood, query_facts,
                            suspected_duplicates)
 from zmem.errors import ZmemError
-from zmem.indexer import catch_up, open_index
-from zmem.repo import commit_paths, commits_since, last_commit_with_trailer, open_repo
-from zmem.retain import entity_key
+from zmem.indexer import catch_up, decode_note, open_index
+from zmem.markdown import day_from_path
+from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
+from zmem.retain import Fact, entity_key, parse_facts
 from zmem.workspace import Workspace
 
 BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
@@ -81,13 +88,16 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     conn = open_index(ws)
     try:
         result.warnings += catch_up(ws, conn=conn).warnings
+        skipped = _committed_view(ws, conn, repo)
+        if skipped:
+            result.warnings.append(skipped)
         facts = query_facts(conn)
-        new = _new_facts(ws, conn, facts, since, after)
+        new, touched = _new_facts(ws, conn, repo, facts, since, after)
         result.new_facts = len(new)
         result.evidence = [f.source for f in _chronological(new)]
         contents: dict[str, tuple[str | None, str]] = {}  # path -> (old text or None, new text)
-        opinion_file = _reflect_opinions(ws, new, result, contents)
-        _reflect_pages(ws, conn, new, opinion_file, result, contents, summarizer)
+        opinion_file = _reflect_opinions(ws, repo, facts, new, result, contents)
+        _reflect_pages(ws, conn, new, facts, touched, opinion_file, result, contents, summarizer)
         _duplicates(ws, conn, new, result)
         _proposals(ws, facts, opinion_file, result, contents, apply_proposals)
     finally:
@@ -112,18 +122,90 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     return result
 
 
-def _new_facts(ws: Workspace, conn, facts: list[FactRow], since: dt.datetime | None,
-               after: str | None) -> list[FactRow]:
-    """Facts whose line came in a commit after `since` (its commit time) or not yet reachable from
-    the commit `after`, or is not committed yet; all facts when neither is given."""
+_VIEW_TABLES = ("facts", "fact_entities", "relations")
+
+
+def _committed_view(ws: Workspace, conn, repo: Repo) -> str | None:
+    """Make this connection see the Retain facts as HEAD holds them; a warning naming what that
+    leaves out, or None.
+
+    A page or opinion that cites an uncommitted line breaks the evidence chain (blame finds no commit,
+    and the line may never be committed as it is), and an uncommitted line inserted above committed
+    facts moves their line numbers away from HEAD's. So memory files whose working-tree facts differ
+    from HEAD's are read from HEAD instead; their uncommitted facts wait for a later run. Temp tables
+    named like the index's own shadow them for this connection only (SQLite looks in temp first), so
+    every query after this (query_facts, all_entities, edges) sees HEAD; the index is untouched and
+    the shadow goes when the connection closes."""
+    head = repo.head()
+    stale: dict[str, list[Fact]] = {}
+    changes = 0
+    for rel in sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p)):
+        committed = _facts_in(ws, rel, repo.file_at(head, rel) if head else None)
+        indexed = set(conn.execute("SELECT fid, start_line, end_line FROM facts WHERE path = ?", (rel,)))
+        at_head = {(f.fact_id(rel), f.start_line, f.end_line) for f in committed}
+        if indexed != at_head:
+            stale[rel] = committed
+            # new, edited or moved facts, and retractions not committed yet
+            changes += len(indexed - at_head) + len({r[0] for r in at_head} - {r[0] for r in indexed})
+    if not stale:
+        return None
+    schema = conn.execute("SELECT type, sql FROM main.sqlite_master WHERE tbl_name IN (?, ?, ?) AND sql IS NOT NULL "
+                          "AND type IN ('table', 'index') ORDER BY type = 'index'", _VIEW_TABLES).fetchall()
+    for table in _VIEW_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    for kind, sql in schema:
+        temp = "CREATE TEMP TABLE " if kind == "table" else "CREATE INDEX temp."
+        conn.execute(re.sub(r"^CREATE (TABLE|INDEX) ", temp, sql))
+    marks = ",".join("?" * len(stale))
+    conn.execute(f"INSERT INTO temp.facts SELECT * FROM main.facts WHERE path NOT IN ({marks})", list(stale))
+    for table in _VIEW_TABLES[1:]:
+        conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} "
+                     "WHERE fact_id IN (SELECT id FROM temp.facts)")
+    for rel, committed in stale.items():
+        for f in committed:  # stored as indexer.insert_file stores them
+            names = "\t".join(f.entities)
+            row = conn.execute(
+                "INSERT INTO temp.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
+                "event_start, event_end) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names,
+                 day_from_path(rel), *(f.event or (None, None)))).lastrowid
+            conn.executemany("INSERT OR IGNORE INTO temp.fact_entities(entity, fact_id) VALUES(?, ?)",
+                             [(entity_key(name), row) for name in f.entities])
+            if f.relation:
+                subject, predicate, obj = f.relation
+                conn.execute("INSERT INTO temp.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
+                             (row, entity_key(subject), predicate, entity_key(obj)))
+    n, k = changes, len(stale)
+    return (f"{n} uncommitted fact change{'s' * (n != 1)} in {k} file{'s' * (k != 1)} "
+            f"({', '.join(list(stale)[:3])}{' …' if k > 3 else ''}) left for a later run: reflect cites committed "
+            "lines only; commit, then run reflect again")
+
+
+def _facts_in(ws: Workspace, rel: str, data: bytes | None) -> list[Fact]:
+    """The Retain facts of one version of a file, read as the indexer reads them."""
+    text = decode_note(rel, data, ws.config.max_file_mb)[0] if data is not None else None
+    return parse_facts(text, rel, day_from_path(rel))[0] if text else []
+
+
+def _new_facts(ws: Workspace, conn, repo: Repo, facts: list[FactRow], since: dt.datetime | None,
+               after: str | None) -> tuple[list[FactRow], set[str] | None]:
+    """(the facts whose line came in a commit after `since` (its commit time) or not reachable from
+    the commit `after`, the files those commits touched); (all facts, None) when neither is given."""
     if since is None and after is None:
-        return facts
-    from zmem.history import attach_origins
+        return facts, None
+    from zmem.history import blame_lines
     commits, touched = commits_since(ws.root, since=int(since.timestamp()) if since else None, after=after)
-    touched |= open_repo(ws.root).dirty_paths()
-    candidates = [f for f in facts if f.path in touched]  # only these files can hold newer lines
-    attach_origins(ws, conn, candidates)
-    return [f for f in candidates if f.commit is None or f.commit in commits]
+    by_path: dict[str, list[FactRow]] = defaultdict(list)
+    for f in facts:
+        if f.path in touched:  # only these files can hold newer lines
+            by_path[f.path].append(f)
+    head = repo.head()
+    for rel, group in by_path.items():
+        # blamed at HEAD, not in the working tree: the facts and their line numbers are HEAD's
+        lines = blame_lines(ws, conn, rel, head, repo=repo) or {}
+        for f in group:
+            f.commit = lines[f.start_line][0] if f.start_line in lines else None
+    return [f for group in by_path.values() for f in group if f.commit in commits], touched
 
 
 def _chronological(facts: list[FactRow]) -> list[FactRow]:
@@ -133,15 +215,25 @@ def _chronological(facts: list[FactRow]) -> list[FactRow]:
 # ----------------------------------------------------------------------------- opinions
 
 
-def _reflect_opinions(ws: Workspace, new: list[FactRow], result: ReflectResult, contents: dict):
+def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list[FactRow], result: ReflectResult,
+                      contents: dict):
     path = ws.root / op_mod.OPINIONS_PATH
     old = path.read_text(encoding="utf-8") if path.is_file() else None
     parsed = op_mod.parse(old or "")
     result.warnings += parsed.warnings
-    known = {e.fact for o in parsed.opinions for e in o.evidence}
-    changed: set[int] = set()
     before = {i: o.confidence for i, o in enumerate(parsed.opinions)}
+    derived = {i: o.follows_evidence for i, o in enumerate(parsed.opinions)}  # before anything changes
     notes: dict[int, list[str]] = defaultdict(list)
+    patched, recounted = _recheck_evidence(ws, repo, parsed, facts, notes)
+    changed: set[int] = set()  # opinions written anew: new ones, and those with new evidence
+    for i in sorted(recounted):
+        if not derived[i]:
+            o = parsed.opinions[i]
+            result.warnings.append(
+                f"{op_mod.OPINIONS_PATH}: \"{_clip(o.statement)}\": confidence {o.confidence:.2f} was set by hand, "
+                f"so reflect kept it although evidence was retracted or restored (what counts now gives "
+                f"{op_mod.derive(o.evidence):.2f}); review it")
+    known = {e.fact for o in parsed.opinions for e in o.evidence}
     for f in _chronological([f for f in new if f.kind == "opinion"]):
         if f.id in known:
             continue
@@ -151,7 +243,7 @@ def _reflect_opinions(ws: Workspace, new: list[FactRow], result: ReflectResult, 
         hit = op_mod.match(parsed.opinions, f.text, keys)
         if hit is None:
             parsed.opinions.append(op_mod.Opinion(
-                f.text, list(f.entities), strength, f.day,
+                f.text, list(f.entities), round(strength, 2), f.day,
                 [op_mod.Evidence("supports", f.source, f.id, f.confidence, f.text)]))
             i = len(parsed.opinions) - 1
             before[i] = None
@@ -159,7 +251,8 @@ def _reflect_opinions(ws: Workspace, new: list[FactRow], result: ReflectResult, 
         else:
             i, contradicts = hit
             o = parsed.opinions[i]
-            o.confidence = op_mod.update(o.confidence, strength, contradicts)
+            if not derived.get(i, True):  # a confidence set by hand moves from where the person put it
+                o.confidence = op_mod.update(o.confidence, strength, contradicts)
             o.evidence.append(op_mod.Evidence("contradicts" if contradicts else "supports", f.source, f.id,
                                               f.confidence, f.text))
             o.updated = max(filter(None, (o.updated, f.day)), default=None)
@@ -168,27 +261,75 @@ def _reflect_opinions(ws: Workspace, new: list[FactRow], result: ReflectResult, 
                     o.entities.append(name)
             notes[i].append(f"{'contradicts' if contradicts else 'supports'} {f.source}")
         changed.add(i)
-    for i in sorted(changed):
+    for i in sorted(changed | patched):
         o = parsed.opinions[i]
+        if derived.get(i, True):  # recomputed, so retracted evidence counts exactly as if never applied
+            o.confidence = op_mod.derive(o.evidence)
         result.opinions.append({"statement": o.statement, "entities": o.entities, "before": before[i],
                                 "after": round(o.confidence, 2), "new": before[i] is None, "evidence": notes[i]})
-    if changed:
-        contents[op_mod.OPINIONS_PATH] = (old, parsed.render(changed))
+    if changed or patched:
+        # re-citing or retracting evidence touches only those lines: a person's wording stays
+        contents[op_mod.OPINIONS_PATH] = (old, parsed.render(changed, patched - changed))
     return parsed
+
+
+def _recheck_evidence(ws: Workspace, repo: Repo, parsed, facts: list[FactRow], notes: dict
+                      ) -> tuple[set[int], set[int]]:
+    """Evidence against the facts as they are now: a fact that moved is re-cited by its id (stable
+    while its file, kind and text stay); one gone from the notes is marked retracted and cited where
+    it last was in a commit (kept for the record); one that came back counts again. Returns (the
+    opinions whose lines changed, those whose counting evidence changed)."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for f in facts:
+        where[f.id].append(f.source)
+    changed: set[int] = set()
+    recounted: set[int] = set()
+    for i, o in enumerate(parsed.opinions):
+        for e in o.evidence:
+            sources = where.get(e.fact)
+            if sources:
+                cite = e.citation if e.citation in sources else sources[0]  # the same fact twice in a file
+                if cite != e.citation or e.retracted:
+                    notes[i].append(f"{'restored' if e.retracted else 're-cited'} {e.citation} -> {cite}")
+                    if e.retracted:
+                        recounted.add(i)
+                    e.citation, e.retracted = cite, False
+                    changed.add(i)
+            elif not e.retracted:
+                rel = e.citation.split("#")[0].split("@")[0]
+                e.citation, e.retracted = _last_citation(ws, repo, rel, e.fact) or e.citation, True
+                notes[i].append(f"retracted {e.citation}")
+                recounted.add(i)
+                changed.add(i)
+    return changed, recounted
+
+
+def _last_citation(ws: Workspace, repo: Repo, rel: str, fid: str) -> str | None:
+    """`path@commit#Lnn` of a retracted fact in the newest commit that still held it (`zmem get`
+    reads it back), or None when no commit ever did."""
+    for entry in file_log(ws.root, rel):
+        for f in _facts_in(ws, rel, repo.file_at(entry["commit"], rel)):
+            if f.fact_id(rel) == fid:
+                end = f"-{f.end_line}" if f.end_line != f.start_line else ""
+                return f"{rel}@{entry['commit'][:10]}#L{f.start_line}{end}"
+    return None
 
 
 # ----------------------------------------------------------------------------- entity pages
 
 
-def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result: ReflectResult, contents: dict,
-                   summarizer=None):
-    touched = {entity_key(name) for f in new for name in f.entities}
+def _reflect_pages(ws: Workspace, conn, new: list[FactRow], facts: list[FactRow], touched: set[str] | None,
+                   opinion_file, result: ReflectResult, contents: dict, summarizer=None):
+    """Pages of the entities in new facts and changed opinions (created when missing), and the existing
+    pages that may show facts changed since the last reflect (_stale_pages; touched: the files changed
+    since, None for all)."""
+    wanted = {entity_key(name) for f in new for name in f.entities}
     for o in result.opinions:
-        touched |= {entity_key(e) for e in o["entities"]}
-    if not touched:
+        wanted |= {entity_key(e) for e in o["entities"]}
+    if not wanted and touched == set():  # nothing new, no file changed since the last reflect
         return
     entities = all_entities(ws, conn)
-    for key in sorted(touched):
+    for key in sorted(wanted | _stale_pages(ws, entities, facts, touched)):
         ent = entities.get(key)
         if ent is None:
             continue
@@ -203,6 +344,8 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
             result.warnings.append(f"{rel}: a symlink; left alone")
             continue
         old = path.read_text(encoding="utf-8") if path.is_file() else None
+        if old is None and key not in wanted:  # refreshing never creates a page
+            continue
         summary = _old_summary(old)
         if summarizer is not None:
             try:
@@ -220,6 +363,37 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], opinion_file, result
         contents[rel] = (old, new_text)
         if old != new_text:
             result.pages.append({"entity": ent.name, "path": rel, "created": old is None})
+
+
+def _stale_pages(ws: Workspace, entities: dict, facts: list[FactRow], touched: set[str] | None) -> set[str]:
+    """Entities whose page may show facts that changed in the files `touched` (None: every page):
+    those with a fact in such a file (added, moved, edited), and those whose block cites such a file
+    or leaves older facts out, since a retracted fact shows only there. Other pages are not redone."""
+    if touched is None:
+        return {key for key, ent in entities.items() if ent.page}
+    if not touched:
+        return set()
+    keys = {entity_key(name) for f in facts if f.path in touched for name in f.entities}
+    for key, ent in entities.items():
+        if ent.page and key not in keys:
+            block = _block(_read(ws.root / ent.page))
+            # " older facts": the line _entity_block writes when it leaves facts out
+            if " older facts: `zmem entity " in block or any(f"{p}#L" in block for p in touched):
+                keys.add(key)
+    return keys
+
+
+def _read(path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _block(page: str | None) -> str:
+    """The zmem-managed block of a page ("" without one)."""
+    begin = page.find(BEGIN.split(" (")[0]) if page else -1
+    return page[begin:page.find(END, begin)] if begin >= 0 else ""
 
 
 def _safe_page(rel: str) -> bool:
@@ -268,7 +442,7 @@ def _entity_block(conn, ent, opinion_file, summary: str | None = None) -> str:
         out.append(f"- … and {len(plain) - MAX_PAGE_FACTS} older facts: `zmem entity {ent.name}`")
     if not plain:
         out.append("- (none)")
-    ops = [o for o in opinion_file.opinions if ent.key in o.entity_keys]
+    ops = [o for o in opinion_file.opinions if ent.key in o.entity_keys and not o.retracted]
     if ops:
         out += ["", "### Opinions"]
         out += [f"- c={o.confidence:.2f}: {o.statement} — {op_mod.OPINIONS_PATH}" for o in ops]
@@ -358,7 +532,7 @@ def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: Reflec
                                  "reason": f"stated in {len(g)} facts on {len(days)} days",
                                  "sources": [f.source for f in g]})
     for o in opinion_file.opinions:
-        supports = [e for e in o.evidence if e.relation == "supports"]
+        supports = [e for e in o.evidence if e.relation == "supports" and not e.retracted]
         if o.confidence >= 0.85 and len(supports) >= PROPOSAL_MIN_FACTS and \
                 not any(fuzz.partial_ratio(o.statement.casefold(), line) >= PROPOSAL_SIMILAR for line in present):
             who = " ".join("@" + e for e in o.entities)
@@ -400,20 +574,29 @@ def _write(ws: Workspace, rel: str, text: str) -> None:
 
 def _message(r: ReflectResult) -> str:
     news = sum(1 for o in r.opinions if o["new"])
-    moved = len(r.opinions) - news
+    moved = sum(1 for o in r.opinions if not o["new"] and o["before"] != o["after"])
+    recited = len(r.opinions) - news - moved  # evidence re-cited, confidence as it was
     head = [f"{len(r.pages)} entity page{'s' * (len(r.pages) != 1)}"]
     if news:
         head.append(f"{news} new opinion{'s' * (news != 1)}")
     if moved:
         head.append(f"{moved} confidence change{'s' * (moved != 1)}")
+    if recited:
+        head.append(f"{recited} opinion{'s' * (recited != 1)} re-cited")
     if r.proposals_applied:
         head.append(f"{len(r.proposals)} MEMORY.md addition{'s' * (len(r.proposals) != 1)}")
     body = [f"zmem reflect: {', '.join(head)}", ""]
     if r.pages:
         body.append("Entity pages: " + ", ".join(p["entity"] + (" (new)" if p["created"] else "") for p in r.pages))
     for o in r.opinions:
-        change = f"new, c={o['after']:.2f}" if o["new"] else f"c {o['before']:.2f} -> {o['after']:.2f}"
-        body.append(f"Opinion \"{_clip(o['statement'])}\": {change}")
+        if o["new"]:
+            change = f"new, c={o['after']:.2f}"
+        elif o["before"] != o["after"]:
+            change = f"c {o['before']:.2f} -> {o['after']:.2f}"
+        else:
+            change = f"c {o['after']:.2f}, evidence re-cited"
+        body.append(f"Opinion \"{_clip(o['statement'])}\": {change}" + "".join(
+            f"; {n}" for n in o["evidence"] if n.startswith(("retracted", "restored"))))
     if r.proposals and not r.proposals_applied:
         body.append(f"Proposals for MEMORY.md (not applied): {len(r.proposals)}")
     evidence = sorted(set(r.evidence))
