@@ -136,3 +136,18 @@ def test_multi_line_fact_sources_use_the_citation_format(ws):
     assert row["source"] == "memory/2025-04-01.md#L5-L6"
     back = _json(["-C", str(ws), "get", row["source"], "--json"])
     assert "Moved to Porto" in back["text"] and "new job" in back["text"]
+
+
+def test_blame_follows_retracted_evidence_to_where_the_fact_last_was(ws):
+    write(ws, "memory/2025-11-25.md", RETAIN.format(day="2025-11-25", facts="- O(c=0.9) @Peter: Prefers tea."))
+    commit_all(ws, "opinion")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    write(ws, "memory/2025-11-25.md", RETAIN.format(day="2025-11-25", facts="- W @Peter: Drinks water."))
+    commit_all(ws, "retract")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    lines = (ws / "bank/opinions.md").read_text(encoding="utf-8").splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if "retracted" in line)
+    blamed = _json(["-C", str(ws), "blame", f"bank/opinions.md#L{n}", "--json"])["ranges"][0]
+    [evidence] = blamed["evidence"]
+    assert evidence["path"] == "memory/2025-11-25.md" and evidence["rev"]
+    assert "Prefers tea." in evidence["lines"][0]["text"]  # the line as it was, not today's line 5

@@ -10,7 +10,8 @@ from zmem.errors import ZmemError
 from zmem.history import ZERO_COMMIT
 from zmem.workspace import Workspace
 
-_CITED = re.compile(r"(?<![\w/.-])((?:memory|bank)/[^\s#()\[\]]+?\.md|MEMORY\.md)#L(\d+)(?:-L?(\d+))?")
+# path, an optional @rev (retracted evidence cites where the fact last was), then #Lx[-Ly]
+_CITED = re.compile(r"(?<![\w/.-])((?:memory|bank)/[^\s#@()\[\]]+?\.md|MEMORY\.md)(?:@([0-9a-f]{7,40}))?#L(\d+)(?:-L?(\d+))?")
 _FACT_REF = re.compile(r"\(fact ([0-9a-f]{10})")
 _FACT_ID = re.compile(r"^[0-9a-f]{10}$")
 MAX_DEPTH = 3
@@ -133,6 +134,6 @@ def _evidence(conn, path: str, lines: list[dict]) -> list[tuple[str, int, int, s
         if located:
             continue
         for m in _CITED.finditer(text):
-            a = int(m.group(2))
-            out.append((m.group(1), a, int(m.group(3)) if m.group(3) else a, ln["commit"]))
+            a = int(m.group(3))
+            out.append((m.group(1), a, int(m.group(4)) if m.group(4) else a, m.group(2) or ln["commit"]))
     return list(dict.fromkeys(out))
