@@ -104,6 +104,7 @@ class Config:
     sessions: dict = field(default_factory=dict)  # the [sessions] table, as trusted (sessions.py reads it)
     llm: dict = field(default_factory=dict)  # the [llm] table, as trusted (summarize.py reads it)
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
+    warnings: tuple[str, ...] = ()  # keys and tables no setting has: ignored, named with file and key
     sources: tuple[str, ...] = field(default=())  # files the settings came from
 
 
@@ -134,6 +135,20 @@ EMBEDDING_KEYS = {
 }
 # [embeddings.fallback]: the same keys, its own values (nothing inherited from [embeddings])
 FALLBACK_KEYS = {**{k: v for k, v in EMBEDDING_KEYS.items() if k != "fallback"}, "provider": EMBEDDING_KEYS["fallback"]}
+# The keys of the tables other modules read (sessions.py, summarize.py); their values are checked there.
+SESSION_KEYS = ("enabled", "dir", "dirs", "delta_bytes", "delta_messages")
+LLM_KEYS = ("model", "base_url", "api_key_env", "headers", "timeout")
+
+
+def known_keys() -> dict[str | None, set[str]]:
+    """Every setting there is: table (None: the top of the file) -> key names."""
+    out: dict[str | None, set[str]] = {None: set()}
+    for section, name in _KEYS:
+        out.setdefault(section, set()).add(name)
+    out["embeddings"] = set(EMBEDDING_KEYS)
+    out["sessions"] = set(SESSION_KEYS)
+    out["llm"] = set(LLM_KEYS)
+    return out
 
 
 def user_config_path() -> Path:
@@ -159,18 +174,66 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: cannot read: {e.strerror}", hint="check the file's permissions")
 
 
+def unknown_settings(data: dict, path: Path) -> list[str]:
+    """Warnings for keys and tables no setting has (a typo, or a key under the wrong table),
+    each naming the file and the key. They are ignored, not errors: a typo must not stop recall,
+    and a zmem.toml written for a newer zmem still loads."""
+    known = known_keys()
+
+    def belongs(name: str) -> str:  # a known key in the wrong place: say where it goes
+        tables = sorted(t for t, names in known.items() if t and name in names)
+        if name in known[None]:
+            return f": {name} belongs at the top of the file, before any [table]"
+        return f": {name} belongs in {' or '.join(f'[{t}]' for t in tables)}" if tables else ""
+
+    def guess(name: str, choices, where: str | None) -> str:  # a typo: the nearest name, else the list
+        import difflib
+        close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.75)
+        if where == "[":
+            return f"; did you mean [{close[0]}]?" if close else f"; the tables are {', '.join(sorted(choices))}"
+        if close:
+            return f"; did you mean `{where}.{close[0]}`?" if where else f"; did you mean `{close[0]}`?"
+        return (f"; [{where}] has {', '.join(sorted(choices))}" if where else
+                f"; the top of the file has only {', '.join(sorted(choices))}, then [tables]")
+
+    out = []
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            if key not in known[None]:
+                out.append(f"{path}: unknown key `{key}` is ignored"
+                           + (belongs(key) or guess(key, known[None], None)))
+            continue
+        if key not in known:
+            out.append(f"{path}: unknown table [{key}] is ignored" + guess(key, [t for t in known if t], "["))
+            continue
+        tables = [(key, value)]
+        if key == "embeddings" and isinstance(value.get("fallback"), dict):
+            tables.append(("embeddings.fallback", value["fallback"]))
+        for where, table in tables:
+            names = known["embeddings"] - {"fallback"} if where == "embeddings.fallback" else known[key]
+            for name, v in table.items():
+                if name in names:
+                    continue  # its value is checked where it is read
+                if isinstance(v, dict):
+                    out.append(f"{path}: unknown table [{where}.{name}] is ignored" + guess(name, names, where))
+                else:
+                    out.append(f"{path}: unknown key `{where}.{name}` is ignored"
+                               + (belongs(name) or guess(name, names, where)))
+    return out
+
+
 def _apply(values: dict, data: dict, path: Path) -> None:
     for key, value in data.items():
         if isinstance(value, dict) and key in _SECTIONS:
             items = [((key, k), v) for k, v in value.items()]
         elif isinstance(value, dict):
-            continue  # sections other issues own ([embeddings], [sessions], ...) are read there
+            continue  # [embeddings], [sessions], [llm] are read where they are used
         else:
             items = [((None, key), value)]
         for (section, name), v in items:
             spec = _KEYS.get((section, name))
             if spec is None:
-                continue  # unknown keys are tolerated so newer zmem.toml files still load
+                continue  # unknown keys are warnings (unknown_settings)
             attr, typ, minimum = spec
             where = f"{section}.{name}" if section else name
             if isinstance(typ, tuple) and all(isinstance(t, str) for t in typ):
@@ -202,7 +265,7 @@ def _embeddings(data: dict, path: Path, table=None, where: str = "embeddings", k
             continue
         spec = keys.get(key)
         if spec is None:
-            continue
+            continue  # unknown keys are warnings (unknown_settings)
         if isinstance(spec, tuple) and all(isinstance(t, str) for t in spec):
             if v not in spec:
                 raise ConfigError(f"{path}: `{where}.{key}` must be one of {', '.join(spec)}",
@@ -246,8 +309,10 @@ def load_config(workspace_root: Path | None) -> Config:
     user = user_config_path()
     sessions: dict = {}
     llm: dict = {}
+    warnings: list[str] = []
     if user.is_file():
         data = _read_toml(user)
+        warnings += unknown_settings(data, user)
         _apply(values, data, user)
         _merge_embeddings(embeddings, _embeddings(data, user))
         sessions.update(_table(data, "sessions", user))
@@ -256,6 +321,7 @@ def load_config(workspace_root: Path | None) -> Config:
     if workspace_root is not None and (workspace_root / "zmem.toml").is_file():
         path = workspace_root / "zmem.toml"
         data = _read_toml(path)
+        warnings += unknown_settings(data, path)
         _apply(values, data, path)
         table = _embeddings(data, path)
         session_table = _table(data, "sessions", path)
@@ -265,11 +331,12 @@ def load_config(workspace_root: Path | None) -> Config:
             sessions.update(session_table)
             llm.update(llm_table)
         else:  # a cloned repository must not send notes anywhere, load code, or read files outside it
-            untrusted = sorted(_key_names(table) + [f"sessions.{k}" for k in session_table]
-                               + [f"llm.{k}" for k in llm_table])
+            # (keys no setting has are not listed: unknown_settings names them, and trust would not help)
+            untrusted = sorted(_key_names(table) + [f"sessions.{k}" for k in session_table if k in SESSION_KEYS]
+                               + [f"llm.{k}" for k in llm_table if k in LLM_KEYS])
         sources.append(str(path))
     cfg = Config(**values, embeddings=embeddings, sessions=sessions, llm=llm, untrusted=tuple(untrusted),
-                 sources=tuple(sources))
+                 warnings=tuple(warnings), sources=tuple(sources))
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",
                           hint="e.g. chunk_tokens = 400, chunk_overlap = 80")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +22,9 @@ from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
-from zmem.snapshot import Changes, changed_since_snapshot, git_blob_id, memory_dirs, now_ns, read_head, record_dirs, stat_signature
+from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, git_blob_id, ignore_inputs, ignore_record,
+                           ignore_rules_changed, memory_dirs, now_ns, read_head, record_dirs, stat_signature,
+                           stored_ignore_record)
 from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
 
@@ -118,13 +122,14 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
         if repo is None:
             checked_at = now_ns()
             indexed, hint = quick_check(ws, conn)
-            if indexed is not None and not (hint.files or hint.dirs):
+            if indexed is not None and not (hint.files or hint.dirs or hint.ignores):
                 if hint.restat or hint.rehashed:
                     # same content, new stat (touch, checkout), or files too new to trust by stat:
                     # record what was verified so the next check is stat-only again
                     _restat(ws, conn, hint.restat, checked_at)
                 # nothing changed: no pygit2, no lock
-                return CatchUp(head=indexed, previous=indexed, seconds=time.perf_counter() - t0)
+                return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
+                               seconds=time.perf_counter() - t0)
             from zmem.repo import open_repo
             repo = open_repo(ws.root)
         try:
@@ -136,6 +141,7 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     finally:
         if own:
             conn.close()
+    result.warnings[:0] = ws.config.warnings  # zmem.toml keys no setting has: every reading command says so
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -191,17 +197,27 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             full = True
     old_taken = db.get_meta(conn, "snapshot_ns")
     restat: dict[str, tuple[int, int, int, int]] = {}
+    old_rules = stored_ignore_record(conn)
     if full or not old_taken:
-        candidates = {p for p in ws.memory_files() if not repo.is_ignored(p)}
-        candidates |= {p for (p,) in conn.execute("SELECT path FROM files")}
         dirs = memory_dirs(ws.root, _tops(ws))
+        rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
+        on_disk = {p for p in ws.memory_files() if not repo.is_ignored(p)}
+        candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
+        skip = candidates - on_disk  # gone, or git-ignored: not indexed
         full = result.full_scan = True
     else:
         changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
-        before = known_paths(conn, changes.files)
-        candidates |= before | {p for p in changes.files - before if not repo.is_ignored(p)}
-        restat = dict(changes.restat)
         dirs = sorted(changes.dirs)
+        rules = _ignore_rules(ws, repo, {d for (d,) in conn.execute("SELECT path FROM dirs")} | changes.dirs)
+        candidates |= changes.files
+        ignored = functools.cache(repo.is_ignored)
+        if ignore_rules_changed(old_rules, rules):
+            # a .gitignore (info/exclude, core.excludesFile) changed: which memory files count is
+            # decided again; only the files whose answer changed are read
+            indexed_all = {p for (p,) in conn.execute("SELECT path FROM files")}
+            candidates |= {p for p in indexed_all if ignored(p)} | (set(ws.memory_files()) - indexed_all)
+        skip = {p for p in candidates if ws.is_memory_path(p) and ignored(p)}
+        restat = dict(changes.restat)
     if max_inline is not None and len(candidates) > max_inline:
         result.deferred = True
         return result
@@ -210,7 +226,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
     sigs: dict[str, tuple[int, int, int, int] | None] = {}
     for rel in sorted(candidates):
-        data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) else None
+        data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) and rel not in skip else None
         if data is None:
             if rel in known:
                 todo.append((rel, None, None))
@@ -221,7 +237,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             continue
         todo.append((rel, data, blob))
 
-    if todo or restat or dirs or indexed != (head or "") or full:
+    if todo or restat or dirs or indexed != (head or "") or full or rules["inputs"] != (old_rules or {}).get("inputs"):
         store = VectorStore(conn)
         with db.write_transaction(conn):
             _record_stats(conn, restat)
@@ -246,9 +262,15 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             db.set_meta(conn, "snapshot_ns", str(taken))
             db.set_meta(conn, "git_dir", repo.git_dir())
             db.set_meta(conn, "git_common_dir", repo.common_dir())
+            db.set_meta(conn, IGNORE_META, json.dumps(rules))
             db.set_meta(conn, "indexed_at", str(int(time.time())))
     _extend_history(ws, repo, conn, head, result)
     return result
+
+
+def _ignore_rules(ws: Workspace, repo: Repo, dirs) -> dict:
+    """The ignore files that decide which memory files count, as they are now (snapshot.ignore_record)."""
+    return ignore_record(ignore_inputs(ws.root, repo.workdir, repo.common_dir(), dirs))
 
 
 def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: CatchUp) -> None:
@@ -266,10 +288,6 @@ def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: C
         return
     if update.rewound:
         result.warnings.append(update.rewound_note())
-
-
-def known_paths(conn, paths: set[str]) -> set[str]:
-    return set(_known_files(conn, paths))
 
 
 def _known_files(conn, paths: set[str]) -> dict[str, str]:
@@ -432,6 +450,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
                           hint="wait for it to finish (see .zmem/lock) and run the command again")
     finally:
         _unlink_db(tmp)
+    result.warnings[:0] = ws.config.warnings
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -13,6 +13,7 @@ Shapes understood (OpenClaw's at least):
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -158,31 +159,119 @@ class SessionUpdate:
     seconds: float = 0.0
 
 
+TAIL_QUIET_NS = 2_000_000_000  # a final line without newline is taken once its file is this old
+MARK = "session_mark:"  # meta key prefix: per file, what the indexed prefix looked like
+MARK_BYTES = 1024  # the prefix is known by its first and last MARK_BYTES
+
+
 def pending(conn, settings: SessionSettings) -> list[tuple[Path, int, int]]:
-    """(file, indexed offset, size) of files that grew past the thresholds (or shrank: rewritten)."""
-    known = {p: (off, msgs) for p, off, msgs in conn.execute("SELECT path, offset, lines FROM session_files")}
+    """(file, indexed offset, size) of files that grew past the thresholds by messages the indexer
+    would take now, new files with such messages, and rewritten files (their old messages go)."""
+    return [(f, off, size) for f, off, size, _ in _due(conn, settings, force=False)]
+
+
+def _due(conn, settings: SessionSettings, *, force: bool) -> list[tuple[Path, int, int, bool]]:
+    """(file, offset to index from, size, start over) of the files to index now; force: whatever
+    is new, ignoring the thresholds."""
+    known = dict(conn.execute("SELECT path, offset FROM session_files"))
+    marks = {k[len(MARK):]: json.loads(v) for k, v in
+             conn.execute("SELECT key, value FROM meta WHERE key GLOB ?", (MARK + "*",))}
+    now = time.time_ns()
     out = []
     for f in session_files(settings):
         try:
-            size = f.stat().st_size
+            st = f.stat()
         except OSError:
             continue
-        off, _ = known.get(str(f), (0, 0))
-        grown = size - off
-        if size < off or (off == 0 and size > 0) or grown >= settings.delta_bytes or \
-                (grown > 0 and _new_lines(f, off, settings.delta_messages) >= settings.delta_messages):
-            out.append((f, off, size))
+        off = known.get(str(f), 0)
+        if off and _rewritten(f, st, off, marks.get(str(f))):
+            out.append((f, 0, st.st_size, True))  # even with nothing new to take: the old messages go
+            continue
+        if st.st_size <= off:
+            continue
+        cap = max(settings.delta_messages, 1)
+        new = _new_messages(f, off, st, cap, now)
+        if new and (force or off == 0 or st.st_size - off >= settings.delta_bytes or new >= settings.delta_messages):
+            out.append((f, off, st.st_size, False))
     return out
 
 
-def _new_lines(path: Path, offset: int, cap: int) -> int:
-    """Complete lines after offset, counting up to cap (cheap: reads at most delta_bytes)."""
+def _prefix(fh, end: int) -> tuple[str, bytes]:
+    """(digest of the first and last MARK_BYTES before end, the byte at end or b"" at the end of file)."""
+    fh.seek(0)
+    first = fh.read(min(end, MARK_BYTES))
+    fh.seek(max(end - MARK_BYTES, 0))
+    last = fh.read(end - max(end - MARK_BYTES, 0))
+    nxt = fh.read(1)
+    return hashlib.sha1(b"%d\0%s\0%s" % (end, first, last)).hexdigest(), nxt
+
+
+def _rewritten(path: Path, st: os.stat_result, off: int, mark: list | None) -> bool:
+    """Whether the indexed prefix of a file is no longer there: the file is shorter, its first or last
+    indexed bytes differ (a new conversation in the same file, a rewrite, an atomic replace with other
+    content), or a final line indexed without newline went on. Read only when the stat moved."""
+    if st.st_size < off:
+        return True
+    if mark is None:  # indexed before marks were kept: only a shorter file shows
+        return False
+    ino, mtime, digest = mark
+    if st.st_ino == ino and st.st_mtime_ns == mtime and st.st_size == off:
+        return False
     try:
         with open(path, "rb") as fh:
-            fh.seek(offset)
-            return min(fh.read(DELTA_BYTES).count(b"\n"), cap)
+            now, nxt = _prefix(fh, off)
+            fh.seek(off - 1)
+            last = fh.read(1)
+    except OSError:
+        return False
+    return now != digest or (last != b"\n" and nxt not in (b"", b"\n"))
+
+
+def _new_messages(path: Path, offset: int, st: os.stat_result, cap: int, now_ns: int) -> int:
+    """Lines after offset that the indexer would take now, counting up to cap (cheap: reads at
+    most DELTA_BYTES, plus the final line when it has no newline)."""
+    try:
+        with open(path, "rb") as fh:
+            prev = b"\n"
+            if offset:
+                fh.seek(offset - 1)
+                prev = fh.read(1)
+            head = fh.read(DELTA_BYTES)
+            n = head.count(b"\n") - (prev != b"\n" and head[:1] == b"\n")  # the end of a line taken before
+            if n >= cap or head.endswith(b"\n") and offset + len(head) == st.st_size:
+                return min(n, cap)
+            if offset + len(head) == st.st_size:
+                tail = head[head.rfind(b"\n") + 1:]
+            else:
+                tail = _final_line(fh, offset, st.st_size)
     except OSError:
         return 0
+    return min(n + _takes_final_line(tail, st.st_mtime_ns, now_ns), cap)
+
+
+def _final_line(fh, offset: int, size: int) -> bytes:
+    """What follows the last newline after offset (read backwards, a block at a time)."""
+    buf, pos = b"", size
+    while pos > offset:
+        step = min(65536, pos - offset)
+        pos -= step
+        fh.seek(pos)
+        buf = fh.read(step) + buf
+        nl = buf.rfind(b"\n")
+        if nl >= 0:
+            return buf[nl + 1:]
+    return buf
+
+
+def _takes_final_line(tail: bytes, mtime_ns: int, now_ns: int) -> bool:
+    """A last line without newline is taken when it is a complete JSON object (or array) and the
+    file has not changed for TAIL_QUIET_NS: a writer in the middle of a line is never cut short."""
+    if not tail.strip() or now_ns - mtime_ns < TAIL_QUIET_NS:
+        return False
+    try:
+        return isinstance(json.loads(tail), (dict, list))
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> SessionUpdate:
@@ -191,33 +280,26 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
     out = SessionUpdate()
     if not settings.enabled:
         return out
-    due = [(f, off, size) for f, off, size in _all(conn, settings)] if force else pending(conn, settings)
+    due = _due(conn, settings, force=force)
     present = {str(f) for f in session_files(settings)}
     with db.write_transaction(conn):
         for (path,) in conn.execute("SELECT path FROM session_files").fetchall():
             if path not in present:
                 _drop(conn, path)
-        for f, off, size in due:
-            if size < off:  # truncated or rewritten: start over
+        for f, off, size, restart in due:
+            if restart:  # truncated or rewritten: start over
                 _drop(conn, str(f))
                 off = 0
-            n, end, line_no = _index_file(conn, f, off)
+            try:
+                n, end, line_no = _index_file(conn, f, off)
+            except OSError as e:
+                out.skipped.append(f"{f}: {e.strerror}")
+                continue
             out.files += 1
             out.messages += n
             out.bytes += end - off
     out.seconds = time.perf_counter() - t0
     return out
-
-
-def _all(conn, settings):
-    known = dict(conn.execute("SELECT path, offset FROM session_files"))
-    for f in session_files(settings):
-        try:
-            size = f.stat().st_size
-        except OSError:
-            continue
-        if size != known.get(str(f), 0):
-            yield f, known.get(str(f), 0), size
 
 
 def _drop(conn, path: str) -> None:
@@ -226,30 +308,41 @@ def _drop(conn, path: str) -> None:
                      [(i, t, *cjk_columns(t)) for i, t in rows])
     conn.execute("DELETE FROM session_messages WHERE path = ?", (path,))
     conn.execute("DELETE FROM session_files WHERE path = ?", (path,))
+    db.set_meta(conn, MARK + path, None)
 
 
 def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int]:
-    """Index complete lines from offset; returns (messages, new offset, lines so far)."""
+    """Index complete lines from offset (and a final line without newline once it is complete
+    and quiet); returns (messages, new offset, lines so far)."""
     row = conn.execute("SELECT lines FROM session_files WHERE path = ?", (str(path),)).fetchone()
     line_no = row[0] if row and offset else 0
     n = 0
     with open(path, "rb") as fh:
-        fh.seek(offset)
+        st = os.fstat(fh.fileno())  # before reading: a later append shows as a new mtime
+        prev = b"\n"
+        if offset:
+            fh.seek(offset - 1)
+            prev = fh.read(1)
         data = fh.read()
-    end = data.rfind(b"\n") + 1  # a half-written last line waits for the next run
-    pos = 0
-    rows = []
-    while pos < end:
-        nl = data.index(b"\n", pos)
-        raw = data[pos:nl]
-        pos = nl + 1
-        line_no += 1
-        try:
-            msg = message_text(json.loads(raw))
-        except (ValueError, UnicodeDecodeError):
-            continue  # not JSON: skipped (a broken line never stops the rest)
-        if msg:
-            rows.append((str(path), line_no, *msg))
+        end = data.rfind(b"\n") + 1  # a half-written last line waits for the next run …
+        if _takes_final_line(data[end:], st.st_mtime_ns, time.time_ns()):
+            end = len(data)  # … unless it is complete and the file is quiet
+        # a final line taken without its newline: the newline that ends it is not a new line
+        pos = 1 if prev != b"\n" and data[:1] == b"\n" else 0
+        rows = []
+        while pos < end:
+            nl = data.find(b"\n", pos, end)
+            nl = end if nl < 0 else nl
+            raw = data[pos:nl]
+            pos = nl + 1
+            line_no += 1
+            try:
+                msg = message_text(json.loads(raw))
+            except (ValueError, UnicodeDecodeError):
+                continue  # not JSON: skipped (a broken line never stops the rest)
+            if msg:
+                rows.append((str(path), line_no, *msg))
+        digest, _ = _prefix(fh, offset + end)
     for p, ln, role, text, ts in rows:
         cur = conn.execute("INSERT INTO session_messages(path, line, role, ts, text) VALUES(?,?,?,?,?)",
                            (p, ln, role, ts, text))
@@ -258,6 +351,7 @@ def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int]:
         n += 1
     conn.execute("INSERT INTO session_files(path, offset, lines) VALUES(?,?,?) ON CONFLICT(path) DO UPDATE SET "
                  "offset = excluded.offset, lines = excluded.lines", (str(path), offset + end, line_no))
+    db.set_meta(conn, MARK + str(path), json.dumps([st.st_ino, st.st_mtime_ns, digest]))
     return n, offset + end, line_no
 
 

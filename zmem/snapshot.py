@@ -5,6 +5,7 @@ when in doubt it says "changed" and the full git-based catch-up decides."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat as st_mode
@@ -78,12 +79,14 @@ class Changes:
         self.restat: dict[str, tuple[int, int, int, int]] = {}  # same content, new stat signature
         self.dirs: set[str] = set()
         self.rehashed = 0  # files read because their stat was too close to the snapshot to trust
+        self.ignores = False  # a .gitignore (or info/exclude, core.excludesFile) says something new
 
 
 def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops: list[str]) -> Changes:
     """Indexed files whose content differs (stat changed, then blob compared), files that are
     gone, and new memory files in directories whose mtime moved."""
     out = Changes()
+    out.ignores = ignore_rules_changed(stored_ignore_record(conn))
     known = set()
     suspects: dict[str, tuple[int, int, int, int] | None] = {}  # stat moved or too recent to trust
     base = str(root) + os.sep  # plain strings: pathlib would triple the cost of 10,000 stats
@@ -161,6 +164,127 @@ def _blobs(conn, paths: list[str]):
     for i in range(0, len(paths), 500):
         part = paths[i:i + 500]
         yield from conn.execute(f"SELECT path, blob FROM files WHERE path IN ({','.join('?' * len(part))})", part)
+
+
+IGNORE_META = "ignore_inputs"  # meta key: the ignore rules' inputs as the last catch-up saw them
+
+
+def ignore_inputs(root: Path, workdir: Path, common_dir: str, dirs) -> list[tuple[str, str]]:
+    """(absolute path, kind) of every file whose content decides which memory files git ignores:
+    `.gitignore` in the memory directories (dirs, workspace-relative), in the directories between
+    them and the workspace root, and from there up to the repository's top; info/exclude; the
+    core.excludesFile (or git's default XDG ignore file); and the git config files that may set it
+    (kind "config": only that setting counts). Missing files are listed too: creating one counts."""
+    rels: set[str] = set()
+    for d in dirs:
+        parts = d.split("/") if d else []
+        rels.update("/".join(parts[:i]) for i in range(len(parts) + 1))
+    out = [(os.path.join(root, r, ".gitignore") if r else os.path.join(root, ".gitignore"), "file")
+           for r in sorted(rels)]
+    top, here = Path(workdir).resolve(), Path(root).resolve()
+    while here != top and top in here.parents:
+        here = here.parent
+        out.append((os.path.join(here, ".gitignore"), "file"))
+    out.append((os.path.join(common_dir, "info", "exclude"), "file"))
+    configs = _git_config_files(common_dir)
+    excludes = None
+    for path in configs:
+        value = _digest(path, "config")
+        if value:
+            excludes = value.partition("=")[2] or None
+    if excludes is None:
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        excludes = os.path.join(xdg, "git", "ignore")
+    excludes = os.path.join(workdir, os.path.expanduser(excludes))  # an absolute path stays as it is
+    out.append((excludes, "file"))
+    out += [(path, "config") for path in configs]
+    return out
+
+
+def _git_config_files(common_dir: str) -> list[str]:
+    """The config files git reads, lowest precedence first (includes are not followed)."""
+    out = [] if os.environ.get("GIT_CONFIG_NOSYSTEM") else ["/etc/gitconfig"]
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        out.append(os.environ["GIT_CONFIG_GLOBAL"])
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        out += [os.path.join(xdg, "git", "config"), os.path.join(os.path.expanduser("~"), ".gitconfig")]
+    return out + [os.path.join(common_dir, "config")]
+
+
+def _digest(path: str, kind: str) -> str | None:
+    """What of a file matters for ignore rules: a hash of an ignore file's content; a config
+    file's core.excludesFile setting ("excludesfile=VALUE", "" when unset); None when missing."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if kind != "config":
+        return hashlib.sha1(data).hexdigest()
+    value, section = "", None
+    for line in data.decode("utf-8", "replace").splitlines():
+        s = line.strip()
+        if s.startswith("["):
+            section = s[1:s.find("]")].strip().lower() if "]" in s else None
+            continue
+        key, eq, v = s.partition("=")
+        if section == "core" and eq and key.strip().lower() == "excludesfile":
+            v = re.split(r"\s[#;]", v.strip(), maxsplit=1)[0].strip()
+            value = v[1:-1] if len(v) >= 2 and v[0] == v[-1] == '"' else v
+    return f"excludesfile={value}" if value else ""
+
+
+def _followed_signature(path: str) -> tuple[int, int, int, int] | None:
+    """stat_signature of what a path points to (dotfile managers symlink ~/.gitconfig and the like)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
+def ignore_record(inputs: list[tuple[str, str]]) -> dict:
+    """{"at": when it was taken, "inputs": [[path, kind, stat signature or None, digest or None], …]}."""
+    out = {"at": now_ns(), "inputs": []}
+    for path, kind in inputs:
+        sig = _followed_signature(path)
+        out["inputs"].append([path, kind, list(sig) if sig else None, _digest(path, kind) if sig else None])
+    return out
+
+
+def stored_ignore_record(conn) -> dict | None:
+    """The ignore record the last catch-up stored (None when missing or unreadable: the rules then
+    count as changed, and the next catch-up decides again)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (IGNORE_META,)).fetchone()
+    try:
+        record = json.loads(row[0]) if row else None
+    except ValueError:
+        return None
+    ok = isinstance(record, dict) and isinstance(record.get("at"), int) and isinstance(record.get("inputs"), list) \
+        and all(isinstance(i, list) and len(i) == 4 for i in record["inputs"])
+    return record if ok else None
+
+
+def ignore_rules_changed(record: dict | None, current: dict | None = None) -> bool:
+    """Whether any recorded input now says something else (no record: unknown, so yes), compared
+    with a current ignore_record, else with the files: a file whose stat is unchanged and was older
+    than the record by RACY_NS is trusted; others are read again."""
+    if not isinstance(record, dict):
+        return True
+    racy = record["at"] - RACY_NS
+    seen = {path: digest for path, _, _, digest in current["inputs"]} if current else {}
+    for path, kind, sig, digest in record["inputs"]:
+        if path in seen:
+            if seen[path] != digest:
+                return True
+            continue
+        now = _followed_signature(path)
+        if now is not None and sig is not None and list(now) == sig and sig[0] < racy:
+            continue
+        if (None if now is None else _digest(path, kind)) != digest:
+            return True
+    return False
 
 
 def record_dirs(root: Path, conn, rels) -> None:

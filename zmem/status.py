@@ -8,6 +8,7 @@ from zmem import db
 from zmem.errors import ZmemError
 from zmem.indexer import fingerprint, open_index
 from zmem.repo import open_repo
+from zmem.snapshot import ignore_rules_changed, stored_ignore_record
 from zmem.snapshot import git_blob_id as blob_id
 from zmem.workspace import Workspace, find_workspace
 
@@ -27,12 +28,12 @@ def workspace_status(ws: Workspace) -> dict:
         indexed = db.get_meta(conn, "indexed_commit")
         known = dict(conn.execute("SELECT path, blob FROM files"))
         dirty = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p))
-        changed = [p for p in dirty if not (ws.root / p).is_file()
-                   or known.get(p) != blob_id((ws.root / p).read_bytes())]
+        changed = [p for p in dirty if _differs(ws, p, known.get(p))]
         files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        warnings = stored_warnings(conn)
+        warnings = list(ws.config.warnings) + stored_warnings(conn)  # zmem.toml keys no setting has, then notes
         stale = (indexed is None or (indexed or None) != head or bool(changed)
+                 or ignore_rules_changed(stored_ignore_record(conn))  # a .gitignore changed
                  or db.get_meta(conn, "fingerprint") != fingerprint(ws))
         vec_loaded, vec_detail = db.load_vec(conn)
         embeddings = _embedding_status(ws, conn)
@@ -53,6 +54,19 @@ def workspace_status(ws: Workspace) -> dict:
         "sqlite_vec": vec_loaded, "shallow": repo.is_shallow(), "hooks": hooks, "file_warnings": warnings,
         "embeddings": embeddings, "sessions": sessions,
     }
+
+
+def _differs(ws: Workspace, rel: str, blob: str | None) -> bool:
+    """Whether the index disagrees with a dirty file: a file on disk indexed with other content
+    (or not at all), or an indexed file that is gone. A file deleted (or turned into a symlink or
+    directory) that the index no longer holds is up to date."""
+    path = ws.root / rel
+    if path.is_symlink() or not path.is_file():
+        return blob is not None
+    try:
+        return blob != blob_id(path.read_bytes())
+    except OSError:
+        return True
 
 
 def _sessions_status(ws: Workspace, conn) -> dict:
@@ -113,7 +127,10 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append(("fail", "workspace", f"{e.message} ({e.hint})"))
         return checks
     checks.append(("ok", "workspace", str(ws.root)))
-    checks.append(("ok", "config", ", ".join(ws.config.sources) or "defaults (no zmem.toml)"))
+    if ws.config.warnings:
+        checks += [("warn", "config", w) for w in ws.config.warnings]
+    else:
+        checks.append(("ok", "config", ", ".join(ws.config.sources) or "defaults (no zmem.toml)"))
     try:
         st = workspace_status(ws)
     except ZmemError as e:
@@ -157,7 +174,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
     checks.append(("warn" if st["stale"] else "ok", "index",
                    f"{st['files']} files, {st['chunks']} chunks"
                    + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
-    for w in st["file_warnings"]:
+    for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
     return checks + _opinion_checks(ws) + _marker_checks(ws)
 
