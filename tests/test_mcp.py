@@ -121,6 +121,29 @@ def test_files_written_behind_the_servers_back_are_found_at_once(ws):
     assert paths == [[], ["memory/2025-12-01.md"], [], ["bank/zoo/animals.md"], [], ["bank/zoo/animals.md"]]
 
 
+def test_ignore_rule_changes_reach_the_running_server(ws):
+    """.gitignore in a watched directory and .git/info/exclude (outside every watched directory):
+    a file they newly ignore drops out of the very next answer, and comes back when un-ignored."""
+    write(ws, "memory/2025-12-02.md", "# 2025-12-02\n\n- The okapi lives in the Congo.\n")
+    exclude = ws / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+
+    async def go():
+        async with session(ws) as s:
+            out = [await call(s, "memory_search", query="okapi")]
+            write(ws, "memory/.gitignore", "2025-12-02.md\n")
+            out.append(await call(s, "memory_search", query="okapi"))
+            (ws / "memory/.gitignore").unlink()
+            out.append(await call(s, "memory_search", query="okapi"))
+            exclude.write_text("memory/2025-12-02.md\n")
+            out.append(await call(s, "memory_search", query="okapi"))
+            exclude.write_text("")
+            out.append(await call(s, "memory_search", query="okapi"))
+            return out
+    paths = [[r["path"] for r in o["results"]] for o in asyncio.run(go())]
+    assert paths == [["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"]]
+
+
 def test_append_then_search_finds_it_and_commits(ws):
     today = dt.date.today().isoformat()
     async def go():
@@ -266,14 +289,14 @@ def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
         async def go():
             async with session(ws, "--query-timeout", "0.3") as s:
                 fast = await call(s, "memory_search", query="which machine runs the relay")
-                server.faults = [("slow", 2.0)] * 4
+                server.faults = [("slow", 5.0)] * 4  # far from the 0.3 s timeout: noisy machines
                 t = time.perf_counter()
                 slow = await call(s, "memory_search", query="which machine runs the relay")
                 return fast, slow, time.perf_counter() - t
         fast, slow, seconds = asyncio.run(go())
     assert fast["mode"] == "hybrid" and fast["provider"] == "openai" and fast["model"] == "fake-embed"
     assert fast["results"][0]["path"] == "memory/2025-11-24.md"  # found by meaning ("relay" ~ "gateway")
-    assert slow["mode"] == "bm25" and seconds < 1.9
+    assert slow["mode"] == "bm25" and seconds < 4.0  # did not wait for the answer
     assert any("query embedding failed" in w and "keyword" in w for w in slow["warnings"]), slow["warnings"]
 
 
@@ -323,6 +346,9 @@ def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
 
 
 def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_for_again(ws):
+    # bounds far from both the 1 s timeout and the answer's delay: these machines are shared and noisy,
+    # and the request counts are what prove that nothing retried or waited again
+    SLOW = 5.0
     pytest.importorskip("openai")
     from embed_server import EmbeddingServer
     with EmbeddingServer() as server:
@@ -330,12 +356,12 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
         # the library (what the CLI calls): one attempt bounded by the timeout, no retry
         from zmem.api import recall_workspace
         from zmem.workspace import find_workspace
-        server.faults = [("slow", 3.0)] * 4
+        server.faults = [("slow", SLOW)] * 4
         before = len(server.embedding_calls())
         t = time.perf_counter()
         res = recall_workspace(find_workspace(str(ws)), "which machine runs the relay", query_timeout=1.0,
                                background_embed=False)
-        assert time.perf_counter() - t < 2.2 and res.mode == "bm25"
+        assert time.perf_counter() - t < SLOW - 1 and res.mode == "bm25"  # gave up at the timeout
         assert len(server.embedding_calls()) == before + 1
         assert any("within 1 s" in w for w in res.warnings), res.warnings
         # another process (the next CLI recall) does not wait for it either: keywords, no request
@@ -345,8 +371,8 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
         assert out["mode"] == "bm25" and any("timed out recently" in w for w in out["warnings"]), out
         assert len(server.embedding_calls()) == before + 1
         (ws / ".zmem" / "query-timeouts.json").unlink()  # the server below times out on its own
-        time.sleep(2.5)  # let the slow answer finish
-        server.faults = [("slow", 3.0)] * 4
+        time.sleep(SLOW - 0.5)  # let the slow answer finish
+        server.faults = [("slow", SLOW)] * 4
 
         async def go():
             async with session(ws, "--query-timeout", "1") as s:
@@ -357,11 +383,11 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
                                 time.perf_counter() - t, len(server.embedding_calls())))
                 return out
         (first, t1, n1), (second, t2, n2), (third, t3, n3) = asyncio.run(go())
-    assert first["mode"] == "bm25" and t1 < 2.2
+    assert first["mode"] == "bm25" and t1 < SLOW - 1
     assert any("query embedding failed" in w for w in first["warnings"]), first["warnings"]
     # the next calls do not pay the timeout again: keywords at once, with a warning, no request
     for out, seconds in ((second, t2), (third, t3)):
-        assert out["mode"] == "bm25" and seconds < 0.8, seconds
+        assert out["mode"] == "bm25" and seconds < SLOW - 1, seconds
         assert any("timed out recently" in w for w in out["warnings"]), out["warnings"]
     assert n3 == n2 == n1
 

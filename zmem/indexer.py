@@ -406,21 +406,27 @@ def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, in
             (p.rel, start, end, heading, p.day, tokens, text))
         conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
                      (cur.lastrowid, text, heading, bi, uni))
-    for f in p.facts:
+    insert_facts(conn, p.rel, p.day, p.facts)
+
+
+def insert_facts(conn, rel: str, day: str | None, facts: list[Fact], *, schema: str = "main") -> None:
+    """Store one file's Retain facts with their entities and relations (and, in the index itself,
+    their full-text rows). schema "temp": reflect's view of the facts as HEAD holds them."""
+    for f in facts:
         names = "\t".join(f.entities)
-        cur = conn.execute(
-            "INSERT INTO facts(fid, path, start_line, end_line, kind, confidence, text, names, day, event_start, event_end)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-            (f.fact_id(p.rel), p.rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, p.day,
-             *(f.event or (None, None))))
-        fact_row = cur.lastrowid
-        conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
-                     (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))
-        conn.executemany("INSERT OR IGNORE INTO fact_entities(entity, fact_id) VALUES(?, ?)",
+        fact_row = conn.execute(
+            f"INSERT INTO {schema}.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
+            "event_start, event_end) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, day,
+             *(f.event or (None, None)))).lastrowid
+        if schema == "main":
+            conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                         (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))
+        conn.executemany(f"INSERT OR IGNORE INTO {schema}.fact_entities(entity, fact_id) VALUES(?, ?)",
                          [(entity_key(name), fact_row) for name in f.entities])
         if f.relation:
             subject, predicate, obj = f.relation
-            conn.execute("INSERT INTO relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
+            conn.execute(f"INSERT INTO {schema}.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
                          (fact_row, entity_key(subject), predicate, entity_key(obj)))
 
 

@@ -7,7 +7,7 @@ when zmem.toml or the user config changes), one index connection (reopened when 
 swaps the file) and the embedding providers (a local model is loaded once). Every call answers from
 a fresh index, as every zmem command does: where inotify exists, the server watches the memory
 directories (one descriptor, a watch per directory, as `zmem watch`) and runs the catch-up only when
-a memory file changed or HEAD moved since the last one; elsewhere it catches up before every call
+a memory file or an ignore rule changed or HEAD moved since the last one; elsewhere it catches up before every call
 (the stat sweep costs ~4 µs a file). Calls run one at a time. User errors (a bad path, an unknown
 entity or revision, no workspace) come back as tool errors with the hint; nothing a tool does stops
 the server."""
@@ -159,7 +159,7 @@ class Memory:
         changed (inotify) and HEAD is where it was after the last complete catch-up."""
         from zmem import db
         from zmem.indexer import CatchUp, catch_up
-        from zmem.snapshot import read_head
+        from zmem.snapshot import ignore_rules_changed, read_head, stored_ignore_record
         source = self._source(ws)
         if source:
             if source.read() or source.needs_sync or source.root_gone:
@@ -168,7 +168,9 @@ class Memory:
                     source.sync()
         git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
         head = read_head(git_dir, common) if git_dir and common else None
-        if source and head is not None and head == self._clean_head:
+        # ignore rules live partly outside the watched directories (info/exclude, core.excludesFile): ~0.2 ms
+        if source and head is not None and head == self._clean_head \
+                and not ignore_rules_changed(stored_ignore_record(conn)):
             return CatchUp(head=head, previous=head)
         result = catch_up(ws, conn=conn)
         clean = source and not (result.stale or result.deferred) and result.head == head

@@ -27,7 +27,7 @@ from zmem import opinions as op_mod
 from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, neighbourhood, query_facts,
                            suspected_duplicates)
 from zmem.errors import ZmemError
-from zmem.indexer import catch_up, decode_note, open_index
+from zmem.indexer import catch_up, decode_note, insert_facts, open_index
 from zmem.markdown import day_from_path
 from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
 from zmem.retain import Fact, entity_key, parse_facts
@@ -162,19 +162,7 @@ def _committed_view(ws: Workspace, conn, repo: Repo) -> str | None:
         conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} "
                      "WHERE fact_id IN (SELECT id FROM temp.facts)")
     for rel, committed in stale.items():
-        for f in committed:  # stored as indexer.insert_file stores them
-            names = "\t".join(f.entities)
-            row = conn.execute(
-                "INSERT INTO temp.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
-                "event_start, event_end) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names,
-                 day_from_path(rel), *(f.event or (None, None)))).lastrowid
-            conn.executemany("INSERT OR IGNORE INTO temp.fact_entities(entity, fact_id) VALUES(?, ?)",
-                             [(entity_key(name), row) for name in f.entities])
-            if f.relation:
-                subject, predicate, obj = f.relation
-                conn.execute("INSERT INTO temp.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
-                             (row, entity_key(subject), predicate, entity_key(obj)))
+        insert_facts(conn, rel, day_from_path(rel), committed, schema="temp")
     n, k = changes, len(stale)
     return (f"{n} uncommitted fact change{'s' * (n != 1)} in {k} file{'s' * (k != 1)} "
             f"({', '.join(list(stale)[:3])}{' …' if k > 3 else ''}) left for a later run: reflect cites committed "

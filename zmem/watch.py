@@ -191,7 +191,7 @@ class InotifySource:
                         self.needs_sync = True
                     if _under(child, tops) or _above(child, tops):
                         out.add(child)
-                elif self.ws.is_memory_path(child) or child == "zmem.toml":
+                elif self.ws.is_memory_path(child) or child == "zmem.toml" or name == ".gitignore":
                     out.add(child)  # not editors' temporary files, not other files
 
 
@@ -227,7 +227,8 @@ class PollSource:
                     for entry in it:
                         child = f"{rel}/{entry.name}" if rel else entry.name
                         try:
-                            if entry.is_file(follow_symlinks=False) and self.ws.is_memory_path(child):
+                            if entry.is_file(follow_symlinks=False) and (self.ws.is_memory_path(child)
+                                                                         or entry.name == ".gitignore"):
                                 st = entry.stat(follow_symlinks=False)
                                 out[child] = (st.st_mtime_ns, st.st_size, st.st_ino)
                         except OSError:
