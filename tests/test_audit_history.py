@@ -151,3 +151,13 @@ def test_blame_follows_retracted_evidence_to_where_the_fact_last_was(ws):
     [evidence] = blamed["evidence"]
     assert evidence["path"] == "memory/2025-11-25.md" and evidence["rev"]
     assert "Prefers tea." in evidence["lines"][0]["text"]  # the line as it was, not today's line 5
+
+
+def test_reflect_says_evidence_was_re_cited_when_only_a_line_moved(ws):
+    write(ws, "memory/2025-11-26.md", RETAIN.format(day="2025-11-26", facts="- O(c=0.8) @Peter: Prefers tea."))
+    commit_all(ws, "opinion")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    write(ws, "memory/2025-11-26.md", "# 2025-11-26\n\n- a note above\n\n## Retain\n\n- O(c=0.8) @Peter: Prefers tea.\n")
+    commit_all(ws, "shift")
+    res = run(["-C", str(ws), "reflect"])
+    assert res.exit_code == 0 and "opinion c 0.80, evidence re-cited: Prefers tea." in res.stdout, res.stdout

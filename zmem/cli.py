@@ -776,7 +776,7 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     """
     import datetime as dt
     from zmem.dates import commit_time, day_start
-    from zmem.reflect import reflect as do_reflect
+    from zmem.reflect import opinion_change, reflect as do_reflect
     from zmem.search import parse_when
     ws = _workspace(ctx)
     everything = bool(since) and since.strip().lower() == "all"
@@ -800,8 +800,7 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
         for p in res.pages:
             click.echo(f"  {'created' if p['created'] else 'updated'} {p['path']}")
         for o in res.opinions:
-            change = f"new c={o['after']:.2f}" if o["new"] else f"c {o['before']:.2f} -> {o['after']:.2f}"
-            click.echo(f"  opinion {change}: {_one_line(o['statement'], 60)}")
+            click.echo(f"  opinion {opinion_change(o)}: {_one_line(o['statement'], 60)}")
     if res.proposals and not res.proposals_applied:
         click.echo("proposed for MEMORY.md (apply with --apply-proposals):")
         for p in res.proposals:

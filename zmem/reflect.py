@@ -577,13 +577,7 @@ def _message(r: ReflectResult) -> str:
     if r.pages:
         body.append("Entity pages: " + ", ".join(p["entity"] + (" (new)" if p["created"] else "") for p in r.pages))
     for o in r.opinions:
-        if o["new"]:
-            change = f"new, c={o['after']:.2f}"
-        elif o["before"] != o["after"]:
-            change = f"c {o['before']:.2f} -> {o['after']:.2f}"
-        else:
-            change = f"c {o['after']:.2f}, evidence re-cited"
-        body.append(f"Opinion \"{_clip(o['statement'])}\": {change}" + "".join(
+        body.append(f"Opinion \"{_clip(o['statement'])}\": {opinion_change(o)}" + "".join(
             f"; {n}" for n in o["evidence"] if n.startswith(("retracted", "restored"))))
     if r.proposals and not r.proposals_applied:
         body.append(f"Proposals for MEMORY.md (not applied): {len(r.proposals)}")
@@ -591,6 +585,15 @@ def _message(r: ReflectResult) -> str:
     body += ["", f"{TRAILER}: since {r.since or 'the beginning'}, {r.new_facts} new facts"]
     body += [f"Zmem-Evidence: {e}" for e in evidence[:200]]
     return "\n".join(body) + "\n"
+
+
+def opinion_change(o: dict) -> str:
+    """What a run did to one opinion (an entry of ReflectResult.opinions), in a few words."""
+    if o["new"]:
+        return f"new, c={o['after']:.2f}"
+    if o["before"] != o["after"]:
+        return f"c {o['before']:.2f} -> {o['after']:.2f}"
+    return f"c {o['after']:.2f}, evidence re-cited"
 
 
 def _clip(s: str, n: int = 60) -> str:
