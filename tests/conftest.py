@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,37 @@ def zmem_exe() -> str:
 def zmem_proc(*args, cwd=None, env=None, input=None) -> subprocess.CompletedProcess:
     return subprocess.run([zmem_exe(), *args], cwd=cwd, capture_output=True, text=True, input=input,
                           env={**os.environ, **(env or {})}, timeout=120)
+
+
+def indexed_paths(root: Path) -> set[str]:
+    """The files the index holds, read straight from its SQLite file."""
+    conn = sqlite3.connect(Path(root) / ".zmem" / "index.sqlite")
+    try:
+        return {p for (p,) in conn.execute("SELECT path FROM files")}
+    finally:
+        conn.close()
+
+
+def wait_for(predicate, timeout=30.0) -> bool:
+    """Poll until predicate() holds (background work: hooks, watchers), at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture
+def watch():
+    """Start `zmem watch` processes (test_watch.WatchProc); all are stopped after the test."""
+    from test_watch import WatchProc
+    started: list = []
+
+    def start(root, *args):
+        w = WatchProc(root, *args)
+        started.append(w)
+        return w
+    yield start
+    for w in started:
+        w.stop()

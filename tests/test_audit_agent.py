@@ -8,16 +8,13 @@ import asyncio
 import datetime as dt
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, write, zmem_exe, zmem_proc
-from test_watch import WatchProc
+from conftest import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
 
@@ -34,38 +31,10 @@ def _refused(proc: subprocess.CompletedProcess, message: str) -> None:
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
 
 
-def _indexed_paths(root: Path) -> set[str]:
-    conn = sqlite3.connect(root / ".zmem" / "index.sqlite")
-    try:
-        return {p for (p,) in conn.execute("SELECT path FROM files")}
-    finally:
-        conn.close()
-
-
-def _wait_for(predicate, timeout=30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def _tree(root: Path, rev: str = "HEAD") -> set[str]:
     return set(git(root, "ls-tree", "-r", "--name-only", rev).splitlines())
 
 
-@pytest.fixture
-def watch():
-    started: list[WatchProc] = []
-
-    def start(root, *args) -> WatchProc:
-        w = WatchProc(root, *args)
-        started.append(w)
-        return w
-    yield start
-    for w in started:
-        w.stop()
 
 
 # ----------------------------------------------------------------------------- 1. watch --commit
@@ -231,8 +200,8 @@ def test_subdirectory_workspaces_are_indexed_by_the_hooks(bigrepo):
     write(bigrepo, "notes/agent/memory/2025-02-01.md", "# x\n\n- the okapi lives in the forest\n")
     write(bigrepo, "notes/agent2/memory/2025-02-02.md", "# x\n\n- the quokka smiles\n")
     commit_all(bigrepo, "notes")  # the installed hooks catch up both, in the background
-    assert _wait_for(lambda: "memory/2025-02-01.md" in _indexed_paths(bigrepo / "notes/agent")
-                     and "memory/2025-02-02.md" in _indexed_paths(bigrepo / "notes/agent2"))
+    assert wait_for(lambda: "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")
+                     and "memory/2025-02-02.md" in indexed_paths(bigrepo / "notes/agent2"))
     proc = zmem_proc("hook", "post-commit", cwd=bigrepo)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
@@ -251,7 +220,7 @@ def test_with_core_hookspath_subdirectory_workspaces_are_registered_and_hooks_ne
     git(bigrepo, "add", "-A")
     commit = subprocess.run(["git", "commit", "-q", "-m", "notes"], cwd=bigrepo, capture_output=True, text=True)
     assert commit.returncode == 0, commit.stderr
-    assert "memory/2025-02-01.md" in _indexed_paths(bigrepo / "notes/agent")  # `zmem hook` runs in the foreground
+    assert "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")  # `zmem hook` runs in the foreground
     checkout = subprocess.run(["git", "checkout", "-q", "-b", "y"], cwd=bigrepo, capture_output=True, text=True)
     assert checkout.returncode == 0 and checkout.stderr == "", checkout.stderr
 
@@ -265,7 +234,7 @@ def test_a_broken_registered_workspace_does_not_fail_the_hook_or_hide_the_others
     write(bigrepo, "notes/agent/memory/2025-02-01.md", "# x\n\n- the tapir swims\n")
     proc = zmem_proc("hook", "post-commit", cwd=bigrepo)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert "memory/2025-02-01.md" in _indexed_paths(bigrepo / "notes/agent")
+    assert "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")
     assert "skipped:" in (bigrepo / "notes/gone/.zmem/hook.log").read_text()
 
 

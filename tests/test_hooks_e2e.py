@@ -5,12 +5,11 @@ import json
 import os
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, write, zmem_exe, zmem_proc
+from conftest import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
 
 
 def _indexed_commit(root: Path) -> str | None:
@@ -20,23 +19,6 @@ def _indexed_commit(root: Path) -> str | None:
         return row[0] if row else None
     finally:
         conn.close()
-
-
-def _indexed_paths(root: Path) -> set[str]:
-    conn = sqlite3.connect(root / ".zmem" / "index.sqlite")
-    try:
-        return {p for (p,) in conn.execute("SELECT path FROM files")}
-    finally:
-        conn.close()
-
-
-def _wait_for(predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 @pytest.fixture
@@ -61,13 +43,13 @@ def test_commit_updates_index_without_any_zmem_command(hooked):
                                         capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""  # no noise on success
     head = git(hooked, "rev-parse", "HEAD")
-    assert _wait_for(lambda: _indexed_commit(hooked) == head)  # indexed in the background
-    assert "memory/2025-12-01.md" in _indexed_paths(hooked)
+    assert wait_for(lambda: _indexed_commit(hooked) == head)  # indexed in the background
+    assert "memory/2025-12-01.md" in indexed_paths(hooked)
 
 
 def _at_head(root) -> bool:
     head = git(root, "rev-parse", "HEAD")
-    return _wait_for(lambda: _indexed_commit(root) == head)
+    return wait_for(lambda: _indexed_commit(root) == head)
 
 
 def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
@@ -79,7 +61,7 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     assert _at_head(hooked)
     git(hooked, "checkout", "-q", "main")  # post-checkout
     assert _at_head(hooked)
-    assert "memory/2025-12-02.md" not in _indexed_paths(hooked)
+    assert "memory/2025-12-02.md" not in indexed_paths(hooked)
     write(hooked, "memory/2025-12-03.md", "# c\n\n- another main note\n")
     commit_all(hooked, "main 2")
     git(hooked, "commit", "-q", "--amend", "-m", "main 2 amended")  # post-rewrite
@@ -87,7 +69,7 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     git(hooked, "checkout", "-q", "topic")
     git(hooked, "rebase", "-q", "main")  # post-rewrite / post-checkout
     assert _at_head(hooked)
-    assert _wait_for(lambda: {"memory/2025-12-02.md", "memory/2025-12-03.md"} <= _indexed_paths(hooked))
+    assert wait_for(lambda: {"memory/2025-12-02.md", "memory/2025-12-03.md"} <= indexed_paths(hooked))
     git(hooked, "checkout", "-q", "main")
     git(hooked, "merge", "-q", "--no-edit", "--no-ff", "topic")  # post-merge
     assert _at_head(hooked)
@@ -95,7 +77,7 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     proc = zmem_proc("-C", str(hooked), "recall", "topic", "--json")
     assert proc.returncode == 0
     assert _indexed_commit(hooked) == git(hooked, "rev-parse", "HEAD")
-    assert "memory/2025-12-02.md" not in _indexed_paths(hooked)
+    assert "memory/2025-12-02.md" not in indexed_paths(hooked)
 
 
 def test_large_commit_is_indexed_by_a_detached_process(hooked):
@@ -104,8 +86,8 @@ def test_large_commit_is_indexed_by_a_detached_process(hooked):
         write(hooked, f"memory/2025-10-{i + 1:02d}.md", f"# day {i}\n\n- bulk note {i}\n")
     commit_all(hooked, "bulk")
     head = git(hooked, "rev-parse", "HEAD")
-    assert _wait_for(lambda: _indexed_commit(hooked) == head)
-    assert len([p for p in _indexed_paths(hooked) if p.startswith("memory/2025-10-")]) == 30
+    assert wait_for(lambda: _indexed_commit(hooked) == head)
+    assert len([p for p in indexed_paths(hooked) if p.startswith("memory/2025-10-")]) == 30
 
 
 def test_two_hooks_at_once_do_not_corrupt(hooked):

@@ -75,19 +75,6 @@ class WatchProc:
         self.proc.stderr.close()
 
 
-@pytest.fixture
-def watch():
-    started: list[WatchProc] = []
-
-    def start(root, *args) -> WatchProc:
-        w = WatchProc(root, *args)
-        started.append(w)
-        return w
-    yield start
-    for w in started:
-        w.stop()
-
-
 def _index_has(root: Path, word: str) -> bool:
     """Read the index directly, without the catch-up every zmem command does first."""
     from zmem import db
