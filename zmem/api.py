@@ -15,6 +15,17 @@ NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 
 
+def _unsearchable(conn, already: list[str]) -> list[str]:
+    """Memory files the index holds no text of (too large, binary, unreadable), named by every recall
+    and not only by the catch-up that found them: an answer without them may be missing something."""
+    skipped = [line for (w,) in conn.execute("SELECT warning FROM files WHERE chunks = 0 AND warning LIKE '%skipped:%'")
+               for line in w.split("\n") if "skipped:" in line and line not in already]
+    if not skipped:
+        return []
+    more = f"; and {len(skipped) - 3} more (`zmem status` lists them)" if len(skipped) > 3 else ""
+    return [f"not searchable: {'; '.join(skipped[:3])}{more}"]
+
+
 def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: str | None = None,
                      until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                      mode: str | None = None, explain: bool = False, query_timeout: float = 10.0,
@@ -47,6 +58,13 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
                         hint="use --source memory (or leave --source out)")
     exclude = ws.private_globs() if scope == "group" else None
+    if since and until and since > until:
+        from zmem.errors import ZmemError
+        raise ZmemError(f"the range is empty: since {since} is after until {until}",
+                        hint="swap them, or leave one out")
+    if path_glob:
+        from zmem.workspace import path_filter
+        path_glob = path_filter(path_glob)
     cfg = ws.config
     own = conn is None
     if own:
@@ -62,6 +80,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
             res.stale = fresh.stale
             return res
         warnings = list(fresh.warnings)
+        warnings += _unsearchable(conn, warnings)
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25":

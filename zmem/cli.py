@@ -409,7 +409,7 @@ def model_import(source, out, outtype, force):
 @click.option("-k", "--k", "k", type=click.IntRange(1, 1000), default=None, help="Number of results (default 6).")
 @click.option("--since", metavar="WHEN", help="Only notes from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD.")
 @click.option("--until", metavar="WHEN", help="Only notes up to this day (same forms as --since).")
-@click.option("--path", "path_glob", metavar="GLOB", help="Only files matching this glob, e.g. 'bank/**'.")
+@click.option("--path", "path_glob", metavar="GLOB", help="Only files matching this glob (e.g. 'memory/2025-*'), or this file, or everything under this directory (e.g. bank/people).")
 @click.option("--max-chars", type=click.IntRange(1, None), default=None,
               help="Cap the total characters of all snippets (recall within a token budget).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,

@@ -279,6 +279,8 @@ def migrate(conn) -> None:
             hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
     for step in range(version, SCHEMA_VERSION):
         with write_transaction(conn):
+            if schema_version(conn) > step:  # another process took this step while we waited for the lock
+                continue
             for stmt in MIGRATIONS[step]:
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {step + 1}")

@@ -437,11 +437,11 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     from zmem.repo import open_repo
     repo = open_repo(ws.root)
     ensure_state_dir(ws)
-    for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):
-        _unlink_db(stale)
     tmp = ws.state_dir / f"index.sqlite.rebuild-{os.getpid()}"
     try:
         with IndexLock(ws, lock_timeout):
+            for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):  # left by a rebuild that was killed;
+                _unlink_db(stale)  # only under the lock: a running rebuild holds it
             conn = db.connect(tmp)
             try:
                 db.migrate(conn)

@@ -394,7 +394,17 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
         if "index.lock" in err and time.monotonic() < deadline:
             time.sleep(0.1)
             continue
-        return None, err.splitlines()[-1] if err else f"git exited {proc.returncode}"
+        return None, _git_error(err) if err else f"git exited {proc.returncode}"
+
+
+def _git_error(err: str) -> str:
+    """The line of git's stderr that says what went wrong: its `fatal:`/`error:` line, not the last
+    line of advice ("remove the file manually to continue" is about index.lock, not the note)."""
+    lines = [line.strip() for line in err.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    if said and "index.lock" in said[0]:
+        return f"{said[0]} (another git process is running, or one crashed and left the lock file)"
+    return said[0] if said else lines[-1]
 
 
 def last_commit_with_trailer(root: Path, trailer: str) -> str | None:

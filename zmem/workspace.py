@@ -97,9 +97,19 @@ def _exact_name(root: Path, name: str) -> bool:
 
 
 def glob_to_sql(pattern: str) -> str:
-    """A path glob as SQLite GLOB / fnmatch understands it: `**` (any depth) becomes `*`."""
+    """A path glob as SQLite GLOB / fnmatch understands it: `**` (any depth) becomes `*`; a leading
+    `./` goes (only that: `.hidden/` stays)."""
     import re
-    return re.sub(r"\*\*/?", "*", pattern.lstrip("./"))
+    return re.sub(r"\*\*/?", "*", re.sub(r"^(\./)+", "", pattern))
+
+
+def path_filter(pattern: str) -> str:
+    """`recall --path` as one glob: a glob as it is; without glob characters a file, or a directory
+    and everything below it (`memory`, `bank/people/`), as [scopes] private reads its entries."""
+    if any(c in pattern for c in "*?["):
+        return glob_to_sql(pattern)
+    plain = glob_to_sql(pattern).rstrip("/")
+    return plain if plain.lower().endswith(".md") else f"{plain}/*"
 
 
 def normalize_rel(path: str) -> str | None:
