@@ -26,7 +26,7 @@ complete -c zmem -f -n '__fish_use_subcommand' -a recall -d 'Find the notes that
 complete -c zmem -n '__fish_seen_subcommand_from recall' -s k -l k -r -d 'Number of results (default 6).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l since -r -d 'Only notes from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD.'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l until -r -d 'Only notes up to this day (same forms as --since).'
-complete -c zmem -n '__fish_seen_subcommand_from recall' -l path -r -d 'Only files matching this glob, e.g. \'bank/**\'.'
+complete -c zmem -n '__fish_seen_subcommand_from recall' -l path -r -d 'Only files matching this glob (e.g. \'memory/2025-*\'), or this file, or everything under this directory (e.g. bank/people).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l max-chars -r -d 'Cap the total characters of all snippets (recall within a token budget).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l mode -r -f -a 'hybrid bm25 vector' -d 'Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l explain -d 'Show each hit\'s BM25 rank/score, vector rank/similarity and fused score.'
