@@ -21,7 +21,8 @@ if [ -x "$here/$HOOK.zmem-prev" ]; then
 fi
 # zmem's part: detached, silent, its exit status ignored (a failing post-checkout fails checkout).
 if [ -x "$ZMEM_PYTHON" ]; then
-    ("$ZMEM_PYTHON" -m zmem.hookrun "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
+    # -P: never import a zmem/ found in the working tree (git runs hooks at its top)
+    ("$ZMEM_PYTHON" -P -m zmem.hookrun "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
 elif command -v zmem >/dev/null 2>&1; then
     (zmem hook "$HOOK" "$@" </dev/null >/dev/null 2>&1 &)
 fi

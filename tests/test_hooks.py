@@ -27,11 +27,11 @@ def repo(tmp_path) -> Path:
 
 @pytest.fixture
 def fake_python(tmp_path) -> tuple[str, Path]:
-    """An executable that logs its arguments after `-m zmem.hookrun`, standing in for Python."""
+    """An executable that logs its arguments after `-P -m zmem.hookrun`, standing in for Python."""
     log = tmp_path / "calls.log"
     exe = tmp_path / "fake pythön's" / "python"  # a space, non-ASCII and a quote to survive the shim
     exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nshift 2\necho "$@" >> "{log}"\n')
+    exe.write_text(f'#!/bin/sh\nshift 3\necho "$@" >> "{log}"\n')
     exe.chmod(0o755)
     return str(exe), log
 

@@ -5,8 +5,6 @@ import errno
 import fcntl
 import hashlib
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -252,8 +250,6 @@ def spawn_embed_job(ws: Workspace) -> bool:
         return False
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     env.setdefault("GGML_NO_BACKTRACE", "1")
-    with open(ws.state_dir / "embed.log", "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "embed", "--quiet", "--background"],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                         close_fds=True, env=env)
+    from zmem.spawn import spawn_detached
+    spawn_detached(ws, ["embed", "--quiet", "--background"], "embed.log", env)
     return True

@@ -6,8 +6,6 @@ import fcntl
 import functools
 import json
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -521,8 +519,5 @@ def _unlink_db(path: Path) -> None:
 
 def spawn_detached_index(ws: Workspace) -> None:
     """Run `zmem index` in its own session so the calling git command returns at once."""
-    log = open(ws.state_dir / "index.log", "ab")
-    subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "index", "--quiet"],
-                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                     close_fds=True)
-    log.close()
+    from zmem.spawn import spawn_detached
+    spawn_detached(ws, ["index", "--quiet"], "index.log")

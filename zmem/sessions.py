@@ -414,13 +414,8 @@ def unmatched_warning(settings: SessionSettings) -> str | None:
 
 def spawn_session_index(ws) -> None:
     """`zmem index --sessions` detached: recall never waits for transcripts to be indexed."""
-    import subprocess
-    import sys
-    ws.state_dir.mkdir(exist_ok=True)
-    with open(ws.state_dir / "sessions.log", "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(ws.root), "index", "--sessions", "--quiet",
-                          "--no-embed"], stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                         close_fds=True)
+    from zmem.spawn import spawn_detached
+    spawn_detached(ws, ["index", "--sessions", "--quiet", "--no-embed"], "sessions.log")
 
 
 def merge_ranked(a: list, b: list, k: int) -> list:

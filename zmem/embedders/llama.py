@@ -250,11 +250,12 @@ def _check_in_child(path: Path, model_id: str) -> None:
     BERT). A model that passed is remembered by its id (name, size and a hash of its ends)."""
     import subprocess
     from zmem.config import user_cache_dir
+    from zmem.spawn import zmem_command
     marker = user_cache_dir() / "checked-models" / hashlib.sha256(model_id.encode()).hexdigest()[:24]
     if marker.is_file():
         return
     try:
-        proc = subprocess.run([sys.executable, "-m", "zmem.embedders.llama", str(path)], capture_output=True,
+        proc = subprocess.run(zmem_command("zmem.embedders.llama", str(path)), capture_output=True,
                               text=True, timeout=300, env={**os.environ, "GGML_NO_BACKTRACE": "1"})
     except subprocess.TimeoutExpired:
         raise EmbeddingError(f"llama.cpp took over 300 s to load and run {path.name}",
