@@ -267,6 +267,25 @@ def test_a_model_without_a_pooling_type_is_not_taken_for_an_embedding_model(tiny
     assert "declares no pooling type: not an embedding model" in e.value.message
 
 
+def test_a_reranker_gguf_is_refused_and_huge_thread_counts_are_capped(tiny, tmp_path, monkeypatch):
+    """A rank-pooling GGUF returns one score per text where zmem would read n_embd floats (garbage
+    past the buffer); a thread count far above the cores made llama.cpp abort (bad_alloc)."""
+    pytest.importorskip("llama_cpp")
+    import gguf
+    from zmem.embedders.llama import LlamaEmbedder
+    real = gguf.GGUFWriter.add_pooling_type
+    monkeypatch.setattr(gguf.GGUFWriter, "add_pooling_type", lambda self, value: real(self, gguf.PoolingType.RANK))
+    out = import_model(tiny, tmp_path / "rank.gguf")["out"]
+    with pytest.raises(EmbeddingError) as e:
+        LlamaEmbedder(str(out)).embed(["x"])
+    assert "reranker" in e.value.message
+    monkeypatch.setattr(gguf.GGUFWriter, "add_pooling_type", real)
+    good = import_model(tiny, tmp_path / "good.gguf")["out"]
+    plain = LlamaEmbedder(str(good)).embed(["a note about the gateway"])
+    many = LlamaEmbedder(str(good), threads=1_000_000_000).embed(["a note about the gateway"])
+    assert max(abs(a - b) for a, b in zip(plain[0], many[0])) < 1e-5
+
+
 def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_path):
     pytest.importorskip("llama_cpp")
     out = tmp_path / "models" / "tiny.gguf"

@@ -73,7 +73,9 @@ class LlamaEmbedder(Embedder):
         _silence(bindings)
         if self.check_in_child:
             _check_in_child(self.path, self.model)
-        threads = self.threads or max(1, min(os.cpu_count() or 1, 8))
+        cores = os.cpu_count() or 1
+        # more threads than cores never helps, and a huge count makes llama.cpp crash (bad_alloc, SIGSEGV)
+        threads = min(self.threads, cores) if self.threads and self.threads > 0 else max(1, min(cores, 8))
         try:
             self._llama = _Model(bindings, self.path, threads)
         except AttributeError as e:  # a binding older than the C API used here
@@ -155,6 +157,9 @@ class _Model:
         if pooling is None:  # embedding GGUFs say how to pool; chat models do not
             raise EmbeddingError(f"{path.name} is a {arch} model that declares no pooling type: not an embedding "
                                  "model", hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
+        if pooling == str(L.LLAMA_POOLING_TYPE_RANK):  # one relevance score per text, not a vector
+            raise EmbeddingError(f"{path.name} is a reranker (pooling type rank), not an embedding model",
+                                 hint="use an embedding GGUF, e.g. one written by `zmem model import DIR`")
         train = int(L.llama_model_n_ctx_train(self.model))
         self.n_ctx = min(train if train > 0 else 512, MAX_TOKENS)
         params = L.llama_context_default_params()
