@@ -343,6 +343,7 @@ def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_p
     assert res["mode"] == "hybrid" and any("fallback" in w for w in res["warnings"])
     status = json.loads(run(["-C", str(ws), "status", "--json"]).stdout)["embeddings"]
     assert status["vectors_by"].startswith("local ") and not status["current"]  # says who made them
+    assert status["fallback_made"] and "the primary provider openai failed" in status["last_error"]
     write(ws, "memory/2025-12-03.md", "# 2025-12-03\n\n- A new note while the primary is down.\n")
     commit_all(ws)
     for _ in range(2):  # the failing primary does not drop the fallback's vectors, run after run
@@ -351,6 +352,22 @@ def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_p
     os.environ["ZMEM_TEST_KEY"] = "the-right-key"  # the primary works again: it re-embeds everything
     out = json.loads(run(["-C", str(ws), "embed", "--json"]).stdout)
     assert out["provider"] == "openai" and out["reembedded_all"] and out["pending"] == 0
+
+
+def test_a_failing_re_embed_is_named_and_the_old_vectors_counted(semantic_ws, server):
+    """The configured model changed but cannot run (here: it answers the wrong dimensions): recall
+    says re-embedding failed and why, not that vectors are 'being re-embedded' or missing."""
+    use_server(server, "dimensions = 8\n")  # the fake server answers 16
+    res = run(["-C", str(semantic_ws), "embed", "--json"])
+    out = json.loads(res.stdout)
+    total = json.loads(run(["-C", str(semantic_ws), "status", "--json"]).stdout)["chunks"]
+    assert out["error"] and out["pending"] == total  # every chunk still needs this model's vectors
+    warnings = recall_json(semantic_ws, "gateway")["warnings"]
+    assert any("re-embedding them failed" in w and "dimensions" in w for w in warnings), warnings
+    assert not any("no vectors yet" in w or "being re-embedded" in w for w in warnings), warnings
+    use_server(server)  # the first model again: its vectors are current, nothing was dropped
+    status = json.loads(run(["-C", str(semantic_ws), "status", "--json"]).stdout)["embeddings"]
+    assert status["current"] and status["vectors"] > 0
 
 
 def test_cache_is_bounded_least_recently_used_first(ws, server):

@@ -146,8 +146,8 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     pending = pending_count(conn)
     fp = store.fingerprint()
     active = provs.primary or provs.fallback
+    failed = db.get_meta(conn, "embed_error")
     if pending or fp != vector_fingerprint(active):
-        failed = db.get_meta(conn, "embed_error")
         ago = time.time() - float(db.get_meta(conn, "embed_failed_at") or "-inf")
         # after a failed run, not again at every recall: a provider that refuses (wrong dimensions, a
         # bad key) would be sent a batch of notes each time
@@ -162,9 +162,11 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     embedder = provs.for_fingerprint(fp) if stored else None
     if embedder is None:
         if stored:
-            notes.append("stored vectors come from a different embedding model; they are being re-embedded, "
-                         "keyword (BM25) recall meanwhile")
-        elif not pending:
+            state = (f"re-embedding them failed: {failed} (`zmem embed` shows it)" if failed else
+                     "they are being re-embedded")
+            return None, None, notes + [f"stored vectors come from a different embedding model; {state}; "
+                                        "keyword (BM25) recall meanwhile"]
+        if not pending:
             return None, None, notes
         return None, None, notes + ["no vectors yet: keyword (BM25) recall only"]
     if embedder is not active:

@@ -113,7 +113,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
                 embedder.embed(["zmem"], "document")
         except EmbeddingError as e:
             report.error = e.message
-            report.pending = pending_count(conn)
+            report.pending = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # all need this model
             return report
         with db.write_transaction(conn):
             store.reset(fp)
@@ -226,17 +226,22 @@ def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedRe
         from zmem.indexer import open_index
         conn = open_index(ws)
         try:
-            report = None
+            report, primary_error = None, None
             for embedder in (provs.primary, provs.fallback):
                 if embedder is None:
                     continue
                 report = embed_pending(ws, conn, embedder, progress=progress)
                 if report.error is None:
                     break
-            db.set_meta(conn, "embed_error", report.error if report else None)
-            db.set_meta(conn, "embed_failed_at", str(time.time()) if report and report.error else None)
-            if report:
+                if embedder is provs.primary:
+                    primary_error = f"the primary provider {embedder.provider} failed: {report.error}"
+            if report and report.error is None and primary_error:  # the fallback did the work: say why
+                report.warnings = list(provs.warnings) + [f"{primary_error}; the fallback {report.provider} was used"]
+            elif report:
                 report.warnings = list(provs.warnings)
+            # status and doctor show the primary's failure too; the retry wait is only for a failed run
+            db.set_meta(conn, "embed_error", report.error or primary_error if report else None)
+            db.set_meta(conn, "embed_failed_at", str(time.time()) if report and report.error else None)
             return report
         finally:
             conn.close()

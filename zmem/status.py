@@ -1,6 +1,7 @@
 """`zmem status` and `zmem doctor`: the state of the workspace and index, and checks that explain."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -83,16 +84,25 @@ def _embedding_status(ws: Workspace, conn) -> dict:
     active = provs.primary or provs.fallback
     vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     fp = db.get_meta(conn, "vec_fingerprint")
-    maker = provs.for_fingerprint(fp) if fp and vectors else None  # None: another (earlier) model's
+    maker = provs.for_fingerprint(fp) if fp and vectors else None
+    if maker is not None:
+        made_by = f"{maker.provider} {maker.model}"
+    else:  # a model not configured now: its fingerprint still names it
+        try:
+            made = json.loads(fp.rsplit("|", 1)[0]) if fp and vectors else None
+            made_by = f"{made['provider']} {made['model']}" if isinstance(made, dict) else None
+        except (ValueError, KeyError):
+            made_by = None
     return {
         "provider": active.provider if active else "none",
         "model": active.model if active else None,
         "fallback": provs.fallback.provider if provs.fallback else None,
         "vectors": vectors,
-        "vectors_by": f"{maker.provider} {maker.model}" if maker else None,
+        "vectors_by": made_by,
+        "fallback_made": maker is not None and maker is provs.fallback,
         "pending": pending_count(conn) if active else 0,
         "current": bool(active) and fp == vector_fingerprint(active),
-        "last_error": db.get_meta(conn, "embed_error"),
+        "last_error": db.get_meta(conn, "embed_error") if active else None,  # none configured: nothing runs
         "warnings": provs.warnings,
     }
 
@@ -101,8 +111,9 @@ def vectors_line(emb: dict) -> str:
     """What the vectors are and who made them, for status and doctor."""
     line = f"{emb['provider']} {emb['model']}: {emb['vectors']} vectors (windows), {emb['pending']} chunks pending"
     if emb["vectors"] and not emb["current"]:
-        line += (f"; the vectors were made by the fallback {emb['vectors_by']}" if emb["vectors_by"] else
-                 "; the vectors come from another model and are being re-embedded")
+        by = f" ({emb['vectors_by']})" if emb["vectors_by"] else ""
+        line += (f"; the vectors were made by the fallback{by}" if emb["fallback_made"] else
+                 f"; the vectors come from another model{by} and are being re-embedded")
     return line
 
 
