@@ -144,6 +144,31 @@ def test_ignore_rule_changes_reach_the_running_server(ws):
     assert paths == [["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"]]
 
 
+def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
+    """`zmem model import --force` over the configured model_path, then `zmem embed`: the running
+    server embeds queries with the new model (the stored vectors are its), not the one it loaded."""
+    pytest.importorskip("llama_cpp")
+    from tiny_bert import make_tiny_bert
+    from zmem.modelimport import import_model
+    model = tmp_path / "models" / "current.gguf"
+    import_model(make_tiny_bert(tmp_path / "a", seed=1), model)
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'[embeddings]\nprovider = "local"\nmodel_path = "{model}"\n')
+    assert run(["-C", str(ws), "embed"]).exit_code == 0
+
+    async def go():
+        async with session(ws) as s:
+            first = await call(s, "memory_search", query="gateway")
+            import_model(make_tiny_bert(tmp_path / "b", seed=2), model, force=True)
+            assert run(["-C", str(ws), "embed"]).exit_code == 0
+            return first, await call(s, "memory_search", query="gateway")
+    first, second = asyncio.run(go())
+    assert first["mode"] == second["mode"] == "hybrid", (first["warnings"], second["warnings"])
+    assert first["model"] != second["model"]
+    assert not any("different embedding model" in w for w in second["warnings"]), second["warnings"]
+
+
 def test_append_then_search_finds_it_and_commits(ws):
     today = dt.date.today().isoformat()
     async def go():

@@ -127,6 +127,7 @@ class Memory:
         self._conn = None
         self._conn_id = None
         self._providers = None
+        self._models_key = None     # the model files the providers were loaded from, as _model_files saw them
         self._matrix = None         # the stored vectors in memory (vectors.VectorMatrix)
         self._watch = None          # inotify on the memory directories, or False where unavailable
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
@@ -187,11 +188,15 @@ class Memory:
         return self._watch
 
     def providers(self, ws):
+        models = _model_files(ws)
+        if self._providers is not None and models != self._models_key:
+            self._providers = None  # a model file appeared, went or was replaced (`model import --force`)
         if self._providers is None:
             from zmem.embedding import providers
             from zmem.vectors import VectorMatrix
             self._providers = providers(ws)
             self._matrix = VectorMatrix()
+            self._models_key = models
         return self._providers
 
     def _close_conn(self) -> None:
@@ -302,6 +307,15 @@ def _public_graph(ws, g: dict) -> dict:
     scrub = lambda n: {**n, "page": n["page"] if n["page"] and public(n["page"]) else None}  # noqa: E731
     return {**g, "entity": scrub(g["entity"]), "nodes": [scrub(n) for n in g["nodes"] if n["key"] in keep],
             "edges": edges}
+
+
+def _model_files(ws) -> tuple:
+    """Stamps of the local model files the configuration names (primary and fallback)."""
+    from pathlib import Path
+    from zmem.embedders import fallback_settings
+    settings = ws.config.embeddings
+    paths = [s.get("model_path") for s in (settings, fallback_settings(settings) or {})]
+    return tuple(_stamp(Path(p).expanduser(), ino=False) for p in paths if isinstance(p, str))
 
 
 def _stamp(path, ino: bool = False):
