@@ -286,7 +286,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
         what = "rebuilt" if full else "up to date"
         click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
                    f"{len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
-        if report:
+        if report and report.provider:  # without one, the warning below says why nothing was embedded
             click.echo(_embed_line(report))
         if sess:
             click.echo(f"sessions: {sess.messages} messages from {sess.files} files in {sess.seconds:.2f} s")
