@@ -14,9 +14,14 @@ from zmem.markdown import Block, scan_blocks, split_lines
 # Han, kana, Hangul: scripts written without spaces between words (Hangul: too short to stem).
 CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3131-\u318e"
 CJK_RE = re.compile(f"[{CJK_CLASS}]")
+# Combining marks (accents of decomposed text): part of the word they follow, never a place to cut.
+MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20dc\ufe20-\ufe2f"
+_BREAK = re.compile(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end
 FENCE_MAX_FACTOR = 4
 # Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
-CHUNKER_VERSION = 1
+# 2: slices of a line too long for one chunk carry "…" where the line goes on.
+CHUNKER_VERSION = 2
+CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
 # Size of the line windows that get one vector each (part of the vector fingerprint).
 WINDOW_TOKENS = 128
 
@@ -130,9 +135,41 @@ def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_to
 
 
 def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit]:
-    step = max(1, max_tokens * (1 if CJK_RE.search(line) else 4))
-    return [_Unit(ln, ln, estimate_tokens(line[i:i + step]), heading, False, line[i:i + step])
-            for i in range(0, len(line), step)]
+    """A line too long for one chunk, cut into slices of at most max_tokens estimated tokens, marks
+    included: each slice's text has a "…" on the side(s) where the line goes on, so a snippet that
+    shows a slice says it is part of a line, and between the marks is a verbatim part of the line.
+    A slice ends after the last space or punctuation of its final quarter when there is one (a word
+    cut in two would be found in neither slice); two CJK characters cut apart are both in the next
+    slice too, so their bigram is indexed."""
+    units: list[_Unit] = []
+    budget = max(2, 4 * max_tokens - 2)  # in quarter tokens (CJK characters cost 4); 2 for the marks
+    i, n = 0, len(line)
+    while i < n:
+        j = _slice_end(line, i, budget)
+        if j < n:
+            m = None
+            for m in _BREAK.finditer(line, i + (j - i) * 3 // 4, j):
+                pass
+            j = m.end() if m else j
+        text = (CUT if i else "") + line[i:j] + (CUT if j < n else "")
+        units.append(_Unit(ln, ln, estimate_tokens(text), heading, False, text))
+        i = j - 1 if j < n and j - i > 1 and CJK_RE.match(line, j - 1) and CJK_RE.match(line, j) else j
+    return units
+
+
+def _slice_end(line: str, i: int, budget: int) -> int:
+    """The end of the longest slice from i costing at most budget quarter tokens (at least one character)."""
+    if not CJK_RE.search(line, i, i + budget):
+        return min(len(line), i + budget)
+    j, left = i, budget
+    while j < len(line) and left >= 4:  # every character costs at most 4: a safe step
+        piece = line[j:j + left // 4]
+        left -= len(piece) + 3 * (len(piece) - len(CJK_RE.sub("", piece)))
+        j += len(piece)
+    while j < len(line) and left >= (4 if CJK_RE.match(line, j) else 1):
+        left -= 4 if CJK_RE.match(line, j) else 1
+        j += 1
+    return max(j, i + 1)
 
 
 def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int, str]]:

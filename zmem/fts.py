@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 import re
+import threading
+import unicodedata
 
-from zmem.chunking import CJK_CLASS
+from zmem.chunking import CJK_CLASS, CUT, MARKS
 
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_CJK_SPLIT = re.compile(f"([{CJK_CLASS}]+)")
+# A word as unicode61 sees it: letters and digits, and the combining marks it keeps inside tokens
+# (NFD text, macOS input: "a" + U+0301), which Python's \w leaves out.
+_WCH = rf"(?:[^\W_]|[{MARKS}])"
+_TOKEN_START = re.compile(f"{_WCH}+")  # the token characters a text starts with
+_WORD = re.compile(rf"{_WCH}+(?:['’]{_WCH}+)*")
 _PHRASE = re.compile(r'"([^"]+)"')
+_MARK = re.compile(f"[{MARKS}]+")
 
 # Words too common to help an OR query (and slow on large indexes): English, Portuguese, Spanish.
 STOPWORDS = frozenset("""
@@ -18,9 +26,61 @@ o os as um uma uns umas e é de do da dos das em no na nos nas por para com que 
 el la los las un una unos unas y es del al en por para con que se lo le les su sus o pero como
 """.split())
 
+# What cjk_columns puts in the columns. Bumped with it: `upgrade` re-derives the rows of an index
+# written by an older zmem (a contentless table deletes a row only given exactly what it indexed).
+FTS_VERSION = 2
+FTS_META = "fts_version"
+
+
+def nfc(text: str) -> str:
+    """Composed Unicode (NFC), so decomposed input (macOS) reads like the same text composed."""
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
 
 def cjk_columns(text: str) -> tuple[str, str]:
-    """Space-separated bigrams and unigrams of every CJK run (unicode61 cannot segment CJK)."""
+    """The cjk_bi and cjk_uni columns: space-separated bigrams and unigrams of every CJK run
+    (unicode61 cannot segment CJK), and in cjk_bi also the letters and digits written against CJK
+    characters: unicode61 keeps `我买了iPhone手机` as one token, so `iPhone` is found only there
+    (`会议定在2025年12月`: `2025`, `12`). Decomposed text (macOS) is read composed: Hangul is CJK only so."""
+    if text.isascii():
+        return "", ""
+    parts = _CJK_SPLIT.split(nfc(text))  # other text, a CJK run, other text, …, a CJK run, other text
+    if len(parts) == 1:
+        return "", ""
+    bi: list[str] = []
+    uni: list[str] = []
+    for run in parts[1::2]:
+        uni.extend(run)
+        bi.extend(run[i:i + 2] for i in range(len(run) - 1))
+    last = len(parts) - 1
+    for j in range(0, len(parts), 2):  # the text between runs, which holds no CJK character
+        part = parts[j]
+        if not part:
+            continue
+        head = _TOKEN_START.match(part).end() if j and _letter(part, 0) else 0
+        tail = len(part)
+        if j < last:
+            while tail and _letter(part, tail - 1):
+                tail -= 1
+        if head == len(part) and j < last:  # letters only, between two runs: one token with both
+            bi.append(part)
+            continue
+        if head:
+            bi.append(part[:head])
+        if tail < len(part):
+            bi.append(part[tail:])
+    return " ".join(bi), " ".join(uni)
+
+
+def _letter(text: str, i: int) -> bool:
+    """Whether text[i] (not a CJK character) is part of a unicode61 token: a letter, digit or mark."""
+    return text[i].isalnum() or (text[i] >= "\u0300" and _MARK.match(text, i) is not None)
+
+
+def _cjk_columns_v1(text: str) -> tuple[str, str]:
+    """cjk_columns before FTS_VERSION 2 (CJK grams only): what `upgrade` deletes old rows with."""
     bi: list[str] = []
     uni: list[str] = []
     for run in _CJK_RUN.findall(text):
@@ -29,13 +89,92 @@ def cjk_columns(text: str) -> tuple[str, str]:
     return " ".join(bi), " ".join(uni)
 
 
+def upgrade(conn) -> None:
+    """Bring the full-text rows of an index written by an older zmem to FTS_VERSION (run when the
+    index is opened, like a schema migration): rows whose columns differ are deleted with the old
+    columns and inserted with the new ones, and files holding a line cut into slices are marked
+    for re-reading (their chunk text changed with CHUNKER_VERSION 2; the fingerprint change makes
+    the next catch-up scan every file, and a file whose blob differs is reindexed)."""
+    from zmem import db
+    if db.get_meta(conn, FTS_META) == str(FTS_VERSION):
+        return
+    try:
+        with db.write_transaction(conn):
+            if db.get_meta(conn, FTS_META) == str(FTS_VERSION):
+                return  # another process converted it while we waited
+            m = re.search(r"\bchunker=(\d+)", db.get_meta(conn, "fingerprint") or "")
+            if not (m and int(m.group(1)) >= 2):
+                # written by a zmem before FTS_VERSION 2 (an index built since, e.g. by
+                # `zmem index --full`, has chunker>=2 in its fingerprint and current rows)
+                _convert(conn)
+            db.set_meta(conn, FTS_META, str(FTS_VERSION))
+    except db.OperationalError:
+        pass  # locked, or read-only: a later open converts it
+
+
+# (fts table, its text columns, the table holding its rows, the column indexed with `text` or None)
+_TABLES = [("chunks_fts", "text, heading", "chunks", "heading"), ("facts_fts", "text, names", "facts", "names"),
+           ("hist_fts", "text, heading", "hist_chunks", "heading"), ("session_fts", "text", "session_messages", None)]
+NON_ASCII_GLOB = "*[^\x01-\x7f]*"
+
+
+def _convert(conn) -> None:
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for fts, cols, source, other in _TABLES:
+        if fts not in tables or source not in tables:
+            continue
+        marks = ", ".join("?" * (cols.count(",") + 4))  # rowid, the text columns, cjk_bi, cjk_uni
+        where = "text GLOB ?1" + (f" OR {other} GLOB ?1" if other else "")  # CJK columns need a non-ASCII character
+        rows = conn.execute(f"SELECT id, text, {other or 'NULL'} FROM {source} WHERE {where}", (NON_ASCII_GLOB,)).fetchall()
+        marked = _marked_slices(conn) if source == "hist_chunks" else {}
+        rows += [(i, text, heading) for i, text, heading, _ in marked.values()]
+        old, new, texts = [], [], []
+        for rowid, text, extra in {r[0]: r for r in rows}.values():
+            after_text = marked[rowid][3] if rowid in marked else text
+            if other is None:
+                before, after = (text, *_cjk_columns_v1(text)), (after_text, *cjk_columns(after_text))
+            else:
+                before = (text, extra, *_cjk_columns_v1(text + "\n" + extra))
+                after = (after_text, extra, *cjk_columns(after_text + "\n" + extra))
+            if before != after:
+                old.append((rowid, *before))
+                new.append((rowid, *after))
+            if after_text != text:
+                texts.append((after_text, rowid))
+        conn.executemany(f"INSERT INTO {fts}({fts}, rowid, {cols}, cjk_bi, cjk_uni) VALUES('delete', {marks})", old)
+        conn.executemany(f"INSERT INTO {fts}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})", new)
+        conn.executemany(f"UPDATE {source} SET text = ? WHERE id = ?", texts)
+    # A line too long for one chunk: its slices now carry "…" marks (CHUNKER_VERSION 2). Files
+    # holding one get a blob that matches nothing, so the next catch-up (a full scan, since the
+    # fingerprint changed with the chunker version) reads them again; history keeps its chunks
+    # (they depend on git alone), so their slices are marked in place (_marked_slices).
+    conn.execute("UPDATE files SET blob = '' WHERE path IN (SELECT path FROM chunks WHERE start_line = end_line "
+                 "GROUP BY path, start_line HAVING count(*) > 1)")
+
+
+def _marked_slices(conn) -> dict[int, tuple[int, str, str, str]]:
+    """History chunks that are slices of one long line (several chunks citing that one line, in
+    insertion order): id -> (id, text, heading, the text with "…" where the line goes on)."""
+    groups: dict[tuple[str, int], list[tuple[int, str, str]]] = {}
+    for i, blob, line, text, heading in conn.execute(
+            "SELECT id, blob, start_line, text, heading FROM hist_chunks WHERE (blob, start_line) IN "
+            "(SELECT blob, start_line FROM hist_chunks WHERE start_line = end_line GROUP BY blob, start_line "
+            "HAVING count(*) > 1) ORDER BY blob, start_line, id"):
+        groups.setdefault((blob, line), []).append((i, text, heading))
+    out = {}
+    for slices in groups.values():
+        for n, (i, text, heading) in enumerate(slices):
+            out[i] = (i, text, heading, (CUT if n else "") + text + (CUT if n < len(slices) - 1 else ""))
+    return out
+
+
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
 def query_terms(query: str) -> list[str]:
     """Lower-cased non-CJK words of a query, without stopwords (kept if nothing else is left)."""
-    text = _CJK_RUN.sub(" ", query)
+    text = _CJK_RUN.sub(" ", nfc(query))
     words = [w.lower() for w in _WORD.findall(text)]
     kept = [w for w in words if w not in STOPWORDS]
     return list(dict.fromkeys(kept or words))
@@ -48,6 +187,7 @@ def build_match(query: str) -> str | None:
     searched as text rather than parsed. Terms are OR-ed and bm25 ranks chunks that match more
     of them higher. "Quoted phrases" in the query are kept as phrases.
     """
+    query = nfc(query)
     parts: list[str] = []
     for phrase in _PHRASE.findall(query):
         words = [w for w in _WORD.findall(_CJK_RUN.sub(" ", phrase))]
@@ -64,3 +204,71 @@ def build_match(query: str) -> str | None:
     if not parts:
         return None
     return " OR ".join(dict.fromkeys(parts))
+
+
+# ----------------------------------------------------------------------------- matching lines as FTS does
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics (NFKD, combining marks dropped): how snippets compare words
+    (unicode61 remove_diacritics 2 folds the same accents, `aniversário` = `aniversario`)."""
+    if text.isascii():
+        return text.lower()
+    return _MARK.sub("", unicodedata.normalize("NFKD", text.lower()))
+
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # the FTS tables' tokenizer (db.py)
+_tokens: dict[str, tuple[str, ...]] = {}
+_tokens_lock = threading.Lock()
+_tokens_conn = None
+
+
+def fts_tokens(words: list[str]) -> list[tuple[str, ...]]:
+    """Each word's tokens as the index's tokenizer makes them (`recommendations` -> `recommend`,
+    `Tomás` -> `toma`, `don't` -> `don`, `t`), asked of SQLite itself through an in-memory FTS5
+    table and fts5vocab (~0.6 ms once per process, then ~0.06 ms per new query)."""
+    global _tokens_conn
+    with _tokens_lock:
+        missing = [w for w in dict.fromkeys(words) if w not in _tokens]
+        if missing:
+            if _tokens_conn is None:
+                from zmem import db
+                conn = db.sqlite.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(x, tokenize='{TOKENIZER}')")
+                conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, instance)")
+                _tokens_conn = conn
+            if len(_tokens) > 10_000:  # a long-lived process (the MCP server): bounded
+                _tokens.clear()
+            found: dict[int, list[tuple[int, str]]] = {}
+            _tokens_conn.execute("BEGIN")
+            try:
+                _tokens_conn.executemany("INSERT INTO w(rowid, x) VALUES(?, ?)", enumerate(missing))
+                for doc, term, offset in _tokens_conn.execute("SELECT doc, term, offset FROM v"):
+                    found.setdefault(doc, []).append((offset, term))
+            finally:
+                _tokens_conn.execute("ROLLBACK")
+            for i, w in enumerate(missing):
+                _tokens[w] = tuple(term for _, term in sorted(found.get(i, ())))
+        return [_tokens[w] for w in words]
+
+
+def match_keys(query: str) -> list[str]:
+    """Per query word, what a line must hold (in fold()ed text, at the start of a word) to match it
+    as FTS does: the word's longest token (stemmed, accents folded), less a final `e` or `i` that
+    porter adds or changes (`hoping` -> `hope`, `happy` -> `happi`), so every form FTS matches has
+    it: `recommendations` and `recommended` share `recommend`."""
+    terms = query_terms(query)
+    keys = []
+    for term, tokens in zip(terms, fts_tokens(terms)):
+        key = fold(max(tokens, key=len) if tokens else term)
+        if len(key) > 3 and key[-1] in "ei":
+            key = key[:-1]
+        if key:
+            keys.append(key)
+    return list(dict.fromkeys(keys))
+
+
+def query_grams(query: str) -> list[str]:
+    """The CJK bigrams of a query (a one-character run: that character), as build_match searches them."""
+    return list(dict.fromkeys(run[i:i + 2] for run in _CJK_RUN.findall(nfc(query))
+                              for i in range(max(1, len(run) - 1))))

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
-from zmem.fts import cjk_columns
+from zmem.fts import cjk_columns, upgrade as fts_upgrade
 from zmem.markdown import day_from_path
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
 from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, git_blob_id, ignore_inputs, ignore_record,
@@ -102,6 +102,7 @@ def open_index(ws: Workspace):
     ensure_state_dir(ws)
     conn = db.connect(ws.index_path)
     db.migrate(conn)
+    fts_upgrade(conn)  # full-text rows written by an older zmem: re-derived once (fts.FTS_VERSION)
     return conn
 
 

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import functools
 import math
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError
-from zmem.fts import _CJK_RUN, build_match, query_terms
+from zmem.chunking import CJK_RE, CUT
+from zmem.fts import build_match, fold, match_keys, nfc, query_grams
 from zmem.workspace import glob_to_sql
 
 
@@ -111,30 +114,88 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
 
 def _line_weights(lines: list[str], query: str) -> list[float]:
     """How well each line matches the query: query terms weighted by their rarity among the
-    chunk's lines (a speaker's name on every line says little; a rare word says a lot)."""
-    stems = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
-    grams = {run[i:i + 2] for run in _CJK_RUN.findall(query) for i in range(max(1, len(run) - 1))}
-    lowered = [line.lower() for line in lines]
-    present = [[s in low for s in stems] + [g in line for g in grams] for low, line in zip(lowered, lines)]
+    chunk's lines (a speaker's name on every line says little; a rare word says a lot). A line
+    matches a word as FTS matches it: accents folded, stems compared (_Matcher)."""
+    m = _matcher(query)
+    keys, grams = m.keys, m.grams
+    present = []
+    for line in lines:  # inline rather than m.present(line): this runs for every line of every hit
+        low, raw = (line.lower(), line) if line.isascii() else (fold(line), nfc(line))
+        present.append([k in low and _word_start(low, k) >= 0 for k in keys] + [g in raw for g in grams])
     n = len(lines)
     counts = [sum(col) for col in zip(*present)] if present else []
     idf = [math.log(1 + n / (1 + c)) for c in counts]
     return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
 
 
+class _Matcher:
+    """A query's words and CJK bigrams, found in lines the way FTS matches them: a word by its
+    stem (fts.match_keys) at the start of a word of the fold()ed line, so `aniversario` finds
+    `aniversário` (and NFD text), `recommendations` finds `recommended`; CJK by bigram."""
+
+    def __init__(self, query: str):
+        self.keys = match_keys(query)
+        self.grams = query_grams(query)
+
+    def first(self, line: str) -> int | None:
+        """Where in line the first match starts (an index of line itself), or None."""
+        found = [line.find(g) for g in self.grams] + [line.find(nfd(g)) for g in self.grams if nfd(g) != g]
+        if self.keys:
+            low, where = _fold_map(line)
+            for k in self.keys:
+                at = _word_start(low, k)
+                if at >= 0:
+                    found.append(where[at] if where else at)
+        found = [i for i in found if i >= 0]
+        return min(found) if found else None
+
+
+def _word_start(low: str, key: str) -> int:
+    """The first place key starts a word of low (after anything but a letter or digit, or after a
+    CJK character: unicode61 keeps `买了iphone` one token, cjk_columns indexes its `iphone`), or -1."""
+    at = low.find(key)
+    while at > 0:
+        before = low[at - 1]
+        if not before.isalnum() or CJK_RE.match(before):
+            return at
+        at = low.find(key, at + 1)
+    return at
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(query: str) -> _Matcher:
+    return _Matcher(query)
+
+
+def nfd(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFD", text)
+
+
+def _fold_map(line: str) -> tuple[str, list[int] | None]:
+    """fold(line), and for a non-ASCII line where each of its characters came from in line."""
+    if line.isascii():
+        return line.lower(), None
+    parts, where = [], []
+    for i, ch in enumerate(line):
+        f = _fold_char(ch)
+        parts.append(f)
+        where.extend([i] * len(f))
+    return "".join(parts), where
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    return fold(ch)
+
+
 def _cut_line(line: str, query: str, max_chars: int) -> str:
     """At most max_chars of one long line, around the first query word in it, "…" marking cuts."""
-    low = line.lower()
-    terms = query_terms(query)
-    hits = [i for i in (low.find(t) for t in terms) if i >= 0] or \
-        [i for i in (low.find(t[:max(3, len(t) - 2)]) for t in terms) if i >= 0]  # the stems _line_weights uses
-    hits += [i for i in (line.find(run) for run in _CJK_RUN.findall(query)) if i >= 0]
-    start = max(0, min(hits, default=0) - max_chars // 3)
+    start = max(0, (_matcher(query).first(line) or 0) - max_chars // 3)
     start = max(0, min(start, len(line) - (max_chars - 1)))  # near the end: show up to the end
-    lead = "…" if start else ""
+    lead = CUT if start else ""
     piece = line[start:start + max_chars - len(lead)]
     if start + len(piece) < len(line):
-        piece = piece[:-1] + "…"
+        piece = piece[:-1] + CUT
     return lead + piece
 
 
