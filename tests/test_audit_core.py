@@ -103,3 +103,26 @@ def test_a_cloned_repository_cannot_run_its_own_zmem_package(ws, tmp_path, monke
     wait_for(lambda: "--quiet" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout,
              timeout=10)
     assert not marker.exists()
+
+
+def test_new_chunk_settings_re_chunk_files_whose_content_did_not_change(ws):
+    write(ws, "memory/2025-04-02.md", "# d\n\n" + "".join(f"- line {i} about the orchard and its trees\n"
+                                                          for i in range(120)))
+    commit_all(ws, "long note")
+
+    def chunks():
+        import sqlite3
+        conn = sqlite3.connect(ws / ".zmem" / "index.sqlite")
+        try:
+            return conn.execute("SELECT count(*) FROM chunks WHERE path = 'memory/2025-04-02.md'").fetchone()[0]
+        finally:
+            conn.close()
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    before = chunks()
+    toml = (ws / "zmem.toml").read_text(encoding="utf-8")
+    (ws / "zmem.toml").write_text(toml.replace("# chunk_tokens = 400", "chunk_tokens = 100"), encoding="utf-8")
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0 and "memory/2025-04-02.md" in json.loads(res.stdout)["updated"]
+    assert chunks() > 2 * before
+    hit = recall_json(ws, "line 117 orchard")["results"][0]
+    assert hit["end_line"] - hit["start_line"] < 30  # cited from a small chunk

@@ -187,7 +187,10 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     head = repo.head()
     indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
     result = CatchUp(head=head, previous=indexed or None)
-    full = indexed is None or db.get_meta(conn, "fingerprint") != fingerprint(ws)
+    # new settings (chunk sizes, or a new chunker, Retain parser or schema): every file is read
+    # and indexed again, even one whose content the index already holds
+    resettle = indexed is not None and db.get_meta(conn, "fingerprint") != fingerprint(ws)
+    full = indexed is None or resettle
     candidates: set[str] = set()
     if not full and head != (indexed or None):
         if indexed and head and repo.has_commit(indexed):
@@ -231,7 +234,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
                 todo.append((rel, None, None))
             continue
         blob = git_blob_id(data)
-        if known.get(rel) == blob:
+        if known.get(rel) == blob and not resettle:
             restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
             continue
         todo.append((rel, data, blob))
