@@ -135,7 +135,7 @@ def test_part_of_a_huge_line_is_marked_with_ellipses(ws):
     assert only_hit(ws, "上海开会")["snippet"].startswith("…")  # the middle of the line: both sides
 
 
-def _old_index(ws) -> None:
+def _old_index(ws, schema: int = 7) -> None:
     """Turn the index back into what a zmem before FTS_VERSION 2 wrote: CJK columns without the
     Latin runs, slices of long lines without "…", chunker=1 in the fingerprint, no fts_version."""
     from zmem import db
@@ -155,6 +155,7 @@ def _old_index(ws) -> None:
         fp = db.get_meta(conn, "fingerprint")
         db.set_meta(conn, "fingerprint", fp.replace("chunker=2", "chunker=1"))
         db.set_meta(conn, "fts_version", None)
+        conn.execute(f"PRAGMA user_version = {schema}")  # 7: the schema before step 8 converted the rows
     conn.close()
 
 
@@ -186,3 +187,17 @@ def test_an_index_written_before_these_rules_is_converted_when_opened(ws):
     assert only_hit(ws, "什么")["path"] == "memory/2025-12-01.md"
     assert run(["-C", str(ws), "index", "--full"]).exit_code == 0  # and a rebuild carries history over
     assert "iPhone" in only_hit(ws, "iPhone", "--as-of", "HEAD~1")["snippet"]
+
+
+def test_rows_an_older_zmem_wrote_into_a_converted_index_are_replaced_cleanly(ws):
+    """An older zmem process still running (an MCP server) after the index was converted writes rows
+    in the old form and its own fingerprint; the next new catch-up re-derives every row without
+    deleting the old ones by value (which made SQLite report the index malformed)."""
+    write(ws, "memory/2025-12-01.md", MIXED)
+    commit_all(ws)
+    assert recall_json(ws, "iPhone")["results"]
+    _old_index(ws, schema=8)  # converted already, then written by the old code
+    assert "iPhone" in only_hit(ws, "iPhone")["snippet"]
+    write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- 什么都没有\n")
+    commit_all(ws)
+    assert recall_json(ws, "iPhone")["results"] == [] and only_hit(ws, "什么")["path"] == "memory/2025-12-01.md"

@@ -24,7 +24,13 @@ OperationalError = sqlite.OperationalError
 DatabaseError = sqlite.DatabaseError
 
 # Each step is a list of statements, applied in one transaction with its user_version bump.
-MIGRATIONS: list[list[str]] = [
+def _convert_fts_rows(conn) -> None:
+    from zmem.fts import convert_rows
+    convert_rows(conn)
+
+
+# Each step: SQL statements, or a function of the connection (run inside the step's transaction).
+MIGRATIONS: list[list] = [
     [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE files (
@@ -226,6 +232,10 @@ MIGRATIONS: list[list[str]] = [
         "DROP INDEX files_stat",
         "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino, ctime_ns)",
     ],
+    [
+        # full-text rows with the Latin words and digits written against CJK text (fts.cjk_columns)
+        _convert_fts_rows,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -282,7 +292,7 @@ def migrate(conn) -> None:
             if schema_version(conn) > step:  # another process took this step while we waited for the lock
                 continue
             for stmt in MIGRATIONS[step]:
-                conn.execute(stmt)
+                stmt(conn) if callable(stmt) else conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {step + 1}")
 
 

@@ -26,8 +26,8 @@ o os as um uma uns umas e é de do da dos das em no na nos nas por para com que 
 el la los las un una unos unas y es del al en por para con que se lo le les su sus o pero como
 """.split())
 
-# What cjk_columns puts in the columns. Bumped with it: `upgrade` re-derives the rows of an index
-# written by an older zmem (a contentless table deletes a row only given exactly what it indexed).
+# What cjk_columns puts in the columns (schema step 8, convert_rows, converts older rows). The meta
+# key only marks indexes written while that step was developed, whose rows are already current.
 FTS_VERSION = 2
 FTS_META = "fts_version"
 
@@ -80,7 +80,7 @@ def _letter(text: str, i: int) -> bool:
 
 
 def _cjk_columns_v1(text: str) -> tuple[str, str]:
-    """cjk_columns before FTS_VERSION 2 (CJK grams only): what `upgrade` deletes old rows with."""
+    """cjk_columns before FTS_VERSION 2 (CJK grams only): what `convert_rows` deletes old rows with."""
     bi: list[str] = []
     uni: list[str] = []
     for run in _CJK_RUN.findall(text):
@@ -89,27 +89,18 @@ def _cjk_columns_v1(text: str) -> tuple[str, str]:
     return " ".join(bi), " ".join(uni)
 
 
-def upgrade(conn) -> None:
-    """Bring the full-text rows of an index written by an older zmem to FTS_VERSION (run when the
-    index is opened, like a schema migration): rows whose columns differ are deleted with the old
-    columns and inserted with the new ones, and files holding a line cut into slices are marked
-    for re-reading (their chunk text changed with CHUNKER_VERSION 2; the fingerprint change makes
-    the next catch-up scan every file, and a file whose blob differs is reindexed)."""
+def convert_rows(conn) -> None:
+    """Schema step 8 (db.MIGRATIONS; the caller holds the write transaction): the full-text rows an
+    older zmem wrote are deleted with the old columns and inserted with cjk_columns' (a contentless
+    table deletes a row only given exactly what it indexed), and files holding a line cut into
+    slices are marked for re-reading (their chunk text changed with CHUNKER_VERSION 2). The schema
+    number, not a meta key, records it: an older zmem refuses a newer schema instead of writing
+    rows in the old form into a converted index."""
     from zmem import db
-    if db.get_meta(conn, FTS_META) == str(FTS_VERSION):
-        return
-    try:
-        with db.write_transaction(conn):
-            if db.get_meta(conn, FTS_META) == str(FTS_VERSION):
-                return  # another process converted it while we waited
-            m = re.search(r"\bchunker=(\d+)", db.get_meta(conn, "fingerprint") or "")
-            if not (m and int(m.group(1)) >= 2):
-                # written by a zmem before FTS_VERSION 2 (an index built since, e.g. by
-                # `zmem index --full`, has chunker>=2 in its fingerprint and current rows)
-                _convert(conn)
-            db.set_meta(conn, FTS_META, str(FTS_VERSION))
-    except db.OperationalError:
-        pass  # locked, or read-only: a later open converts it
+    m = re.search(r"\bchunker=(\d+)", db.get_meta(conn, "fingerprint") or "")
+    if db.get_meta(conn, FTS_META) == str(FTS_VERSION) or (m and int(m.group(1)) >= 2):
+        return  # rows already in this form (an index written while this step was being developed)
+    _convert(conn)
 
 
 # (fts table, its text columns, the table holding its rows, the column indexed with `text` or None)

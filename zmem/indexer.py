@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
-from zmem.fts import cjk_columns, upgrade as fts_upgrade
+from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
 from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, git_blob_id, ignore_inputs, ignore_record,
@@ -102,7 +102,6 @@ def open_index(ws: Workspace):
     ensure_state_dir(ws)
     conn = db.connect(ws.index_path)
     db.migrate(conn)
-    fts_upgrade(conn)  # full-text rows written by an older zmem: re-derived once (fts.FTS_VERSION)
     return conn
 
 
@@ -246,8 +245,11 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             if full:
                 conn.execute("DELETE FROM dirs")
             record_dirs(ws.root, conn, dirs)
+            if resettle:  # every file is inserted again below: clear all rows at once
+                _clear_notes(conn, store)
             for rel, data, _ in todo:
-                _remove_file(conn, rel, store)
+                if not resettle:
+                    _remove_file(conn, rel, store)
                 if data is None:
                     result.removed.append(rel)
             blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
@@ -312,6 +314,16 @@ def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict) -> b
     except OSError as e:
         result.warnings.append(f"{rel}: skipped: cannot read ({e.strerror})")
         return None
+
+
+def _clear_notes(conn, store: VectorStore) -> None:
+    """Every note's rows, gone. 'delete-all' needs no column values: rows an older zmem wrote in
+    another form (a process of it still running next to this one) cannot make the delete fail."""
+    store.remove([cid for (cid,) in conn.execute("SELECT id FROM chunks")])
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('delete-all')")
+    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES('delete-all')")
+    for table in ("chunks", "fact_entities", "relations", "facts", "files"):
+        conn.execute(f"DELETE FROM {table}")
 
 
 def _remove_file(conn, rel: str, store: VectorStore) -> None:
