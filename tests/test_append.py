@@ -129,7 +129,7 @@ def test_ignored_memory_dir_says_so(ws):
     commit_all(ws, "ignore memory")
     res = run(["-C", str(ws), "append", "ignored note", "--json"])
     assert res.exit_code == 0 and not json.loads(res.stdout)["committed"]
-    assert f"{_today()} is ignored by git (.gitignore), so it was written but not committed" in res.stderr
+    assert f"{_today()} is ignored by git (.gitignore), so it was written but neither committed nor indexed" in res.stderr
     assert "un-ignore memory/" in res.stderr and "advice.addIgnoredFile" not in res.stderr
     assert "- ignored note" in (ws / _today()).read_text()
 

@@ -161,3 +161,13 @@ def test_reflect_says_evidence_was_re_cited_when_only_a_line_moved(ws):
     commit_all(ws, "shift")
     res = run(["-C", str(ws), "reflect"])
     assert res.exit_code == 0 and "opinion c 0.80, evidence re-cited: Prefers tea." in res.stdout, res.stdout
+
+
+def test_blame_json_carries_the_shallow_clone_note(ws, tmp_path):
+    for i in range(3):
+        write(ws, f"memory/2025-02-0{i + 1}.md", f"# d\n\n- note {i}\n")
+        commit_all(ws, f"c{i}")
+    clone = tmp_path / "shallow-blame"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{ws}", str(clone))
+    out = _json(["-C", str(clone), "blame", "memory/2025-02-01.md#L3", "--json"])
+    assert any("shallow clone" in w for w in out["warnings"])

@@ -102,6 +102,15 @@ def test_recall_max_chars_caps_total_snippet_text(ws):
     assert any("max-chars" in w for w in capped["warnings"])
 
 
+def test_max_chars_keeps_short_hits_that_fit(ws):
+    for i in range(4):
+        write(ws, f"memory/2025-09-{i + 10:02d}.md", f"- common thing {i}\n")  # 17-character notes
+    commit_all(ws)
+    for budget, expected in ((20, 1), (40, 2), (79, 4)):
+        got = recall_json(ws, "common thing", "--k", "8", "--max-chars", str(budget))["results"]
+        assert len(got) == expected and sum(len(r["snippet"]) for r in got) <= budget, (budget, got)
+
+
 def test_recall_formats(ws):
     for fmt in ("text", "table", "md"):
         res = run(["-C", str(ws), "recall", "gateway", "--format", fmt])

@@ -212,8 +212,9 @@ def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:
     repo = open_repo(ws.root)
     if not commit:
         if repo.is_ignored(rel):  # git's own last words would be only its advice line
-            result.warnings.append(f"{rel} is ignored by git (.gitignore), so it was written but not committed; "
-                                   f"un-ignore memory/ to commit notes (`git check-ignore -v {rel}` shows the rule)")
+            result.warnings.append(f"{rel} is ignored by git (.gitignore), so it was written but neither committed "
+                                   "nor indexed (recall will not find it); un-ignore memory/ to commit notes "
+                                   f"(`git check-ignore -v {rel}` shows the rule)")
         else:
             result.warnings.append(f"{rel}: written but not committed: {problem}")
         return

@@ -442,7 +442,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
 
     With --kind or --entity, recall searches `## Retain` facts instead and returns each fact with
     its kind, entities, confidence, day and source line. With --as-of, it answers from the memory
-    as it was at that commit (keyword recall; the history index is built on first use).
+    as it was at that commit (hybrid like a current recall when vectors exist; the history index is
+    built on first use).
     """
     from zmem.api import recall_workspace
     from zmem.search import parse_when
@@ -464,11 +465,11 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
                       citations=[h.citation for h in res.results])
     elif fmt == "table":
         from tabulate import tabulate
-        rows = [(h.citation, f"{h.score:.3f}", h.day or "", _one_line(h.snippet, 70)) for h in res.results]
+        rows = [(h.citation, f"{h.score:.4g}", h.day or "", _one_line(h.snippet, 70)) for h in res.results]
         click.echo(tabulate(rows, headers=["citation", "score", "day", "snippet"]))
     elif fmt == "md":
         for i, h in enumerate(res.results, 1):
-            click.echo(f"{i}. **{h.citation}** (score {h.score:.3f}{', ' + h.day if h.day else ''})\n")
+            click.echo(f"{i}. **{h.citation}** (score {h.score:.4g}{', ' + h.day if h.day else ''})\n")
             click.echo("\n".join("   > " + line for line in h.snippet.split("\n")) + "\n")
     else:
         _render_text(res.results)
@@ -481,7 +482,7 @@ def _one_line(s: str, n: int) -> str:
 
 def _render_text(hits) -> None:
     for h in hits:
-        meta = " · ".join(x for x in (f"{h.score:.3f}", h.day or "", h.heading) if x)
+        meta = " · ".join(x for x in (f"{h.score:.4g}", h.day or "", h.heading) if x)
         click.echo(click.style(h.citation, bold=True) + f"  {meta}")
         if h.explain:
             e = h.explain
@@ -561,7 +562,7 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
         return
     for i, f in enumerate(facts):
         conf = f" c={f.confidence:.2f}" if f.confidence is not None else ""
-        score = f"{scores[i]:.3f} · " if scores else ""
+        score = f"{scores[i]:.4g} · " if scores else ""
         who = " ".join("@" + e for e in f.entities)
         if fmt == "md":
             click.echo(f"- **{f.kind}**{conf} {who}: {f.text} ({cites[i]})")
@@ -826,17 +827,20 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
     """
     from zmem.blame import blame
     from zmem.indexer import catch_up, open_index
+    from zmem.history import workspace_shallow_notes
     ws = _workspace(ctx)
     conn = open_index(ws)
     try:
-        for w in catch_up(ws, conn=conn).warnings:
-            warn(w)
+        warnings = catch_up(ws, conn=conn).warnings
         ranges = blame(ws, conn, target, follow=not no_follow, k=k)
     finally:
         conn.close()
+    warnings += workspace_shallow_notes(ws)
+    for w in warnings:
+        warn(w)
     if as_json:
         from zmem.api import blame_json
-        click.echo(json.dumps(blame_json(target, ranges), ensure_ascii=False, indent=2))
+        click.echo(json.dumps({**blame_json(target, ranges), "warnings": warnings}, ensure_ascii=False, indent=2))
         return
     for r in ranges:
         _render_blame(r, 0)

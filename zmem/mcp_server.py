@@ -265,8 +265,8 @@ class Memory:
             out["ranges"] = [r for r in (_public_range(ws, r) for r in out["ranges"]) if r is not None]
             if not out["ranges"]:
                 raise ZmemError(f"{target} is in private files only, and this is a group scope",
-                                hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by a "
-                                     "server started with --scope private")
+                                hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by "
+                                     "--scope private")
         return {**out, "warnings": warnings}
 
 

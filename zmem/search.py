@@ -409,14 +409,15 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
     day, text)), skipping lines already shown and stopping at the --max-chars budget."""
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
+    over_budget = False
     for cid, score in ranked:
-        if len(out.results) == k:
+        if len(out.results) == k or (budget is not None and budget <= 0):
             break
         _, path, start, end, heading, day, text = rows[cid]
         limit = snippet_chars if budget is None else min(snippet_chars, budget)
-        if limit < min(80, snippet_chars):  # not enough budget left for a useful snippet
-            out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
-            break
+        if limit < min(80, snippet_chars) and len(text) > limit:
+            over_budget = True  # too little room left to show part of this chunk; a shorter one may fit
+            continue
         first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid))
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
@@ -427,6 +428,8 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
         out.results.append(hit)
         if budget is not None:
             budget -= len(snippet)
+    if over_budget and len(out.results) < k:
+        out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
     return out
 
 
