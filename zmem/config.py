@@ -55,6 +55,13 @@ DEFAULT_TOML = """\
 # api_key_env = "OPENAI_API_KEY"           # the key is read from this environment variable
 # model_path = "~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf"   # for provider = "local"
 # api = "native"           # provider = "gemini": the native API, or "openai" for its compatible endpoint
+# headers = { "X-Title" = "zmem" }         # extra HTTP headers (openai, gemini)
+# dimensions = 768         # what the model returns (checked); some endpoints shorten vectors to it
+# query_prefix = ""        # text put before queries: "query: " for e5, "search_query: " for nomic
+# document_prefix = ""     # ... and before notes: "passage: " for e5, "search_document: " for nomic
+# threads = 8              # provider = "local": CPU threads (at most the machine's cores)
+# batch_size = 32          # texts per provider call (local: 16; gemini: its maximum)
+# timeout = 30             # seconds per provider call (recall's query deadline is shorter)
 # fallback = "none"        # used only when the primary fails: a provider name reusing these settings,
 #                          # or an [embeddings.fallback] table with its own (same keys as here)
 
@@ -80,6 +87,8 @@ DEFAULT_TOML = """\
 # model = "gpt-4o-mini"
 # base_url = "http://127.0.0.1:8080/v1"
 # api_key_env = "OPENAI_API_KEY"
+# headers = {}
+# timeout = 60
 """
 
 
