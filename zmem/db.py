@@ -23,13 +23,14 @@ Error = sqlite.Error
 OperationalError = sqlite.OperationalError
 DatabaseError = sqlite.DatabaseError
 
-# Each step is a list of statements, applied in one transaction with its user_version bump.
+
 def _convert_fts_rows(conn) -> None:
     from zmem.fts import convert_rows
     convert_rows(conn)
 
 
-# Each step: SQL statements, or a function of the connection (run inside the step's transaction).
+# Each step: SQL statements, or functions of the connection, applied in one transaction with its
+# user_version bump.
 MIGRATIONS: list[list] = [
     [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
