@@ -171,3 +171,13 @@ def test_blame_json_carries_the_shallow_clone_note(ws, tmp_path):
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{ws}", str(clone))
     out = _json(["-C", str(clone), "blame", "memory/2025-02-01.md#L3", "--json"])
     assert any("shallow clone" in w for w in out["warnings"])
+
+
+def test_diff_from_a_date_before_the_history_is_everything_added(ws):
+    write(ws, "memory/2025-11-25.md", RETAIN.format(day="2025-11-25", facts="- W @Peter: Lives in Lisbon."))
+    commit_all(ws, "fact", date="2025-11-25T10:00:00+00:00")
+    d = _json(["-C", str(ws), "diff", "2020-01-01", "HEAD", "--json"])
+    assert d["from"] == {"commit": None, "date": None}
+    assert [f["text"] for f in d["facts"]["added"]] == ["Lives in Lisbon."] and d["facts"]["retracted"] == []
+    text = run(["-C", str(ws), "diff", "2020-01-01"]).stdout
+    assert text.startswith("from before the first commit (memory was empty)") and "+ world: Lives in Lisbon." in text

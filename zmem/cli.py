@@ -975,8 +975,9 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     if as_json:
         click.echo(json.dumps({**d, "warnings": warnings}, ensure_ascii=False, indent=2))
         return
-    click.echo(f"from {d['from']['commit'][:10]} ({d['from']['date'][:10]}) to {d['to']['commit'][:10]} "
-               f"({d['to']['date'][:10]})")
+    since = f"{d['from']['commit'][:10]} ({d['from']['date'][:10]})" if d["from"]["commit"] else \
+        "before the first commit (memory was empty)"
+    click.echo(f"from {since} to {d['to']['commit'][:10]} ({d['to']['date'][:10]})")
     f = d["facts"]
     for x in f["added"]:
         click.echo(f"+ {x['kind']}: {x['text']}  — {x['source']}")

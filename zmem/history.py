@@ -171,6 +171,10 @@ class AsOf:
         return self.sha[:10]
 
 
+class BeforeHistory(ZmemError):
+    """A date earlier than the first commit: memory was empty then."""
+
+
 def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     """DATE (the last commit at or before the end of that day on the chain) or REV."""
     import datetime as dt
@@ -197,8 +201,8 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
             since = commit_time(first[0]).date() if first else None
             note = shallow_note(repo)
             hint = f"the history starts on {since}" if since else "commit the memory files first"
-            raise ZmemError(f"no commit on this branch is at or before {day}" + (f" ({note})" if note else ""),
-                            hint=hint)
+            raise BeforeHistory(f"no commit on this branch is at or before {day}" + (f" ({note})" if note else ""),
+                                hint=hint)
         return AsOf(row[1], row[0], row[2], row[3])
     row = conn.execute("SELECT seq, time, summary FROM hist_commits WHERE sha = ?", (sha,)).fetchone()
     if row:

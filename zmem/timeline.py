@@ -237,9 +237,14 @@ def _opinion_events(repo, versions: list[_Version], key: str, commits: dict) -> 
 def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None = None) -> dict:
     """What memory believed differently at rev2 than at rev1: facts added, retracted and changed;
     opinions added, removed, and confidence changes with the evidence added between them."""
+    from zmem.history import BeforeHistory
     from zmem.repo import open_repo
-    a, b = resolve_as_of(ws, conn, rev1), resolve_as_of(ws, conn, rev2)
-    fa = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, a), entity)}
+    b = resolve_as_of(ws, conn, rev2)
+    try:
+        a = resolve_as_of(ws, conn, rev1)
+    except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
+        a = None
+    fa = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, a), entity)} if a else {}
     fb = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, b), entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
@@ -247,7 +252,7 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     moved = _pair_moves(removed, added)
     changed = _pair_changes(removed, added, same_path=True)
     repo = open_repo(ws.root)
-    oa, ob = _opinions_at(repo, a, entity), _opinions_at(repo, b, entity)
+    oa, ob = _opinions_at(repo, a, entity) if a else {}, _opinions_at(repo, b, entity)
     ops = []
     for s, o in ob.items():
         if s not in oa:
@@ -267,7 +272,8 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
         d = f.to_json()
         d["source"] = f"{f.path}@{at.short}#L{f.start_line}"
         return d
-    return {"from": {"commit": a.sha, "date": _iso(a.time)}, "to": {"commit": b.sha, "date": _iso(b.time)},
+    return {"from": {"commit": a.sha, "date": _iso(a.time)} if a else {"commit": None, "date": None},
+            "to": {"commit": b.sha, "date": _iso(b.time)},
             "facts": {"added": [cite(f, b) for f in added], "retracted": [cite(f, a) for f in removed],
                       "changed": [{"from": cite(o, a), "to": cite(n, b)} for o, n in changed],
                       "confidence": [{"from": cite(o, a), "to": cite(n, b)} for o, n in confidence],
