@@ -24,6 +24,12 @@ ENTITY_DIR = "bank/entities/"
 HALF_LIFE_DAYS = 90.0  # a co-mention's weight halves every 90 days before the newest fact
 
 
+def fact_citation(path: str, start: int, end: int, rev: str | None = None) -> str:
+    """`path[@rev]#La[-Lb]`: where a fact stands, now or in a commit."""
+    at = f"@{rev[:10]}" if rev else ""
+    return f"{path}{at}#L{start}" + (f"-L{end}" if end != start else "")
+
+
 @dataclass
 class FactRow:
     row: int
@@ -43,8 +49,7 @@ class FactRow:
 
     @property
     def source(self) -> str:
-        end = f"-L{self.end_line}" if self.end_line != self.start_line else ""
-        return f"{self.path}#L{self.start_line}{end}"
+        return fact_citation(self.path, self.start_line, self.end_line)
 
     def to_json(self) -> dict:
         out = {"id": self.id, "kind": self.kind, "text": self.text, "entities": self.entities,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from zmem import db
 from zmem.chunking import chunk_text
 from zmem.dates import commit_time, day_end
-from zmem.entities import FactRow
+from zmem.entities import FactRow, fact_citation
 from zmem.errors import ZmemError
 from zmem.fts import cjk_columns
 from zmem.indexer import decode_note
@@ -236,9 +236,7 @@ class FactAt(FactRow):
 
     @property
     def source(self) -> str:
-        end = f"-L{self.end_line}" if self.end_line != self.start_line else ""
-        at = f"@{self.rev[:10]}" if self.rev else ""
-        return f"{self.path}{at}#L{self.start_line}{end}"
+        return fact_citation(self.path, self.start_line, self.end_line, self.rev)
 
 
 def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:

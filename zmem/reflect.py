@@ -24,8 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from zmem import opinions as op_mod
-from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, neighbourhood, query_facts,
-                           suspected_duplicates)
+from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
+                           query_facts, suspected_duplicates)
 from zmem.errors import ZmemError
 from zmem.indexer import catch_up, decode_note, insert_facts, open_index
 from zmem.markdown import day_from_path
@@ -298,8 +298,7 @@ def _last_citation(ws: Workspace, repo: Repo, rel: str, fid: str) -> str | None:
     for entry in file_log(ws.root, rel):
         for f in _facts_in(ws, rel, repo.file_at(entry["commit"], rel)):
             if f.fact_id(rel) == fid:
-                end = f"-{f.end_line}" if f.end_line != f.start_line else ""
-                return f"{rel}@{entry['commit'][:10]}#L{f.start_line}{end}"
+                return fact_citation(rel, f.start_line, f.end_line, entry["commit"])
     return None
 
 
