@@ -90,12 +90,13 @@ def _cjk_columns_v1(text: str) -> tuple[str, str]:
 
 
 def convert_rows(conn) -> None:
-    """Schema step 8 (db.MIGRATIONS; the caller holds the write transaction): the full-text rows an
-    older zmem wrote are deleted with the old columns and inserted with cjk_columns' (a contentless
-    table deletes a row only given exactly what it indexed), and files holding a line cut into
-    slices are marked for re-reading (their chunk text changed with CHUNKER_VERSION 2). The schema
-    number, not a meta key, records it: an older zmem refuses a newer schema instead of writing
-    rows in the old form into a converted index."""
+    """Schema step 8 (db.MIGRATIONS; the caller holds the write transaction): the history and
+    session full-text rows an older zmem wrote are deleted with the old columns and inserted with
+    cjk_columns' (a contentless table deletes a row only given exactly what it indexed). The notes'
+    own rows need nothing here: the new schema number changes the index fingerprint, so the next
+    catch-up clears and re-derives all of them (indexer._clear_notes). The schema number, not a meta
+    key, records the step: an older zmem refuses a newer schema instead of writing rows in the old
+    form into a converted index."""
     from zmem import db
     m = re.search(r"\bchunker=(\d+)", db.get_meta(conn, "fingerprint") or "")
     if db.get_meta(conn, FTS_META) == str(FTS_VERSION) or (m and int(m.group(1)) >= 2):
@@ -103,9 +104,9 @@ def convert_rows(conn) -> None:
     _convert(conn)
 
 
-# (fts table, its text columns, the table holding its rows, the column indexed with `text` or None)
-_TABLES = [("chunks_fts", "text, heading", "chunks", "heading"), ("facts_fts", "text, names", "facts", "names"),
-           ("hist_fts", "text, heading", "hist_chunks", "heading"), ("session_fts", "text", "session_messages", None)]
+# (fts table, its text columns, the table holding its rows, the column indexed with `text` or None):
+# the tables a fingerprint change does not re-derive
+_TABLES = [("hist_fts", "text, heading", "hist_chunks", "heading"), ("session_fts", "text", "session_messages", None)]
 NON_ASCII_GLOB = "*[^\x01-\x7f]*"
 
 
@@ -134,13 +135,9 @@ def _convert(conn) -> None:
                 texts.append((after_text, rowid))
         conn.executemany(f"INSERT INTO {fts}({fts}, rowid, {cols}, cjk_bi, cjk_uni) VALUES('delete', {marks})", old)
         conn.executemany(f"INSERT INTO {fts}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})", new)
+        # history keeps its chunks (they depend on git alone): slices of a long line are marked in
+        # place with CHUNKER_VERSION 2's "…" (_marked_slices)
         conn.executemany(f"UPDATE {source} SET text = ? WHERE id = ?", texts)
-    # A line too long for one chunk: its slices now carry "…" marks (CHUNKER_VERSION 2). Files
-    # holding one get a blob that matches nothing, so the next catch-up (a full scan, since the
-    # fingerprint changed with the chunker version) reads them again; history keeps its chunks
-    # (they depend on git alone), so their slices are marked in place (_marked_slices).
-    conn.execute("UPDATE files SET blob = '' WHERE path IN (SELECT path FROM chunks WHERE start_line = end_line "
-                 "GROUP BY path, start_line HAVING count(*) > 1)")
 
 
 def _marked_slices(conn) -> dict[int, tuple[int, str, str, str]]:
