@@ -119,7 +119,7 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
     m = _matcher(query)
     keys, grams = m.keys, m.grams
     present = []
-    for line in lines:  # inline rather than m.present(line): this runs for every line of every hit
+    for line in lines:  # the test of _Matcher.first, inline: this runs for every line of every hit
         low, raw = (line.lower(), line) if line.isascii() else (fold(line), nfc(line))
         present.append([k in low and _word_start(low, k) >= 0 for k in keys] + [g in raw for g in grams])
     n = len(lines)
@@ -379,7 +379,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     why = explain_scores(bm25, vec, ranked) if explain else {}
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why)
-    spent = max_chars is not None and max_chars - sum(len(h.snippet) for h in out.results) < min(80, snippet_chars)
+    shown = sum(len(h.snippet) for h in out.results)
+    spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
     if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
         # the candidates repeated lines already shown (chunks of one very long line share a
         # citation): look deeper rather than return fewer than k hits
@@ -391,6 +392,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
 
 
 MAX_MULTIPLIER = 256  # candidates per hit, at most, when candidates keep repeating shown lines
+MIN_SNIPPET = 80  # characters: less --max-chars budget than this shows no part of a longer chunk
 
 
 def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
@@ -415,7 +417,7 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
             break
         _, path, start, end, heading, day, text = rows[cid]
         limit = snippet_chars if budget is None else min(snippet_chars, budget)
-        if limit < min(80, snippet_chars) and len(text) > limit:
+        if limit < min(MIN_SNIPPET, snippet_chars) and len(text) > limit:
             over_budget = True  # too little room left to show part of this chunk; a shorter one may fit
             continue
         first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid))

@@ -84,22 +84,18 @@ def _embedding_status(ws: Workspace, conn) -> dict:
     active = provs.primary or provs.fallback
     vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     fp = db.get_meta(conn, "vec_fingerprint")
-    maker = provs.for_fingerprint(fp) if fp and vectors else None
-    if maker is not None:
-        made_by = f"{maker.provider} {maker.model}"
-    else:  # a model not configured now: its fingerprint still names it
-        try:
-            made = json.loads(fp.rsplit("|", 1)[0]) if fp and vectors else None
-            made_by = f"{made['provider']} {made['model']}" if isinstance(made, dict) else None
-        except (ValueError, KeyError):
-            made_by = None
+    try:  # the fingerprint names the provider and model that made the vectors, configured now or not
+        made = json.loads(fp.rsplit("|", 1)[0]) if fp and vectors else None
+        made_by = f"{made['provider']} {made['model']}" if isinstance(made, dict) else None
+    except (ValueError, KeyError):
+        made_by = None
     return {
         "provider": active.provider if active else "none",
         "model": active.model if active else None,
         "fallback": provs.fallback.provider if provs.fallback else None,
         "vectors": vectors,
         "vectors_by": made_by,
-        "fallback_made": maker is not None and maker is provs.fallback,
+        "fallback_made": bool(vectors) and provs.fallback is not None and fp == vector_fingerprint(provs.fallback),
         "pending": pending_count(conn) if active else 0,
         "current": bool(active) and fp == vector_fingerprint(active),
         "last_error": db.get_meta(conn, "embed_error") if active else None,  # none configured: nothing runs
