@@ -105,52 +105,88 @@ class OpinionsFile:
     opinions: list[Opinion]
     sections: list[list[str]]  # each opinion's original lines (unchanged opinions are written back as they were)
     warnings: list[str]
+    raw_preamble: list[str] = field(default_factory=list)        # the same lines with their endings,
+    raw_sections: list[list[str]] = field(default_factory=list)  # byte for byte as in the file
+    eol: str = "\n"   # the file's line ending (its first line's): lines zmem writes take it
+    bom: str = ""      # a byte order mark the file starts with, written back
 
     def render(self, changed: set[int], patched: set[int] = frozenset()) -> str:
         """changed: opinions written anew from the model; patched: only their evidence lines and
-        confidence that differ are rewritten, every other line stays as the person wrote it."""
-        parts = ["\n".join(self.preamble).rstrip("\n") + "\n" if self.preamble else HEADER]
+        confidence that differ are rewritten. Every other line stays as the person wrote it, with
+        its line ending and the blank lines around it; the header is added only to a new (or blank) file."""
+        if self.raw_sections or any(line.strip() for line in self.preamble):
+            out = "".join(self.raw_preamble)
+        else:
+            out = HEADER.replace("\n", self.eol)
         for i, op in enumerate(self.opinions):
-            if i in changed or i >= len(self.sections):
-                parts.append(op.render())
-            else:
-                lines = self._patched(i) if i in patched else self.sections[i]
-                parts.append("\n".join(lines).rstrip("\n") + "\n")
-        return "\n".join(parts)
+            if i < len(self.raw_sections) and i not in changed:
+                out += "".join(self._patched(i) if i in patched else self.raw_sections[i])
+                continue
+            tail: list[str] = []
+            if i < len(self.raw_sections):  # written anew in its place, with the blank lines after it
+                raw = self.raw_sections[i]
+                k = len(raw)
+                while k and not raw[k - 1].strip():
+                    k -= 1
+                tail = raw[k:]
+                out = _terminated(out, self.eol)
+            else:  # a new opinion: after a blank line
+                out = _terminated(out, self.eol)
+                if out and out[:-1].removesuffix("\r").rsplit("\n", 1)[-1].strip():
+                    out += self.eol
+            out += op.render().replace("\n", self.eol) + "".join(tail)
+        return self.bom + out
 
     def _patched(self, i: int) -> list[str]:
-        op, lines = self.opinions[i], list(self.sections[i])
+        op, lines, raw = self.opinions[i], self.sections[i], list(self.raw_sections[i])
+
+        def put(k: int, text: str) -> None:  # a new line in place of line k, with k's line ending
+            raw[k] = text + raw[k][len(lines[k]):]
+
         for e in op.evidence:
             m = _EVIDENCE.match(lines[e.line - op.line]) if e.line else None
             if m and (m.group(2), bool(m.group(5))) != (e.citation, e.retracted):
-                lines[e.line - op.line] = e.render()
+                put(e.line - op.line, e.render())
         if op.confidence_line:
             k = op.confidence_line - op.line
             if _number(_FIELD.match(lines[k]).group(2)) != round(op.confidence, 2):
-                lines[k] = f"- confidence: {op.confidence:.2f}"
-        return lines
+                put(k, f"- confidence: {op.confidence:.2f}")
+        return raw
+
+
+def _terminated(text: str, eol: str) -> str:
+    return text if not text or text.endswith("\n") else text + eol
 
 
 def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
-    lines = split_lines(text)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom):]
+    lines = split_lines(text)  # lines as the indexer and `zmem get` count them: split on \n only
+    raw_lines = re.findall(r"[^\n]*\n|[^\n]+\Z", text)  # the same lines with their endings
+    eol = "\r\n" if raw_lines and raw_lines[0].endswith("\r\n") else "\n"
     preamble: list[str] = []
+    raw_preamble: list[str] = []
     opinions: list[Opinion] = []
     sections: list[list[str]] = []
+    raw_sections: list[list[str]] = []
     warnings: list[str] = []
     in_fence = False
-    for n, line in enumerate(lines, 1):
+    for n, (line, raw) in enumerate(zip(lines, raw_lines), 1):
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
         m = None if in_fence else ATX.match(line)
         if m and len(m.group(1)) == 2 and (m.group(2) or "").strip():
             opinions.append(Opinion((m.group(2) or "").strip(), line=n))
             sections.append([line])
+            raw_sections.append([raw])
             continue
         if not opinions:
             preamble.append(line)
+            raw_preamble.append(raw)
             continue
         op = opinions[-1]
         sections[-1].append(line)
+        raw_sections[-1].append(raw)
         f = _FIELD.match(line)
         e = _EVIDENCE.match(line)
         if e:
@@ -183,7 +219,7 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
     for op in opinions:  # blank lines at a section's end belong to the separator
         while op.extra and not op.extra[-1].strip():
             op.extra.pop()
-    return OpinionsFile(preamble, opinions, sections, warnings)
+    return OpinionsFile(preamble, opinions, sections, warnings, raw_preamble, raw_sections, eol, bom)
 
 
 def _number(s: str | None) -> float | None:

@@ -12,6 +12,10 @@ so `zmem blame` can follow the evidence; uncommitted facts wait for a later run,
   An evidence line records the fact id, so no fact is ever applied twice; a fact that moved is
   re-cited by its id, one that is gone is marked retracted and stops counting (opinions.derive).
 - MEMORY.md: facts stated again and again are proposed, and appended only with apply_proposals.
+
+Files are rewritten keeping every byte reflect does not change (line endings, a lone CR, a BOM);
+one that is not valid UTF-8 is left alone with a warning (_load). Facts in the files it rewrites
+move with them, and are cited where they stand once written (_settle_lines).
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ import datetime as dt
 import difflib
 import os
 import re
-import tempfile
+import stat
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -94,12 +99,13 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         facts = query_facts(conn)
         new, touched = _new_facts(ws, conn, repo, facts, since, after)
         result.new_facts = len(new)
-        result.evidence = [f.source for f in _chronological(new)]
         contents: dict[str, tuple[str | None, str]] = {}  # path -> (old text or None, new text)
-        opinion_file = _reflect_opinions(ws, repo, facts, new, result, contents)
-        _reflect_pages(ws, conn, new, facts, touched, opinion_file, result, contents, summarizer)
+        ops = _reflect_opinions(ws, repo, facts, new, result, contents)
+        pages = _reflect_pages(ws, conn, new, facts, touched, ops.parsed, result, contents, summarizer)
+        _settle_lines(ws, conn, facts, ops, pages, result, contents)
+        result.evidence = [f.source for f in _chronological(new)]
         _duplicates(ws, conn, new, result)
-        _proposals(ws, facts, opinion_file, result, contents, apply_proposals)
+        _proposals(ws, facts, ops.parsed, result, contents, apply_proposals)
     finally:
         conn.close()
     changed = {p: v for p, v in contents.items() if v[0] != v[1]}
@@ -149,24 +155,35 @@ def _committed_view(ws: Workspace, conn, repo: Repo) -> str | None:
             changes += len(indexed - at_head) + len({r[0] for r in at_head} - {r[0] for r in indexed})
     if not stale:
         return None
-    schema = conn.execute("SELECT type, sql FROM main.sqlite_master WHERE tbl_name IN (?, ?, ?) AND sql IS NOT NULL "
-                          "AND type IN ('table', 'index') ORDER BY type = 'index'", _VIEW_TABLES).fetchall()
-    for table in _VIEW_TABLES:
-        conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
-    for kind, sql in schema:
-        temp = "CREATE TEMP TABLE " if kind == "table" else "CREATE INDEX temp."
-        conn.execute(re.sub(r"^CREATE (TABLE|INDEX) ", temp, sql))
-    marks = ",".join("?" * len(stale))
-    conn.execute(f"INSERT INTO temp.facts SELECT * FROM main.facts WHERE path NOT IN ({marks})", list(stale))
-    for table in _VIEW_TABLES[1:]:
-        conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} "
-                     "WHERE fact_id IN (SELECT id FROM temp.facts)")
-    for rel, committed in stale.items():
-        insert_facts(conn, rel, day_from_path(rel), committed, schema="temp")
+    _shadow(conn, stale)
     n, k = changes, len(stale)
     return (f"{n} uncommitted fact change{'s' * (n != 1)} in {k} file{'s' * (k != 1)} "
             f"({', '.join(list(stale)[:3])}{' …' if k > 3 else ''}) left for a later run: reflect cites committed "
             "lines only; commit, then run reflect again")
+
+
+def _shadow(conn, files: dict[str, list[Fact]]) -> None:
+    """Make this connection see `files` holding these facts (the rest as the index has them): temp
+    tables named like the index's own, made on first use, shadow them for this connection only."""
+    if not conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'facts'").fetchone():
+        schema = conn.execute("SELECT type, sql FROM main.sqlite_master WHERE tbl_name IN (?, ?, ?) AND sql IS NOT NULL "
+                              "AND type IN ('table', 'index') ORDER BY type = 'index'", _VIEW_TABLES).fetchall()
+        for kind, sql in schema:
+            temp = "CREATE TEMP TABLE " if kind == "table" else "CREATE INDEX temp."
+            conn.execute(re.sub(r"^CREATE (TABLE|INDEX) ", temp, sql))
+        marks = ",".join("?" * len(files))
+        conn.execute(f"INSERT INTO temp.facts SELECT * FROM main.facts WHERE path NOT IN ({marks})", list(files))
+        for table in _VIEW_TABLES[1:]:
+            conn.execute(f"INSERT INTO temp.{table} SELECT * FROM main.{table} "
+                         "WHERE fact_id IN (SELECT id FROM temp.facts)")
+    else:
+        for rel in files:
+            for table in _VIEW_TABLES[1:]:
+                conn.execute(f"DELETE FROM temp.{table} WHERE fact_id IN "
+                             "(SELECT id FROM temp.facts WHERE path = ?)", (rel,))
+            conn.execute("DELETE FROM temp.facts WHERE path = ?", (rel,))
+    for rel, facts in files.items():
+        insert_facts(conn, rel, day_from_path(rel), facts, schema="temp")
 
 
 def _facts_in(ws: Workspace, rel: str, data: bytes | None) -> list[Fact]:
@@ -203,10 +220,26 @@ def _chronological(facts: list[FactRow]) -> list[FactRow]:
 # ----------------------------------------------------------------------------- opinions
 
 
+@dataclass
+class _Opinions:
+    """bank/opinions.md as this run found it and what it changes."""
+    parsed: op_mod.OpinionsFile
+    old: str | None                                   # the file's text (None: no file yet)
+    changed: set[int] = field(default_factory=set)    # opinions written anew
+    patched: set[int] = field(default_factory=set)    # opinions whose evidence or confidence lines change
+    reported: dict[int, dict] = field(default_factory=dict)  # opinion -> its entry in ReflectResult.opinions
+
+    def put(self, contents: dict) -> None:
+        if self.changed or self.patched:
+            # re-citing or retracting evidence touches only those lines: a person's wording stays
+            contents[op_mod.OPINIONS_PATH] = (self.old, self.parsed.render(self.changed, self.patched - self.changed))
+
+
 def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list[FactRow], result: ReflectResult,
-                      contents: dict):
-    path = ws.root / op_mod.OPINIONS_PATH
-    old = path.read_text(encoding="utf-8") if path.is_file() else None
+                      contents: dict) -> _Opinions:
+    readable, old = _load(ws, op_mod.OPINIONS_PATH, result)
+    if not readable:  # opinions still show on the pages, as far as they can be read; the file is left alone
+        return _Opinions(op_mod.parse(_read(ws.root / op_mod.OPINIONS_PATH) or ""), None)
     parsed = op_mod.parse(old or "")
     result.warnings += parsed.warnings
     before = {i: o.confidence for i, o in enumerate(parsed.opinions)}
@@ -214,6 +247,7 @@ def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list
     notes: dict[int, list[str]] = defaultdict(list)
     patched, recounted = _recheck_evidence(ws, repo, parsed, facts, notes)
     changed: set[int] = set()  # opinions written anew: new ones, and those with new evidence
+    reported: dict[int, dict] = {}  # opinion -> its entry in result.opinions
     for i in sorted(recounted):
         if not derived[i]:
             o = parsed.opinions[i]
@@ -255,10 +289,10 @@ def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list
             o.confidence = op_mod.derive(o.evidence)
         result.opinions.append({"statement": o.statement, "entities": o.entities, "before": before[i],
                                 "after": round(o.confidence, 2), "new": before[i] is None, "evidence": notes[i]})
-    if changed or patched:
-        # re-citing or retracting evidence touches only those lines: a person's wording stays
-        contents[op_mod.OPINIONS_PATH] = (old, parsed.render(changed, patched - changed))
-    return parsed
+        reported[i] = result.opinions[-1]
+    ops = _Opinions(parsed, old, changed, patched, reported)
+    ops.put(contents)
+    return ops
 
 
 def _recheck_evidence(ws: Workspace, repo: Repo, parsed, facts: list[FactRow], notes: dict
@@ -305,8 +339,17 @@ def _last_citation(ws: Workspace, repo: Repo, rel: str, fid: str) -> str | None:
 # ----------------------------------------------------------------------------- entity pages
 
 
+@dataclass
+class _Page:
+    """An entity page this run writes: its block is rendered from the index (_render_pages)."""
+    ent: object
+    rel: str
+    old: str | None       # the file's text (None: a new page)
+    summary: str | None
+
+
 def _reflect_pages(ws: Workspace, conn, new: list[FactRow], facts: list[FactRow], touched: set[str] | None,
-                   opinion_file, result: ReflectResult, contents: dict, summarizer=None):
+                   opinion_file, result: ReflectResult, contents: dict, summarizer=None) -> list[_Page]:
     """Pages of the entities in new facts and changed opinions (created when missing), and the existing
     pages that may show facts changed since the last reflect (_stale_pages; touched: the files changed
     since, None for all)."""
@@ -314,7 +357,8 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], facts: list[FactRow]
     for o in result.opinions:
         wanted |= {entity_key(e) for e in o["entities"]}
     if not wanted and touched == set():  # nothing new, no file changed since the last reflect
-        return
+        return []
+    pages: list[_Page] = []
     entities = all_entities(ws, conn)
     for key in sorted(wanted | _stale_pages(ws, entities, facts, touched)):
         ent = entities.get(key)
@@ -324,32 +368,41 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], facts: list[FactRow]
         if not _safe_page(rel):  # entity_slug never makes these; a guard against any path trick
             result.warnings.append(f"{rel}: not a file name directly in {ENTITY_DIR}; left alone")
             continue
-        if rel in contents:  # two spellings whose slugs collide on a case-insensitive file system
-            continue
+        if rel in contents or any(p.rel == rel for p in pages):  # two spellings whose slugs collide
+            continue                                                # on a case-insensitive file system
         path = ws.root / rel
         if path.is_symlink():
             result.warnings.append(f"{rel}: a symlink; left alone")
             continue
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
-        if old is None and key not in wanted:  # refreshing never creates a page
+        readable, old = _load(ws, rel, result)
+        if not readable or (old is None and key not in wanted):  # refreshing never creates a page
+            continue
+        problem = put_block(old, ent.name, "")[1]
+        if problem:
+            result.warnings.append(f"{rel}: {problem}; page left alone")
             continue
         summary = _old_summary(old)
         if summarizer is not None:
             try:
-                facts = query_facts(conn, entity=ent.key)
-                text = summarizer.summary(ent.name, facts)
-                newest = max((f.day for f in facts if f.day), default="undated")
-                summary = f"{text}\n\n_Written by {summarizer.settings.model} from {len(facts)} facts up to {newest}._"
+                seen = query_facts(conn, entity=ent.key)
+                text = summarizer.summary(ent.name, seen)
+                newest = max((f.day for f in seen if f.day), default="undated")
+                summary = f"{text}\n\n_Written by {summarizer.settings.model} from {len(seen)} facts up to {newest}._"
             except ZmemError as e:
                 result.warnings.append(f"{rel}: no summary ({e.message})")
-        block = _entity_block(conn, ent, opinion_file, summary)
-        new_text, problem = put_block(old, ent.name, block)
-        if problem:
-            result.warnings.append(f"{rel}: {problem}; page left alone")
-            continue
-        contents[rel] = (old, new_text)
-        if old != new_text:
-            result.pages.append({"entity": ent.name, "path": rel, "created": old is None})
+        pages.append(_Page(ent, rel, old, summary))
+    _render_pages(conn, pages, opinion_file, result, contents)
+    return pages
+
+
+def _render_pages(conn, pages: list[_Page], opinion_file, result: ReflectResult, contents: dict) -> None:
+    """Each page with its block written from what the index (as this connection sees it) holds now."""
+    result.pages.clear()
+    for p in pages:
+        new_text = put_block(p.old, p.ent.name, _entity_block(conn, p.ent, opinion_file, p.summary))[0]
+        contents[p.rel] = (p.old, new_text)
+        if p.old != new_text:
+            result.pages.append({"entity": p.ent.name, "path": p.rel, "created": p.old is None})
 
 
 def _stale_pages(ws: Workspace, entities: dict, facts: list[FactRow], touched: set[str] | None) -> set[str]:
@@ -371,10 +424,34 @@ def _stale_pages(ws: Workspace, entities: dict, facts: list[FactRow], touched: s
 
 
 def _read(path) -> str | None:
+    """A file's text for reading only (undecodable bytes as U+FFFD), or None."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return None
+
+
+def _load(ws: Workspace, rel: str, result: ReflectResult) -> tuple[bool, str | None]:
+    """(True, the text of a file reflect may rewrite) — exactly its bytes decoded: line endings
+    (CRLF, or a lone CR, which is no line break to the indexer, git or `zmem get`) and a byte order
+    mark are kept, so the lines reflect does not change are written back as they were; (True, None)
+    when it does not exist; (False, None) with a warning when it must be left alone: rewriting
+    undecodable bytes would replace them with U+FFFD."""
+    path = ws.root / rel
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return True, None
+    except OSError as e:
+        result.warnings.append(f"{rel}: cannot be read ({e.strerror or e}); left alone")
+        return False, None
+    try:
+        return True, data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        result.warnings.append(f"{rel}:{line}: invalid UTF-8; reflect leaves this file alone (rewriting it would "
+                               "change bytes it cannot read); save it as UTF-8, then run `zmem reflect --since all`")
+        return False, None
 
 
 def _block(page: str | None) -> str:
@@ -406,7 +483,7 @@ def _old_summary(page: str | None) -> str | None:
     """The summary an earlier `reflect --llm` wrote into the block (kept until the next --llm run)."""
     if not page or BEGIN not in page:
         return None
-    block = page[page.find(BEGIN):page.find(END) if END in page else len(page)]
+    block = page[page.find(BEGIN):page.find(END) if END in page else len(page)].replace("\r\n", "\n")
     start = block.find(f"\n{SUMMARY}\n")
     if start < 0:
         return None
@@ -472,13 +549,22 @@ def _label(conn, key: str) -> str:
 
 
 def put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]:
-    """The page with the managed block replaced (or added); (old, why) when the markers are broken."""
+    """The page with the managed block replaced (or added); (old, why) when the markers are broken.
+    Only the block's lines change: the rest keeps its bytes (line endings, a byte order mark), and
+    the block takes the page's line ending (its first line's, as `zmem append` does)."""
     if old is None:
         return f"# {title}\n\n{block}", None
+    eol = "\r\n" if old.split("\n", 1)[0].endswith("\r") and "\n" in old else "\n"
+    block = block.replace("\r\n", "\n").replace("\n", eol)
     begin, end = old.find(BEGIN.split(" (")[0]), old.find(END)
     if begin < 0 and end < 0:
-        sep = "" if old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
-        return old + sep + block, None
+        if not old.removeprefix("\ufeff"):
+            return old + block, None
+        if not old.endswith("\n"):
+            return old + eol + eol + block, None
+        last = old[:-1].removesuffix("\r")  # the page before its last line ending
+        blank = not last.removeprefix("\ufeff") or last.endswith("\n")  # is its last line empty?
+        return old + ("" if blank else eol) + block, None
     if begin < 0 or end < begin:
         return old, "its zmem:begin/zmem:end markers are unbalanced"
     if old.find(BEGIN.split(" (")[0], begin + 1) >= 0:
@@ -488,6 +574,72 @@ def put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]
     return old[:begin] + block + old[stop:], None
 
 
+# ----------------------------------------------------------------------------- lines that move
+
+
+def _settle_lines(ws: Workspace, conn, facts: list[FactRow], ops: _Opinions, pages: list[_Page],
+                  result: ReflectResult, contents: dict) -> None:
+    """Cite the facts of the files this run rewrites at the lines they have once written.
+
+    Facts can sit in the files reflect writes: a page's block may stand above its own Retain
+    section, and an opinion that gains an evidence line pushes down the facts after it in
+    bank/opinions.md. Cited at their lines in HEAD, they would be stale as soon as the commit is
+    made. So each rewritten file's facts are read back from its new text as the indexer will read
+    them, matched to the ones this run sees by id, in order; the FactRows, this connection's view
+    (_shadow) and the evidence lines follow them, and the opinions and pages are rendered again.
+    No line count depends on a line number (a block has one line per fact, an evidence entry is
+    one line), so the second rendering leaves the facts where the first put them."""
+    by_path: dict[str, list[FactRow]] = defaultdict(list)
+    for f in sorted(facts, key=lambda f: f.start_line):
+        if f.path in contents:
+            by_path[f.path].append(f)
+    for _ in range(3):
+        moved: dict[str, list[Fact]] = {}
+        for rel, (old, new) in contents.items():
+            if old is None or old == new:
+                continue
+            seen = by_path.get(rel, [])
+            after = _facts_in(ws, rel, new.encode("utf-8"))
+            if [f.id for f in seen] != [a.fact_id(rel) for a in after]:
+                continue  # not the facts this run sees (a dry run over unsaved edits): left as they are
+            if any((f.start_line, f.end_line) != (a.start_line, a.end_line) for f, a in zip(seen, after)):
+                moved[rel] = after
+        if not moved:
+            return
+        cites: dict[str, str] = {}  # citation now -> citation once written
+        for rel, after in moved.items():
+            for f, a in zip(by_path[rel], after):
+                before = f.source
+                f.start_line, f.end_line = a.start_line, a.end_line
+                cites[before] = f.source
+        _shadow(conn, moved)
+        for entry in result.opinions:  # before the notes below, which cite where facts are once written
+            entry["evidence"] = [_recited(n, cites) for n in entry["evidence"]]
+        for i, o in enumerate(ops.parsed.opinions):
+            for e in o.evidence:
+                if e.retracted or cites.get(e.citation, e.citation) == e.citation:
+                    continue
+                note = f"re-cited {e.citation} -> {cites[e.citation]}"
+                e.citation = cites[e.citation]
+                ops.patched.add(i)
+                if i not in ops.reported:
+                    c = round(o.confidence, 2)
+                    ops.reported[i] = {"statement": o.statement, "entities": o.entities, "before": c, "after": c,
+                                       "new": False, "evidence": []}
+                    result.opinions.append(ops.reported[i])
+                ops.reported[i]["evidence"].append(note)
+        ops.put(contents)
+        _render_pages(conn, pages, ops.parsed, result, contents)
+    result.warnings.append("reflect could not settle the line numbers of facts in the files it rewrites; "
+                           "check its citations with `zmem get`")
+
+
+def _recited(note: str, cites: dict[str, str]) -> str:
+    """An evidence note ("supports X", "re-cited A -> X") citing where X is once the files are written."""
+    head, _, cite = note.rpartition(" ")
+    return f"{head} {cites[cite]}" if cite in cites else note
+
+
 # ----------------------------------------------------------------------------- MEMORY.md proposals
 
 
@@ -495,7 +647,7 @@ def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: Reflec
                apply: bool) -> None:
     from rapidfuzz import fuzz
     memory_path = next((n for n in ("MEMORY.md", "memory.md") if (ws.root / n).is_file()), "MEMORY.md")
-    memory = (ws.root / memory_path).read_text(encoding="utf-8") if (ws.root / memory_path).is_file() else ""
+    memory = _read(ws.root / memory_path) or ""
     present = [line.casefold() for line in memory.splitlines() if line.strip()]
     groups: list[list[FactRow]] = []
     for f in sorted((f for f in facts if f.kind in ("world", "experience", "observation")),
@@ -527,14 +679,18 @@ def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: Reflec
                                      "reason": f"opinion at c={o.confidence:.2f} with {len(supports)} supporting facts",
                                      "sources": [e.citation for e in supports]})
     if apply and result.proposals:
+        readable, old = _load(ws, memory_path, result)
+        if not readable:
+            return
         lines = [f"- {p['text']} ({', '.join(p['sources'][-3:])})" for p in result.proposals]
-        base = memory if memory else "# MEMORY\n"
+        base = old if old and old.removeprefix("\ufeff").strip() else (old or "") + "# MEMORY\n"
+        eol = "\r\n" if base.split("\n", 1)[0].endswith("\r") and "\n" in base else "\n"
+        while base.endswith("\n"):  # trailing blank lines make way; the lines above keep their bytes
+            base = base[:-1].removesuffix("\r")
         heading = "## Durable (proposed by zmem reflect)"
-        if heading in base:
-            new = base.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
-        else:
-            new = base.rstrip("\n") + f"\n\n{heading}\n\n" + "\n".join(lines) + "\n"
-        contents[memory_path] = (memory or None, new)
+        if heading not in base:
+            lines = ["", heading, ""] + lines
+        contents[memory_path] = (old, base + eol + eol.join(lines) + eol)
         result.proposals_applied = True
 
 
@@ -542,17 +698,30 @@ def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: Reflec
 
 
 def _diff(rel: str, old: str | None, new: str) -> str:
-    return "".join(difflib.unified_diff((old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+    return "".join(difflib.unified_diff(_lines(old or ""), _lines(new),
                                         "/dev/null" if old is None else f"a/{rel}", f"b/{rel}"))
+
+
+def _lines(text: str) -> list[str]:
+    """Lines with their endings, split on \\n only, as git, the indexer and `zmem get` count them
+    (str.splitlines also breaks at a lone CR, form feeds, U+2028 …)."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
 
 
 def _write(ws: Workspace, rel: str, text: str) -> None:
     path = ws.root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".zmem-", suffix=".tmp")
+    tmp = path.parent / f".zmem-{uuid.uuid4().hex}.tmp"
+    # created as open() would (0666 less the umask), then given the page's own mode if it has one
+    # (tempfile.mkstemp's 0600 would take group and other readers away from a shared memory repo)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        except FileNotFoundError:
+            pass
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
