@@ -257,3 +257,21 @@ def test_opinions_render_keeps_every_line_it_does_not_change():
     parsed.opinions.append(op_mod.Opinion("Likes fado.", ["Ana"], 0.6))
     assert parsed.render(set(), {0}) == text.replace("0.60\r\n", "0.65\r\n") + \
         "\r\n\r\n## Likes fado.\r\n- entities: @Ana\r\n- confidence: 0.60\r\n- evidence: (none yet)\r\n"
+
+
+def test_readers_of_opinions_md_take_any_bytes_and_count_lines_as_get_does(ws):
+    """`zmem opinions`, `zmem entity` and doctor read an opinions.md with a lone CR and invalid
+    UTF-8 (exit 0, no traceback), and the line each opinion cites is its heading for `zmem get`."""
+    _put(ws, "bank/opinions.md", b"# Opinions\r\nnote\rstill line 2\n\n## Peter likes caf\xe9 tea\n"
+                                 b"- confidence: 0.70\n- entities: @Peter\n")
+    write(ws, "memory/2025-11-24.md", "## Retain\n- W @Peter: drinks tea\n")
+    commit_all(ws, "opinions")
+    data, _ = _json(["-C", str(ws), "opinions", "--json"])
+    (op,) = data["opinions"]
+    assert op["statement"] == "Peter likes caf\ufffd tea" and op["confidence"] == 0.7
+    assert op["source"] == "bank/opinions.md#L4"
+    assert _get(ws, op["source"]).startswith("## Peter likes caf")
+    entity, _ = _json(["-C", str(ws), "entity", "Peter", "--json"])
+    assert [o["source"] for o in entity["opinions"]] == ["bank/opinions.md#L4"]
+    doctor = run(["-C", str(ws), "doctor"])
+    assert "Traceback" not in doctor.output + doctor.stderr and "1 opinions, all readable" in doctor.stdout

@@ -727,7 +727,7 @@ def opinions(ctx, entity, as_json):
     from zmem.retain import entity_key
     ws = _workspace(ctx)
     path = ws.root / op_mod.OPINIONS_PATH
-    parsed = op_mod.parse(path.read_text(encoding="utf-8") if path.is_file() else "")
+    parsed = op_mod.read(ws.root)
     for w in parsed.warnings:
         warn(w)
     rows = [o for o in parsed.opinions if not entity or entity_key(entity) in o.entity_keys]

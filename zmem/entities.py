@@ -360,8 +360,7 @@ def entity_report(ws: Workspace, name: str) -> dict:
         _, found = neighbourhood(conn, ent.key, 1)
     finally:
         conn.close()
-    path = ws.root / op_mod.OPINIONS_PATH
-    parsed = op_mod.parse(path.read_text(encoding="utf-8") if path.is_file() else "")
+    parsed = op_mod.read(ws.root)
     related = []
     for e in found:
         other = e.target if e.source == ent.key else e.source

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from zmem.markdown import ATX, split_lines
 from zmem.retain import entity_key, mentions
@@ -156,6 +157,16 @@ class OpinionsFile:
 
 def _terminated(text: str, eol: str) -> str:
     return text if not text or text.endswith("\n") else text + eol
+
+
+def read(root: Path) -> OpinionsFile:
+    """bank/opinions.md of a workspace as the indexer reads it (undecodable bytes as U+FFFD, lines
+    split on \n only), or an empty file when there is none."""
+    try:
+        text = (root / OPINIONS_PATH).read_bytes().decode("utf-8", "replace")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        text = ""
+    return parse(text)
 
 
 def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:

@@ -239,7 +239,7 @@ def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list
                       contents: dict) -> _Opinions:
     readable, old = _load(ws, op_mod.OPINIONS_PATH, result)
     if not readable:  # opinions still show on the pages, as far as they can be read; the file is left alone
-        return _Opinions(op_mod.parse(_read(ws.root / op_mod.OPINIONS_PATH) or ""), None)
+        return _Opinions(op_mod.read(ws.root), None)
     parsed = op_mod.parse(old or "")
     result.warnings += parsed.warnings
     before = {i: o.confidence for i, o in enumerate(parsed.opinions)}

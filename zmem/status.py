@@ -192,7 +192,7 @@ def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     path = ws.root / op_mod.OPINIONS_PATH
     if not path.is_file():
         return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts")]
-    parsed = op_mod.parse(path.read_text(encoding="utf-8", errors="replace"))
+    parsed = op_mod.read(ws.root)
     if parsed.warnings:
         return [("warn", "opinions", w) for w in parsed.warnings]
     return [("ok", "opinions", f"{op_mod.OPINIONS_PATH}: {len(parsed.opinions)} opinions, all readable")]
