@@ -262,6 +262,9 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
             raise ZmemError("another zmem process is updating the index", hint="run the command again") from None
         finally:
             conn.close()
+        for w in sess.skipped:  # transcript lines not taken (file:line), files that could not be read
+            warn(w)
+            warnings.append(w)
     report = None
     if not no_embed:
         from zmem.embedding import run_embed_job

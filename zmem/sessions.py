@@ -145,8 +145,11 @@ def message_text(obj) -> tuple[str, str, str | None] | None:
     if not text:
         return None
     ts = obj.get("timestamp") or msg.get("timestamp")
-    if isinstance(ts, (int, float)):
-        ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts / 1000 if ts > 1e11 else ts))
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        try:  # epoch milliseconds or seconds; a number no clock can show (1e300, NaN) is no timestamp
+            ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts / 1000 if ts > 1e11 else ts))
+        except (OverflowError, OSError, ValueError):
+            ts = None
     return role, redact(text[:MAX_MESSAGE_CHARS]), ts if isinstance(ts, str) else None
 
 
@@ -155,7 +158,7 @@ class SessionUpdate:
     files: int = 0
     messages: int = 0
     bytes: int = 0
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # warnings: files not read, lines not taken
     seconds: float = 0.0
 
 
@@ -244,6 +247,8 @@ def _new_messages(path: Path, offset: int, st: os.stat_result, cap: int, now_ns:
                 tail = head[head.rfind(b"\n") + 1:]
             else:
                 tail = _final_line(fh, offset, st.st_size)
+                if st.st_size - len(tail) > offset + len(head):
+                    n += 1  # a newline past what was read: at least one line longer than DELTA_BYTES ends there
     except OSError:
         return 0
     return min(n + _takes_final_line(tail, st.st_mtime_ns, now_ns), cap)
@@ -268,10 +273,21 @@ def _takes_final_line(tail: bytes, mtime_ns: int, now_ns: int) -> bool:
     file has not changed for TAIL_QUIET_NS: a writer in the middle of a line is never cut short."""
     if not tail.strip() or now_ns - mtime_ns < TAIL_QUIET_NS:
         return False
+    obj, _ = _parse(tail)
+    return isinstance(obj, (dict, list))
+
+
+def _parse(raw: bytes) -> tuple[object, str | None]:
+    """(the JSON value of one line, None) or (None, why it is not one). Never raises for any bytes:
+    a line nested deeper than Python's recursion limit is a RecursionError in json, not a ValueError."""
     try:
-        return isinstance(json.loads(tail), (dict, list))
-    except (ValueError, UnicodeDecodeError):
-        return False
+        return json.loads(raw), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except ValueError:
+        return None, "not valid JSON"
+    except RecursionError:
+        return None, "JSON nested too deeply"
 
 
 def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> SessionUpdate:
@@ -291,10 +307,11 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
                 _drop(conn, str(f))
                 off = 0
             try:
-                n, end, line_no = _index_file(conn, f, off)
+                n, end, line_no, bad = _index_file(conn, f, off)
             except OSError as e:
-                out.skipped.append(f"{f}: {e.strerror}")
+                out.skipped.append(f"{_home(str(f))}: not indexed: {e.strerror or e}")
                 continue
+            out.skipped.extend(_bad_lines_warnings(f, bad))
             out.files += 1
             out.messages += n
             out.bytes += end - off
@@ -311,12 +328,27 @@ def _drop(conn, path: str) -> None:
     db.set_meta(conn, MARK + path, None)
 
 
-def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int]:
+BAD_LINES_NAMED = 3  # per file and run: lines named one warning each; the rest are counted
+
+
+def _bad_lines_warnings(path: Path, bad: list[tuple[int, str]]) -> list[str]:
+    """One warning per line that was skipped (file:line: why), the first few; then one counting the rest."""
+    shown = _home(str(path))
+    out = [f"{shown}:{line}: skipped: {why}" for line, why in bad[:BAD_LINES_NAMED]]
+    if len(bad) > BAD_LINES_NAMED:
+        out.append(f"{shown}: {len(bad) - BAD_LINES_NAMED} more lines skipped (not JSON messages), "
+                   f"the last at line {bad[-1][0]}")
+    return out
+
+
+def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int, list[tuple[int, str]]]:
     """Index complete lines from offset (and a final line without newline once it is complete
-    and quiet); returns (messages, new offset, lines so far)."""
+    and quiet); returns (messages, new offset, lines so far, [(line, why)] of the lines skipped as
+    unreadable). A broken line never stops the rest."""
     row = conn.execute("SELECT lines FROM session_files WHERE path = ?", (str(path),)).fetchone()
     line_no = row[0] if row and offset else 0
     n = 0
+    bad: list[tuple[int, str]] = []
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())  # before reading: a later append shows as a new mtime
         prev = b"\n"
@@ -336,10 +368,12 @@ def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int]:
             raw = data[pos:nl]
             pos = nl + 1
             line_no += 1
-            try:
-                msg = message_text(json.loads(raw))
-            except (ValueError, UnicodeDecodeError):
-                continue  # not JSON: skipped (a broken line never stops the rest)
+            obj, why = _parse(raw)
+            if why:
+                if raw.strip():  # a blank line is no message, and nothing to warn about
+                    bad.append((line_no, why))
+                continue
+            msg = message_text(obj)
             if msg:
                 rows.append((str(path), line_no, *msg))
         digest, _ = _prefix(fh, offset + end)
@@ -352,7 +386,7 @@ def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int]:
     conn.execute("INSERT INTO session_files(path, offset, lines) VALUES(?,?,?) ON CONFLICT(path) DO UPDATE SET "
                  "offset = excluded.offset, lines = excluded.lines", (str(path), offset + end, line_no))
     db.set_meta(conn, MARK + str(path), json.dumps([st.st_ino, st.st_mtime_ns, digest]))
-    return n, offset + end, line_no
+    return n, offset + end, line_no, bad
 
 
 def search_sessions(conn, query: str, k: int, snippet_chars: int = 700) -> list:
