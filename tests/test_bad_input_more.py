@@ -3,11 +3,16 @@ hint, or 2 for bad arguments) or a warning naming file and line, never an intern
 and the rest still works."""
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import recall_json, run
+import pytest
+
+from conftest import recall_json, run, zmem_exe
 
 
 def _sessions_config(extra: str = "") -> Path:
@@ -58,3 +63,94 @@ def test_a_transcript_timestamp_no_clock_can_show_is_dropped_not_a_crash(ws):
     assert res.exit_code == 0, res.output + res.stderr
     hits = recall_json(ws, "tapir", "--source", "sessions")["results"]
     assert len(hits) == 2
+
+
+LONG = "a" * 300
+
+
+def _err(res, code=1) -> str:
+    assert res.exit_code == code, (res.exit_code, res.output, res.stderr)
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert lines[-2].startswith("zmem: ") and lines[-1].startswith("hint: "), res.stderr
+    return res.stderr
+
+
+def test_get_and_blame_of_a_name_too_long_for_the_file_system_are_no_such_file(ws):
+    for args in (["get", f"memory/{LONG}.md"], ["get", f"memory/{LONG}/x.md"], ["blame", f"memory/{LONG}.md#L1"],
+                 ["get", f"memory/{LONG}.md@HEAD"], ["get", f"{ws}/memory/{LONG}.md"]):
+        err = _err(run(["-C", str(ws), *args]))
+        assert "no such memory file" in err or "does not exist at" in err, (args, err)
+    assert "too long" in _err(run(["-C", str(ws), "get", f"memory/{LONG}.md"]))
+    assert "workspace directory does not exist" in _err(run(["-C", str(ws / LONG), "status"]))
+
+
+def test_memory_get_and_memory_blame_over_mcp_with_a_name_too_long(ws):
+    pytest.importorskip("mcp")
+    from test_mcp import error, session
+
+    async def go():
+        async with session(ws) as s:
+            return [await error(s, "memory_get", path=f"memory/{LONG}.md"),
+                    await error(s, "memory_blame", target=f"memory/{LONG}.md#L1")]
+    for text in asyncio.run(go()):
+        assert "no such memory file" in text and "hint:" in text and "internal error" not in text, text
+
+
+def test_get_of_an_empty_path_or_the_workspace_itself_says_so(ws):
+    err = _err(run(["-C", str(ws), "get", ""]))
+    assert "the path is empty" in err and "escapes" not in err
+    for path in (".", "./", str(ws), "memory/.."):
+        err = _err(run(["-C", str(ws), "get", path]))
+        assert "is the workspace directory" in err or "escapes" in err and path == "memory/..", (path, err)
+    assert "is the workspace directory" in _err(run(["-C", str(ws), "get", "."]))
+    assert "escapes the workspace" in _err(run(["-C", str(ws), "get", "../x.md"]))
+
+
+def test_an_entity_name_too_long_for_a_file_name_gets_a_shortened_page(ws):
+    from zmem.retain import MAX_SLUG_BYTES, entity_key, entity_slug
+    long_b, long_c = "b" * 300, "b" * 299 + "c"
+    for name in (long_b, long_c):
+        res = run(["-C", str(ws), "append", f"hi from {name[-1]}", "--retain", "W", "--entity", name])
+        assert res.exit_code == 0, res.output + res.stderr
+    res = run(["-C", str(ws), "reflect", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    pages = sorted(p["path"] for p in json.loads(res.stdout)["pages"])
+    assert pages == sorted(f"bank/entities/{entity_slug(n)}.md" for n in (long_b, long_c))
+    assert len(set(pages)) == 2  # names that begin alike do not share a page
+    for p in pages:
+        assert len(p.split("/")[-1].encode()) <= MAX_SLUG_BYTES + 3 and (ws / p).is_file()
+    # the same entity in another spelling gets the same page; the page is known as that entity's
+    assert entity_slug("B" * 300).lower() == entity_slug(long_b).lower()
+    assert entity_key(entity_slug("B" * 300)) == entity_key(entity_slug(long_b))
+    got = json.loads(run(["-C", str(ws), "entity", long_b, "--json"]).stdout)
+    assert got["entity"]["page"] == f"bank/entities/{entity_slug(long_b)}.md" and len(got["facts"]) == 1
+    # later facts update that page instead of failing or making another
+    assert run(["-C", str(ws), "append", "more", "--retain", "W", "--entity", "B" * 300]).exit_code == 0
+    res = run(["-C", str(ws), "reflect", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert [(p["path"], p["created"]) for p in json.loads(res.stdout)["pages"]] == [
+        (f"bank/entities/{entity_slug(long_b)}.md", False)]
+    assert "more" in (ws / f"bank/entities/{entity_slug(long_b)}.md").read_text()
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    assert entity_slug("short name") == "short-name"  # short names are as they were
+
+
+def test_a_deleted_current_directory_is_an_error_with_a_hint(ws, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = ("import os, subprocess, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+              "r = subprocess.run([sys.argv[2], *sys.argv[3:]], capture_output=True, text=True); "
+              "print(r.returncode); print(r.stderr, end='')")
+    for args in (["recall", "x"], ["status"], ["get", "memory/2025-11-24.md"], ["init"], ["-C", "rel", "status"]):
+        gone.mkdir(exist_ok=True)
+        out = subprocess.run([sys.executable, "-c", script, str(gone), zmem_exe(), *args],
+                             capture_output=True, text=True, timeout=120).stdout
+        code, *err = out.splitlines()
+        assert code == "1", (args, out)
+        assert err == ["zmem: the current directory no longer exists",
+                       "hint: cd to an existing directory, or pass the workspace with -C DIR"], (args, out)
+    gone.mkdir(exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", script, str(gone), zmem_exe(),
+                          "-C", str(ws), "status"], capture_output=True, text=True, timeout=120).stdout
+    assert out.splitlines()[0] == "0", out  # an absolute -C needs no current directory

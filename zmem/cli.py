@@ -60,6 +60,12 @@ class ZmemGroup(click.Group):
             sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
             raise click.exceptions.Exit(0)
         except Exception as e:
+            if isinstance(e, FileNotFoundError) and _cwd_gone() and not os.environ.get("ZMEM_DEBUG"):
+                from zmem.workspace import cwd_error  # anything that needed the current directory
+                err = cwd_error()
+                click.echo(f"zmem: {err.message}", err=True)
+                click.echo(f"hint: {err.hint}", err=True)
+                raise click.exceptions.Exit(int(ExitCode.ERROR))
             if type(e).__module__.startswith(("sqlite3", "pysqlite3")) and not os.environ.get("ZMEM_DEBUG"):
                 click.echo(f"zmem: the index could not be used: {e}", err=True)  # it is derived: rebuild it
                 click.echo("hint: run `zmem index --full` to rebuild it from the Markdown files", err=True)
@@ -70,6 +76,16 @@ class ZmemGroup(click.Group):
             click.echo("hint: this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it",
                        err=True)
             raise click.exceptions.Exit(int(ExitCode.BUG))
+
+
+def _cwd_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    return False
 
 
 KIND_CHOICES = ["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]
@@ -135,7 +151,10 @@ def init(ctx, directory, no_hooks):
     from zmem.indexer import catch_up
     from zmem.scaffold import init_layout
     from zmem.workspace import find_workspace
+    from zmem.workspace import current_dir
     root = Path(directory or ctx.obj.get("dir") or ".")
+    if not root.expanduser().is_absolute():
+        current_dir()  # a relative directory needs the current one: say so if it was deleted
     report = init_layout(root)
     ws = find_workspace(report.root)
     if report.git_init:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from zmem.dates import commit_time
 from zmem.errors import ZmemError
-from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug
+from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug, is_long_name
 from zmem.workspace import Workspace
 
 ENTITY_DIR = "bank/entities/"
@@ -152,11 +152,14 @@ def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
         n, first, last = stats.get(key, (0, None, None))
         name = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         out[key] = Entity(key, name, None, n, first, last, sorted(counts))
+    # a name too long for a file name has a page named by a cut slug (retain.entity_slug): back to its key
+    cut = {entity_key(entity_slug(name)): key for key, counts in spellings.items() for name in counts
+           if is_long_name(name)}
     for (path,) in conn.execute("SELECT path FROM files WHERE path GLOB ?", (ENTITY_DIR + "*.md",)):
         stem = path[len(ENTITY_DIR):-3]
         if "/" in stem:
             continue
-        key = entity_key(stem)
+        key = cut.get(entity_key(stem), entity_key(stem))
         title = _page_title(ws, path) or stem.replace("-", " ")
         ent = out.setdefault(key, Entity(key, title, None))
         ent.page, ent.name = path, title

@@ -113,8 +113,16 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     result.diff = "".join(_diff(p, *changed[p]) for p in result.files)
     if not changed or dry_run:
         return result
+    written: list[str] = []
     for rel, (_, text) in changed.items():
-        _write(ws, rel, text)
+        try:
+            _write(ws, rel, text)
+        except OSError as e:
+            done = f"; already written: {', '.join(written)}" if written else ""
+            raise ZmemError(f"could not write {rel}: {e.strerror or e}{done}",
+                            hint="fix that (disk space, permissions) and run reflect again"
+                                 + (f"; `git restore -- {' '.join(written)}` discards what was written" if written else "")) from None
+        written.append(rel)
     if commit:
         sha, problem = commit_paths(ws.root, result.files, _message(result))
         if not sha:
@@ -370,8 +378,14 @@ def _reflect_pages(ws: Workspace, conn, new: list[FactRow], facts: list[FactRow]
             continue
         if rel in contents or any(p.rel == rel for p in pages):  # two spellings whose slugs collide
             continue                                                # on a case-insensitive file system
-        path = ws.root / rel
-        if path.is_symlink():
+        try:
+            is_link = stat.S_ISLNK(os.lstat(ws.root / rel).st_mode)
+        except FileNotFoundError:
+            is_link = False
+        except OSError as e:  # a name the file system refuses, a directory it may not search: skip, never crash
+            result.warnings.append(f"{rel}: cannot be used ({e.strerror or e}); page of {ent.name!r} left alone")
+            continue
+        if is_link:
             result.warnings.append(f"{rel}: a symlink; left alone")
             continue
         readable, old = _load(ws, rel, result)

@@ -75,14 +75,30 @@ def _safe_name(name: str) -> str:
 @functools.lru_cache(maxsize=65536)  # called per mention of every fact when entities are listed
 def entity_key(name: str) -> str:
     """One key for the spellings of one entity: `@The-Castle`, `@the castle`, `@The_Castle`.
-    entity_key(entity_slug(name)) == entity_key(name), so a page and its mentions are one entity."""
+    entity_key(entity_slug(name)) == entity_key(name), so a page and its mentions are one entity
+    (but for a name too long for a file name: entities.all_entities maps its cut slug back)."""
     return re.sub(r"[\s\-_]+", "-", _safe_name(name).casefold()).strip("-.")
+
+
+MAX_SLUG_BYTES = 120  # a page name is at most this + ".md": under every file system's limit (255, eCryptfs 143)
 
 
 def entity_slug(name: str) -> str:
     """The page name of an entity: bank/entities/<Slug>.md (spaces become dashes). Always one safe
-    file name: `@[a/b]` -> `a-b`, `@[../../x]` -> `x`; never a path, never a hidden file."""
-    return re.sub(r"[\s_]+", "-", _safe_name(name)).strip("-. ") or "_"
+    file name: `@[a/b]` -> `a-b`, `@[../../x]` -> `x`; never a path, never a hidden file. A slug
+    longer than MAX_SLUG_BYTES (UTF-8) is cut to fit and ends in `-` and 8 hex digits of a hash of
+    the entity's key: every spelling of one long name gives the same hash, two long names that
+    begin alike give different pages (is_long_slug tells a page named so back to its entity)."""
+    slug = re.sub(r"[\s_]+", "-", _safe_name(name)).strip("-. ") or "_"
+    if len(slug.encode("utf-8")) <= MAX_SLUG_BYTES:
+        return slug
+    head = slug.encode("utf-8")[:MAX_SLUG_BYTES - 9].decode("utf-8", "ignore").rstrip("-. ")
+    return f"{head}-{hashlib.sha1(entity_key(name).encode('utf-8')).hexdigest()[:8]}"
+
+
+def is_long_name(name: str) -> bool:
+    """Whether entity_slug(name) may be cut (then entity_key(entity_slug(name)) != entity_key(name))."""
+    return len(name.encode("utf-8")) > MAX_SLUG_BYTES
 
 
 def mentions(text: str) -> list[str]:

@@ -1,7 +1,9 @@
 """Finding the workspace, its memory sources, and path safety."""
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -130,7 +132,21 @@ def normalize_rel(path: str) -> str | None:
 
 
 def looks_like_workspace(d: Path) -> bool:
-    return any((d / m).exists() for m in MARKERS)
+    return any(os.path.exists(d / m) for m in MARKERS)
+
+
+def current_dir() -> Path:
+    """The current directory, or a WorkspaceError when it was deleted (or cannot be read) under us."""
+    try:
+        return Path(os.getcwd())
+    except OSError as e:
+        raise cwd_error(e) from None
+
+
+def cwd_error(e: OSError | None = None) -> WorkspaceError:
+    gone = e is None or e.errno == errno.ENOENT
+    what = "the current directory no longer exists" if gone else f"the current directory cannot be used: {e.strerror or e}"
+    return WorkspaceError(what, hint="cd to an existing directory, or pass the workspace with -C DIR")
 
 
 def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bool = True) -> Workspace:
@@ -139,17 +155,19 @@ def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bo
     explicit = directory if directory is not None else os.environ.get("ZMEM_WORKSPACE") or None
     if explicit is not None:
         root = Path(explicit).expanduser()
-        if not root.is_dir():
+        if not root.is_absolute():
+            current_dir()  # a relative -C needs the current directory
+        if not os.path.isdir(root):  # False for any OSError (a name too long, no permission), not a crash
             raise WorkspaceError(f"workspace directory does not exist: {root}",
                                  hint="pass an existing directory with -C, or create one with `zmem init DIR`")
         root = root.resolve()
     else:
-        cwd = Path.cwd().resolve()
+        cwd = current_dir().resolve()
         for d in (cwd, *cwd.parents):
             if looks_like_workspace(d) and d != Path.home():
                 root = d
                 break
-            if (d / ".git").exists():
+            if os.path.exists(d / ".git"):
                 # The repository's top: stop here rather than wander into an enclosing tree.
                 raise WorkspaceError(
                     f"not inside a zmem workspace: {cwd}",
@@ -162,8 +180,12 @@ def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bo
 
 def resolve_memory_path(ws: Workspace, path: str) -> str:
     """Validate a user-supplied path for reading: inside the workspace, a memory source, `.md`,
-    no symlinks. Returns the workspace-relative POSIX path."""
+    no symlinks, an existing readable file. Returns the workspace-relative POSIX path. Every refusal
+    is a WorkspaceError (exit 1 with a hint), whatever the file system says about the name."""
     raw = path
+    example = "e.g. memory/2025-11-27.md (`zmem recall` prints citations of existing files)"
+    if not path.strip():
+        raise WorkspaceError("the path is empty", hint=f"give a memory file, {example}")
     p = Path(path).expanduser()
     if p.is_absolute():
         try:
@@ -172,9 +194,11 @@ def resolve_memory_path(ws: Workspace, path: str) -> str:
             raise WorkspaceError(f"path is outside the workspace: {raw}",
                                  hint=f"use a path relative to {ws.root}, e.g. memory/2025-11-27.md")
     rel = normalize_rel(path)
-    if rel is None or ".." in PurePosixPath(path.replace("\\", "/")).parts:
+    if ".." in PurePosixPath(path.replace("\\", "/")).parts or (rel is None and path.replace("\\", "/").startswith("/")):
         raise WorkspaceError(f"path escapes the workspace: {raw}",
                              hint="use a path inside the workspace, e.g. memory/2025-11-27.md")
+    if rel is None:  # ".", "./", or an absolute path naming the root itself
+        raise WorkspaceError(f"{raw} is the workspace directory, not a memory file", hint=f"give a memory file, {example}")
     if not rel.endswith(".md"):
         raise WorkspaceError(f"not a Markdown memory file: {raw}", hint="zmem reads only .md files")
     if not ws.is_memory_path(rel):
@@ -184,9 +208,30 @@ def resolve_memory_path(ws: Workspace, path: str) -> str:
     cur = ws.root
     for part in rel.split("/"):
         cur = cur / part
-        if cur.is_symlink():
+        try:
+            st = os.lstat(cur)
+        except OSError as e:
+            raise _unreadable(rel, e) from None
+        if stat.S_ISLNK(st.st_mode):
             raise WorkspaceError(f"refusing to read through a symlink: {rel}",
                                  hint="zmem skips symlinks; point at the real file inside the workspace")
-    if not cur.is_file():
-        raise WorkspaceError(f"no such memory file: {rel}", hint="`zmem recall` prints citations of existing files")
+    if not stat.S_ISREG(st.st_mode):
+        raise WorkspaceError(f"no such memory file: {rel} (it is not a regular file)",
+                             hint="`zmem recall` prints citations of existing files")
+    try:
+        with open(cur, "rb"):
+            pass
+    except OSError as e:
+        raise _unreadable(rel, e) from None
     return rel
+
+
+def _unreadable(rel: str, e: OSError) -> WorkspaceError:
+    """A memory path the file system refused: missing, a name too long for it, permissions, I/O."""
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        return WorkspaceError(f"no such memory file: {rel}", hint="`zmem recall` prints citations of existing files")
+    if e.errno == errno.ENAMETOOLONG:
+        return WorkspaceError(f"no such memory file: {rel} (the name is too long for the file system)",
+                              hint="`zmem recall` prints citations of existing files")
+    return WorkspaceError(f"cannot read {rel}: {e.strerror or e}",
+                          hint="check the file's permissions (and the directories above it)")
