@@ -29,6 +29,13 @@ def _convert_fts_rows(conn) -> None:
     convert_rows(conn)
 
 
+def _add_dir_ctime(conn) -> None:
+    """dirs gains ctime_ns (step 9). Idempotent: an index whose user_version was set back (tests,
+    or an older zmem's rows) may have the column already."""
+    if "ctime_ns" not in {row[1] for row in conn.execute("PRAGMA table_info(dirs)")}:
+        conn.execute("ALTER TABLE dirs ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
+
+
 # Each step: SQL statements, or functions of the connection, applied in one transaction with its
 # user_version bump.
 MIGRATIONS: list[list] = [
@@ -46,7 +53,7 @@ MIGRATIONS: list[list] = [
             ino INTEGER NOT NULL DEFAULT 0
         )""",
         "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino)",  # the freshness sweep reads only these
-        # Directories whose mtime tells whether memory files appeared or vanished (snapshot.py).
+        # Directories whose mtime (and ctime, step 9) tells whether memory files appeared or vanished (snapshot.py).
         "CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
         """CREATE TABLE chunks (
             id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: vector rows key on it
@@ -237,8 +244,19 @@ MIGRATIONS: list[list] = [
         # full-text rows with the Latin words and digits written against CJK text (fts.cjk_columns)
         _convert_fts_rows,
     ],
+    [
+        # ctime joins a directory's signature: tar, rsync -a and unzip put a directory's mtime back
+        # after adding entries; its ctime moves anyway. Existing rows start at 0, so every memory
+        # directory is listed again once (which also finds notes an older zmem lost track of).
+        _add_dir_ctime,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+# Steps that leave every note's rows as they were (only the freshness snapshot changed): the index
+# fingerprint names NOTES_SCHEMA, the last step not listed here, so such a step re-reads no note.
+# A new step is left out of this set unless its notes' rows need no re-deriving.
+SNAPSHOT_ONLY_STEPS = {9}
+NOTES_SCHEMA = max(step for step in range(1, SCHEMA_VERSION + 1) if step not in SNAPSHOT_ONLY_STEPS)
 
 
 def connect(path: Path | str, *, readonly: bool = False):

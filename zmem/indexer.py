@@ -20,13 +20,17 @@ from zmem.errors import IndexError_
 from zmem.fts import cjk_columns
 from zmem.markdown import day_from_path
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
-from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, git_blob_id, ignore_inputs, ignore_record,
-                           ignore_rules_changed, memory_dirs, now_ns, read_head, record_dirs, stat_signature,
+from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
+                           ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
                            stored_ignore_record)
 from zmem.vectors import VectorStore
 from zmem.workspace import Workspace
 
 Progress = Callable[[int, int], None] | None
+# The blob column of a memory file that could not be read (EACCES, EIO): its row keeps the file's
+# stat signature, so the cheap check notices when it changes (a chmod moves its ctime) and tries again,
+# and its warning, so every recall names it while it stays unreadable.
+UNREADABLE = ""
 
 
 class LockTimeout(Exception):
@@ -93,7 +97,7 @@ def ensure_state_dir(ws: Workspace) -> None:
 def fingerprint(ws: Workspace) -> str:
     """Everything that changes chunk boundaries or the set of sources; a change re-scans all."""
     c = ws.config
-    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={db.SCHEMA_VERSION};tokens={c.chunk_tokens};"
+    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={db.NOTES_SCHEMA};tokens={c.chunk_tokens};"
             f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
 
 
@@ -121,8 +125,8 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
             checked_at = now_ns()
             indexed, hint = quick_check(ws, conn)
             if indexed is not None and not (hint.files or hint.dirs or hint.ignores):
-                if hint.restat or hint.rehashed:
-                    # same content, new stat (touch, checkout), or files too new to trust by stat:
+                if hint.restat or hint.rehashed or hint.rescanned:
+                    # same content, new stat (touch, checkout), or files and directories too new to trust by stat:
                     # record what was verified so the next check is stat-only again
                     _restat(ws, conn, hint.restat, checked_at)
                 # nothing changed: no pygit2, no lock
@@ -182,7 +186,9 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     """Candidates: the tree diff between the indexed commit and HEAD, plus what the stat snapshot
     says changed in the working tree (edits, new and deleted files: what `git status` would say,
     for memory files only, and without ignoring files git considers clean but we never indexed)."""
-    taken = now_ns()  # anything modified from here on is newer than the snapshot
+    # anything modified from here on is newer than the snapshot; with a hint, from when it was taken
+    # (before the wait for the lock): what changed meanwhile must still look new to the next check
+    taken = min(now_ns(), hint.checked_ns) if hint else now_ns()
     head = repo.head()
     indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
     result = CatchUp(head=head, previous=indexed or None)
@@ -200,7 +206,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     restat: dict[str, tuple[int, int, int, int]] = {}
     old_rules = stored_ignore_record(conn)
     if full or not old_taken:
-        dirs = memory_dirs(ws.root, _tops(ws))
+        dirs = dir_signatures(ws.root, _tops(ws))  # before the files are listed
         rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
         on_disk = {p for p in ws.memory_files() if not repo.is_ignored(p)}
         candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
@@ -208,8 +214,8 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         full = result.full_scan = True
     else:
         changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
-        dirs = sorted(changes.dirs)
-        rules = _ignore_rules(ws, repo, {d for (d,) in conn.execute("SELECT path FROM dirs")} | changes.dirs)
+        dirs = changes.dirs
+        rules = _ignore_rules(ws, repo, {d for (d,) in conn.execute("SELECT path FROM dirs")} | set(changes.dirs))
         candidates |= changes.files
         ignored = functools.cache(repo.is_ignored)
         if ignore_rules_changed(old_rules, rules):
@@ -226,8 +232,16 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
 
     todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
     sigs: dict[str, tuple[int, int, int, int] | None] = {}
+    unreadable: dict[str, str] = {}  # path -> warning
     for rel in sorted(candidates):
-        data = _read_memory_file(ws, rel, result, sigs) if ws.is_memory_path(rel) and rel not in skip else None
+        data = _read_memory_file(ws, rel, result, sigs, unreadable) \
+            if ws.is_memory_path(rel) and rel not in skip else None
+        if rel in unreadable:
+            if known.get(rel) == UNREADABLE and not resettle:
+                restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
+            else:  # its rows go; a row that keeps watching it takes their place
+                todo.append((rel, None, UNREADABLE))
+            continue
         if data is None:
             if rel in known:
                 todo.append((rel, None, None))
@@ -244,13 +258,19 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             _record_stats(conn, restat)
             if full:
                 conn.execute("DELETE FROM dirs")
-            record_dirs(ws.root, conn, dirs)
+            record_dirs(conn, dirs)
             if resettle:  # every file is inserted again below: clear all rows at once
                 _clear_notes(conn, store)
-            for rel, data, _ in todo:
+            for rel, data, blob in todo:
                 if not resettle:
                     _remove_file(conn, rel, store)
-                if data is None:
+                if blob == UNREADABLE:
+                    sig = sigs.get(rel)
+                    insert_file(conn, Prepared(rel, day_from_path(rel), 0, [unreadable[rel]], []), UNREADABLE,
+                                sig[1] if sig else 0, sig)
+                    if known.get(rel) not in (None, UNREADABLE):
+                        result.removed.append(rel)  # its text left the index
+                elif data is None:
                     result.removed.append(rel)
             blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
             prepared = prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])
@@ -304,7 +324,9 @@ def _known_files(conn, paths: set[str]) -> dict[str, str]:
     return out
 
 
-def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict) -> bytes | None:
+def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict, unreadable: dict) -> bytes | None:
+    """A memory file's bytes; None when it is not a regular file (gone, a symlink, a directory) or
+    cannot be read (then in unreadable with its warning, and its stat signature in sigs)."""
     path = ws.root / rel
     try:
         if path.is_symlink() or not path.is_file():
@@ -312,7 +334,10 @@ def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict) -> b
         sigs[rel] = stat_signature(path)  # before reading: a later change shows as a new stat
         return path.read_bytes()
     except OSError as e:
-        result.warnings.append(f"{rel}: skipped: cannot read ({e.strerror})")
+        warning = f"{rel}: skipped: cannot read ({e.strerror})"
+        result.warnings.append(warning)
+        if sigs.get(rel) is not None:
+            unreadable[rel] = warning
         return None
 
 

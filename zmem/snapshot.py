@@ -75,16 +75,20 @@ class Changes:
     """What differs on disk from the snapshot: candidate files and directories to re-record."""
 
     def __init__(self):
+        self.checked_ns = now_ns()  # before any stat of this check: what it saw is at least this old
         self.files: set[str] = set()  # content differs, gone, or new
         self.restat: dict[str, tuple[int, int, int, int]] = {}  # same content, new stat signature
-        self.dirs: set[str] = set()
+        # directory -> its signature taken before it was listed (None: gone); recording any later
+        # stat could cover an entry the listing never saw
+        self.dirs: dict[str, tuple[int, int] | None] = {}
         self.rehashed = 0  # files read because their stat was too close to the snapshot to trust
+        self.rescanned = 0  # directories listed again for the same reason
         self.ignores = False  # a .gitignore (or info/exclude, core.excludesFile) says something new
 
 
 def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops: list[str]) -> Changes:
     """Indexed files whose content differs (stat changed, then blob compared), files that are
-    gone, and new memory files in directories whose mtime moved."""
+    gone, and new memory files in directories whose signature moved or is too recent to trust."""
     out = Changes()
     out.ignores = ignore_rules_changed(stored_ignore_record(conn))
     known = set()
@@ -121,16 +125,21 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
                 out.files.add(rel)
             elif suspects[rel] is not None:
                 out.restat[rel] = suspects[rel]
-        except OSError:
+        except OSError:  # gone, or (still) unreadable: the catch-up decides
             out.files.add(rel)
-    recorded = dict(conn.execute("SELECT path, mtime_ns FROM dirs"))
-    for rel, mtime in recorded.items():
-        directory = root / rel if rel else root
-        st = _dir_stat(directory)
-        if st is not None and st.st_mtime_ns == mtime:
-            continue
-        out.dirs.add(rel)
-        if st is None:  # gone, or now a file (`memory/x.md` was a directory): its notes went with it
+    recorded = {rel: (mtime, ctime) for rel, mtime, ctime in conn.execute("SELECT path, mtime_ns, ctime_ns FROM dirs")}
+    for rel, was in recorded.items():
+        directory = base + rel if rel else str(root)
+        sig = dir_signature(directory)
+        if sig == was:
+            # an entry made within the clock tick of the recorded stat left it as it was: a
+            # directory changed this close to the snapshot is listed again, as such files are read
+            if max(was) < racy:
+                continue
+            out.rescanned += 1
+        else:
+            out.dirs[rel] = sig
+        if sig is None:  # gone, or now a file (`memory/x.md` was a directory): its notes went with it
             if rel not in known and is_memory_path(rel) and os.path.isfile(directory) and not os.path.islink(directory):
                 out.files.add(rel)
             continue
@@ -141,15 +150,57 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
             if entry.is_dir() and child not in recorded:
                 # at the top, only the memory roots (memory/, bank/, extra_paths) are walked
                 roots = [child] if rel else [t for t in tops if t == child or t.startswith(child + "/")]
-                for sub in memory_dirs(root, roots)[1:]:
-                    out.dirs.add(sub)
-                    for f in _scandir(root / sub):
+                for sub, sub_sig, entries in _signed_walk(root, roots):
+                    out.dirs[sub] = sub_sig
+                    for f in entries:
                         frel = f"{sub}/{f.name}"
-                        if f.is_file(follow_symlinks=False) and is_memory_path(frel) and frel not in known:
+                        if frel not in known and f.is_file(follow_symlinks=False) and is_memory_path(frel):
                             out.files.add(frel)
-            elif entry.is_file(follow_symlinks=False) and is_memory_path(child) and child not in known:
+            elif child not in known and entry.is_file(follow_symlinks=False) and is_memory_path(child):
                 out.files.add(child)
     return out
+
+
+def dir_signature(path) -> tuple[int, int] | None:
+    """(mtime, ctime) of a real directory (None when it is gone, a file or a symlink): new and
+    removed entries move both; ctime because tar, rsync -a and unzip put a directory's mtime back."""
+    st = _dir_stat(path)
+    return None if st is None else (st.st_mtime_ns, st.st_ctime_ns)
+
+
+def dir_signatures(root: Path, tops: list[str]) -> dict[str, tuple[int, int]]:
+    """memory_dirs with each directory's signature, taken before the directory is listed (by this
+    walk or by whoever lists the files afterwards): an entry that appears later changes it."""
+    out = {}
+    sig = dir_signature(root)
+    if sig is not None:
+        out[""] = sig
+    out.update((rel, sig) for rel, sig, _ in _signed_walk(root, tops))
+    return out
+
+
+def _signed_walk(root: Path, tops: list[str]):
+    """(rel, signature, entries) of every directory memory_dirs lists under tops (the workspace
+    root itself excepted); each signature taken before the listing that follows it."""
+    stack: list[tuple[str, bool]] = []
+    for top in reversed(tops):
+        if top.endswith(".md") and not os.path.isdir(root / top):  # one file: watch its directory
+            parent = os.path.dirname(top)
+            if parent:
+                stack.append((parent, False))
+        else:
+            stack.append((top, True))
+    while stack:
+        rel, deep = stack.pop()
+        path = os.path.join(root, rel)
+        sig = dir_signature(path)
+        if sig is None:
+            continue
+        entries = _scandir(path)
+        yield rel, sig, entries
+        if deep:
+            stack.extend((f"{rel}/{e.name}", True) for e in entries
+                         if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
 
 
 def _open_dir(path: str) -> int:
@@ -305,14 +356,15 @@ def ignore_rules_changed(record: dict | None, current: dict | None = None) -> bo
     return False
 
 
-def record_dirs(root: Path, conn, rels) -> None:
-    """Remember directory mtimes (the caller holds the transaction)."""
-    for rel in rels:
-        st = _dir_stat(root / rel if rel else root)
-        if st is None:  # gone or no longer a directory
-            conn.execute("DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%"))
+def record_dirs(conn, dirs: dict[str, tuple[int, int] | None]) -> None:
+    """Remember directory signatures as taken before their listings (None: gone, with everything
+    under it; the caller holds the transaction)."""
+    for rel, sig in dirs.items():
+        if sig is None:
+            # (a range, not LIKE: '_' and '%' in a name would match other directories)
+            conn.execute("DELETE FROM dirs WHERE path = ? OR (path > ? AND path < ?)", (rel, rel + "/", rel + "0"))
         else:
-            conn.execute("INSERT OR REPLACE INTO dirs(path, mtime_ns) VALUES(?, ?)", (rel, st.st_mtime_ns))
+            conn.execute("INSERT OR REPLACE INTO dirs(path, mtime_ns, ctime_ns) VALUES(?, ?, ?)", (rel, *sig))
 
 
 def now_ns() -> int:
