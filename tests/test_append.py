@@ -140,3 +140,183 @@ def test_state_dir_that_is_a_file_is_a_clear_error(ws):
     (ws / ".zmem").write_text("not a directory\n")
     res = run(["-C", str(ws), "append", "a note"])
     assert res.exit_code == 1 and "is not a directory" in res.stderr and "hint:" in res.stderr
+
+
+# -- a tracked log missing from the work tree (sparse checkout, deleted) is never recreated
+
+
+def _committed_log(ws) -> str:
+    return git(ws, "show", f"HEAD:{_today()}")
+
+
+def test_sparse_checkout_leaving_out_todays_log_refuses_instead_of_dropping_lines(ws):
+    assert run(["-C", str(ws), "append", "first"]).exit_code == 0
+    assert run(["-C", str(ws), "append", "second"]).exit_code == 0
+    committed = _committed_log(ws)
+    git(ws, "sparse-checkout", "set", "--no-cone", "/bank/", "/*.md", "/zmem.toml")
+    assert not (ws / _today()).exists()
+    head = git(ws, "rev-parse", "HEAD")
+    res = run(["-C", str(ws), "append", "third", "--json"])
+    _refused(res, f"{_today()} is tracked by git but not in the work tree")
+    assert "sparse checkout" in res.stderr and "git sparse-checkout add /memory/" in res.stderr
+    assert "Disable this message" not in res.stderr and res.stderr.count("\n") == 2, res.stderr
+    assert not (ws / _today()).exists() and git(ws, "rev-parse", "HEAD") == head
+    _refused(run(["-C", str(ws), "append", "third", "--no-commit"]), "not in the work tree")
+    assert not (ws / _today()).exists()
+    git(ws, "sparse-checkout", "disable")
+    assert (ws / _today()).read_text() == committed + "\n"  # git() strips the output
+    assert run(["-C", str(ws), "append", "fourth"]).exit_code == 0
+    bullets = [line for line in _committed_log(ws).splitlines() if line.startswith("- ")]
+    assert bullets == ["- first", "- second", "- fourth"]
+
+
+def test_a_deleted_log_git_still_tracks_is_not_recreated(ws):
+    assert run(["-C", str(ws), "append", "first"]).exit_code == 0
+    committed = _committed_log(ws)
+    (ws / _today()).unlink()
+    res = run(["-C", str(ws), "append", "second"])
+    _refused(res, f"{_today()} is tracked by git but not in the work tree")
+    assert f"git restore {_today()}" in res.stderr
+    assert not (ws / _today()).exists()
+    git(ws, "rm", "-q", "--", _today())  # a staged deletion: the lines are still in HEAD
+    res = run(["-C", str(ws), "append", "second"])
+    _refused(res, "its deletion is staged")
+    assert not (ws / _today()).exists()
+    git(ws, "restore", "--staged", "--worktree", "--", _today())
+    assert (ws / _today()).read_text() == committed + "\n"  # git() strips the output
+    git(ws, "rm", "-q", "--", _today())
+    git(ws, "commit", "-q", "-m", "drop today's log")  # deleted for good: a fresh log is fine
+    assert run(["-C", str(ws), "append", "again"]).exit_code == 0
+    assert [line for line in _committed_log(ws).splitlines() if line.startswith("- ")] == ["- again"]
+
+
+def test_git_error_is_the_message_not_its_advice():
+    from zmem.repo import _git_error
+    sparse = ("The following paths and/or pathspecs matched paths that exist\n"
+              "outside of your sparse-checkout definition, so will not be\nupdated in the index:\n"
+              "memory/2025-12-01.md\nhint: If you intend to update such entries, try one of the following:\n"
+              "hint: * Use the --sparse option.\nhint: * Disable or modify the sparsity rules.\n"
+              'hint: Disable this message with "git config advice.updateSparsePath false"\n')
+    assert _git_error(sparse) == ("The following paths and/or pathspecs matched paths that exist outside of your "
+                                  "sparse-checkout definition, so will not be updated in the index: "
+                                  "memory/2025-12-01.md")
+    assert _git_error("On branch main\nnothing to commit, working tree clean\n") == \
+        "nothing to commit, working tree clean"
+    assert _git_error("hint: some advice\nfatal: the real problem\nhint: more advice\n") == "fatal: the real problem"
+    assert _git_error("hint: only advice\n") == "hint: only advice"
+
+
+def test_a_present_log_outside_the_sparse_checkout_keeps_its_lines(ws):
+    assert run(["-C", str(ws), "append", "first"]).exit_code == 0
+    committed = _committed_log(ws)
+    git(ws, "sparse-checkout", "set", "--no-cone", "/bank/", "/*.md", "/zmem.toml")
+    (ws / _today()).parent.mkdir(exist_ok=True)
+    (ws / _today()).write_text(committed + "\n")  # put back by hand: git may still mark it skip-worktree
+    res = run(["-C", str(ws), "append", "second", "--json"])
+    assert res.exit_code == 0, res.stderr
+    assert "hint:" not in res.stderr and "Disable this message" not in res.stderr, res.stderr
+    if not json.loads(res.stdout)["committed"]:
+        assert "sparse-checkout definition" in res.stderr
+    assert [line for line in (ws / _today()).read_text().splitlines() if line.startswith("- ")] == \
+        ["- first", "- second"]
+
+
+# -- appends racing other committers and other writers
+
+
+def test_appends_racing_a_committing_watcher_all_report_committed(ws, watch):
+    import subprocess
+    import time
+    from conftest import zmem_exe
+    w = watch(ws, "--commit", "--commit-after", "0", "--debounce", "0.1")
+    w.ready()
+    procs = [subprocess.Popen([zmem_exe(), "-C", str(ws), "append", f"wc {i}", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(20)]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        res = json.loads(out)
+        # committed by this append or by the watcher first: either way it is in a commit on HEAD
+        assert res["committed"] and not res["warnings"] and err == "", (res, err)
+        assert f"- wc {i}\n" in git(ws, "show", f"{res['commit']}:{_today()}") + "\n"
+        git(ws, "merge-base", "--is-ancestor", res["commit"], "HEAD")
+    deadline = time.monotonic() + 3.0  # the watcher's last round: none of its files is "not committed"
+    while time.monotonic() < deadline:
+        try:
+            w.seen.append(w.events.get(timeout=0.2))
+        except Exception:  # queue.Empty
+            pass
+    errors = [e["message"] for e in w.seen if e["event"] == "error"]
+    assert errors == [], errors
+    assert git(ws, "status", "--porcelain") == ""
+    assert all(f"- wc {i}" in _committed_log(ws).splitlines() for i in range(20))
+
+
+WRITER = """
+import os, sys, time
+path, stop = sys.argv[1], sys.argv[2]
+n = 0
+while n < 300 or not os.path.exists(stop):
+    with open(path, "a") as f:  # what `echo "- x" >> memory/today.md` does
+        f.write(f"- direct {n}\\n")
+    n += 1
+    time.sleep(0.0005)
+print(n)
+"""
+
+
+def test_direct_writes_during_appends_are_kept(ws, tmp_path):
+    import subprocess
+    import sys
+    from conftest import zmem_exe
+    # a long log: reading and rewriting it takes a while, as it does for a busy agent's day
+    write(ws, _today(), f"# {dt.date.today()}\n\n## Notes\n\n" + "".join(f"- earlier {i}\n" for i in range(3000)))
+    commit_all(ws, "a long day")
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(ws / _today()), str(stop)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        procs = [subprocess.Popen([zmem_exe(), "-C", str(ws), "append", f"zmem note {i}"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for i in range(10)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        stop.touch()
+        written = int(writer.communicate(timeout=60)[0])
+    lines = (ws / _today()).read_text().splitlines()
+    assert sorted(line for line in lines if line.startswith("- direct ")) == sorted(
+        f"- direct {n}" for n in range(written))
+    assert sorted(line for line in lines if line.startswith("- zmem note ")) == sorted(
+        f"- zmem note {i}" for i in range(10))
+    assert sum(line.startswith("- earlier ") for line in lines) == 3000
+
+
+# -- citations of multi-line entries
+
+
+def test_a_multi_line_append_cites_all_its_lines(ws):
+    res = run(["-C", str(ws), "append", "a\nb\nc", "--json"])
+    out = json.loads(res.stdout)
+    assert (out["line"], out["end_line"], out["citation"]) == (5, 7, f"{_today()}#L5-L7")
+    assert (ws / _today()).read_text().splitlines()[4:7] == ["- a", "  b", "  c"]
+    got = run(["-C", str(ws), "get", out["citation"], "--json"])
+    assert json.loads(got.stdout)["text"] == "- a\n  b\n  c"
+    one = json.loads(run(["-C", str(ws), "append", "d", "--json"]).stdout)
+    assert (one["line"], one["end_line"], one["citation"]) == (8, 8, f"{_today()}#L8")
+    fact = json.loads(run(["-C", str(ws), "append", "--retain", "W", "x\ny", "--json"]).stdout)  # one line
+    assert fact["end_line"] == fact["line"] and fact["citation"] == f"{_today()}#L{fact['line']}"
+    human = run(["-C", str(ws), "append", "e\nf"])
+    assert human.stdout.startswith(f"{_today()}#L9-L10  - e\n  f"), human.stdout
+
+
+def test_mcp_append_cites_all_its_lines(ws):
+    pytest.importorskip("mcp")
+    import asyncio
+    from test_mcp import call, session
+
+    async def go():
+        async with session(ws) as s:
+            return await call(s, "memory_append", text="one\ntwo")
+    out = asyncio.run(go())
+    assert (out["line"], out["end_line"], out["citation"]) == (5, 6, f"{_today()}#L5-L6")

@@ -271,7 +271,7 @@ def append_note(ws: Workspace, text: str, *, retain: str | None = None, entities
     res = append(ws, text, retain=retain.upper() if retain else None, entities=entities, confidence=confidence,
                  commit=commit)
     fresh = catch_up(ws)
-    return {"path": res.path, "line": res.line, "citation": res.citation, "text": res.text,
+    return {"path": res.path, "line": res.line, "end_line": res.end_line, "citation": res.citation, "text": res.text,
             "committed": res.committed, "commit": res.commit, "warnings": res.warnings + fresh.warnings}
 
 

@@ -6,6 +6,7 @@ import fcntl
 import os
 import re
 import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -24,7 +25,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 @dataclass
 class Appended:
     path: str
-    line: int
+    line: int  # the entry's first line (1-based)
+    end_line: int  # its last: a multi-line note's continuation lines are part of it
     text: str
     committed: bool = False
     commit: str | None = None
@@ -32,7 +34,8 @@ class Appended:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}#L{self.line}"
+        """`path#L5`, or `path#L5-L7` for an entry of several lines (what `zmem get` reads back)."""
+        return f"{self.path}#L{self.line}" + (f"-L{self.end_line}" if self.end_line != self.line else "")
 
 
 def format_entry(text: str, retain: str | None = None, entities=(), confidence: float | None = None) -> str:
@@ -150,13 +153,8 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent appends queue here, so none is lost
         _check_can_write(open_repo(ws.root), path, rel, commit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        old = ""
-        if path.exists():
-            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:  # "": keep CRLFs
-                old = f.read()
-        new, line = insert_entry(old, entry, day_s, retain is not None)
-        _atomic_write(path, new)
-        result = Appended(rel, line, entry.rstrip("\n"))
+        line, warnings = _insert_atomically(path, rel, lambda old: insert_entry(old, entry, day_s, retain is not None))
+        result = Appended(rel, line, line + entry.count("\n") - 1, entry.rstrip("\n"), warnings=warnings)
         if commit:
             _commit(ws, rel, entry, result)
     return result
@@ -187,24 +185,155 @@ def _check_can_write(repo: Repo, path, rel: str, commit: bool) -> None:
     if repo.in_conflict(rel):  # `git add` would mark it resolved
         raise ZmemError(f"{rel} has unresolved conflicts; the note was not written",
                         hint=f"resolve them (edit the file, then `git add {rel}`), then append again")
+    if not os.path.lexists(path):
+        _check_not_tracked(repo, rel)
     if commit and shutil.which("git") is None:
         raise ZmemError("git is not on PATH, so the note could not be committed; it was not written",
                         hint="install git or fix PATH, or append with --no-commit to write without committing")
 
 
-def _atomic_write(path, content: str) -> None:
+def _check_not_tracked(repo: Repo, rel: str) -> None:
+    """Today's log is missing from the work tree: refuse when git still has it (in the index or
+    in HEAD). A fresh log holding only the new note would, once committed, delete its committed
+    lines. Starting from git's copy instead would quietly undo a deletion, or write a file a sparse
+    checkout leaves out (git then refuses to stage it); refusing, with a hint that says how to
+    bring the file back, is simpler and safer."""
+    drop = "appending would start it afresh with only the new note, and committing that would delete its committed lines"
+    if repo.in_index(rel):
+        if repo.skip_worktree(rel):
+            pattern = f"{repo.prefix}memory" if repo.sparse_checkout() == "cone" else f"/{repo.prefix}memory/"
+            raise ZmemError(f"{rel} is tracked by git but not in the work tree (a sparse checkout leaves it out); "
+                            "the note was not written",
+                            hint=f"{drop}; check memory/ out (`git sparse-checkout add {pattern}`, or "
+                                 "`git sparse-checkout disable`), then append again")
+        raise ZmemError(f"{rel} is tracked by git but not in the work tree (it was deleted); the note was not written",
+                        hint=f"{drop}; bring it back (`git restore {rel}`), or delete it for good "
+                             f"(`git rm {rel}`, then commit), then append again")
+    if repo.in_head(rel):
+        raise ZmemError(f"{rel} is not in the work tree and its deletion is staged but not committed; "
+                        "the note was not written",
+                        hint=f"{drop}; undo the deletion (`git restore --staged --worktree {rel}`) or commit it, "
+                             "then append again")
+
+
+ATTEMPTS = 50  # rounds of re-reading a log that other writers keep changing before giving up
+SETTLE_SECONDS = 0.005  # after the rename: time for a write already under way to the old file to land
+
+
+def _insert_atomically(path, rel: str, insert) -> tuple[int, list[str]]:
+    """Replace the file with insert(its content) -> (content, line) atomically (a temporary file
+    renamed over it), without losing what other writers add meanwhile: agents that write memory
+    files directly (`echo "- x" >> memory/today.md`) do not take zmem's lock. Before the rename the
+    file is checked against what was read: bytes appended since are carried over to the new file
+    (as if written just after the rename), and any other change starts the insert again from the
+    fresh content. A check and a rename are two steps, so a write can still land on the old file
+    between them; after the rename, once a write already under way has had SETTLE_SECONDS to
+    land, what the old file gained is appended to the new one. What remains lost: a write to the
+    old file opened before the rename and made later than that (a writer stalled for longer, or
+    one holding the file open) -- the price of an atomic replace, which a reader never sees half
+    written. Returns (line, warnings)."""
+    warnings: list[str] = []
+    for _ in range(ATTEMPTS):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            fd = None
+        try:
+            seen = os.fstat(fd) if fd is not None else None  # before reading: a write after it shows
+            data = _read_from(fd, 0) if fd is not None else b""
+            content, line = insert(data.decode("utf-8", "surrogateescape"))
+            tmp = _write_temporary(path, content.encode("utf-8", "surrogateescape"), seen)
+            try:
+                settled, data = _settle(path, fd, seen, data, tmp)
+                if not settled:
+                    continue  # changed in place, replaced or deleted: insert into the fresh content
+                if fd is None:
+                    try:
+                        os.link(tmp, path)  # never over a log someone else created meanwhile
+                    except FileExistsError:
+                        continue
+                    except OSError:  # no hard links on this file system
+                        os.replace(tmp, path)
+                else:
+                    os.replace(tmp, path)
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+            if fd is not None:
+                _carry_over_late_writes(path, rel, fd, data, warnings)
+            return line, warnings
+        finally:
+            if fd is not None:
+                os.close(fd)
+    raise ZmemError(f"{rel} kept changing while the note was being added ({ATTEMPTS} tries); "
+                    "the note was not written",
+                    hint="another program keeps rewriting today's log; append again when it has stopped")
+
+
+def _settle(path, fd, seen, data: bytes, tmp) -> tuple[bool, bytes]:
+    """Check the file just before the rename. (True, data) when it is as read, or only grew at its
+    end (the new bytes are appended to tmp too, and data extended); (False, data) when it was
+    changed otherwise, replaced, deleted, or (for a new log) created meanwhile."""
+    for _ in range(1000):
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return fd is None, data
+        if fd is None or now.st_ino != seen.st_ino or now.st_dev != seen.st_dev:
+            return False, data
+        if now.st_size == len(data) and now.st_mtime_ns == seen.st_mtime_ns:
+            return True, data
+        if now.st_size <= len(data) or os.pread(fd, len(data), 0) != data:
+            return False, data  # rewritten, not appended to
+        extra = _read_from(fd, len(data), now.st_size)
+        with open(tmp, "ab") as f:
+            f.write(extra)
+        data, seen = data + extra, now
+    return False, data
+
+
+def _carry_over_late_writes(path, rel: str, fd: int, data: bytes, warnings: list[str]) -> None:
+    """After the rename: what was appended to the old file between the last check and the rename
+    (by a writer that had opened it before) is appended to the new one."""
+    time.sleep(SETTLE_SECONDS)
+    st = os.fstat(fd)
+    if st.st_size == len(data):
+        return
+    if st.st_size > len(data) and os.pread(fd, len(data), 0) == data:
+        extra = _read_from(fd, len(data), st.st_size)
+        with open(path, "ab") as f:  # as its writer did: at the end
+            f.write(extra)
+        return
+    warnings.append(f"{rel} was rewritten by another program while the note was being added; that "
+                    "program's change may be lost (check `git diff` and the log)")
+
+
+def _read_from(fd: int, offset: int, end: int | None = None) -> bytes:
+    """Bytes from offset to end (default: to the end of the file), read with pread."""
+    chunks = []
+    while end is None or offset < end:
+        chunk = os.pread(fd, 1 << 20 if end is None else min(1 << 20, end - offset), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _write_temporary(path, content: bytes, seen) -> object:
+    """A temporary file next to path holding content, with path's mode (or, for a new log, 0o666
+    less the umask, the mode of any new file: mkstemp would make it 0600)."""
     tmp = path.with_name(f".zmem-{uuid.uuid4().hex}.tmp")
-    # 0o666 less the umask, the mode of any new file (mkstemp would make it 0600)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(content)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
+        if seen is not None:
+            os.chmod(tmp, seen.st_mode & 0o777)
     except BaseException:
         os.unlink(tmp)
         raise
+    return tmp
 
 
 def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:

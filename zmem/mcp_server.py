@@ -84,8 +84,9 @@ retain makes it a typed fact under "## Retain": W world fact, B experience (some
 you did), O opinion (give confidence 0..1), S observation, R relation (text is
 "@Subject predicate @Object", e.g. "@Peter lives_in @Lisbon"). entities names whom or what it is
 about (e.g. ["Peter"]). commit=false writes the file without committing it. Returns {"path",
-"line", "citation", "text", "committed", "commit", "warnings"}; the citation points at the line
-written."""
+"line", "end_line", "citation", "text", "committed", "commit", "warnings"}: line and end_line are the
+first and last line written (a multi-line note spans several), and the citation ("path#L5", or
+"path#L5-L7" for several lines) is what memory_get reads back."""
 
 GRAPH_DOC = """\
 Show the entities related to an entity (a person, place, project: a name used as @Name in Retain

@@ -82,6 +82,42 @@ class Repo:
         head = self.head()
         return head is not None and self._entry_at(head, rel) is not None
 
+    def matches_head(self, rel: str) -> bool:
+        """Is this workspace path exactly as HEAD has it: the same content in the index and the work
+        tree (git's filters applied), or absent from all three? Then there is nothing left to commit
+        there (someone else committed it)."""
+        if self.head() is None:
+            return False
+        try:
+            self.git.index.read()
+            return self.git.status_file(self.prefix + rel) == pygit2.enums.FileStatus.CURRENT
+        except KeyError:  # in none of HEAD, the index and the work tree
+            return not os.path.lexists(self.workdir / (self.prefix + rel))
+        except (pygit2.GitError, OSError, ValueError):
+            return False
+
+    def skip_worktree(self, rel: str) -> bool:
+        """Is this path's index entry marked skip-worktree (a sparse checkout leaves it out of the
+        work tree)? Asked of git (libgit2 does not show the flag); without git, whether a sparse
+        checkout is on at all."""
+        try:
+            proc = subprocess.run(["git", "ls-files", "-t", "--", self.prefix + rel], cwd=self.workdir,
+                                  capture_output=True, text=True)
+        except OSError:
+            return self.sparse_checkout()
+        return proc.returncode == 0 and proc.stdout.startswith("S ")
+
+    def sparse_checkout(self) -> str | None:
+        """"cone" or "no-cone" when a sparse checkout is on (core.sparseCheckout), else None."""
+        def flag(name: str) -> bool:
+            try:
+                return self.git.config.get_bool(name)
+            except (KeyError, pygit2.GitError, ValueError):
+                return False
+        if not flag("core.sparseCheckout"):
+            return None
+        return "cone" if flag("core.sparseCheckoutCone") else "no-cone"
+
     def head_is_detached(self) -> bool:
         return self.git.head_is_detached
 
@@ -364,13 +400,17 @@ def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[Bla
 
 def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: float = 15.0) -> tuple[str | None, str | None]:
     """Commit exactly these workspace paths (other staged work stays staged). Returns
-    (commit id, None) or (None, why not). Retries while git's index is locked by another git."""
+    (commit id, None), (HEAD, ALREADY_COMMITTED) when HEAD already holds every path exactly as it
+    is (someone else committed it meanwhile), or (None, why not). Retries while git's index is
+    locked by another git, and (a few times) when another commit moved HEAD while git was at work."""
     import subprocess
     import time
     repo = open_repo(root)
     env = git_env(repo)
     deadline = time.monotonic() + retry_seconds
+    raced = 0
     while True:
+        head, files = repo.head(), _stats(root, paths)
         # `git add` fails on a path gone from both the work tree and the index (a `git rm`, or a
         # `git mv` away, already staged), and `git commit -- PATH` on one git knows nowhere: each
         # gets only the paths it can take, so a staged deletion is still committed
@@ -390,21 +430,60 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
                 capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
         if proc.returncode == 0:
             return open_repo(root).head(), None
+        repo = open_repo(root)
+        if all(repo.matches_head(p) for p in paths):
+            # another committer (a watcher, a concurrent append, a hook) got there first: HEAD
+            # already holds exactly these contents, so git had nothing to commit
+            return repo.head(), ALREADY_COMMITTED
         err = (proc.stderr or proc.stdout).strip()
         if "index.lock" in err and time.monotonic() < deadline:
             time.sleep(0.1)
             continue
+        if (repo.head() != head or _stats(root, paths) != files) and raced < 3:
+            # HEAD moved or a file changed while git was at work (it found nothing to commit in a
+            # state that is gone): try again with the state as it is now
+            raced += 1
+            continue
         return None, _git_error(err) if err else f"git exited {proc.returncode}"
 
 
+def _stats(root: Path, paths: list[str]) -> list[tuple | None]:
+    out = []
+    for p in paths:
+        try:
+            st = os.lstat(Path(root) / p)
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            out.append(None)
+    return out
+
+
+# commit_paths' second value when it made no commit because HEAD already held the paths as they are
+ALREADY_COMMITTED = "already committed"
+
+
 def _git_error(err: str) -> str:
-    """The line of git's stderr that says what went wrong: its `fatal:`/`error:` line, not the last
-    line of advice ("remove the file manually to continue" is about index.lock, not the note)."""
-    lines = [line.strip() for line in err.splitlines() if line.strip()]
+    """What git said went wrong, in one line: its `fatal:`/`error:` line, not the last line of
+    advice ("remove the file manually to continue" is about index.lock, not the note). Without
+    one, its last paragraph but the `hint:` advice lines ("Disable this message with …" names a
+    setting, not the problem), which is the last line, or the whole paragraph joined when it
+    introduces a list ("… will not be updated in the index:" and the paths)."""
+    lines = [line.strip() for line in err.splitlines()]
     said = [line for line in lines if line.startswith(("fatal:", "error:"))]
     if said and "index.lock" in said[0]:
         return f"{said[0]} (another git process is running, or one crashed and left the lock file)"
-    return said[0] if said else lines[-1]
+    if said:
+        return said[0]
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        if line and not line.startswith("hint:"):
+            paragraphs[-1].append(line)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    last = next((p for p in reversed(paragraphs) if p), None)
+    if last is None:  # nothing but advice
+        return next(line for line in reversed(lines) if line)
+    return " ".join(last) if any(line.endswith(":") for line in last[:-1]) else last[-1]
 
 
 def last_commit_with_trailer(root: Path, trailer: str) -> str | None:

@@ -402,7 +402,7 @@ class Watcher:
             self.failed_commits.pop(p, None)
 
     def commit_pending(self) -> None:
-        from zmem.repo import commit_paths, open_repo
+        from zmem.repo import ALREADY_COMMITTED, commit_paths, open_repo
         t0 = time.perf_counter()
         try:
             repo = open_repo(self.ws.root)
@@ -426,7 +426,10 @@ class Watcher:
                           retry=min(self.commit_after, 5.0), files=files)
             return
         sha, problem = commit_paths(self.ws.root, files, _commit_message(files))
-        commits: list[tuple[str, list[str]]] = [(sha, files)] if sha else []
+        # ALREADY_COMMITTED: someone else (`zmem append`, a hook) committed exactly these contents
+        # meanwhile; like the files committed before this round, nothing to report
+        already = files if sha and problem == ALREADY_COMMITTED else []
+        commits: list[tuple[str, list[str]]] = [(sha, files)] if sha and not already else []
         failed = {} if sha else {f: problem for f in files}
         if sha is None and len(files) > 1 and "index.lock" not in (problem or ""):
             # one file git refuses must not hold back the others: then one commit per file
@@ -434,10 +437,15 @@ class Watcher:
             commits, failed = [], {}
             for f in files:
                 one, why = commit_paths(self.ws.root, [f], _commit_message([f]))
-                if one:
+                if one and why == ALREADY_COMMITTED:
+                    already.append(f)
+                elif one:
                     commits.append((one, [f]))
                 else:
                     failed[f] = why
+        for f in already:
+            self.pending.discard(f)
+            self.failed_commits.pop(f, None)
         for one, group in commits:
             self.pending.difference_update(group)
             for f in group:
