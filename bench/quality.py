@@ -24,15 +24,18 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
 
 
-def configure(model_path: str | None, threads: int, query_prefix: str, document_prefix: str) -> None:
-    """A private user config selecting the local provider (the workspaces stay untouched)."""
+def configure(args) -> None:
+    """A private user config selecting the local provider and chunk size (the workspaces' files
+    stay untouched; their indexes follow the settings)."""
     home = Path(tempfile.mkdtemp(prefix="zmem-quality-"))
     os.environ["XDG_CONFIG_HOME"] = str(home)
-    if model_path:
-        (home / "zmem").mkdir(parents=True)
-        (home / "zmem" / "config.toml").write_text(
-            f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = {threads}\n'
-            f'query_prefix = {json.dumps(query_prefix)}\ndocument_prefix = {json.dumps(document_prefix)}\n')
+    (home / "zmem").mkdir(parents=True)
+    text = f"[index]\nchunk_tokens = {args.chunk_tokens}\nchunk_overlap = {args.chunk_overlap}\n"
+    if args.model_path:
+        text += (f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(args.model_path).expanduser()}"\n'
+                 f'threads = {args.threads}\nquery_prefix = {json.dumps(args.query_prefix)}\n'
+                 f'document_prefix = {json.dumps(args.document_prefix)}\n')
+    (home / "zmem" / "config.toml").write_text(text)
 
 
 def main() -> None:
@@ -45,12 +48,14 @@ def main() -> None:
     ap.add_argument("--query-prefix", default="", help='e.g. "search_query: " for nomic-embed-text')
     ap.add_argument("--document-prefix", default="", help='e.g. "search_document: " for nomic-embed-text')
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--chunk-tokens", type=int, default=400, help="index.chunk_tokens (re-chunks the workspaces' indexes)")
+    ap.add_argument("--chunk-overlap", type=int, default=80, help="index.chunk_overlap")
     ap.add_argument("--text-weight", type=float, default=0.7, help="weighted fusion: BM25 weight (vector: 1 - this)")
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     args = ap.parse_args()
-    configure(args.model_path, args.threads, args.query_prefix, args.document_prefix)
+    configure(args)
 
     from zmem.embedding import run_embed_job
     from zmem.api import _query_vector
@@ -90,7 +95,8 @@ def main() -> None:
                              fusion=fusion if fusion != "-" else "rrf", text_weight=args.text_weight,
                              vector_weight=1 - args.text_weight, multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars)
                 latency[(mode, fusion)].append(time.perf_counter() - t)
-                hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line} for h in res.results]
+                hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
+                         "chunk": [h.chunk_start_line, h.chunk_end_line]} for h in res.results]
                 outputs[(mode, fusion)].write(json.dumps({"id": q["id"], "results": hits}) + "\n")
         conn.close()
     for f in outputs.values():
