@@ -275,3 +275,22 @@ def test_readers_of_opinions_md_take_any_bytes_and_count_lines_as_get_does(ws):
     assert [o["source"] for o in entity["opinions"]] == ["bank/opinions.md#L4"]
     doctor = run(["-C", str(ws), "doctor"])
     assert "Traceback" not in doctor.output + doctor.stderr and "1 opinions, all readable" in doctor.stdout
+
+
+def test_a_retain_section_in_opinions_md_is_no_opinion(ws):
+    """`## Retain` in bank/opinions.md holds facts, as in any bank/ page: `zmem opinions` does not
+    list it as an opinion called "Retain", and reflect's new evidence and opinions go around it."""
+    write(ws, "bank/opinions.md", "# Opinions\n\n## Peter likes tea\n- entities: @Peter\n- confidence: 0.70\n"
+                                  "- evidence: (none yet)\n\n## Retain\n- O(c=0.8) @Peter: likes green tea\n")
+    commit_all(ws, "init")
+    listed, _ = _json(["-C", str(ws), "opinions", "--json"])
+    assert [o["statement"] for o in listed["opinions"]] == ["Peter likes tea"]
+    _reflect(ws)
+    text = (ws / "bank/opinions.md").read_text()
+    assert "## Retain\n- O(c=0.8) @Peter: likes green tea\n" in text
+    listed, _ = _json(["-C", str(ws), "opinions", "--json"])
+    assert sorted(o["statement"] for o in listed["opinions"]) == ["Peter likes tea", "likes green tea"]
+    assert _citations_resolve(ws) >= 2
+    facts, _ = _json(["-C", str(ws), "facts", "--json"])
+    assert [f["text"] for f in facts["facts"] if f["kind"] == "opinion"] == ["likes green tea"]
+    _unchanged(ws)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.markdown import ATX, split_lines
-from zmem.retain import entity_key, mentions
+from zmem.retain import entity_key, is_retain_heading, mentions
 
 OPINIONS_PATH = "bank/opinions.md"
 HEADER = ("# Opinions\n\n"
@@ -186,7 +186,9 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
         m = None if in_fence else ATX.match(line)
-        if m and len(m.group(1)) == 2 and (m.group(2) or "").strip():
+        # a `## Retain` section holds facts (retain.py), as in any bank/ page: it is no opinion, and
+        # its lines stay where they are, in the section before it
+        if m and len(m.group(1)) == 2 and (m.group(2) or "").strip() and not is_retain_heading(m.group(2)):
             opinions.append(Opinion((m.group(2) or "").strip(), line=n))
             sections.append([line])
             raw_sections.append([raw])
