@@ -266,13 +266,36 @@ def append_note(ws: Workspace, text: str, *, retain: str | None = None, entities
                 commit: bool = True) -> dict:
     """The `zmem append` write path: append to today's log (a note, or a Retain fact with retain),
     commit it, catch the index up so it is recallable at once. Returns what `zmem append --json`
-    prints (and the MCP tool memory_append returns)."""
+    prints (and the MCP tool memory_append returns).
+    Only what fails before the note is written is an error. Once it is in the file, the append has
+    happened: a commit or an index that cannot be updated is a warning, never an error (an agent
+    told the append failed would write the note again)."""
     from zmem.append import append
     res = append(ws, text, retain=retain.upper() if retain else None, entities=entities, confidence=confidence,
                  commit=commit)
-    fresh = catch_up(ws)
+    try:
+        later = catch_up(ws).warnings
+    except Exception as e:  # noqa: BLE001 - the note is saved whatever the index does
+        later = [_not_searchable_yet(res, e)]
     return {"path": res.path, "line": res.line, "end_line": res.end_line, "citation": res.citation, "text": res.text,
-            "committed": res.committed, "commit": res.commit, "warnings": res.warnings + fresh.warnings}
+            "committed": res.committed, "commit": res.commit, "warnings": res.warnings + later}
+
+
+def _not_searchable_yet(res, e: Exception) -> str:
+    """The warning for a note written (and committed or not) that the index could not take in."""
+    from zmem.errors import ZmemError
+    if isinstance(e, ZmemError):
+        why, fix = e.message, e.hint or "run `zmem index` when that is fixed"
+    elif type(e).__module__.startswith(("sqlite3", "pysqlite3")):
+        why, fix = f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files"
+    elif isinstance(e, OSError):
+        why = f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e)
+        fix = ("fix that, then run `zmem index` (the index is derived from the notes: `zmem index --full` "
+               "rebuilds it)")
+    else:
+        why, fix = f"internal error: {type(e).__name__}: {e}", "`zmem index` retries; this is a bug in zmem, please report it"
+    saved = "saved and committed" if res.committed else "saved"
+    return f"the note is {saved} ({res.citation}) but not searchable yet: updating the index failed: {why}; {fix}"
 
 
 def blame_json(target: str, ranges) -> dict:

@@ -9,6 +9,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from zmem.errors import ZmemError
 from zmem.markdown import scan_blocks, split_lines
@@ -149,15 +150,71 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
     path = ws.root / rel
     from zmem.indexer import ensure_state_dir  # not at the top: the indexer imports much more
     ensure_state_dir(ws)  # a clear error when .zmem is not a directory
-    with open(ws.state_dir / "append.lock", "a") as lock:
+    with _append_lock(ws) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent appends queue here, so none is lost
         _check_can_write(open_repo(ws.root), path, rel, commit)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        line, warnings = _insert_atomically(path, rel, lambda old: insert_entry(old, entry, day_s, retain is not None))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            line, warnings = _insert_atomically(path, rel,
+                                                lambda old: insert_entry(old, entry, day_s, retain is not None))
+        except OSError as e:
+            raise _not_written(ws, e) from None
+        # the note is in the file from here on: nothing below may turn the append into a failure (an
+        # agent told it failed would append the note again)
         result = Appended(rel, line, line + entry.count("\n") - 1, entry.rstrip("\n"), warnings=warnings)
         if commit:
-            _commit(ws, rel, entry, result)
+            try:
+                _commit(ws, rel, entry, result)
+            except Exception as e:  # noqa: BLE001 - a failed commit leaves the note written, uncommitted
+                why = f"{e.message}; {e.hint}" if isinstance(e, ZmemError) else \
+                    f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror else \
+                    f"{type(e).__name__}: {e}"
+                result.warnings.append(f"{rel}: written but not committed: {why}")
     return result
+
+
+def _append_lock(ws: Workspace):
+    """The lock file appends queue on, opened for locking (read-only will do: flock needs no write
+    access, and a .zmem/ this user cannot write need not stop a note going to a writable memory/)."""
+    lock = ws.state_dir / "append.lock"
+    try:
+        return open(lock, "a")
+    except OSError as e:
+        try:
+            return open(lock, "r")
+        except OSError:
+            raise _not_written(ws, e) from None
+
+
+def _not_written(ws: Workspace, e: OSError) -> ZmemError:
+    """An OSError met before the note was written: what could not be written, why, and what to do."""
+    import errno
+    where = Path(e.filename) if e.filename else ws.root / "memory"
+    if where.name.startswith(".zmem-") and where.name.endswith(".tmp"):  # our temporary file: name its directory
+        what = f"cannot create a file in {_shown(ws, where.parent)}/"
+        where = where.parent
+    else:
+        what = f"cannot write {_shown(ws, where)}"
+        where = where.parent if not where.is_dir() else where
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        hint = "the disk is full or a size limit was reached (`df -h`, `ulimit -f`); free some space, then append again"
+    elif e.errno == errno.EROFS:
+        hint = "the file system is mounted read-only; append in a writable copy of the workspace"
+    elif e.errno in (errno.EACCES, errno.EPERM):
+        hint = (f"this user may not write there: check the permissions of {_shown(ws, where)} "
+                f"(`ls -ld {_shown(ws, where)}`), then append again")
+    else:
+        hint = "fix that, then append again"
+    return ZmemError(f"{what}: {e.strerror or e}; the note was not written", hint=hint)
+
+
+def _shown(ws: Workspace, path: Path) -> str:
+    """A path as the user knows it: relative to the workspace when inside it."""
+    try:
+        rel = Path(path).relative_to(ws.root).as_posix()
+        return "." if rel == "." else rel
+    except ValueError:
+        return str(path)
 
 
 # git's markers (in the worktree's own git dir) of an operation in progress -> its command
@@ -260,7 +317,11 @@ def _insert_atomically(path, rel: str, insert) -> tuple[int, list[str]]:
                 if os.path.lexists(tmp):
                     os.unlink(tmp)
             if fd is not None:
-                _carry_over_late_writes(path, rel, fd, data, warnings)
+                try:
+                    _carry_over_late_writes(path, rel, fd, data, warnings)
+                except OSError as e:  # the note is written: this is no reason to say it is not
+                    warnings.append(f"{rel}: lines another program appended while the note was being added "
+                                    f"could not be carried over ({e.strerror or e}); check the log")
             return line, warnings
         finally:
             if fd is not None:
@@ -330,8 +391,10 @@ def _write_temporary(path, content: bytes, seen) -> object:
             f.write(content)
         if seen is not None:
             os.chmod(tmp, seen.st_mode & 0o777)
-    except BaseException:
-        os.unlink(tmp)
+    except BaseException as e:
+        os.unlink(tmp)  # a partly written file goes
+        if isinstance(e, OSError) and e.filename is None:  # a failed write (disk full): name the log
+            e.filename = str(path)
         raise
     return tmp
 

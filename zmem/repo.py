@@ -444,7 +444,20 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
             # state that is gone): try again with the state as it is now
             raced += 1
             continue
-        return None, _git_error(err) if err else f"git exited {proc.returncode}"
+        return None, _git_error(err) if err else _git_exit(proc.returncode)
+
+
+def _git_exit(code: int) -> str:
+    """A git that said nothing: how it ended (killed by a signal when code is negative)."""
+    if code >= 0:
+        return f"git exited {code}"
+    import signal
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    why = " (a file size limit was reached: `ulimit -f`)" if name == "SIGXFSZ" else ""
+    return f"git was killed by {name}{why}"
 
 
 def _stats(root: Path, paths: list[str]) -> list[tuple | None]:

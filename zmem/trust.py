@@ -34,17 +34,37 @@ def is_trusted(path: Path) -> bool:
 
 def trust(path: Path) -> None:
     data = _load()
-    data[str(path.resolve())] = _digest(path)
-    store = _store()
-    store.parent.mkdir(parents=True, exist_ok=True)
-    tmp = store.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, store)
+    try:
+        data[str(path.resolve())] = _digest(path)
+    except OSError as e:
+        from zmem.errors import ZmemError
+        raise ZmemError(f"cannot read {path}: {e.strerror or e}", hint="check the file's permissions") from None
+    _save(data)
 
 
 def untrust(path: Path) -> bool:
     data = _load()
     removed = data.pop(str(path.resolve()), None) is not None
     if removed:
-        _store().write_text(json.dumps(data, indent=2, sort_keys=True))
+        _save(data)
     return removed
+
+
+def _save(data: dict) -> None:
+    """Write the trust list atomically; a place it cannot go is an error naming it, with a hint."""
+    store = _store()
+    tmp = store.with_suffix(".tmp")
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(tmp, store)
+    except OSError as e:
+        from zmem.errors import ZmemError
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        where = e.filename or store
+        raise ZmemError(f"cannot save the trust list {store}: {where}: {e.strerror or e}",
+                        hint="set XDG_CONFIG_HOME to a writable directory (or unset it to use ~/.config), "
+                             "or fix the permissions there, then run `zmem trust` again") from None
