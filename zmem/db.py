@@ -286,7 +286,13 @@ def write_transaction(conn):
         yield conn
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite may have rolled back already (a full disk, a file too large), or the COMMIT went
+        # through before a Ctrl-C landed: a failing ROLLBACK must not hide what went wrong
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite.Error:
+                pass
         raise
 
 

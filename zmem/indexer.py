@@ -6,7 +6,9 @@ import fcntl
 import functools
 import json
 import os
+import signal
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -273,14 +275,15 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
                 elif data is None:
                     result.removed.append(rel)
             blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
-            prepared = prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])
-            for n, p in enumerate(prepared, 1):
-                blob, size = blobs[p.rel]
-                insert_file(conn, p, blob, size, sigs.get(p.rel))
-                result.warnings.extend(p.warnings)
-                result.updated.append(p.rel)
-                if progress:
-                    progress(n, len(blobs))
+            # closing: an exception here (Ctrl-C) stops the worker pool now, not when the generator is collected
+            with closing(prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])) as prepared:
+                for n, p in enumerate(prepared, 1):
+                    blob, size = blobs[p.rel]
+                    insert_file(conn, p, blob, size, sigs.get(p.rel))
+                    result.warnings.extend(p.warnings)
+                    result.updated.append(p.rel)
+                    if progress:
+                        progress(n, len(blobs))
             db.set_meta(conn, "indexed_commit", head or "")
             db.set_meta(conn, "fingerprint", fingerprint(ws))
             db.set_meta(conn, "snapshot_ns", str(taken))
@@ -413,12 +416,25 @@ def _prepare_args(args):
     return prepare_file(*args)
 
 
+def _worker_ignores_sigint() -> None:
+    """A pool worker's initializer: Ctrl-C reaches the whole process group, and only the parent
+    acts on it (a worker dying of it would break the pool, and a broken pool can hang the parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent across the fork
+
+
+POOL_MIN_FILES = 200  # smaller batches (or fewer bytes) are chunked in this process: a pool costs more than it saves
+POOL_MIN_BYTES = 2_000_000
+
+
 def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
-    """Prepared files in order; a big batch is chunked by a process pool (one worker per core)."""
+    """Prepared files in order; a big batch is chunked by a process pool (one worker per core).
+    Close the generator when done with it early (an exception, Ctrl-C): that stops the pool at once,
+    cancelling what the workers have not started, without waiting for the rest."""
     c = ws.config
     args = [(rel, data, c.max_file_mb, c.chunk_tokens, c.chunk_overlap) for rel, data in items]
     workers = min(os.cpu_count() or 1, 8)
-    if len(args) < 200 or workers < 2 or sum(len(a[1]) for a in args) < 2_000_000:
+    if len(args) < POOL_MIN_FILES or workers < 2 or sum(len(a[1]) for a in args) < POOL_MIN_BYTES:
         yield from map(_prepare_args, args)
         return
     import multiprocessing
@@ -428,8 +444,22 @@ def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
     except ValueError:
         yield from map(_prepare_args, args)
         return
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        yield from pool.map(_prepare_args, args, chunksize=32)
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_ignores_sigint)
+    finished = False
+    try:
+        # the workers are forked by the first submit: with SIGINT blocked until each has set it to be
+        # ignored, a Ctrl-C in between cannot kill one; here it waits and is raised once map() returns
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            results = pool.map(_prepare_args, args, chunksize=32)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        yield from results
+        finished = True
+    finally:
+        # on the way out early, what no worker has started is cancelled and nothing is waited for:
+        # the workers finish the chunk in hand (milliseconds) and exit
+        pool.shutdown(wait=finished, cancel_futures=not finished)
 
 
 def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int, int] | None) -> None:
