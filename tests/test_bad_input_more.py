@@ -154,3 +154,81 @@ def test_a_deleted_current_directory_is_an_error_with_a_hint(ws, tmp_path):
     out = subprocess.run([sys.executable, "-c", script, str(gone), zmem_exe(),
                           "-C", str(ws), "status"], capture_output=True, text=True, timeout=120).stdout
     assert out.splitlines()[0] == "0", out  # an absolute -C needs no current directory
+
+
+def _user_config(text: str) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_config_errors_name_the_file_they_came_from(ws):
+    user = _user_config("")
+    toml = ws / "zmem.toml"
+    cases = [
+        (user, 'extra_paths = ["../outside"]\n', "`extra_paths` entry '../outside'"),
+        (toml, 'extra_paths = ["/abs/notes"]\n', "`extra_paths` entry '/abs/notes'"),
+        (toml, "[index]\nchunk_overlap = 500\n", "`index.chunk_overlap` (500) must be smaller"),
+        (user, "[index]\nchunk_tokens = 64\n", "`index.chunk_overlap` (80) must be smaller"),
+        (user, '[sessions]\nenabled = "yes"\n', "`sessions.enabled` must be true or false"),
+        (user, "[sessions]\nenabled = true\n", "`sessions.dir` must be set when enabled"),
+        (user, '[sessions]\nenabled = true\ndir = "x"\ndelta_bytes = -1\n', "`sessions.delta_bytes`"),
+        (user, '[llm]\ntimeout = "x"\n', "`llm.timeout` has the wrong type (str)"),
+        (toml, "[llm]\ntimeout = nan\n", "`llm.timeout` must be a number of seconds above 0"),
+        (user, "[llm]\nheaders = 3\n", "`llm.headers` has the wrong type"),
+        (toml, "[watch]\ndebounce = nan\n", "`watch.debounce` must be a finite number"),
+        (user, "[recall]\nvector_weight = inf\n", "`recall.vector_weight` must be a finite number"),
+        (toml, "[embeddings]\ntimeout = nan\n", "`embeddings.timeout` must be a finite number"),
+    ]
+    original = toml.read_text()
+    for path, text, what in cases:
+        user.write_text("")
+        toml.write_text(original)
+        path.write_text(text)
+        for args in (["status"], ["recall", "Mac Studio"]):
+            err = _err(run(["-C", str(ws), *args]))
+            assert f"zmem: {path}: " in err and what in err, (path, text, args, err)
+    user.write_text("")
+    toml.write_text(original)
+    assert recall_json(ws, "Mac Studio")["results"]
+
+
+def test_a_config_file_that_is_a_directory_or_a_dangling_symlink_is_an_error_naming_it(ws, tmp_path):
+    user = _user_config("")
+    user.unlink()
+    user.mkdir()
+    err = _err(run(["-C", str(ws), "status"]))
+    assert f"zmem: {user}: a directory" in err
+    user.rmdir()
+    user.symlink_to(tmp_path / "nowhere.toml")
+    assert f"zmem: {user}: a symlink to a file that does not exist" in _err(run(["-C", str(ws), "status"]))
+    user.unlink()
+    (ws / "zmem.toml").unlink()
+    (ws / "zmem.toml").mkdir()
+    assert f"zmem: {ws / 'zmem.toml'}: a directory" in _err(run(["-C", str(ws), "status"]))
+    (ws / "zmem.toml").rmdir()
+    assert run(["-C", str(ws), "status"]).exit_code == 0  # no config at all: the defaults
+
+
+def test_a_failing_hook_says_why_in_words_not_a_class_name(ws, tmp_path):
+    state = ws / ".zmem"
+    state.rename(tmp_path / "state")
+    state.write_text("not a directory")
+    res = run(["-C", str(ws), "hook", "post-commit"])
+    assert res.exit_code == 0  # a hook never fails git
+    err = res.stderr.strip().splitlines()
+    assert "IndexError_" not in res.stderr and "Error" not in res.stderr, res.stderr
+    assert err[0] == f"zmem: hook post-commit failed: {state} is not a directory; zmem keeps its index there", err
+    assert err[1].startswith("hint: move it aside"), err
+
+
+@pytest.mark.parametrize("args", [["watch", "--exit-after", "nan"], ["watch", "--debounce", "nan"],
+                                  ["watch", "--commit-after", "inf"], ["watch", "--debounce", "inf"],
+                                  ["mcp", "--query-timeout", "nan"], ["mcp", "--query-timeout", "inf"]])
+def test_nan_and_inf_seconds_are_usage_errors_naming_the_option(ws, args):
+    proc = subprocess.run([zmem_exe(), "-C", str(ws), *args], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    first, hint = proc.stderr.strip().splitlines()
+    assert f"'{args[1]}'" in first and "finite" in first and hint.startswith("hint: "), proc.stderr

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -76,6 +77,17 @@ class ZmemGroup(click.Group):
             click.echo("hint: this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it",
                        err=True)
             raise click.exceptions.Exit(int(ExitCode.BUG))
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds in a range, and a real one: `nan` and `inf` (which float() reads and a
+    FloatRange lets through, since no comparison with NaN is true) are usage errors naming the option."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return rv
 
 
 def _cwd_gone() -> bool:
@@ -1030,19 +1042,19 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
 
 
 @cli.command("watch")
-@click.option("--debounce", type=click.FloatRange(0, None), default=None, metavar="SECONDS",
+@click.option("--debounce", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Reindex after this many seconds without a change (default 1.5, `watch.debounce`).")
 @click.option("--commit", "do_commit", is_flag=True,
               help="Also commit the changed memory files (only those, including those already uncommitted at "
                    "start) once they have been quiet for --commit-after seconds; never while a merge or rebase "
                    "is in progress.")
-@click.option("--commit-after", type=click.FloatRange(0, None), default=30.0, show_default=True, metavar="SECONDS",
+@click.option("--commit-after", type=Seconds(0, None), default=30.0, show_default=True, metavar="SECONDS",
               help="With --commit: seconds without a change before committing.")
 @click.option("--poll", is_flag=True,
               help="Stat the memory files every second instead of using inotify (e.g. network file systems).")
 @click.option("--max-events", type=click.IntRange(1, None), default=None, metavar="N",
               help="Exit 0 after N indexed/committed events (for scripts and tests).")
-@click.option("--exit-after", type=click.FloatRange(0, None), default=None, metavar="SECONDS",
+@click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
 @click.option("--json", "as_json", is_flag=True,
@@ -1098,7 +1110,7 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
 @cli.command("mcp")
 @click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
               help="group: never return MEMORY.md or paths listed under [scopes] private (for shared agents).")
-@click.option("--query-timeout", type=click.FloatRange(0.1, None), default=5.0, show_default=True, metavar="SECONDS",
+@click.option("--query-timeout", type=Seconds(0.1, None), default=5.0, show_default=True, metavar="SECONDS",
               help="Longest wait for the embedding provider to embed a query; past it, memory_search answers by "
                    "keywords (BM25) with a warning.")
 @click.pass_context

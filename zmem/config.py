@@ -1,7 +1,10 @@
 """Settings: built-in defaults < user config (~/.config/zmem/config.toml) < the workspace's zmem.toml."""
 from __future__ import annotations
 
+import errno
+import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +118,7 @@ class Config:
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
     warnings: tuple[str, ...] = ()  # keys and tables no setting has: ignored, named with file and key
     sources: tuple[str, ...] = field(default=())  # files the settings came from
+    origins: dict = field(default_factory=dict)  # "index.chunk_tokens", "sessions.dir", … -> the file that set it
 
 
 # (section, key) -> (Config field, type, minimum)
@@ -147,6 +151,7 @@ FALLBACK_KEYS = {**{k: v for k, v in EMBEDDING_KEYS.items() if k != "fallback"},
 # The keys of the tables other modules read (sessions.py, summarize.py); their values are checked there.
 SESSION_KEYS = ("enabled", "dir", "dirs", "delta_bytes", "delta_messages")
 LLM_KEYS = ("model", "base_url", "api_key_env", "headers", "timeout")
+_LLM_TYPES = {"model": str, "base_url": str, "api_key_env": str, "headers": dict, "timeout": (int, float)}
 
 
 def known_keys() -> dict[str | None, set[str]]:
@@ -180,7 +185,35 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start})",
                           hint="save the file as UTF-8, or move it aside to use the defaults")
     except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}", hint="check the file's permissions")
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}", hint="check the file's permissions")
+
+
+def _config_file(path: Path) -> bool:
+    """Whether there is a config file at path to read. Nothing there: False. Something there that is
+    not a file (a directory, a dangling symlink) or cannot be looked at: an error naming it, not
+    silently the defaults."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise ConfigError(f"{path}: a symlink to a file that does not exist",
+                              hint="point it at your config file, or remove it to use the defaults") from None
+        return False
+    except OSError as e:
+        if e.errno in (errno.ENOTDIR, errno.ENAMETOOLONG):
+            return False
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}", hint="check the permissions of the file and "
+                          "the directories above it") from None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise ConfigError(f"{path}: {what}, not a TOML config file",
+                          hint="move it aside (zmem then uses the defaults), or make it a TOML file")
+    return True
+
+
+def _number_ok(v) -> bool:
+    """A float setting must be a real number: TOML's nan and inf are no timeout, weight or size."""
+    return not isinstance(v, float) or math.isfinite(v)
 
 
 def unknown_settings(data: dict, path: Path) -> list[str]:
@@ -231,7 +264,7 @@ def unknown_settings(data: dict, path: Path) -> list[str]:
     return out
 
 
-def _apply(values: dict, data: dict, path: Path) -> None:
+def _apply(values: dict, data: dict, path: Path, origins: dict) -> None:
     for key, value in data.items():
         if isinstance(value, dict) and key in _SECTIONS:
             items = [((key, k), v) for k, v in value.items()]
@@ -253,6 +286,8 @@ def _apply(values: dict, data: dict, path: Path) -> None:
             if isinstance(v, bool) or not isinstance(v, typ):
                 raise ConfigError(f"{path}: `{where}` has the wrong type ({type(v).__name__})",
                                   hint="see the commented defaults that `zmem init` writes to zmem.toml")
+            if not _number_ok(v):
+                raise ConfigError(f"{path}: `{where}` must be a finite number, not {v}", hint="fix the value in the file")
             if minimum is not None and v < minimum:
                 raise ConfigError(f"{path}: `{where}` must be at least {minimum}", hint="fix the value in the file")
             if typ is list:
@@ -261,6 +296,7 @@ def _apply(values: dict, data: dict, path: Path) -> None:
                                       hint='e.g. ["notes", "bank/people/**"]')
                 v = tuple(v)
             values[attr] = v
+            origins[where] = str(path)
 
 
 def _embeddings(data: dict, path: Path, table=None, where: str = "embeddings", keys: dict = EMBEDDING_KEYS) -> dict:
@@ -282,6 +318,8 @@ def _embeddings(data: dict, path: Path, table=None, where: str = "embeddings", k
         elif isinstance(v, bool) or not isinstance(v, spec):
             raise ConfigError(f"{path}: `{where}.{key}` has the wrong type ({type(v).__name__})",
                               hint="see the commented [embeddings] section that `zmem init` writes")
+        elif not _number_ok(v):
+            raise ConfigError(f"{path}: `{where}.{key}` must be a finite number, not {v}", hint="fix the value in the file")
         out[key] = v
     return out
 
@@ -309,6 +347,22 @@ def _table(data: dict, name: str, path: Path) -> dict:
     return table
 
 
+def _llm(data: dict, path: Path) -> dict:
+    """[llm], its types checked here like every other typed key (the values are used by reflect --llm)."""
+    table = _table(data, "llm", path)
+    for key, typ in _LLM_TYPES.items():
+        if key not in table:
+            continue
+        v = table[key]
+        if isinstance(v, bool) or not isinstance(v, typ):
+            raise ConfigError(f"{path}: `llm.{key}` has the wrong type ({type(v).__name__})",
+                              hint="see the commented [llm] section that `zmem init` writes")
+        if key == "timeout" and not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"{path}: `llm.timeout` must be a number of seconds above 0, not {v}",
+                              hint="e.g. timeout = 60")
+    return table
+
+
 def load_config(workspace_root: Path | None) -> Config:
     from zmem.trust import is_trusted
     values: dict = {}
@@ -319,25 +373,28 @@ def load_config(workspace_root: Path | None) -> Config:
     sessions: dict = {}
     llm: dict = {}
     warnings: list[str] = []
-    if user.is_file():
+    origins: dict[str, str] = {}
+    if _config_file(user):
         data = _read_toml(user)
         warnings += unknown_settings(data, user)
-        _apply(values, data, user)
+        _apply(values, data, user, origins)
         _merge_embeddings(embeddings, _embeddings(data, user))
         sessions.update(_table(data, "sessions", user))
-        llm.update(_table(data, "llm", user))
+        origins.update({f"sessions.{k}": str(user) for k in sessions})
+        llm.update(_llm(data, user))
         sources.append(str(user))
-    if workspace_root is not None and (workspace_root / "zmem.toml").is_file():
+    if workspace_root is not None and _config_file(workspace_root / "zmem.toml"):
         path = workspace_root / "zmem.toml"
         data = _read_toml(path)
         warnings += unknown_settings(data, path)
-        _apply(values, data, path)
+        _apply(values, data, path, origins)
         table = _embeddings(data, path)
         session_table = _table(data, "sessions", path)
-        llm_table = _table(data, "llm", path)
+        llm_table = _llm(data, path)
         if is_trusted(path):
             _merge_embeddings(embeddings, table)
             sessions.update(session_table)
+            origins.update({f"sessions.{k}": str(path) for k in session_table})
             llm.update(llm_table)
         else:  # a cloned repository must not send notes anywhere, load code, or read files outside it
             # (keys no setting has are not listed: unknown_settings names them, and trust would not help)
@@ -345,13 +402,16 @@ def load_config(workspace_root: Path | None) -> Config:
                                + [f"llm.{k}" for k in llm_table if k in LLM_KEYS])
         sources.append(str(path))
     cfg = Config(**values, embeddings=embeddings, sessions=sessions, llm=llm, untrusted=tuple(untrusted),
-                 warnings=tuple(warnings), sources=tuple(sources))
+                 warnings=tuple(warnings), sources=tuple(sources), origins=origins)
     if cfg.chunk_overlap >= cfg.chunk_tokens:
-        raise ConfigError("`index.chunk_overlap` must be smaller than `index.chunk_tokens`",
-                          hint="e.g. chunk_tokens = 400, chunk_overlap = 80")
+        files = list(dict.fromkeys(origins[k] for k in ("index.chunk_tokens", "index.chunk_overlap") if k in origins))
+        raise ConfigError(f"{' and '.join(files)}: `index.chunk_overlap` ({cfg.chunk_overlap}) must be smaller than "
+                          f"`index.chunk_tokens` ({cfg.chunk_tokens})", hint="e.g. chunk_tokens = 400, chunk_overlap = 80")
     from zmem.workspace import normalize_rel  # here: workspace imports this module
     for entry in cfg.extra_paths:
         if normalize_rel(entry) is None:  # it would be silently left out of the index
-            raise ConfigError(f"`extra_paths` entry {entry!r} is not a file or directory inside the workspace",
+            raise ConfigError(f"{origins['extra_paths']}: `extra_paths` entry {entry!r} is not a file or directory "
+                              "inside the workspace",
                               hint='write paths relative to the workspace root, e.g. extra_paths = ["notes"]')
     return cfg
+

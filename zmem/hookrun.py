@@ -86,11 +86,19 @@ def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
 
 
 def _failed(state_dir: Path | None, name: str, args: list[str], e: Exception) -> None:
+    """Log and say on stderr (git shows it) why the hook did nothing, in the two lines every command
+    uses: a ZmemError by its message and hint; anything else is a bug, its traceback in the log."""
+    if isinstance(e, ZmemError):
+        message, hint = e.message, e.hint or "`zmem index` repairs the index once that is fixed"
+        logged = f"{message} (hint: {hint})"
+    else:
+        message = f"internal error: {type(e).__name__}: {e}"
+        hint = "this is a bug in zmem (the traceback is in .zmem/hook.log); `zmem index` repairs the index"
+        logged = f"{message}\n{traceback.format_exc()}"
     if state_dir is not None:
-        _log(state_dir, f"{name} {' '.join(args)}: {type(e).__name__}: {e}\n{traceback.format_exc()}")
+        _log(state_dir, f"{name} {' '.join(args)}: {logged}")
     try:
-        print(f"zmem: hook {name} failed: {type(e).__name__}: {e} (see .zmem/hook.log; `zmem index` repairs)",
-              file=sys.stderr)
+        print(f"zmem: hook {name} failed: {message}\nhint: {hint}", file=sys.stderr)
     except (OSError, ValueError):
         pass
 
