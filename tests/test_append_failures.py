@@ -12,6 +12,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,64 @@ def test_trust_with_a_config_home_that_is_a_file_is_a_clear_error(ws, tmp_path):
     assert first.startswith("zmem: cannot save the trust list") and str(not_a_dir) in first
     assert "Not a directory" in first and hint.startswith("hint: ") and "XDG_CONFIG_HOME" in hint
     assert zmem_proc("-C", str(ws), "trust", "--revoke", env={"XDG_CONFIG_HOME": str(not_a_dir)}).returncode == 0
+
+
+# --- git missing from PATH: every command that runs git says so (exit 1 + hint), never exit 3 -------
+
+
+@pytest.fixture
+def no_git(tmp_path) -> dict:
+    """An environment whose PATH holds only the python interpreter (no git)."""
+    bin_dir = tmp_path / "bin-without-git"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    return {"PATH": str(bin_dir)}
+
+
+GIT_COMMANDS = [["blame", "MEMORY.md#L1"], ["blame", "memory/2025-11-24.md#L5"], ["facts", "--origin"],
+                ["reflect"], ["reflect", "--dry-run"], ["log", "memory/2025-11-24.md"]]
+
+
+@pytest.mark.parametrize("args", GIT_COMMANDS, ids=" ".join)
+def test_commands_that_run_git_say_it_is_missing(ws, no_git, args):
+    write(ws, "memory/2025-11-24.md", (ws / "memory/2025-11-24.md").read_text() + "\n## Retain\n\n- W @Peter: in Lisbon\n")
+    commit_all(ws, "facts")
+    assert zmem_proc("-C", str(ws), "index").returncode == 0
+    proc = zmem_proc("-C", str(ws), *args, env=no_git)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == ["zmem: git is not on PATH (zmem runs git for commits, blame and history)",
+                                        "hint: install git, or add the directory that holds it to PATH"]
+
+
+def test_watch_commit_without_git_fails_before_watching(ws, no_git):
+    proc = zmem_proc("-C", str(ws), "watch", "--commit", "--commit-after", "0.2", "--exit-after", "5", env=no_git)
+    assert proc.returncode == 1, proc.stderr
+    first, hint = proc.stderr.splitlines()
+    assert first == "zmem: git is not on PATH (zmem runs git for commits, blame and history)"
+    assert hint.startswith("hint: ") and "without --commit" in hint
+    # without --commit it needs no git
+    assert zmem_proc("-C", str(ws), "watch", "--exit-after", "0.3", env=no_git).returncode == 0
+
+
+def test_watch_commit_when_git_goes_away_says_so_and_keeps_watching(ws, tmp_path, monkeypatch):
+    from zmem.indexer import catch_up
+    from zmem.watch import Watcher
+    from zmem.workspace import find_workspace
+    catch_up(find_workspace(ws))
+    now = [100.0]
+    events = []
+    w = Watcher(find_workspace(ws), debounce=0.1, commit=True, commit_after=0.2, emit=events.append,
+                clock=lambda: now[0])
+    write(ws, "memory/2025-12-06.md", "- written while git was away\n")
+    w.changed({"memory/2025-12-06.md"}, now[0])
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    now[0] += 1.0
+    w.tick(now[0])
+    errors = [e for e in events if e.event == "error"]
+    assert errors and "git is not on PATH" in errors[0].message and w.pending == {"memory/2025-12-06.md"}
+    monkeypatch.setenv("PATH", path)
+    now[0] += 1.0
+    w.tick(now[0])
+    assert [e.files for e in events if e.event == "committed"] == [["memory/2025-12-06.md"]]
+    assert "written while git was away" in git(ws, "show", "HEAD:memory/2025-12-06.md")

@@ -12,6 +12,26 @@ import pygit2
 from zmem.errors import WorkspaceError
 
 
+GIT_MISSING_HINT = "install git, or add the directory that holds it to PATH"
+
+
+def git_missing(hint: str = GIT_MISSING_HINT) -> WorkspaceError:
+    """The error for a git that cannot be run: zmem needs it for commits, blame and history."""
+    return WorkspaceError("git is not on PATH (zmem runs git for commits, blame and history)", hint=hint)
+
+
+def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """`git ARGS` (subprocess.run's keyword arguments). Every git zmem runs goes through here, so
+    that a git missing from PATH is one clear error (exit 1 with a hint) for every command."""
+    try:
+        return subprocess.run(["git", *args], **kwargs)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+        import shutil
+        if e.filename in (None, "git") or shutil.which("git") is None:
+            raise git_missing() from None
+        raise
+
+
 @dataclass
 class Repo:
     git: pygit2.Repository
@@ -101,9 +121,9 @@ class Repo:
         work tree)? Asked of git (libgit2 does not show the flag); without git, whether a sparse
         checkout is on at all."""
         try:
-            proc = subprocess.run(["git", "ls-files", "-t", "--", self.prefix + rel], cwd=self.workdir,
-                                  capture_output=True, text=True)
-        except OSError:
+            proc = run_git(["ls-files", "-t", "--", self.prefix + rel], cwd=self.workdir,
+                           capture_output=True, text=True)
+        except (OSError, WorkspaceError):  # git is not on PATH
             return self.sparse_checkout()
         return proc.returncode == 0 and proc.stdout.startswith("S ")
 
@@ -316,8 +336,8 @@ def git_env(repo: Repo) -> dict[str, str]:
     of git itself (`git var`), which honours GIT_CONFIG_GLOBAL and the like as the commit will."""
     env = dict(os.environ)
     for who in ("AUTHOR", "COMMITTER"):
-        if subprocess.run(["git", "var", f"GIT_{who}_IDENT"], cwd=repo.workdir, env=env,
-                          capture_output=True).returncode != 0:
+        if run_git(["var", f"GIT_{who}_IDENT"], cwd=repo.workdir, env=env,
+                   capture_output=True).returncode != 0:
             env.setdefault(f"GIT_{who}_NAME", "zmem")
             env.setdefault(f"GIT_{who}_EMAIL", "zmem@localhost")
     return env
@@ -369,11 +389,10 @@ class BlameLine:
 def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[BlameLine]:
     """git blame -M of the working-tree file (or of the file at commit rev), one entry per line.
     git's own blame: several times faster than libgit2's on deep history (DESIGN.md §5)."""
-    import subprocess
     # -M: a line moved within the file keeps the commit that wrote it (-C, across files, costs
     # a scan of every file the commit touched; not worth it here)
-    proc = subprocess.run(["git", "blame", "--porcelain", "-M", *([rev] if rev else []), "--", git_path], cwd=workdir,
-                          capture_output=True)
+    proc = run_git(["blame", "--porcelain", "-M", *([rev] if rev else []), "--", git_path], cwd=workdir,
+                   capture_output=True)
     if proc.returncode:
         return []  # untracked, or no commits yet: nothing to blame
     commits: dict[str, dict[str, str]] = {}
@@ -403,7 +422,6 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
     (commit id, None), (HEAD, ALREADY_COMMITTED) when HEAD already holds every path exactly as it
     is (someone else committed it meanwhile), or (None, why not). Retries while git's index is
     locked by another git, and (a few times) when another commit moved HEAD while git was at work."""
-    import subprocess
     import time
     repo = open_repo(root)
     env = git_env(repo)
@@ -415,8 +433,8 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
         # `git mv` away, already staged), and `git commit -- PATH` on one git knows nowhere: each
         # gets only the paths it can take, so a staged deletion is still committed
         addable = [p for p in paths if os.path.lexists(Path(root) / p) or repo.in_index(p)]
-        add = subprocess.run(["git", "add", "-A", "--", *addable], cwd=root, env=env, capture_output=True,
-                             text=True) if addable else None
+        add = run_git(["add", "-A", "--", *addable], cwd=root, env=env, capture_output=True,
+                      text=True) if addable else None
         if add is not None and add.returncode:
             proc = add
         else:
@@ -425,8 +443,8 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
             if not known:
                 return None, "nothing to commit: none of these paths exists or is known to git"
             # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit
-            proc = subprocess.run(
-                ["git", "commit", "--quiet", "-F", "-", "--", *known], cwd=root, env=env, input=message,
+            proc = run_git(
+                ["commit", "--quiet", "-F", "-", "--", *known], cwd=root, env=env, input=message,
                 capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
         if proc.returncode == 0:
             return open_repo(root).head(), None
@@ -501,26 +519,24 @@ def _git_error(err: str) -> str:
 
 def last_commit_with_trailer(root: Path, trailer: str) -> str | None:
     """The newest commit on HEAD whose message has a `trailer:` line (None if none)."""
-    import subprocess
-    proc = subprocess.run(["git", "log", "-1", "--format=%H", f"--grep=^{trailer}:"], cwd=root,
-                          capture_output=True, text=True)
+    proc = run_git(["log", "-1", "--format=%H", f"--grep=^{trailer}:"], cwd=root,
+                   capture_output=True, text=True)
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
 def commits_since(root: Path, *, since: int | None = None, after: str | None = None) -> tuple[set[str], set[str]]:
     """(commit ids, workspace paths they touched) of the commits on HEAD committed after the Unix
     time `since`, or not reachable from the commit `after` (whatever their dates say)."""
-    import subprocess
     from zmem.dates import commit_time
     repo = open_repo(root)
     if repo.head() is None:
         return set(), set()
-    args = ["git", "log", "--format=%x00%H", "--name-only", "--no-renames"]
+    args = ["log", "--format=%x00%H", "--name-only", "--no-renames"]
     if after:
         args.append(f"{after}..HEAD")
     if since is not None:
         args.append(f"--since={commit_time(since).isoformat()}")
-    proc = subprocess.run(args, cwd=repo.workdir, capture_output=True, text=True)
+    proc = run_git(args, cwd=repo.workdir, capture_output=True, text=True)
     commits, paths = set(), set()
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
         if line.startswith("\0"):
@@ -533,10 +549,9 @@ def commits_since(root: Path, *, since: int | None = None, after: str | None = N
 def file_log(root: Path, rel: str) -> list[dict]:
     """Commits on HEAD that touched a workspace file, newest first, following renames:
     [{commit, time, author, summary, path, added, removed}]."""
-    import subprocess
     repo = open_repo(root)
-    proc = subprocess.run(["git", "log", "--follow", "--format=%x00%H%x09%ct%x09%an%x09%s", "--numstat", "--",
-                           repo.prefix + rel], cwd=repo.workdir, capture_output=True, text=True)
+    proc = run_git(["log", "--follow", "--format=%x00%H%x09%ct%x09%an%x09%s", "--numstat", "--",
+                    repo.prefix + rel], cwd=repo.workdir, capture_output=True, text=True)
     out: list[dict] = []
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
         if line.startswith("\0"):

@@ -425,7 +425,12 @@ class Watcher:
                           f"({marker} in the git directory); retrying until it is over",
                           retry=min(self.commit_after, 5.0), files=files)
             return
-        sha, problem = commit_paths(self.ws.root, files, _commit_message(files))
+        try:
+            sha, problem = commit_paths(self.ws.root, files, _commit_message(files))
+        except ZmemError as e:  # git gone from PATH meanwhile: said once, tried again later
+            self._blocked(f"not committing the changed memory files: {e.message}", retry=self.commit_after,
+                          files=files)
+            return
         # ALREADY_COMMITTED: someone else (`zmem append`, a hook) committed exactly these contents
         # meanwhile; like the files committed before this round, nothing to report
         already = files if sha and problem == ALREADY_COMMITTED else []
@@ -436,7 +441,10 @@ class Watcher:
             # (not when another git held the index all along: every file would wait for it again)
             commits, failed = [], {}
             for f in files:
-                one, why = commit_paths(self.ws.root, [f], _commit_message([f]))
+                try:
+                    one, why = commit_paths(self.ws.root, [f], _commit_message([f]))
+                except ZmemError as e:
+                    one, why = None, e.message
                 if one and why == ALREADY_COMMITTED:
                     already.append(f)
                 elif one:
@@ -529,6 +537,11 @@ class Watcher:
     def run(self) -> int:
         """Watch until a signal, max_events or exit_after. Returns the exit status (130 after
         SIGINT). Raises WorkspaceGone when the workspace is moved or deleted."""
+        if self.commit:  # before watching, like any command: not at the first commit, maybe hours later
+            import shutil
+            from zmem.repo import git_missing
+            if shutil.which("git") is None:
+                raise git_missing(hint="install git or fix PATH, or watch without --commit (then nothing is committed)")
         start = self.clock()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
