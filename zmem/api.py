@@ -274,7 +274,11 @@ def append_note(ws: Workspace, text: str, *, retain: str | None = None, entities
     res = append(ws, text, retain=retain.upper() if retain else None, entities=entities, confidence=confidence,
                  commit=commit)
     try:
-        later = catch_up(ws).warnings
+        fresh = catch_up(ws)
+        later = list(fresh.warnings)
+        if fresh.stale:  # the index could not take the note in (read-only, locked): it says why above
+            later.append(_saved(res) + "the index could not be updated (see above); `zmem index` takes the note "
+                                       "in once it can")
     except Exception as e:  # noqa: BLE001 - the note is saved whatever the index does
         later = [_not_searchable_yet(res, e)]
     return {"path": res.path, "line": res.line, "end_line": res.end_line, "citation": res.citation, "text": res.text,
@@ -294,8 +298,11 @@ def _not_searchable_yet(res, e: Exception) -> str:
                "rebuilds it)")
     else:
         why, fix = f"internal error: {type(e).__name__}: {e}", "`zmem index` retries; this is a bug in zmem, please report it"
-    saved = "saved and committed" if res.committed else "saved"
-    return f"the note is {saved} ({res.citation}) but not searchable yet: updating the index failed: {why}; {fix}"
+    return _saved(res) + f"updating the index failed: {why}; {fix}"
+
+
+def _saved(res) -> str:
+    return f"the note is {'saved and committed' if res.committed else 'saved'} ({res.citation}) but not searchable yet: "
 
 
 def blame_json(target: str, ranges) -> dict:

@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, BeforeValidator, Field, ValidationError
 
 from zmem import __version__
 from zmem.errors import ZmemError
@@ -377,7 +377,8 @@ def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> 
         got = repr(err.get("input"))
         problems.append(f"{field} {msg} (got {got if len(got) <= 40 else got[:37] + '...'})")
     props = (schema or {}).get("properties", {})
-    described = [f"{f}: {props[f]['description']}" for f in dict.fromkeys(fields)
+    # a list item's field is "entities.0": its parameter is "entities"
+    described = [f"{f}: {props[f]['description']}" for f in dict.fromkeys(f.split(".", 1)[0] for f in fields)
                  if props.get(f, {}).get("description")]
     hint = " ".join(described) or f"{tool} takes {', '.join(props) or 'no parameters'}"
     return f"invalid arguments for {tool}: " + "; ".join(problems) + f"\nhint: {hint}"
@@ -424,7 +425,18 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-Kind = Literal["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]
+Kind = Literal["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R",
+               "w", "b", "o", "s", "r"]
+RetainKind = Literal["W", "B", "O", "S", "R", "w", "b", "o", "s", "r"]  # either case, as `zmem append --retain`
+
+
+def _blank_is_none(value):
+    """An empty (or blank) string for an optional filter means "none": what a model that fills in
+    every parameter sends for one it does not need."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+NoneIfBlank = BeforeValidator(_blank_is_none)
 
 
 def build_server(directory: str | None = None, *, scope: str = "private",
@@ -445,11 +457,15 @@ def build_server(directory: str | None = None, *, scope: str = "private",
                                           description="How many results at most (default 6).")] = 6,
         min_score: Annotated[float, Field(ge=0, validation_alias=AliasChoices("min_score", "minScore"),
                                           description="Drop results scoring below this (default 0: keep all).")] = 0.0,
-        since: Annotated[str | None, Field(description="Only daily logs from this day on: 7d, 2w, 3m, 1y or "
-                                                       "YYYY-MM-DD.")] = None,
-        kind: Annotated[Kind | None, Field(description="Search Retain facts of this kind instead of notes.")] = None,
-        entity: Annotated[str | None, Field(description="Search Retain facts about this entity instead of notes "
-                                                        "(e.g. Peter).")] = None,
+        since: Annotated[str | None, NoneIfBlank,
+                         Field(description="Only daily logs from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD "
+                                           "(empty: no date filter).")] = None,
+        kind: Annotated[Kind | None, NoneIfBlank,
+                        Field(description="Search Retain facts of this kind instead of notes (empty: no kind "
+                                          "filter).")] = None,
+        entity: Annotated[str | None, NoneIfBlank,
+                          Field(description="Search Retain facts about this entity instead of notes (e.g. Peter; "
+                                            "empty: no entity filter).")] = None,
     ) -> dict:
         return memory.search(query, max_results=max_results, min_score=min_score, since=since, kind=kind,
                              entity=entity)
@@ -473,9 +489,10 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     @tool
     def memory_append(
         text: Annotated[str, Field(description="What to remember: one self-contained statement.")],
-        retain: Annotated[Literal["W", "B", "O", "S", "R"] | None,
+        retain: Annotated[RetainKind | None, NoneIfBlank,
                           Field(description="Make it a typed Retain fact: W world, B experience, O opinion, "
-                                            "S observation, R relation (@Subject predicate @Object).")] = None,
+                                            "S observation, R relation (@Subject predicate @Object); either "
+                                            "case. Empty or left out: a plain note.")] = None,
         entities: Annotated[list[str] | None, Field(description='Whom or what it is about, e.g. ["Peter"].')] = None,
         confidence: Annotated[float | None, Field(description="Confidence in [0, 1] of an opinion "
                                                               "(retain O only).")] = None,
