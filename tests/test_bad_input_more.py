@@ -232,3 +232,17 @@ def test_nan_and_inf_seconds_are_usage_errors_naming_the_option(ws, args):
     assert proc.returncode == 2, proc.stderr
     first, hint = proc.stderr.strip().splitlines()
     assert f"'{args[1]}'" in first and "finite" in first and hint.startswith("hint: "), proc.stderr
+
+
+@pytest.mark.parametrize("store", ["[" * 100000, "[1, 2]", "{broken"])
+def test_a_damaged_trust_list_is_read_as_empty_and_trust_rewrites_it(ws, store):
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "trusted.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(store)
+    (ws / "zmem.toml").write_text('[embeddings]\nprovider = "local"\nmodel_path = "m.gguf"\n')
+    res = run(["-C", str(ws), "recall", "anything", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert "zmem trust" in " ".join(json.loads(res.stdout)["warnings"])
+    res = run(["-C", str(ws), "trust"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert list(json.loads(path.read_text())) == [str((ws / "zmem.toml").resolve())]

@@ -205,7 +205,7 @@ def _query_timeouts(ws: Workspace) -> dict[str, float]:
     import json
     try:
         marks = json.loads((ws.state_dir / QUERY_TIMEOUTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in marks.items() if isinstance(v, (int, float))} if isinstance(marks, dict) else {}
 

@@ -113,7 +113,7 @@ def _card_title(src: Path) -> str | None:
 def _config_name(src: Path) -> str | None:
     try:
         name = json.loads((src / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return Path(name.rstrip("/")).name if isinstance(name, str) else None
 
@@ -166,7 +166,7 @@ def _read_json(path: Path, default=None):
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {} if default is None else default
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise ZmemError(f"cannot read {path}: {e}", hint="is this a complete sentence-transformers model directory?") from None
 
 

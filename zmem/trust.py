@@ -19,9 +19,10 @@ def _digest(path: Path) -> str:
 
 def _load() -> dict:
     try:
-        return json.loads(_store().read_text())
-    except (OSError, ValueError):
+        data = json.loads(_store().read_text())
+    except (OSError, ValueError, RecursionError):  # missing, damaged, or nested too deeply
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def is_trusted(path: Path) -> bool:

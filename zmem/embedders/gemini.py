@@ -93,7 +93,7 @@ class GeminiNativeEmbedder(Embedder):
         try:
             items = json.loads(raw)["embeddings"]
             vectors = [[float(x) for x in item["values"]] for item in items]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise EmbeddingError(f"{self.endpoint()} did not answer with batchEmbedContents embeddings",
                                  hint='check [embeddings] base_url points at the Gemini API; for an '
                                       'OpenAI-compatible endpoint set api = "openai"') from None
@@ -107,7 +107,7 @@ class GeminiNativeEmbedder(Embedder):
         status = e.code
         try:
             payload = json.loads(e.read() or b"{}")
-        except (ValueError, OSError):
+        except (ValueError, OSError, RecursionError):
             payload = {}
         err = payload.get("error") if isinstance(payload, dict) else None
         err = err if isinstance(err, dict) else {}
