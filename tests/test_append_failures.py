@@ -206,7 +206,7 @@ def no_git(tmp_path) -> dict:
 
 
 GIT_COMMANDS = [["blame", "MEMORY.md#L1"], ["blame", "memory/2025-11-24.md#L5"], ["facts", "--origin"],
-                ["reflect"], ["reflect", "--dry-run"], ["log", "memory/2025-11-24.md"]]
+                ["reflect"], ["reflect", "--dry-run"], ["log", "memory/2025-11-24.md"], ["hooks", "install"]]
 
 
 @pytest.mark.parametrize("args", GIT_COMMANDS, ids=" ".join)

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from zmem.errors import ZmemError
+from zmem.gitcmd import run_git
 
 HOOK_NAMES = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 HOOK_ID = "# zmem-hook-id: 3f1c6f0a-zmem"
@@ -38,9 +39,9 @@ def _template() -> str:
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    except OSError as e:  # git missing, or cwd is not a directory
-        raise ZmemError(f"cannot run git in {cwd}: {e}", hint="check that git is installed") from e
+        return run_git(list(args), cwd=cwd, capture_output=True, text=True)
+    except OSError as e:  # cwd is not a directory
+        raise ZmemError(f"cannot run git in {cwd}: {e}", hint="check that the workspace directory exists") from e
 
 
 def _common_hooks_dir(repo_path: Path) -> Path:

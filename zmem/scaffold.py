@@ -1,12 +1,12 @@
 """`zmem init` (the workspace layout) and `zmem demo` (a small example workspace)."""
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.config import DEFAULT_TOML
 from zmem.errors import ZmemError
+from zmem.gitcmd import run_git
 from zmem.repo import git_env, init_repo, open_repo
 
 LAYOUT = {
@@ -150,7 +150,7 @@ def write_demo(root: Path) -> list[str]:
 
 
 def _git(root: Path, env: dict, *args: str) -> None:
-    proc = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+    proc = run_git(list(args), cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise ZmemError(f"git {args[0]} failed: {proc.stderr.strip().splitlines()[-1:]}",
                         hint="check that git works here: git status")

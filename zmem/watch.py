@@ -539,7 +539,7 @@ class Watcher:
         SIGINT). Raises WorkspaceGone when the workspace is moved or deleted."""
         if self.commit:  # before watching, like any command: not at the first commit, maybe hours later
             import shutil
-            from zmem.repo import git_missing
+            from zmem.gitcmd import git_missing
             if shutil.which("git") is None:
                 raise git_missing(hint="install git or fix PATH, or watch without --commit (then nothing is committed)")
         start = self.clock()
