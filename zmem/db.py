@@ -278,6 +278,57 @@ def connect(path: Path | str, *, readonly: bool = False):
     return conn
 
 
+class _ReadOnlyIndex(sqlite.Connection):
+    """A connection to an index this process cannot write; readonly_reason says why."""
+    readonly_reason = ""
+
+
+def connect_readonly_index(path: Path, reason: str, *, hint: str):
+    """The index opened for reading only (mode=ro: temporary tables still work) because it cannot be
+    written (reason). A WAL database normally needs its -shm file writable; without a write-ahead
+    log to read it is opened immutable (only the main file is read, which then holds everything)."""
+    from urllib.parse import quote  # a '?', '#' or '%' in the path would change the URI's meaning
+    uri = f"file:{quote(Path(path).as_posix())}?mode=ro"
+    wal = Path(f"{path}-wal")
+    conn = None
+    try:
+        for params in ("", "&immutable=1"):
+            if params and wal.exists() and wal.stat().st_size:
+                raise IndexError_(f"cannot read the index {path}: its write-ahead log needs write access ({reason})",
+                                  hint=hint)
+            try:
+                conn = sqlite.connect(uri + params, uri=True, timeout=10, isolation_level=None,
+                                      check_same_thread=False, factory=_ReadOnlyIndex)
+                version = schema_version(conn)  # reads the file: fails here when the -shm cannot be used
+                break
+            except sqlite.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                error = e
+        else:
+            raise IndexError_(f"cannot read the index {path}: {error} ({reason})", hint=hint)
+    except OSError as e:
+        raise IndexError_(f"cannot read the index {path}: {e.strerror} ({reason})", hint=hint) from None
+    conn.readonly_reason = reason
+    if version > SCHEMA_VERSION:
+        conn.close()
+        raise IndexError_(
+            f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
+            hint="upgrade zmem")
+    if version < SCHEMA_VERSION:
+        conn.close()
+        raise IndexError_(f"the index {path} needs converting for this zmem version, and cannot be written "
+                          f"({reason})", hint=hint)
+    conn.execute("PRAGMA busy_timeout = 10000")
+    return conn
+
+
+def readonly_reason(conn) -> str | None:
+    """Why conn cannot write the index (connect_readonly_index), or None."""
+    return getattr(conn, "readonly_reason", None) or None
+
+
 @contextmanager
 def write_transaction(conn):
     """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""

@@ -130,8 +130,13 @@ def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
 
 def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | None:
     """Build or extend the history (under the index lock). None when another writer holds it."""
-    from zmem.indexer import IndexLock, LockTimeout
+    from zmem.indexer import IndexLock, LockTimeout, access_hint
     from zmem.repo import open_repo
+    why = db.readonly_reason(conn)
+    if why is not None:
+        from zmem.errors import IndexError_
+        raise IndexError_(f"the history index is not built, and the index cannot be written ({why})",
+                          hint=access_hint(ws.state_dir))
     repo = open_repo(ws.root)
     try:
         with IndexLock(ws, 30.0):
@@ -317,7 +322,7 @@ def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: 
         return cached
     blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
     out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
-    if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()):
+    if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()) and db.readonly_reason(conn) is None:
         # only fully committed content: uncommitted lines get their commit later
         conn.executemany("INSERT OR IGNORE INTO blame_cache(blob, line, commit_id, author, time, summary) "
                          "VALUES(?,?,?,?,?,?)", [(key, n, *v) for n, v in out.items()])

@@ -39,6 +39,10 @@ class LockTimeout(Exception):
     pass
 
 
+class LockUnavailable(IndexError_):
+    """The lock file cannot be opened at all (no permission to create it, a read-only file system)."""
+
+
 class IndexLock:
     """One writer at a time: an flock on .zmem/lock (released by the kernel if we die)."""
 
@@ -47,8 +51,22 @@ class IndexLock:
         self.timeout = timeout
         self.fd: int | None = None
 
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            raise _not_a_file(self.path) from None
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and self.path.is_file():
+                try:  # flock needs no write access: a lock file we may only read still serializes writers
+                    return os.open(self.path, os.O_RDONLY)
+                except OSError:
+                    pass
+            raise LockUnavailable(f"cannot open the lock file {self.path}: {e.strerror}",
+                                  hint=access_hint(self.path.parent)) from None
+
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = self._open()
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -68,6 +86,21 @@ class IndexLock:
             self.fd = None
 
 
+# What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
+STATE_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "lock")
+
+
+def _not_a_file(path: Path) -> IndexError_:
+    what = "a directory" if path.is_dir() else "not a regular file"
+    return IndexError_(f"{path} is {what}; zmem keeps a file of its own there",
+                       hint=f"remove it (rm -r {path}): everything in {path.parent.name}/ is derived and rebuilt")
+
+
+def access_hint(state_dir: Path) -> str:
+    return (f"zmem needs to write in {state_dir}: give this user write access to it (chmod u+rwx {state_dir}, "
+            f"or run zmem as its owner), or delete it: everything in it is derived and rebuilt")
+
+
 @dataclass
 class CatchUp:
     head: str | None = None
@@ -82,18 +115,47 @@ class CatchUp:
 
 
 def ensure_state_dir(ws: Workspace) -> None:
+    d = ws.state_dir
     try:
-        ws.state_dir.mkdir(exist_ok=True)
-        ignore = ws.state_dir / ".gitignore"
-        if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
-            ignore.write_text("# derived by zmem; never commit\n*\n")
+        d.mkdir(exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file (or a broken symlink) took the name
-        raise IndexError_(f"{ws.state_dir} is not a directory; zmem keeps its index there",
-                          hint=f"move it aside (mv {ws.state_dir} {ws.state_dir}.bak): the index is derived "
+        raise IndexError_(f"{d} is not a directory; zmem keeps its index there",
+                          hint=f"move it aside (mv {d} {d}.bak): the index is derived "
                                "from the notes and is rebuilt") from None
     except OSError as e:
-        raise IndexError_(f"cannot create {ws.state_dir}: {e.strerror}",
-                          hint="check the permissions of the workspace directory") from None
+        raise IndexError_(f"cannot create {d}: {e.strerror}",
+                          hint=f"zmem keeps its index there: give this user write access to {d.parent} "
+                               "(or run zmem as its owner)") from None
+    try:
+        for name in STATE_FILES:
+            path = d / name
+            if path.exists() and not path.is_file():
+                raise _not_a_file(path)
+        ignore = d / ".gitignore"
+        if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
+            ignore.write_text("# derived by zmem; never commit\n*\n")
+    except OSError as e:
+        if not os.access(d, os.R_OK | os.X_OK):  # .zmem exists, but its own permissions keep us out
+            raise IndexError_(f"cannot use {d}: {e.strerror}",
+                              hint=f"give this user access to it (chmod u+rwx {d}), or delete it: everything "
+                                   "in it is derived and rebuilt") from None
+        # readable but not writable: the index is used as it is (open_index says so)
+
+
+def write_denied(ws: Workspace) -> str | None:
+    """Why the index cannot be written (a read-only file system, permissions), or None."""
+    d = ws.state_dir
+    try:
+        if os.statvfs(d).f_flag & os.ST_RDONLY:
+            return f"{d} is on a read-only file system"
+    except OSError:
+        pass
+    if not os.access(d, os.W_OK | os.X_OK):
+        return f"no permission to write in {d}"
+    for path in (ws.index_path, d / "lock"):
+        if path.exists() and not os.access(path, os.W_OK):
+            return f"no permission to write {path}"
+    return None
 
 
 def fingerprint(ws: Workspace) -> str:
@@ -104,11 +166,37 @@ def fingerprint(ws: Workspace) -> str:
 
 
 def open_index(ws: Workspace):
-    """A migrated connection to the index (created if missing)."""
+    """A migrated connection to the index (created if missing). When the index cannot be written
+    (permissions, a read-only file system) but can be read: a read-only connection
+    (db.readonly_reason says why), which catch_up never writes to and reports as stale when the
+    notes changed."""
     ensure_state_dir(ws)
+    why = write_denied(ws)
+    if why is not None:
+        if not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
+            raise IndexError_(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
+        return db.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
     conn = db.connect(ws.index_path)
-    db.migrate(conn)
+    try:
+        db.migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _cannot_update(ws: Workspace, repo: Repo | None, why: str) -> CatchUp:
+    """The answer of a catch-up that could not write: the index as it is, said to be stale."""
+    if repo is None:
+        from zmem.repo import open_repo
+        repo = open_repo(ws.root)
+    return CatchUp(head=repo.head(), stale=True,
+                   warnings=[f"the index could not be updated ({why}); answers come from the index as it was "
+                             "and may miss recent changes"])
+
+
+def _is_readonly_error(e: BaseException) -> bool:
+    return isinstance(e, db.Error) and str(getattr(e, "sqlite_errorname", "")).startswith("SQLITE_READONLY")
 
 
 def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5.0,
@@ -121,27 +209,45 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     own = conn is None
     if own:
         conn = open_index(ws)
+    why = db.readonly_reason(conn)  # opened read-only: nothing is written, what changed makes it stale
     try:
         hint = None
         if repo is None:
             checked_at = now_ns()
             indexed, hint = quick_check(ws, conn)
             if indexed is not None and not (hint.files or hint.dirs or hint.ignores):
-                if hint.restat or hint.rehashed or hint.rescanned:
+                if (hint.restat or hint.rehashed or hint.rescanned) and why is None:
                     # same content, new stat (touch, checkout), or files and directories too new to trust by stat:
                     # record what was verified so the next check is stat-only again
                     _restat(ws, conn, hint.restat, checked_at)
                 # nothing changed: no pygit2, no lock
                 return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
                                seconds=time.perf_counter() - t0)
-            from zmem.repo import open_repo
-            repo = open_repo(ws.root)
-        try:
-            with IndexLock(ws, lock_timeout):
-                result = _catch_up(ws, repo, conn, max_inline, progress, hint)
-        except LockTimeout:
-            result = CatchUp(head=repo.head(), stale=True,
-                             warnings=["another zmem process is updating the index; results may be stale"])
+            if why is None:
+                from zmem.repo import open_repo
+                repo = open_repo(ws.root)
+        if why is not None:
+            # what changed, found as a catch-up would find it (a chmod -R moves every ctime, and
+            # content nobody changed is not stale), but nothing is written
+            if repo is None:
+                from zmem.repo import open_repo
+                repo = open_repo(ws.root)
+            result = _catch_up(ws, repo, conn, None, None, hint, dry_run=True)
+            if result.stale:
+                result = _cannot_update(ws, repo, why)
+        else:
+            try:
+                with IndexLock(ws, lock_timeout):
+                    result = _catch_up(ws, repo, conn, max_inline, progress, hint)
+            except LockTimeout:
+                result = CatchUp(head=repo.head(), stale=True,
+                                 warnings=["another zmem process is updating the index; results may be stale"])
+            except LockUnavailable as e:
+                result = _cannot_update(ws, repo, e.message)
+            except db.Error as e:
+                if not _is_readonly_error(e):
+                    raise _write_failure(ws, e, "cannot update the index") from None
+                result = _cannot_update(ws, repo, f"{e}: {write_denied(ws) or 'the index file is read-only'}")
     finally:
         if own:
             conn.close()
@@ -169,8 +275,11 @@ def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
             with db.write_transaction(conn):
                 _record_stats(conn, restat)
                 db.set_meta(conn, "snapshot_ns", str(checked_at))
-    except LockTimeout:
-        pass  # a writer is busy; it or the next command records them
+    except (LockTimeout, LockUnavailable):
+        pass  # a writer is busy (it or the next command records them), or none can write: nothing changed
+    except db.Error as e:
+        if not _is_readonly_error(e):
+            raise
 
 
 def _record_stats(conn, restat: dict[str, tuple[int, int, int, int]]) -> None:
@@ -184,10 +293,11 @@ def _tops(ws: Workspace) -> list[str]:
 
 
 def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress,
-              hint: Changes | None = None) -> CatchUp:
+              hint: Changes | None = None, dry_run: bool = False) -> CatchUp:
     """Candidates: the tree diff between the indexed commit and HEAD, plus what the stat snapshot
     says changed in the working tree (edits, new and deleted files: what `git status` would say,
-    for memory files only, and without ignoring files git considers clean but we never indexed)."""
+    for memory files only, and without ignoring files git considers clean but we never indexed).
+    dry_run: write nothing, and say stale when the index would have changed (a read-only index)."""
     # anything modified from here on is newer than the snapshot; with a hint, from when it was taken
     # (before the wait for the lock): what changed meanwhile must still look new to the next check
     taken = min(now_ns(), hint.checked_ns) if hint else now_ns()
@@ -254,6 +364,9 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             continue
         todo.append((rel, data, blob))
 
+    if dry_run:
+        result.stale = bool(todo) or indexed != (head or "") or full
+        return result
     if todo or restat or dirs or indexed != (head or "") or full or rules["inputs"] != (old_rules or {}).get("inputs"):
         store = VectorStore(conn)
         with db.write_transaction(conn):
@@ -506,20 +619,29 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     from zmem.repo import open_repo
     repo = open_repo(ws.root)
     ensure_state_dir(ws)
+    why = write_denied(ws)
+    if why is not None:
+        raise IndexError_(f"cannot rebuild the index: {why}", hint=access_hint(ws.state_dir))
     tmp = ws.state_dir / f"index.sqlite.rebuild-{os.getpid()}"
     try:
         with IndexLock(ws, lock_timeout):
             for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):  # left by a rebuild that was killed;
                 _unlink_db(stale)  # only under the lock: a running rebuild holds it
-            conn = db.connect(tmp)
             try:
-                db.migrate(conn)
-                result = _catch_up(ws, repo, conn, None, progress)
-                _carry_over_cache(conn, ws.index_path)
-                conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
-            finally:
-                conn.close()
-            _swap_in(ws, tmp)
+                conn = db.connect(tmp)
+                try:
+                    db.migrate(conn)
+                    result = _catch_up(ws, repo, conn, None, progress)
+                    _carry_over_cache(conn, ws.index_path)
+                    conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
+                finally:
+                    conn.close()
+                _swap_in(ws, tmp)
+            except (db.Error, OSError, IndexError_) as e:
+                cause = e.__context__ if isinstance(e, IndexError_) else e  # db.connect's, around SQLite's
+                if not isinstance(cause, (db.Error, OSError)):
+                    raise
+                raise _write_failure(ws, cause, "cannot rebuild the index", tmp) from None
     except LockTimeout:
         raise IndexError_("another zmem process is updating the index",
                           hint="wait for it to finish (see .zmem/lock) and run the command again")
@@ -528,6 +650,42 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     result.warnings[:0] = ws.config.warnings
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None = None) -> IndexError_:
+    """An error saying why writing the index failed — the file size limit, a full disk, permissions —
+    and what helps (never `zmem index --full`, which would fail the same way)."""
+    import resource
+    d = ws.state_dir
+    detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    unchanged = "; the index in use is unchanged" if tmp is not None else ""
+    files = [Path(f"{p}{suffix}") for p in (tmp, ws.index_path) if p is not None for suffix in ("", "-wal", "-journal")]
+    largest = max((f.stat().st_size for f in files if f.is_file()), default=0)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and largest + (1 << 20) >= limit:
+        return IndexError_(f"{what}: {detail}: a file reached this process's file size limit "
+                           f"(ulimit -f: {limit} bytes){unchanged}",
+                           hint="raise the limit (`ulimit -f unlimited`) and run the command again")
+    try:
+        st = os.statvfs(d)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = None
+    full = (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+        str(getattr(e, "sqlite_errorname", "")).startswith("SQLITE_FULL") or (free is not None and free < (1 << 20))
+    if full:
+        need = max(largest, ws.index_path.stat().st_size if ws.index_path.is_file() else 0) * 2
+        return IndexError_(f"{what}: {detail}: the file system holding {d} is full"
+                           + (f" ({free / 1e6:.1f} MB free)" if free is not None else "") + unchanged,
+                           hint="free some space there" + (f" (a rebuild needs about {need / 1e6:.0f} MB)" if need else "")
+                                + " and run the command again")
+    denied = write_denied(ws)
+    if denied is not None or (isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS)):
+        return IndexError_(f"{what}: {detail}" + (f" ({denied})" if denied else "") + unchanged,
+                           hint=access_hint(d))
+    return IndexError_(f"{what}: {detail}{unchanged}",
+                       hint=f"check the disk holding {d} (`dmesg`) and `zmem doctor`; if it persists, delete "
+                            f"{ws.index_path} (it is derived) and run the command again")
 
 
 def _carry_over_cache(conn, live: Path) -> None:

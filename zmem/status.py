@@ -7,9 +7,9 @@ import subprocess
 
 from zmem import db
 from zmem.errors import ZmemError
-from zmem.indexer import fingerprint, open_index
+from zmem.indexer import UNREADABLE, fingerprint, open_index
 from zmem.repo import open_repo
-from zmem.snapshot import ignore_rules_changed, stored_ignore_record
+from zmem.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
 from zmem.snapshot import git_blob_id as blob_id
 from zmem.workspace import Workspace, find_workspace
 
@@ -27,9 +27,10 @@ def workspace_status(ws: Workspace) -> dict:
     conn = open_index(ws)
     try:
         indexed = db.get_meta(conn, "indexed_commit")
-        known = dict(conn.execute("SELECT path, blob FROM files"))
+        known = {path: (blob, (mtime, size, ino, ctime)) for path, blob, mtime, size, ino, ctime in
+                 conn.execute("SELECT path, blob, mtime_ns, size, ino, ctime_ns FROM files")}
         dirty = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p))
-        changed = [p for p in dirty if _differs(ws, p, known.get(p))]
+        changed = [p for p in dirty if _differs(ws, p, *known.get(p, (None, None)))]
         files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         warnings = list(ws.config.warnings) + stored_warnings(conn)  # zmem.toml keys no setting has, then notes
@@ -57,17 +58,19 @@ def workspace_status(ws: Workspace) -> dict:
     }
 
 
-def _differs(ws: Workspace, rel: str, blob: str | None) -> bool:
+def _differs(ws: Workspace, rel: str, blob: str | None, sig: tuple | None = None) -> bool:
     """Whether the index disagrees with a dirty file: a file on disk indexed with other content
     (or not at all), or an indexed file that is gone. A file deleted (or turned into a symlink or
-    directory) that the index no longer holds is up to date."""
+    directory) that the index no longer holds is up to date, and so is a file that cannot be read
+    which the index holds as unreadable with the stat it has now (as catch-up decides: it is
+    read again when its stat changes)."""
     path = ws.root / rel
     if path.is_symlink() or not path.is_file():
         return blob is not None
     try:
         return blob != blob_id(path.read_bytes())
     except OSError:
-        return True
+        return not (blob == UNREADABLE and sig is not None and stat_signature(path) == sig)
 
 
 def _sessions_status(ws: Workspace, conn) -> dict:
