@@ -402,3 +402,40 @@ def test_a_commit_dated_past_year_9999_does_not_crash_history(ws):
                  ["blame", "memory/2025-12-05.md#L3"]):
         res = run(["-C", str(ws), *args])
         assert res.exit_code == 0 and "internal error" not in res.stderr, (args, res.stderr)
+
+
+def test_a_fact_is_its_kind_text_and_entities_in_diff_and_log(ws):
+    """The same words about another entity are another fact: moving `prefers coffee` from Peter
+    to Zhang retracts one and adds the other, and a second person's fact worded like the first
+    one's is added (and later retracted) on its own."""
+    write(ws, "memory/2025-04-05.md", "## Retain\n- W @Peter: prefers coffee\n- W @Ana: works remotely\n")
+    a = commit_all(ws, "one", date="2025-04-05T10:00:00+00:00")
+    write(ws, "memory/2025-04-05.md", "## Retain\n- W @Zhang: prefers coffee\n- W @Ana: works remotely\n"
+          "- W @Zhang: works remotely\n")
+    b = commit_all(ws, "two", date="2025-04-06T10:00:00+00:00")
+    write(ws, "memory/2025-04-05.md", "## Retain\n- W @Zhang: prefers coffee\n- W @Zhang: works remotely\n")
+    c = commit_all(ws, "three", date="2025-04-07T10:00:00+00:00")
+
+    def brief(facts):
+        return sorted((f["text"], tuple(f["entities"])) for f in facts)
+    d = _json(["-C", str(ws), "diff", a, b, "--json"])["facts"]
+    assert brief(d["added"]) == [("prefers coffee", ("Zhang",)), ("works remotely", ("Zhang",))]
+    assert brief(d["retracted"]) == [("prefers coffee", ("Peter",))] and d["changed"] == []
+    d = _json(["-C", str(ws), "diff", b, c, "--json"])["facts"]
+    assert brief(d["retracted"]) == [("works remotely", ("Ana",))] and d["added"] == []
+    events = _json(["-C", str(ws), "log", "memory/2025-04-05.md", "--json"])["events"]
+    assert [brief(e["facts"]["retracted"]) for e in events] == [[("works remotely", ("Ana",))],
+                                                                [("prefers coffee", ("Peter",))], []]
+
+
+def test_file_log_follows_a_rename_from_a_non_ascii_name(ws):
+    """git quotes non-ASCII paths in its output unless told not to: the log of a file renamed
+    from `João.md` names the old path as written and finds its facts there."""
+    write(ws, "bank/entities/João.md", "# João\n\n## Retain\n- W @João: lives in Lisbon\n")
+    a = commit_all(ws, "one", date="2025-04-05T10:00:00+00:00")
+    git(ws, "mv", "bank/entities/João.md", "bank/entities/Joao.md")
+    b = commit_all(ws, "rename", date="2025-04-06T10:00:00+00:00")
+    events = _json(["-C", str(ws), "log", "bank/entities/Joao.md", "--json"])["events"]
+    assert [(e["commit"], e["path"]) for e in events] == [(b, "bank/entities/Joao.md"), (a, "bank/entities/João.md")]
+    assert [f["text"] for f in events[1]["facts"]["added"]] == ["lives in Lisbon"]
+    assert all(not v for v in events[0]["facts"].values())

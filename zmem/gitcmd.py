@@ -17,9 +17,10 @@ def git_missing(hint: str = GIT_MISSING_HINT) -> WorkspaceError:
 
 def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
     """`git ARGS` (subprocess.run's keyword arguments). Every git zmem runs goes through here, so
-    that a git missing from PATH is one clear error (exit 1 with a hint) for every command."""
+    that a git missing from PATH is one clear error (exit 1 with a hint) for every command. Paths
+    in git's output are as named (core.quotePath off), not `"Jo\\303\\243o.md"`."""
     try:
-        return subprocess.run(["git", *args], **kwargs)
+        return subprocess.run(["git", "-c", "core.quotePath=false", *args], **kwargs)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
         import shutil
         if e.filename in (None, "git") or shutil.which("git") is None:

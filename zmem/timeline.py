@@ -38,13 +38,14 @@ def require_history(ws: Workspace, conn) -> list[str]:
     return notes
 
 
-def _key(f) -> tuple[str, str]:
-    return f.kind, " ".join(f.text.split())
+def _key(f) -> tuple:
+    return _move_key(f.kind, f.text, f.entities)
 
 
 def _move_key(kind: str, text: str, entities) -> tuple:
-    """A fact's identity across files: a line moved to another file (git mv, or cut and pasted)
-    with the same kind, text and entities is a move, not a retraction and an addition."""
+    """A fact's identity: kind, text and entities (`W @Peter: prefers coffee` turned into
+    `W @Zhang: prefers coffee` retracts one fact and adds another). Across files, a line moved
+    (git mv, or cut and pasted) with the same identity is a move, not a retraction and an addition."""
     return kind, " ".join(text.split()), frozenset(entity_key(e) for e in entities)
 
 
