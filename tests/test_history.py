@@ -439,3 +439,15 @@ def test_file_log_follows_a_rename_from_a_non_ascii_name(ws):
     assert [(e["commit"], e["path"]) for e in events] == [(b, "bank/entities/Joao.md"), (a, "bank/entities/João.md")]
     assert [f["text"] for f in events[1]["facts"]["added"]] == ["lives in Lisbon"]
     assert all(not v for v in events[0]["facts"].values())
+
+
+def test_as_of_recall_cites_each_of_two_files_with_the_same_content(ws):
+    """History keeps a blob's chunks once; two paths holding it at the commit are two hits."""
+    write(ws, "memory/2025-03-05.md", "# 2025-03-05\n\nzorblax meeting with Ana\n")
+    write(ws, "memory/copies/2025-03-05.md", "# 2025-03-05\n\nzorblax meeting with Ana\n")
+    sha = commit_all(ws, "copy", date="2025-03-05T10:00:00+00:00")
+    res = _json(["-C", str(ws), "recall", "zorblax", "--as-of", "HEAD", "--json"])
+    assert sorted(h["citation"] for h in res["results"]) == [
+        f"memory/2025-03-05.md@{sha[:10]}#L1-L3", f"memory/copies/2025-03-05.md@{sha[:10]}#L1-L3"]
+    now = _json(["-C", str(ws), "recall", "zorblax", "--json"])
+    assert sorted(h["path"] for h in now["results"]) == sorted(h["path"] for h in res["results"])

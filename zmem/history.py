@@ -441,18 +441,20 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     out.warnings += workspace_shallow_notes(ws)
     versions, args = _versions_sql(ws, conn, at)
     glob = glob_to_sql(path_glob) if path_glob else None
-    paths: dict[int, str] = {}
+    # a hit is a chunk at a path: history stores a blob's chunks once, and files with the same
+    # content (a copy) at that commit are each a hit of their own
+    units: dict[tuple[int, str], int] = {}
 
-    def keep(cid: int, path: str) -> bool:
+    def keep(cid: int, path: str) -> int | None:
+        """The hit key of this chunk at this path, or None when the filters leave it out."""
         if since or until:
             day = day_from_path(path)
             if (since and (day is None or day < since)) or (until and (day is None or day > until)):
-                return False
+                return None
         if (glob and not fnmatch.fnmatchcase(path, glob)) or \
                 (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
-            return False
-        paths[cid] = path
-        return True
+            return None
+        return units.setdefault((cid, path), len(units))
 
     n = k * multiplier
     bm25: list[tuple[int, float]] = []
@@ -465,30 +467,42 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                             f"JOIN {versions} v ON v.blob = c.blob WHERE hist_fts MATCH ? ORDER BY hist_fts.rank",
                             (*args, match))
         for cid, path, rank in rows:
-            if keep(cid, path):
-                bm25.append((cid, (-rank) / (1.0 - rank)))  # as in current recall: s / (1 + s), s = -bm25
+            key = keep(cid, path)
+            if key is not None:
+                bm25.append((key, (-rank) / (1.0 - rank)))  # as in current recall: s / (1 + s), s = -bm25
                 if len(bm25) == n:
                     break
-    windows: dict[int, list[tuple[str, int, int, float]]] = {}
+    windows: dict[int, list[tuple[int, int, float]]] = {}
     vec: list[tuple[int, float]] = []
     if mode != "bm25":
-        windows, missing = _window_similarities(conn, store, query_vector, versions, args)
+        sims, missing = _window_similarities(conn, store, query_vector, versions, args)
         if missing:
             out.warnings.append(f"{missing} vector windows of the files at {at.short} have no stored vector "
                                 "(never embedded, or pruned from the embedding cache): found by keywords only")
-        best = sorted(((cid, max(s for _, _, _, s in w)) for cid, w in windows.items()), key=lambda x: (-x[1], x[0]))
-        vec = [(cid, sim) for cid, sim in best if keep(cid, windows[cid][0][0])][:n]
+        for cid, wins in sims.items():
+            for path, a, b, sim in wins:
+                key = keep(cid, path)
+                if key is not None:
+                    windows.setdefault(key, []).append((a, b, sim))
+        best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=lambda x: (-x[1], x[0]))
+        vec = best[:n]
     ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
         fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
-    ids = [cid for cid, _ in ranked]
-    chunks = {}
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
+    where = {key: unit for unit, key in units.items()}
+    cids = list({where[key][0] for key, _ in ranked})
+    texts = {}
+    for i in range(0, len(cids), 500):
+        part = cids[i:i + 500]
         for cid, start, end, heading, text in conn.execute(
                 f"SELECT id, start_line, end_line, heading, text FROM hist_chunks WHERE id IN ({','.join('?' * len(part))})",
                 part):
-            chunks[cid] = (cid, paths[cid], start, end, heading, day_from_path(paths[cid]), text)
-    bonus = bonus_from_windows({cid: [w[1:] for w in windows[cid]] for cid in ids[:k * 2] if cid in windows})
+            texts[cid] = (start, end, heading, text)
+    chunks = {}
+    for key, _ in ranked:
+        cid, path = where[key]
+        start, end, heading, text = texts[cid]
+        chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
+    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows})
     why = explain_scores(bm25, vec, ranked) if explain else {}
     return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                          bonus=bonus, why=why, rev=at.sha)
