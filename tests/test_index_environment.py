@@ -67,6 +67,10 @@ def test_a_read_only_workspace_is_answered_from_its_index_and_says_when_it_may_b
         warning = next(w for w in out["warnings"] if "could not be updated" in w)
         assert "permission" in warning and ".zmem" in warning, warning
         assert json.loads(as_user(zmem, "-C", str(root), "status", "--json").stdout)["stale"]
+        proc = as_user(zmem, "-C", str(root), "index", check=False)
+        assert proc.returncode == 1 and "NOT brought up to date" in proc.stdout, proc.stdout + proc.stderr
+        message, hint = proc.stderr.splitlines()[-2:]
+        assert message.startswith("zmem: the index could not be brought up to date") and hint.startswith("hint: ")
 
         proc = as_user(zmem, "-C", str(root), "index", "--full", check=False)
         assert proc.returncode == 1, proc.stderr

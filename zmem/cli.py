@@ -317,7 +317,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
                                                   "rewound": hist.rewound, "shallow": hist.shallow,
                                                   "seconds": round(hist.seconds, 3)}}, ensure_ascii=False))
     elif not quiet:
-        what = "rebuilt" if full else "up to date"
+        what = "rebuilt" if full else "NOT brought up to date" if result.stale else "up to date"
         click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
                    f"{len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
         if report and report.provider:  # without one, the warning below says why nothing was embedded
@@ -328,7 +328,9 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
             click.echo(f"history: {hist.commits} new commits, {hist.blobs} file versions parsed "
                        f"in {hist.seconds:.2f} s" + (f"; {hist.rewound} commits no longer on HEAD's chain dropped" if hist.rewound else ""))
     if result.stale:
-        raise click.exceptions.Exit(int(ExitCode.ERROR))
+        raise ZmemError("the index could not be brought up to date; recall answers from it say `stale`",
+                        hint="the warnings above say why (a lock held by another process, permissions); "
+                             "fix that, then run `zmem index` again")
 
 
 def _embed_json(report) -> dict | None:
