@@ -29,6 +29,11 @@ def _convert_fts_rows(conn) -> None:
     convert_rows(conn)
 
 
+def _convert_glued_fts_rows(conn) -> None:
+    from zmem.fts import convert_glued_rows
+    convert_glued_rows(conn)
+
+
 def _add_dir_ctime(conn) -> None:
     """dirs gains ctime_ns (step 9). Idempotent: an index whose user_version was set back (tests,
     or an older zmem's rows) may have the column already."""
@@ -249,6 +254,12 @@ MIGRATIONS: list[list] = [
         # after adding entries; its ctime moves anyway. Existing rows start at 0, so every memory
         # directory is listed again once (which also finds notes an older zmem lost track of).
         _add_dir_ctime,
+    ],
+    [
+        # full-text rows with the words written against characters newer than unicode61's Unicode
+        # 6.1 tables (emoji such as U+1F973, skin tones: fts_glue), history and sessions converted
+        # in place; the new NOTES_SCHEMA re-derives the notes' rows
+        _convert_glued_fts_rows,
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

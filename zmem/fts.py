@@ -16,6 +16,7 @@ _TOKEN_START = re.compile(f"{_WCH}+")  # the token characters a text starts with
 _WORD = re.compile(rf"{_WCH}+(?:['’]{_WCH}+)*")
 _PHRASE = re.compile(r'"([^"]+)"')
 _MARK = re.compile(f"[{MARKS}]+")
+_WCH_RE = re.compile(_WCH)
 
 # Words too common to help an OR query (and slow on large indexes): English, Portuguese, Spanish.
 STOPWORDS = frozenset("""
@@ -26,9 +27,11 @@ o os as um uma uns umas e é de do da dos das em no na nos nas por para com que 
 el la los las un una unos unas y es del al en por para con que se lo le les su sus o pero como
 """.split())
 
-# What cjk_columns puts in the columns (schema step 8, convert_rows, converts older rows). The meta
-# key only marks indexes written while that step was developed, whose rows are already current.
-FTS_VERSION = 2
+# What cjk_columns puts in the columns: 2 added the words written against CJK (schema step 8,
+# convert_rows, converts older rows), 3 the words glued to characters newer than unicode61's tables
+# (step 10, convert_glued_rows). The meta key only marks indexes written while step 8 was developed,
+# whose rows were already in form 2.
+FTS_VERSION = 3
 FTS_META = "fts_version"
 
 
@@ -41,14 +44,37 @@ def nfc(text: str) -> str:
 
 def cjk_columns(text: str) -> tuple[str, str]:
     """The cjk_bi and cjk_uni columns: space-separated bigrams and unigrams of every CJK run
-    (unicode61 cannot segment CJK), and in cjk_bi also the letters and digits written against CJK
-    characters: unicode61 keeps `我买了iPhone手机` as one token, so `iPhone` is found only there
-    (`会议定在2025年12月`: `2025`, `12`). Decomposed text (macOS) is read composed: Hangul is CJK only so."""
+    (unicode61 cannot segment CJK), and in cjk_bi also the words unicode61 glues to a neighbour:
+    letters and digits written against CJK characters (unicode61 keeps `我买了iPhone手机` as one
+    token, so `iPhone` is found only there; `会议定在2025年12月`: `2025`, `12`), and words written
+    against a character its Unicode 6.1 tables do not know (fts_glue: newer emoji, skin tones; `Ana🥳`
+    is one token `ana🥳`, `👍🏽Ana` gives `🏽ana`). Decomposed text (macOS) is read composed: Hangul is
+    CJK only so."""
     if text.isascii():
         return "", ""
-    parts = _CJK_SPLIT.split(nfc(text))  # other text, a CJK run, other text, …, a CJK run, other text
-    if len(parts) == 1:
+    text = nfc(text)
+    bi, uni = _cjk_grams(text)
+    glued = _glued_words(text)
+    if glued:
+        seen = set(bi)
+        bi.extend(w for w in glued if w not in seen)
+    return " ".join(bi), " ".join(uni)
+
+
+def _cjk_columns_v2(text: str) -> tuple[str, str]:
+    """cjk_columns before FTS_VERSION 3 (no words glued to newer characters): what schema step 10
+    (`convert_glued_rows`) deletes old rows with."""
+    if text.isascii():
         return "", ""
+    bi, uni = _cjk_grams(nfc(text))
+    return " ".join(bi), " ".join(uni)
+
+
+def _cjk_grams(text: str) -> tuple[list[str], list[str]]:
+    """cjk_bi and cjk_uni of composed text as FTS_VERSION 2 wrote them, as lists."""
+    parts = _CJK_SPLIT.split(text)  # other text, a CJK run, other text, …, a CJK run, other text
+    if len(parts) == 1:
+        return [], []
     bi: list[str] = []
     uni: list[str] = []
     for run in parts[1::2]:
@@ -71,7 +97,70 @@ def cjk_columns(text: str) -> tuple[str, str]:
             bi.append(part[:head])
         if tail < len(part):
             bi.append(part[tail:])
-    return " ".join(bi), " ".join(uni)
+    return bi, uni
+
+
+# Words glued to a character unicode61 keeps in a token but zmem does not read as part of a word
+# (fts_glue.RANGES, generated from SQLite: its Unicode 6.1 tables are frozen). Compiled when first
+# needed (~6 ms): the BMP ranges as one class (a bitmap: ~5 µs per 700 characters), the others,
+# rare outside emoji, looked up per character after a quick scan for any character beyond the BMP.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_SUBCH = rf"(?:[^\W_{CJK_CLASS}]|[{MARKS}])"  # a letter, digit or mark, not CJK (CJK is _cjk_grams')
+_SUB = re.compile(f"{_SUBCH}+")
+_glue: tuple | None = None
+
+
+def _glue_tables() -> tuple:
+    global _glue
+    if _glue is None:
+        from bisect import bisect_right
+
+        from zmem.fts_glue import RANGES
+        bmp, starts, ends = [], [], []
+        for item in RANGES.split():
+            a, _, b = item.partition("-")
+            lo, hi = int(a, 16), int(b or a, 16)
+            if lo <= 0xFFFF:
+                bmp.append(re.escape(chr(lo)) + ("-" + re.escape(chr(min(hi, 0xFFFF))) if hi > lo else ""))
+            if hi > 0xFFFF:
+                starts.append(max(lo, 0x10000))
+                ends.append(hi)
+
+        seen: dict[str, bool] = {}  # per character beyond the BMP: at most a few thousand emoji
+
+        def astral(ch: str) -> bool:
+            glue = seen.get(ch)
+            if glue is None:
+                c = ord(ch)
+                i = bisect_right(starts, c) - 1
+                glue = seen[ch] = i >= 0 and c <= ends[i]
+            return glue
+        _glue = (re.compile(f"[{''.join(bmp)}]"), astral)
+    return _glue
+
+
+def _glued_words(text: str) -> list[str]:
+    """The words (letters, digits, marks; not CJK) written right against a glue character, in order."""
+    bmp, astral = _glue_tables()
+    at = [m.start() for m in bmp.finditer(text)]
+    if _ASTRAL.search(text):
+        at += [m.start() for m in _ASTRAL.finditer(text) if astral(m.group())]
+        at.sort()
+    if not at:
+        return []
+    words: list[str] = []
+    rev = None
+    n = len(text)
+    for p in at:
+        if _WCH_RE.match(text, p):  # a letter to this Python (assigned after the table was generated)
+            continue
+        if p and _SUB.match(text, p - 1, p):  # a word ends right before: find its start in reverse
+            rev = rev or text[::-1]
+            words.append(_SUB.match(rev, n - p).group()[::-1])
+        m = _SUB.match(text, p + 1)
+        if m:
+            words.append(m.group())
+    return list(dict.fromkeys(words))
 
 
 def _letter(text: str, i: int) -> bool:
@@ -91,17 +180,28 @@ def _cjk_columns_v1(text: str) -> tuple[str, str]:
 
 def convert_rows(conn) -> None:
     """Schema step 8 (db.MIGRATIONS; the caller holds the write transaction): the history and
-    session full-text rows an older zmem wrote are deleted with the old columns and inserted with
-    cjk_columns' (a contentless table deletes a row only given exactly what it indexed). The notes'
-    own rows need nothing here: the new schema number changes the index fingerprint, so the next
+    session full-text rows an older zmem wrote are deleted with the old columns (FTS_VERSION 1) and
+    inserted with FTS_VERSION 2's (a contentless table deletes a row only given exactly what it
+    indexed); step 10 takes them on to the current form. The notes' own rows need nothing here: the new schema number changes the index fingerprint, so the next
     catch-up clears and re-derives all of them (indexer._clear_notes). The schema number, not a meta
     key, records the step: an older zmem refuses a newer schema instead of writing rows in the old
     form into a converted index."""
     from zmem import db
     m = re.search(r"\bchunker=(\d+)", db.get_meta(conn, "fingerprint") or "")
-    if db.get_meta(conn, FTS_META) == str(FTS_VERSION) or (m and int(m.group(1)) >= 2):
-        return  # rows already in this form (an index written while this step was being developed)
-    _convert(conn)
+    if db.get_meta(conn, FTS_META) == "2" or (m and int(m.group(1)) >= 2):
+        return  # rows already in form 2 (an index written while this step was being developed)
+    _convert(conn, _cjk_columns_v1, _cjk_columns_v2, mark_slices=True)
+
+
+def convert_glued_rows(conn) -> None:
+    """Schema step 10 (as convert_rows): history and session rows from FTS_VERSION 2 to 3. Only rows
+    holding a glue character (fts_glue) change: those are deleted with the old columns and
+    inserted with cjk_columns'. The notes' rows are re-derived by the fingerprint change."""
+    from zmem import db
+    m = re.search(r"\bschema=(\d+)", db.get_meta(conn, "fingerprint") or "")
+    if m and int(m.group(1)) >= 10:
+        return  # a zmem with this step wrote the index already (its user_version was set back)
+    _convert(conn, _cjk_columns_v2, cjk_columns, mark_slices=False)
 
 
 # (fts table, its text columns, the table holding its rows, the column indexed with `text` or None):
@@ -110,7 +210,7 @@ _TABLES = [("hist_fts", "text, heading", "hist_chunks", "heading"), ("session_ft
 NON_ASCII_GLOB = "*[^\x01-\x7f]*"
 
 
-def _convert(conn) -> None:
+def _convert(conn, old_columns, new_columns, *, mark_slices: bool) -> None:
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for fts, cols, source, other in _TABLES:
         if fts not in tables or source not in tables:
@@ -118,16 +218,16 @@ def _convert(conn) -> None:
         marks = ", ".join("?" * (cols.count(",") + 4))  # rowid, the text columns, cjk_bi, cjk_uni
         where = "text GLOB ?1" + (f" OR {other} GLOB ?1" if other else "")  # CJK columns need a non-ASCII character
         rows = conn.execute(f"SELECT id, text, {other or 'NULL'} FROM {source} WHERE {where}", (NON_ASCII_GLOB,)).fetchall()
-        marked = _marked_slices(conn) if source == "hist_chunks" else {}
+        marked = _marked_slices(conn) if mark_slices and source == "hist_chunks" else {}
         rows += [(i, text, heading) for i, text, heading, _ in marked.values()]
         old, new, texts = [], [], []
         for rowid, text, extra in {r[0]: r for r in rows}.values():
             after_text = marked[rowid][3] if rowid in marked else text
             if other is None:
-                before, after = (text, *_cjk_columns_v1(text)), (after_text, *cjk_columns(after_text))
+                before, after = (text, *old_columns(text)), (after_text, *new_columns(after_text))
             else:
-                before = (text, extra, *_cjk_columns_v1(text + "\n" + extra))
-                after = (after_text, extra, *cjk_columns(after_text + "\n" + extra))
+                before = (text, extra, *old_columns(text + "\n" + extra))
+                after = (after_text, extra, *new_columns(after_text + "\n" + extra))
             if before != after:
                 old.append((rowid, *before))
                 new.append((rowid, *after))

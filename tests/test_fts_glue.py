@@ -1,0 +1,315 @@
+"""Words written against characters newer than unicode61's Unicode 6.1 tables (🥳, skin tones, ~2,400
+other symbols): SQLite keeps `Ana🥳` and `👍🏽zqword` as one token each, so zmem indexes their words
+in cjk_bi (fts_glue, fts.cjk_columns) and finds them in notes, facts, history and sessions; indexes
+written before (FTS_VERSION 2) are converted when opened (schema step 10) and stay sound."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import commit_all, recall_json, run, write
+
+from zmem import db, fts
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gen_fts_glue  # noqa: E402
+
+NOTE = ("# 2025-01-01\n\n## Notes\n\n- great work 👍🏽zqword today\n- party at the office with Ana🥳 tonight\n"
+        "- 我买了iPhone🤝手机\n")
+GLUED_LINES = {"zqword": "- great work 👍🏽zqword today", "Ana": "- party at the office with Ana🥳 tonight"}
+SESSION_TEXT = "thanks👍🏽Quillon, the plan🧠 works 🥰"
+
+
+def _ranges(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in text.split():
+        a, _, b = item.partition("-")
+        out.append((int(a, 16), int(b or a, 16)))
+    return out
+
+
+def _fts_table():
+    conn = db.sqlite.connect(":memory:", isolation_level=None)
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, cjk_bi, cjk_uni, content='', tokenize='{fts.TOKENIZER}')")
+    return conn
+
+
+# --- the glue set --------------------------------------------------------------------------------
+
+
+def test_the_stored_glue_ranges_are_what_the_live_sqlite_glues():
+    """fts_glue.RANGES holds only characters unicode61 keeps in a token, and every such character
+    zmem does not read as part of a word (a newer Python may know more letters: those may stay)."""
+    from zmem.fts_glue import RANGES
+    stored = gen_fts_glue.parse(RANGES)
+    assert gen_fts_glue.problems(stored)[:20] == []
+    joiners = gen_fts_glue.unicode61_token_chars()
+    # the characters of the report: newer emoji and skin tones glue, those of Unicode 6.1 do not
+    for ch in "🥳🤔🤝🧠🥰🪴\U0001F3FB\U0001F3FF":
+        assert ord(ch) in stored, ch
+    for ch in "🎉👍✅🙏😂 .,-":
+        assert ord(ch) not in stored and ord(ch) not in joiners, ch
+
+
+def test_every_glue_range_keeps_its_neighbour_words_findable():
+    """For the first and last character of every stored range: `Ana<ch>Bob` is one token to SQLite,
+    and `ana` and `bob` still match the row cjk_columns writes."""
+    from zmem.fts_glue import RANGES
+    chars = sorted({chr(c) for a, b in _ranges(RANGES) for c in (a, b)})
+    conn = _fts_table()
+    rows = [(i, f"x Ana{ch}Bob y") for i, ch in enumerate(chars, 1)]
+    conn.executemany("INSERT INTO t(rowid, text, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?)",
+                     [(i, t, *fts.cjk_columns(t)) for i, t in rows])
+    for word in ("ana", "bob"):
+        found = {r for (r,) in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts.build_match(word),))}
+        lost = [repr(chars[i - 1]) for i, _ in rows if i not in found]
+        assert not lost, (word, lost[:10])
+    conn.execute("INSERT INTO t(t) VALUES('integrity-check')")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Ana🥳", ["Ana"]),
+    ("great work 👍🏽zqword today", ["zqword"]),
+    ("thanks👍🏽Ana", ["Ana"]),  # 👍 separates, 🏽 glues: `thanks` is a token of its own
+    ("a🥳b🤔c", ["a", "b", "c"]),
+    ("café🤔olá", ["café", "olá"]),
+    ("我🥳Ana", ["Ana"]),  # CJK is cut into grams, the word is found once
+    ("plan\U000F0001x", ["plan", "x"]),  # private use glues too
+])
+def test_cjk_columns_adds_the_glued_words(text, words):
+    bi, uni = fts.cjk_columns(text)
+    for w in words:
+        assert w in bi.split(), (text, bi)
+    assert len(bi.split()) == len(set(bi.split())), bi
+    conn = _fts_table()
+    conn.execute("INSERT INTO t(rowid, text, cjk_bi, cjk_uni) VALUES(1, ?, ?, ?)", (text, bi, uni))
+    for w in fts.query_terms(text):  # every word zmem reads in the text finds it
+        assert conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts.build_match(w),)).fetchall() == [(1,)], w
+
+
+def test_text_without_glue_is_written_as_before():
+    for text in ("plain ascii 🥳-free", "O aniversário da Beatriz é no sábado 🎉👍", "我买了iPhone手机",
+                 "會議定在2025年12月 ✅", "e\u0301 decomposed", "1\ufe0f\u20e3 keycap, ❤\ufe0fAna"):
+        assert fts.cjk_columns(text) == fts._cjk_columns_v2(text), text
+    assert fts.cjk_columns("x" * 5000) == ("", "")
+
+
+# --- recall, end to end ----------------------------------------------------------------------------
+
+
+def _hit(ws, query, *extra) -> dict:
+    hits = recall_json(ws, query, *extra)["results"]
+    assert hits, f"{query!r}: no results"
+    return hits[0]
+
+
+def _get(ws, citation: str) -> str:
+    res = run(["-C", str(ws), "get", citation])
+    assert res.exit_code == 0, res.output + res.stderr
+    return res.stdout
+
+
+def _sessions(ws, text: str) -> Path:
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[sessions]\nenabled = true\ndir = "~/.openclaw/agents/*/sessions"\n')
+    sessions = Path(os.environ["HOME"]) / ".openclaw/agents/main/sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    f = sessions / "s.jsonl"
+    f.write_text(json.dumps({"role": "user", "content": "hello there"}) + "\n"
+                 + json.dumps({"role": "assistant", "content": text}) + "\n")
+    return f
+
+
+_FTS = [("chunks_fts", "text, heading", "SELECT id, text, heading FROM chunks"),
+        ("facts_fts", "text, names", "SELECT id, text, names FROM facts"),
+        ("hist_fts", "text, heading", "SELECT id, text, heading FROM hist_chunks"),
+        ("session_fts", "text", "SELECT id, text FROM session_messages")]
+
+
+def _integrity(ws) -> None:
+    """SQLite's integrity-check, and more than it can see in a contentless table: every full-text
+    index holds exactly the tokens the current code writes for the rows it indexes (a row deleted
+    with fewer values than it was indexed with leaves its other tokens behind, silently)."""
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    try:
+        for t, cols, sql in _FTS:
+            conn.execute(f"INSERT INTO {t}({t}) VALUES('integrity-check')")
+            expected = _fts_table_of(cols, [(row[0], *row[1:], *fts.cjk_columns("\n".join(row[1:])))
+                                            for row in conn.execute(sql)])
+            conn.execute(f"CREATE VIRTUAL TABLE temp.v_{t} USING fts5vocab(main, {t}, instance)")
+            got = sorted(conn.execute(f"SELECT doc, col, term, offset FROM temp.v_{t}"))
+            assert got == expected, (t, sorted(set(got) ^ set(expected))[:10])
+    finally:
+        conn.close()
+
+
+def _fts_table_of(cols: str, rows: list[tuple]) -> list[tuple]:
+    conn = db.sqlite.connect(":memory:", isolation_level=None)
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5({cols}, cjk_bi, cjk_uni, content='', tokenize='{fts.TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+    marks = ", ".join("?" * (cols.count(",") + 4))
+    conn.executemany(f"INSERT INTO t(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})", rows)
+    return sorted(conn.execute("SELECT doc, col, term, offset FROM v"))
+
+
+def test_words_glued_to_newer_emoji_are_recalled_with_the_line_cited(ws):
+    write(ws, "memory/2025-01-01.md", NOTE + "\n## Retain\n\n- W @Ana: Ana🥳 moved to Porto\n")
+    commit_all(ws)
+    for query, key in [("zqword", "zqword"), ("Ana", "Ana"), ("ana tonight", "Ana"), ("Ana🥳", "Ana"),
+                       ("👍🏽zqword", "zqword"), ('"great work 👍🏽zqword"', "zqword")]:
+        hit = _hit(ws, query)
+        assert hit["path"] == "memory/2025-01-01.md", query
+        assert GLUED_LINES[key] in hit["snippet"].splitlines(), (query, hit["snippet"])
+        assert GLUED_LINES[key] in _get(ws, hit["citation"]).splitlines(), (query, hit["citation"])
+    assert "iPhone🤝手机" in _hit(ws, "iPhone")["snippet"]
+    # facts (a Retain bullet): BM25 over facts_fts
+    res = json.loads(run(["-C", str(ws), "recall", "Ana", "--kind", "world", "--json"]).stdout)
+    (fact,) = res["results"]
+    assert fact["type"] == "fact" and "Ana🥳 moved to Porto" in fact["snippet"]
+    # re-indexed and changed: rows delete cleanly
+    write(ws, "memory/2025-01-01.md", "# 2025-01-01\n\n- nothing left\n")
+    commit_all(ws)
+    assert recall_json(ws, "zqword")["results"] == []
+    assert run(["-C", str(ws), "index", "--full"]).exit_code == 0
+    _integrity(ws)
+
+
+def test_history_and_sessions_find_glued_words(ws):
+    write(ws, "memory/2025-01-01.md", NOTE)
+    commit_all(ws)
+    write(ws, "memory/2025-01-01.md", "# 2025-01-01\n\n- nothing left\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "index", "--history"]).exit_code == 0
+    assert recall_json(ws, "zqword")["results"] == []
+    for query, key in [("zqword", "zqword"), ("Ana", "Ana")]:
+        past = _hit(ws, query, "--as-of", "HEAD~1")
+        assert past["path"] == "memory/2025-01-01.md" and GLUED_LINES[key] in past["snippet"], query
+    _sessions(ws, SESSION_TEXT)
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    for query in ("Quillon", "plan", "thanks"):
+        hit = _hit(ws, query, "--source", "sessions")
+        assert hit["source"] == "sessions" and SESSION_TEXT in hit["snippet"] and hit["start_line"] == 2, query
+    _integrity(ws)
+
+
+# --- indexes written before FTS_VERSION 3 ------------------------------------------------------------
+
+
+def _v2_index(ws) -> None:
+    """Turn the index back into what zmem wrote at schema 9 (FTS_VERSION 2): every full-text row
+    deleted with the current columns and written again with the old ones, the fingerprint naming
+    schema 8 (NOTES_SCHEMA then), user_version 9."""
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    with db.write_transaction(conn):
+        for fts_table, cols, sql in _FTS:
+            for row in conn.execute(sql).fetchall():
+                joined = "\n".join(row[1:])
+                marks = ", ".join("?" * (len(row) + 2))
+                conn.execute(f"INSERT INTO {fts_table}({fts_table}, rowid, {cols}, cjk_bi, cjk_uni) "
+                             f"VALUES('delete', {marks})", (*row, *fts.cjk_columns(joined)))
+                conn.execute(f"INSERT INTO {fts_table}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})",
+                             (*row, *fts._cjk_columns_v2(joined)))
+        fp = db.get_meta(conn, "fingerprint")
+        assert f"schema={db.NOTES_SCHEMA};" in fp
+        db.set_meta(conn, "fingerprint", fp.replace(f"schema={db.NOTES_SCHEMA};", "schema=8;"))
+        conn.execute("PRAGMA user_version = 9")
+    conn.close()
+
+
+def _glued_index(ws) -> Path:
+    """History (the note with glued words, then gone) and a session with glued words, indexed."""
+    write(ws, "memory/2025-01-01.md", NOTE)
+    commit_all(ws)
+    write(ws, "memory/2025-01-02.md", "# 2025-01-02\n\n- lunch with Ana🥰 and zqother🤝\n")
+    write(ws, "memory/2025-01-01.md", "# 2025-01-01\n\n- nothing left\n")
+    commit_all(ws)
+    f = _sessions(ws, SESSION_TEXT)
+    assert run(["-C", str(ws), "index", "--history", "--sessions"]).exit_code == 0
+    return f
+
+
+def _old_rows(ws, table: str) -> int:
+    """Rows of `table` that only the old form lacks a word of: cjk_bi empty in form 2."""
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    try:
+        return conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH 'cjk_bi : quillon OR cjk_bi : zqword'"
+                            ).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_an_index_from_before_glued_words_is_converted_and_stays_sound(ws):
+    f = _glued_index(ws)
+    _v2_index(ws)
+    assert _old_rows(ws, "hist_fts") == 0 and _old_rows(ws, "session_fts") == 0
+    # opened by this zmem: step 10 converts history and sessions, the catch-up re-derives the notes
+    assert "zqother" in _hit(ws, "zqother")["snippet"]
+    assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~1")["snippet"]
+    assert GLUED_LINES["Ana"] in _hit(ws, "tonight Ana", "--as-of", "HEAD~1")["snippet"]
+    assert _hit(ws, "Quillon", "--source", "sessions")["start_line"] == 2
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    assert db.schema_version(conn) == db.SCHEMA_VERSION
+    assert f"schema={db.NOTES_SCHEMA};" in db.get_meta(conn, "fingerprint")
+    conn.close()
+    _integrity(ws)
+    # converted rows delete by value cleanly: a rewritten session file drops its rows, a changed note its own
+    f.write_text(json.dumps({"role": "user", "content": "brand new🧠talk"}) + "\n")
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    assert recall_json(ws, "Quillon", "--source", "sessions")["results"] == []
+    assert _hit(ws, "talk", "--source", "sessions")["snippet"] == "brand new🧠talk"
+    write(ws, "memory/2025-01-02.md", "# 2025-01-02\n\n- dinner🥰alone\n")
+    commit_all(ws)
+    assert recall_json(ws, "zqother")["results"] == [] and _hit(ws, "dinner")["path"] == "memory/2025-01-02.md"
+    _integrity(ws)
+    # a rebuild carries history over, in the new form
+    assert run(["-C", str(ws), "index", "--full"]).exit_code == 0
+    assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~2")["snippet"]
+    _integrity(ws)
+
+
+def test_an_index_from_before_both_conversions_runs_each_step_once(ws):
+    """Schema 7 (FTS_VERSION 1: CJK grams only): step 8 takes history rows to form 2, step 10 to 3."""
+    _glued_index(ws)
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    with db.write_transaction(conn):
+        for cid, text, heading in conn.execute("SELECT id, text, heading FROM hist_chunks").fetchall():
+            conn.execute("INSERT INTO hist_fts(hist_fts, rowid, text, heading, cjk_bi, cjk_uni) "
+                         "VALUES('delete', ?, ?, ?, ?, ?)", (cid, text, heading, *fts.cjk_columns(text + "\n" + heading)))
+            conn.execute("INSERT INTO hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                         (cid, text, heading, *fts._cjk_columns_v1(text + "\n" + heading)))
+        for i, text in conn.execute("SELECT id, text FROM session_messages").fetchall():
+            conn.execute("INSERT INTO session_fts(session_fts, rowid, text, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?)",
+                         (i, text, *fts.cjk_columns(text)))
+            conn.execute("INSERT INTO session_fts(rowid, text, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?)",
+                         (i, text, *fts._cjk_columns_v1(text)))
+        fp = db.get_meta(conn, "fingerprint")
+        fp = re.sub(r"schema=\d+;", "schema=7;", fp.replace("chunker=2", "chunker=1"))
+        db.set_meta(conn, "fingerprint", fp)
+        conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    past = _hit(ws, "iPhone", "--as-of", "HEAD~1")["snippet"]  # step 8's words against CJK
+    assert "iPhone🤝手机" in past
+    assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~1")["snippet"]  # step 10's
+    assert _hit(ws, "Quillon", "--source", "sessions")["start_line"] == 2
+    _integrity(ws)
+    assert run(["-C", str(ws), "index", "--full"]).exit_code == 0
+    _integrity(ws)
+
+
+def test_a_set_back_index_written_by_this_zmem_stays_exact(ws):
+    """An index a zmem with step 10 wrote (fingerprint schema >= 10) whose user_version says 9
+    (tests, or a copy): its rows are current, step 10 leaves them, and they stay exact."""
+    f = _glued_index(ws)
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    with db.write_transaction(conn):
+        conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    assert _hit(ws, "zqword", "--as-of", "HEAD~1")
+    f.write_text(json.dumps({"role": "user", "content": "short"}) + "\n")
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    _integrity(ws)
