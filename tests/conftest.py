@@ -82,6 +82,35 @@ def run(args, input=None, cwd=None):
         os.chdir(old)
 
 
+def run_json(args) -> tuple[dict, str]:
+    """A command that must succeed with --json: (its parsed stdout, its stderr)."""
+    res = run(args)
+    assert res.exit_code == 0, res.output + res.stderr
+    return json.loads(res.stdout), res.stderr
+
+
+def reflect_json(root, *extra) -> tuple[dict, str]:
+    return run_json(["-C", str(root), "reflect", *extra, "--json"])
+
+
+def get_text(root, citation) -> str:
+    """`zmem get CITATION`'s output (the command must succeed)."""
+    res = run(["-C", str(root), "get", citation])
+    assert res.exit_code == 0, res.stderr
+    return res.stdout
+
+
+def sessions_config(extra: str = "") -> Path:
+    """Session transcripts enabled in the user config (dir ~/.openclaw/agents/*/sessions, plus
+    extra TOML lines); returns the main agent's sessions directory."""
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sessions = Path(os.environ["HOME"]) / ".openclaw/agents/main/sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[sessions]\nenabled = true\ndir = "~/.openclaw/agents/*/sessions"\n{extra}')
+    return sessions
+
+
 def recall_json(root, query, *extra) -> dict:
     res = run(["-C", str(root), "recall", query, "--json", *extra])
     assert res.exit_code == 0, res.output + res.stderr

@@ -12,16 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import recall_json, run, zmem_exe
-
-
-def _sessions_config(extra: str = "") -> Path:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sessions = Path(os.environ["HOME"]) / ".openclaw/agents/main/sessions"
-    sessions.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[sessions]\nenabled = true\ndir = "~/.openclaw/agents/*/sessions"\n{extra}')
-    return sessions
+from conftest import recall_json, run, sessions_config, zmem_exe
 
 
 def _msg(role, text, **extra):
@@ -30,7 +21,7 @@ def _msg(role, text, **extra):
 
 
 def test_a_deeply_nested_transcript_line_is_skipped_with_a_warning_and_the_rest_is_indexed(ws):
-    sessions = _sessions_config()
+    sessions = sessions_config()
     (sessions / "x.jsonl").write_text(_msg("user", "the okapi sleeps in the barn") + "[" * 100000 + "\n"
                                       + _msg("assistant", "noted about the okapi") + '{"a": ' * 50000 + "\n")
     # a first line longer than what the pending check reads ahead still makes the file due
@@ -56,7 +47,7 @@ def test_a_deeply_nested_transcript_line_is_skipped_with_a_warning_and_the_rest_
 
 
 def test_a_transcript_timestamp_no_clock_can_show_is_dropped_not_a_crash(ws):
-    sessions = _sessions_config()
+    sessions = sessions_config()
     (sessions / "t.jsonl").write_text(_msg("user", "the tapir is huge", timestamp=1e300)
                                       + '{"role": "user", "content": "the tapir naps", "timestamp": NaN}\n')
     res = run(["-C", str(ws), "index", "--sessions"])

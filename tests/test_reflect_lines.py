@@ -8,28 +8,12 @@ import json
 import re
 from pathlib import Path
 
-from conftest import commit_all, git, run, write
-
-
-def _json(args):
-    res = run(args)
-    assert res.exit_code == 0, res.output + res.stderr
-    return json.loads(res.stdout), res.stderr
-
-
-def _reflect(root, *extra):
-    return _json(["-C", str(root), "reflect", *extra, "--json"])
-
-
-def _get(root, citation) -> str:
-    res = run(["-C", str(root), "get", citation])
-    assert res.exit_code == 0, res.stderr
-    return res.stdout
+from conftest import commit_all, get_text, git, reflect_json, run, run_json, write
 
 
 def _unchanged(root):
     """A second run and a from-scratch preview change nothing."""
-    again, _ = _reflect(root)
+    again, _ = reflect_json(root)
     assert again["files"] == [] and again["commit"] is None
     dry = run(["-C", str(root), "reflect", "--since", "all", "--dry-run"])
     assert dry.exit_code == 0 and dry.stdout == "nothing to change\n", dry.stdout
@@ -48,7 +32,7 @@ def _citations_resolve(root: Path) -> int:
     """Every citation the last reflect commit wrote (in the files it changed and in its message)
     names a fact as the index now reads it, and `zmem get` of it prints that fact's line; where the
     citing line quotes the fact, the quote is that fact's text. Returns how many were checked."""
-    facts = {f["source"]: f for f in _json(["-C", str(root), "facts", "--json"])[0]["facts"]}
+    facts = {f["source"]: f for f in run_json(["-C", str(root), "facts", "--json"])[0]["facts"]}
     assert git(root, "log", "-1", "--format=%B").startswith("zmem reflect:")
     texts = {rel: (root / rel).read_bytes().decode("utf-8", "replace")
              for rel in git(root, "show", "--name-only", "--format=", "HEAD").splitlines()}
@@ -59,11 +43,11 @@ def _citations_resolve(root: Path) -> int:
             for m in CITATION.finditer(line):
                 citation = m.group(0)
                 if m.group(2):  # retracted evidence, cited where it last was in a commit
-                    assert _get(root, citation).strip(), (where, line)
+                    assert get_text(root, citation).strip(), (where, line)
                     continue
                 assert citation in facts, f"{where}: {line!r} cites {citation}, which holds no fact"
                 fact = facts[citation]
-                got = " ".join(_get(root, citation).split())
+                got = " ".join(get_text(root, citation).split())
                 bare = re.sub(r"@\[?([^\]\s]*)\]?", r"\1", got)  # relations drop the @: `Peter knows Ana`
                 assert fact["text"] in got or fact["text"] in bare, (where, line, fact)
                 quote = re.search(r"(?: · \w+(?: \(c=[\d.]+\))?|^- \d{4}-\d\d-\d\d(?: → [\d-]+)?): (.*) — ", line) \
@@ -85,13 +69,13 @@ def test_a_lone_cr_in_a_page_stays_and_its_citations_hold(ws):
     page = b"# Peter\n\nold\rnote\n\n## Retain\n- W @Peter: likes tea\n"  # L6: a lone CR breaks no line
     _put(ws, "bank/entities/Peter.md", page)
     commit_all(ws, "page")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert res["commit"] and res["files"] == ["bank/entities/Peter.md"]
     data = (ws / "bank/entities/Peter.md").read_bytes()
     assert data.startswith(page)  # the person's bytes, the CR too; the block follows them
     assert b"- undated \xc2\xb7 world: likes tea \xe2\x80\x94 bank/entities/Peter.md#L6\n" in data
-    assert "- W @Peter: likes tea" in _get(ws, "bank/entities/Peter.md#L6")
-    (fact,) = _json(["-C", str(ws), "facts", "--json"])[0]["facts"]
+    assert "- W @Peter: likes tea" in get_text(ws, "bank/entities/Peter.md#L6")
+    (fact,) = run_json(["-C", str(ws), "facts", "--json"])[0]["facts"]
     assert fact["source"] == "bank/entities/Peter.md#L6"
     assert _citations_resolve(ws) == 2  # the page's line and the Zmem-Evidence trailer
     _unchanged(ws)
@@ -105,14 +89,14 @@ def test_crlf_pages_and_opinions_keep_their_line_endings_and_their_blame(ws):
     _put(ws, "bank/entities/Peter.md", page.encode())
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n- O(c=0.6) @Peter: Prefers concise replies.\n")
     person = commit_all(ws, "day 1", date="2025-11-24T10:00:00+00:00")
-    _reflect(ws)
+    reflect_json(ws)
     crlf = (ws / "bank/opinions.md").read_text().replace("\n", "\r\n").encode()  # a person's editor saves CRLF
     _put(ws, "bank/opinions.md", crlf)
     editor = commit_all(ws, "CRLF", date="2025-11-25T10:00:00+00:00")
     write(ws, "memory/2025-11-26.md", "# 2025-11-26\n\n## Retain\n- O(c=0.9) @Peter: prefers concise replies!\n"
           "- O(c=0.7) @Peter: Likes green tea.\n")
     commit_all(ws, "day 2", date="2025-11-26T10:00:00+00:00")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert res["files"] == ["bank/entities/Peter.md", "bank/opinions.md"]
 
     for rel in res["files"]:
@@ -128,7 +112,7 @@ def test_crlf_pages_and_opinions_keep_their_line_endings_and_their_blame(ws):
         assert _blamed_to(ws, "bank/opinions.md", n) == editor
     for n in (1, 2, 3, 4, 5, 6):
         assert _blamed_to(ws, "bank/entities/Peter.md", n) == person
-    blame = _json(["-C", str(ws), "blame", "bank/entities/Peter.md#L6", "--json"])[0]
+    blame = run_json(["-C", str(ws), "blame", "bank/entities/Peter.md#L6", "--json"])[0]
     assert person[:10] in json.dumps(blame)
     assert _citations_resolve(ws) >= 6
     _unchanged(ws)
@@ -139,7 +123,7 @@ def test_crlf_memory_md_keeps_its_line_endings_when_proposals_are_applied(ws):
     for day in ("2025-11-24", "2025-11-25", "2025-11-26"):
         write(ws, f"memory/{day}.md", f"# {day}\n\n## Retain\n- W @Peter: Works from the Lisbon office.\n")
     commit_all(ws, "days", date="2025-11-26T10:00:00+00:00")
-    res, _ = _reflect(ws, "--apply-proposals")
+    res, _ = reflect_json(ws, "--apply-proposals")
     assert res["proposals_applied"] and "MEMORY.md" in res["files"]
     data = (ws / "MEMORY.md").read_bytes()
     assert data.startswith(b"\xef\xbb\xbf# MEMORY\r\n\r\nA person's line.\r\n\r\n## Durable")
@@ -154,7 +138,7 @@ def test_a_page_with_invalid_utf8_is_left_alone_with_a_warning(ws):
     _put(ws, "bank/entities/Peter.md", page)
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n- W @Ana: Sings fado with @Peter.\n")
     commit_all(ws, "init", date="2025-11-24T10:00:00+00:00")
-    res, err = _reflect(ws)
+    res, err = reflect_json(ws)
     assert "bank/entities/Peter.md:3: invalid UTF-8; reflect leaves this file alone" in err
     assert "save it as UTF-8, then run `zmem reflect --since all`" in err and "Traceback" not in err
     assert (ws / "bank/entities/Peter.md").read_bytes() == page
@@ -165,7 +149,7 @@ def test_a_page_with_invalid_utf8_is_left_alone_with_a_warning(ws):
     _put(ws, "bank/opinions.md", b"# Opinions \xff\n\n## Likes fado.\n- entities: @Ana\n- confidence: 0.70\n")
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n\n## Retain\n- O(c=0.9) @Ana: Likes fado.\n")
     commit_all(ws, "more", date="2025-11-25T10:00:00+00:00")
-    res, err = _reflect(ws)
+    res, err = reflect_json(ws)
     assert "bank/opinions.md:1: invalid UTF-8; reflect leaves this file alone" in err
     assert (ws / "bank/opinions.md").read_bytes().startswith(b"# Opinions \xff\n") and res["opinions"] == []
     assert "- c=0.70: Likes fado. — bank/opinions.md" in (ws / "bank/entities/Ana.md").read_text()
@@ -174,7 +158,7 @@ def test_a_page_with_invalid_utf8_is_left_alone_with_a_warning(ws):
     _put(ws, "bank/entities/Peter.md", page.replace(b"\xe9", "é".encode()))
     _put(ws, "bank/opinions.md", b"# Opinions\n\n## Likes fado.\n- entities: @Ana\n- confidence: 0.70\n")
     commit_all(ws, "fixed", date="2025-11-26T10:00:00+00:00")
-    res, err = _reflect(ws, "--since", "all")
+    res, err = reflect_json(ws, "--since", "all")
     assert "invalid UTF-8" not in err and "bank/entities/Peter.md" in res["files"] and res["opinions"]
     assert _citations_resolve(ws) >= 4
 
@@ -186,7 +170,7 @@ def test_opinions_md_facts_are_cited_where_they_stand(ws):
     """The audit's case: bank/opinions.md holds only a Retain section; reflect adds an opinion to it."""
     write(ws, "bank/opinions.md", "## Retain\n- O(c=0.8) @Peter: likes green tea\n")
     commit_all(ws, "init")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert res["files"] == ["bank/entities/Peter.md", "bank/opinions.md"]
     text = (ws / "bank/opinions.md").read_text()
     assert text.startswith("## Retain\n- O(c=0.8) @Peter: likes green tea\n\n## likes green tea\n")
@@ -209,9 +193,9 @@ def test_every_citation_reflect_writes_reads_back_its_fact(ws):
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n- O(c=0.8) @Peter: likes green tea\n"
           "- W @Peter @Ana: Met at the fado bar (2025-11-24).\n")
     commit_all(ws, "init", date="2025-11-24T10:00:00+00:00")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert set(res["files"]) == {"bank/entities/Ana.md", "bank/entities/Peter.md", "bank/opinions.md"}
-    facts = {f["text"]: f["source"] for f in _json(["-C", str(ws), "facts", "--json"])[0]["facts"]}
+    facts = {f["text"]: f["source"] for f in run_json(["-C", str(ws), "facts", "--json"])[0]["facts"]}
     # both files' facts moved down when reflect wrote them
     assert facts["Lives in Lisbon."] != "bank/entities/Peter.md#L9"
     assert facts["Likes green tea a lot."] != "bank/opinions.md#L14"
@@ -230,18 +214,18 @@ def test_every_citation_reflect_writes_reads_back_its_fact(ws):
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n\n## Retain\n- O(c=0.9) @Peter: likes green tea!\n"
           "- W @Peter: Visited Porto.\n- W @Ana: Sings on Fridays.\n")
     commit_all(ws, "day 2", date="2025-11-25T10:00:00+00:00")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert set(res["files"]) == {"bank/entities/Ana.md", "bank/entities/Peter.md", "bank/opinions.md"}
     # "Sings well." gained nothing, but its evidence sits below an opinion that did: only that line is re-cited
     before = facts["Sings well."]
-    facts = {f["text"]: f["source"] for f in _json(["-C", str(ws), "facts", "--json"])[0]["facts"]}
+    facts = {f["text"]: f["source"] for f in run_json(["-C", str(ws), "facts", "--json"])[0]["facts"]}
     assert facts["Sings well."] != before
     (o,) = [o for o in res["opinions"] if o["statement"] == "Sings well."]
     assert o["evidence"] == [f"re-cited {before} -> {facts['Sings well.']}"] and o["before"] == o["after"]
     assert "1 opinion re-cited" in git(ws, "log", "-1", "--format=%B")
     assert _citations_resolve(ws) >= 14
     _unchanged(ws)
-    again, _ = _reflect(ws, "--since", "all")
+    again, _ = reflect_json(ws, "--since", "all")
     assert again["files"] == []
 
 
@@ -266,12 +250,12 @@ def test_readers_of_opinions_md_take_any_bytes_and_count_lines_as_get_does(ws):
                                  b"- confidence: 0.70\n- entities: @Peter\n")
     write(ws, "memory/2025-11-24.md", "## Retain\n- W @Peter: drinks tea\n")
     commit_all(ws, "opinions")
-    data, _ = _json(["-C", str(ws), "opinions", "--json"])
+    data, _ = run_json(["-C", str(ws), "opinions", "--json"])
     (op,) = data["opinions"]
     assert op["statement"] == "Peter likes caf\ufffd tea" and op["confidence"] == 0.7
     assert op["source"] == "bank/opinions.md#L4"
-    assert _get(ws, op["source"]).startswith("## Peter likes caf")
-    entity, _ = _json(["-C", str(ws), "entity", "Peter", "--json"])
+    assert get_text(ws, op["source"]).startswith("## Peter likes caf")
+    entity, _ = run_json(["-C", str(ws), "entity", "Peter", "--json"])
     assert [o["source"] for o in entity["opinions"]] == ["bank/opinions.md#L4"]
     doctor = run(["-C", str(ws), "doctor"])
     assert "Traceback" not in doctor.output + doctor.stderr and "1 opinions, all readable" in doctor.stdout
@@ -283,14 +267,14 @@ def test_a_retain_section_in_opinions_md_is_no_opinion(ws):
     write(ws, "bank/opinions.md", "# Opinions\n\n## Peter likes tea\n- entities: @Peter\n- confidence: 0.70\n"
                                   "- evidence: (none yet)\n\n## Retain\n- O(c=0.8) @Peter: likes green tea\n")
     commit_all(ws, "init")
-    listed, _ = _json(["-C", str(ws), "opinions", "--json"])
+    listed, _ = run_json(["-C", str(ws), "opinions", "--json"])
     assert [o["statement"] for o in listed["opinions"]] == ["Peter likes tea"]
-    _reflect(ws)
+    reflect_json(ws)
     text = (ws / "bank/opinions.md").read_text()
     assert "## Retain\n- O(c=0.8) @Peter: likes green tea\n" in text
-    listed, _ = _json(["-C", str(ws), "opinions", "--json"])
+    listed, _ = run_json(["-C", str(ws), "opinions", "--json"])
     assert sorted(o["statement"] for o in listed["opinions"]) == ["Peter likes tea", "likes green tea"]
     assert _citations_resolve(ws) >= 2
-    facts, _ = _json(["-C", str(ws), "facts", "--json"])
+    facts, _ = run_json(["-C", str(ws), "facts", "--json"])
     assert [f["text"] for f in facts["facts"] if f["kind"] == "opinion"] == ["likes green tea"]
     _unchanged(ws)

@@ -3,38 +3,21 @@ entity pages and bank/opinions.md must cite only lines that hold the fact in a c
 evidence must stop counting."""
 from __future__ import annotations
 
-import json
 import re
 
-from conftest import commit_all, git, run, write
+from conftest import commit_all, get_text, git, reflect_json, run, run_json, write
 
 from zmem import opinions as op_mod
 
 
-def _json(args):
-    res = run(args)
-    assert res.exit_code == 0, res.output + res.stderr
-    return json.loads(res.stdout), res.stderr
-
-
-def _reflect(root, *extra):
-    return _json(["-C", str(root), "reflect", *extra, "--json"])
-
-
-def _get(root, citation) -> str:
-    res = run(["-C", str(root), "get", citation])
-    assert res.exit_code == 0, res.stderr
-    return res.stdout
-
-
 def _opinion(root) -> dict:
-    (op,) = _json(["-C", str(root), "opinions", "--json"])[0]["opinions"]
+    (op,) = run_json(["-C", str(root), "opinions", "--json"])[0]["opinions"]
     return op
 
 
 def _unchanged(root):
     """A second run and a from-scratch preview change nothing."""
-    again, _ = _reflect(root)
+    again, _ = reflect_json(root)
     assert again["files"] == [] and again["commit"] is None
     dry = run(["-C", str(root), "reflect", "--since", "all", "--dry-run"])
     assert dry.exit_code == 0 and dry.stdout == "nothing to change\n", dry.stdout
@@ -55,7 +38,7 @@ DAY = ("# 2025-11-24\n\n## Retain\n"
 def test_a_shift_and_a_retraction_redo_pages_and_re_cite_opinions(ws):
     write(ws, "memory/2025-11-24.md", DAY)
     commit_all(ws, "day", date="2025-11-24T10:00:00+00:00")
-    _reflect(ws)
+    reflect_json(ws)
     peter = (ws / "bank/entities/Peter.md").read_text()
     assert "Lives in Lisbon and works on warelay. — memory/2025-11-24.md#L4" in peter
     assert "Sings fado." in (ws / "bank/entities/Ana.md").read_text()
@@ -65,14 +48,14 @@ def test_a_shift_and_a_retraction_redo_pages_and_re_cite_opinions(ws):
           "shift", "2025-11-25T10:00:00+00:00")
     _edit(ws, "memory/2025-11-24.md", lambda t: t.replace("- W @Peter: Lives in Lisbon and works on warelay.\n", "")
           .replace("- W @Ana: Sings fado.\n", ""), "retract", "2025-11-26T10:00:00+00:00")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert res["new_facts"] == 0 and res["commit"]
     assert res["files"] == ["bank/entities/Ana.md", "bank/entities/Peter.md", "bank/opinions.md"]
 
     peter = (ws / "bank/entities/Peter.md").read_text()
     assert "Lisbon" not in peter
     assert "Prefers concise replies on WhatsApp. — memory/2025-11-24.md#L6" in peter
-    assert "O(c=0.9) @Peter: Prefers concise replies on WhatsApp." in _get(ws, "memory/2025-11-24.md#L6")
+    assert "O(c=0.9) @Peter: Prefers concise replies on WhatsApp." in get_text(ws, "memory/2025-11-24.md#L6")
     # an entity whose only fact was retracted looks like any page with no facts
     ana = (ws / "bank/entities/Ana.md").read_text()
     assert "### Facts\n- (none)\n" in ana and "fado" not in ana
@@ -81,7 +64,7 @@ def test_a_shift_and_a_retraction_redo_pages_and_re_cite_opinions(ws):
     assert op["confidence"] == 0.9
     assert [(e["source"], e["retracted"]) for e in op["evidence"]] == [("memory/2025-11-24.md#L6", False)]
 
-    hits = _json(["-C", str(ws), "recall", "Lisbon warelay", "--json"])[0]["results"]
+    hits = run_json(["-C", str(ws), "recall", "Lisbon warelay", "--json"])[0]["results"]
     assert not any("Lives in Lisbon" in (h.get("snippet") or h.get("text") or "") for h in hits)
     _unchanged(ws)
 
@@ -92,14 +75,14 @@ def test_retracted_evidence_stops_counting_and_counts_again_when_restored(ws):
                       ("2025-11-26", "- O(c=0.9) @Peter: No longer prefers concise replies on WhatsApp.\n")):
         write(ws, f"memory/{day}.md", f"# {day}\n\n## Retain\n{body}")
         commit_all(ws, f"log {day}", date=f"{day}T10:00:00+00:00")
-        _reflect(ws)
+        reflect_json(ws)
     assert _opinion(ws)["confidence"] == 0.49  # 0.60 -> 0.67 -> 0.49 (README's worked example)
     support_commit = git(ws, "log", "--format=%H", "-1", "--", "memory/2025-11-25.md")
 
     support = "- O(c=0.9) @Peter: prefers concise replies on WhatsApp!\n"
     _edit(ws, "memory/2025-11-25.md", lambda t: t.replace(support, ""), "retract the support",
           "2025-11-27T10:00:00+00:00")
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     (o,) = res["opinions"]
     without = op_mod.update(0.6, 0.9, contradicts=True)  # as if the support had never been applied
     assert (o["before"], o["after"]) == (0.49, without) and without == 0.44
@@ -109,14 +92,14 @@ def test_retracted_evidence_stops_counting_and_counts_again_when_restored(ws):
     assert retracted["retracted"] and retracted["relation"] == "supports"
     # kept for the record, cited where it last was in a commit: that citation still reads the fact
     assert retracted["source"] == f"memory/2025-11-25.md@{support_commit[:10]}#L4"
-    assert "prefers concise replies on WhatsApp!" in _get(ws, retracted["source"])
+    assert "prefers concise replies on WhatsApp!" in get_text(ws, retracted["source"])
     assert [e["retracted"] for e in op["evidence"]] == [False, True, False]
     assert "retracted memory/2025-11-25.md@" in git(ws, "log", "-1", "--format=%B")
     _unchanged(ws)
 
     # the same line back: the evidence counts again, cited where it is now
     git(ws, "revert", "--no-edit", "HEAD~1")  # HEAD is the reflect commit; HEAD~1 the retraction
-    res, _ = _reflect(ws)
+    res, _ = reflect_json(ws)
     assert res["opinions"][0]["after"] == 0.49
     op = _opinion(ws)
     assert [(e["source"], e["retracted"]) for e in op["evidence"]][1] == ("memory/2025-11-25.md#L4", False)
@@ -126,7 +109,7 @@ def test_retracted_evidence_stops_counting_and_counts_again_when_restored(ws):
     for day in ("2025-11-24", "2025-11-25", "2025-11-26"):
         write(ws, f"memory/{day}.md", f"# {day}\n")
     commit_all(ws, "retract all", date="2025-11-28T10:00:00+00:00")
-    _reflect(ws)
+    reflect_json(ws)
     op = _opinion(ws)
     assert op["confidence"] == 0.0 and all(e["retracted"] for e in op["evidence"])
     page = (ws / "bank/entities/Peter.md").read_text()
@@ -138,14 +121,14 @@ def test_a_confidence_set_by_hand_is_kept_with_a_warning(ws):
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n- O(c=0.6) @Peter: Prefers tea.\n")
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n\n## Retain\n- O(c=0.9) @Peter: Prefers tea!\n")
     held = commit_all(ws, "logs", date="2025-11-25T10:00:00+00:00")
-    _reflect(ws)
+    reflect_json(ws)
     text = (ws / "bank/opinions.md").read_text()
     assert "- confidence: 0.67\n" in text
     write(ws, "bank/opinions.md", text.replace("- confidence: 0.67\n", "- confidence: 0.95\n"))
     commit_all(ws, "I am sure", date="2025-11-26T10:00:00+00:00")
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n")
     commit_all(ws, "retract", date="2025-11-27T10:00:00+00:00")
-    res, err = _reflect(ws)
+    res, err = reflect_json(ws)
     assert "confidence 0.95 was set by hand, so reflect kept it" in err and "gives 0.60" in err
     # the person's number stays; only the evidence line changed: marked retracted, cited where it was
     expected = text.replace("- confidence: 0.67\n", "- confidence: 0.95\n").replace(
@@ -158,7 +141,7 @@ def test_a_confidence_set_by_hand_is_kept_with_a_warning(ws):
 def test_uncommitted_facts_are_never_cited(ws):
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n- W @Peter: Lives in Lisbon.\n")  # L4
     commit_all(ws, "day 1", date="2025-11-24T10:00:00+00:00")
-    _reflect(ws)
+    reflect_json(ws)
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n\n## Retain\n- W @Peter: Visited Porto.\n")   # L4
     commit_all(ws, "day 2", date="2025-11-25T10:00:00+00:00")
     # not committed: a line inserted above Peter's committed fact (it moves in the working tree only),
@@ -172,7 +155,7 @@ def test_uncommitted_facts_are_never_cited(ws):
     warning = ("3 uncommitted fact changes in 2 files (memory/2025-11-24.md, memory/2025-11-25.md) left for a "
                "later run: reflect cites committed lines only; commit, then run reflect again")
     assert dry.exit_code == 0 and warning in dry.stderr and "A1" not in dry.stdout
-    res, err = _reflect(ws)
+    res, err = reflect_json(ws)
     assert warning in err and res["new_facts"] == 1 and res["files"] == ["bank/entities/Peter.md"]
     assert not (ws / "bank/entities/A1.md").exists()
     page = (ws / "bank/entities/Peter.md").read_text()
@@ -185,13 +168,13 @@ def test_uncommitted_facts_are_never_cited(ws):
 
     # once committed they are used, at the lines they have then
     commit_all(ws, "commit the rest", date="2025-11-26T10:00:00+00:00")
-    res, err = _reflect(ws)
+    res, err = reflect_json(ws)
     assert "uncommitted" not in err and res["new_facts"] == 2
     assert "staged fact. — memory/2025-11-25.md#L5" in (ws / "bank/entities/A1.md").read_text()
     page = (ws / "bank/entities/Peter.md").read_text()
     assert "Lives in Lisbon. — memory/2025-11-24.md#L6" in page
     assert "Not committed yet. — memory/2025-11-25.md#L6" in page
-    assert "Not committed yet." in _get(ws, "memory/2025-11-25.md#L6")
+    assert "Not committed yet." in get_text(ws, "memory/2025-11-25.md#L6")
     _unchanged(ws)
 
 

@@ -9,16 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, write
-
-
-def _config(extra: str = "") -> Path:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sessions = Path(os.environ["HOME"]) / ".openclaw/agents/main/sessions"
-    sessions.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[sessions]\nenabled = true\ndir = "~/.openclaw/agents/*/sessions"\n{extra}')
-    return sessions
+from conftest import run, sessions_config, write
 
 
 def _msg(role, text, ts=1764237600000):
@@ -43,7 +34,7 @@ def _wait_indexed(ws, query, want, timeout=30.0):
 
 
 def test_transcripts_are_indexed_redacted_and_cited(ws):
-    sessions = _config()
+    sessions = sessions_config()
     log = sessions / "abc.jsonl"
     log.write_text(
         json.dumps({"type": "session", "id": "abc"}) + "\n"
@@ -73,7 +64,7 @@ def test_transcripts_are_indexed_redacted_and_cited(ws):
 
 
 def test_incremental_by_offset_and_thresholds(ws):
-    sessions = _config("delta_messages = 5\ndelta_bytes = 100000\n")
+    sessions = sessions_config("delta_messages = 5\ndelta_bytes = 100000\n")
     log = sessions / "s.jsonl"
     log.write_text("".join(_msg("user", f"message {i} about kestrels") for i in range(3)))
     res = run(["-C", str(ws), "index", "--sessions", "--json"])
@@ -110,7 +101,7 @@ def test_sessions_from_an_untrusted_zmem_toml_are_ignored(ws):
 
 
 def test_kind_entity_and_as_of_search_memory_by_default_with_sessions_enabled(ws):
-    _config()
+    sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
     from conftest import commit_all
     commit_all(ws, "facts")
@@ -132,7 +123,7 @@ def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
     import pytest
     pytest.importorskip("mcp")
     from test_mcp import call, session
-    _config()
+    sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
     from conftest import commit_all
     commit_all(ws, "facts")
