@@ -313,3 +313,60 @@ def test_a_set_back_index_written_by_this_zmem_stays_exact(ws):
     f.write_text(json.dumps({"role": "user", "content": "short"}) + "\n")
     assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
     _integrity(ws)
+
+
+def test_rows_an_older_process_writes_after_the_conversion_are_converted_before_any_is_deleted(ws, monkeypatch):
+    """A zmem process of the previous release that opened the index before step 10 converted it goes
+    on writing history and session rows in form 2 (fts_form NULL, schema step 11): they are converted
+    before a rewritten transcript's rows are deleted by value (else the index is corrupt), and before
+    history is extended (else their glued words are never found)."""
+    from zmem import history, sessions
+    f = _glued_index(ws)
+    with monkeypatch.context() as old:  # the older process's write paths: form 2, no fts_form, no conversion
+        for module in (sessions, history):
+            old.setattr(module, "cjk_columns", fts._cjk_columns_v2)
+            old.setattr(module, "FTS_VERSION", None)
+            old.setattr(module, "convert_old_form_rows", lambda conn: None)
+        with f.open("a") as fh:
+            fh.write(json.dumps({"role": "assistant", "content": "all ok🥳Bia"}) + "\n")
+        write(ws, "memory/2025-01-03.md", "# 2025-01-03\n\n- met ok🥳Bia today\n")
+        commit_all(ws)
+        assert run(["-C", str(ws), "index", "--history", "--sessions"]).exit_code == 0
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    for table in ("session_messages", "hist_chunks"):
+        assert conn.execute(f"SELECT count(*) FROM {table} WHERE fts_form IS NULL").fetchone()[0] > 0, table
+    conn.close()
+    # history: converted when it is next extended (the catch-up before recall)
+    write(ws, "memory/2025-01-03.md", "# 2025-01-03\n\n- gone\n")
+    commit_all(ws)
+    assert "ok🥳Bia" in _hit(ws, "Bia", "--as-of", "HEAD~1")["snippet"]
+    # sessions: the rewritten transcript's rows, the old process's among them, delete cleanly
+    f.write_text(json.dumps({"role": "user", "content": "brand new🧠talk"}) + "\n")
+    res = run(["-C", str(ws), "index", "--sessions"])
+    assert res.exit_code == 0 and "malformed" not in res.output + res.stderr, res.output + res.stderr
+    assert recall_json(ws, "Bia", "--source", "sessions")["results"] == []
+    assert _hit(ws, "talk", "--source", "sessions")["snippet"] == "brand new🧠talk"
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    for table in ("session_messages", "hist_chunks"):
+        assert conn.execute(f"SELECT count(*) FROM {table} WHERE fts_form IS NULL").fetchone()[0] == 0, table
+    conn.close()
+    _integrity(ws)
+
+
+def test_session_rows_an_older_process_wrote_are_converted_without_history(ws, monkeypatch):
+    """As above with history off: session indexing itself converts them before deleting any."""
+    from zmem import sessions
+    f = _sessions(ws, SESSION_TEXT)
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    with monkeypatch.context() as old:
+        old.setattr(sessions, "cjk_columns", fts._cjk_columns_v2)
+        old.setattr(sessions, "FTS_VERSION", None)
+        old.setattr(sessions, "convert_old_form_rows", lambda conn: None)
+        with f.open("a") as fh:
+            fh.write(json.dumps({"role": "assistant", "content": "all ok🥳Bia"}) + "\n")
+        assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    f.write_text(json.dumps({"role": "user", "content": "brand new🧠talk"}) + "\n")
+    res = run(["-C", str(ws), "index", "--sessions"])
+    assert res.exit_code == 0 and "malformed" not in res.output + res.stderr, res.output + res.stderr
+    assert _hit(ws, "talk", "--source", "sessions")["snippet"] == "brand new🧠talk"
+    _integrity(ws)

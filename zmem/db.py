@@ -41,6 +41,17 @@ def _add_dir_ctime(conn) -> None:
         conn.execute("ALTER TABLE dirs ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
 
 
+def _add_fts_form(conn) -> None:
+    """session_messages and hist_chunks gain fts_form (step 11): the FTS_VERSION their full-text row
+    was written in, NULL from an older zmem process still running (fts.convert_old_form_rows).
+    Existing rows are in the current form (step 10 converted them). Idempotent as _add_dir_ctime."""
+    for table in ("session_messages", "hist_chunks"):
+        if "fts_form" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN fts_form INTEGER")
+        conn.execute(f"UPDATE {table} SET fts_form = 3 WHERE fts_form IS NULL")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_old_form ON {table}(id) WHERE fts_form IS NULL")
+
+
 # Each step: SQL statements, or functions of the connection, applied in one transaction with its
 # user_version bump.
 MIGRATIONS: list[list] = [
@@ -261,12 +272,18 @@ MIGRATIONS: list[list] = [
         # in place; the new NOTES_SCHEMA re-derives the notes' rows
         _convert_glued_fts_rows,
     ],
+    [
+        # the form each history and session row's full-text row was written in: an older zmem process
+        # that opened the index before step 10 goes on writing form 2 (NULL here); the rows it wrote
+        # are converted before any is deleted (fts.convert_old_form_rows)
+        _add_fts_form,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Steps that leave every note's rows as they were (only the freshness snapshot changed): the index
 # fingerprint names NOTES_SCHEMA, the last step not listed here, so such a step re-reads no note.
 # A new step is left out of this set unless its notes' rows need no re-deriving.
-SNAPSHOT_ONLY_STEPS = {9}
+SNAPSHOT_ONLY_STEPS = {9, 11}
 NOTES_SCHEMA = max(step for step in range(1, SCHEMA_VERSION + 1) if step not in SNAPSHOT_ONLY_STEPS)
 
 

@@ -210,13 +210,29 @@ _TABLES = [("hist_fts", "text, heading", "hist_chunks", "heading"), ("session_ft
 NON_ASCII_GLOB = "*[^\x01-\x7f]*"
 
 
-def _convert(conn, old_columns, new_columns, *, mark_slices: bool) -> None:
+def convert_old_form_rows(conn) -> None:
+    """History and session rows an older zmem process wrote after step 10 converted the index (it
+    opened the index before and writes form 2, leaving fts_form NULL, schema step 11): deleted with
+    the old columns, inserted with cjk_columns' and marked current, as step 10 did. The caller
+    holds the index lock and a write transaction; call before deleting any such row by value.
+    Nothing to do is one look at a partial index."""
+    if not any(conn.execute(f"SELECT 1 FROM {source} WHERE fts_form IS NULL LIMIT 1").fetchone()
+               for _, _, source, _ in _TABLES):
+        return
+    _convert(conn, _cjk_columns_v2, cjk_columns, mark_slices=False, only_old_form=True)
+    for _, _, source, _ in _TABLES:
+        conn.execute(f"UPDATE {source} SET fts_form = ? WHERE fts_form IS NULL", (FTS_VERSION,))
+
+
+def _convert(conn, old_columns, new_columns, *, mark_slices: bool, only_old_form: bool = False) -> None:
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for fts, cols, source, other in _TABLES:
         if fts not in tables or source not in tables:
             continue
         marks = ", ".join("?" * (cols.count(",") + 4))  # rowid, the text columns, cjk_bi, cjk_uni
         where = "text GLOB ?1" + (f" OR {other} GLOB ?1" if other else "")  # CJK columns need a non-ASCII character
+        if only_old_form:
+            where = f"fts_form IS NULL AND ({where})"
         rows = conn.execute(f"SELECT id, text, {other or 'NULL'} FROM {source} WHERE {where}", (NON_ASCII_GLOB,)).fetchall()
         marked = _marked_slices(conn) if mark_slices and source == "hist_chunks" else {}
         rows += [(i, text, heading) for i, text, heading, _ in marked.values()]

@@ -19,7 +19,7 @@ from zmem.chunking import chunk_text
 from zmem.dates import commit_time, day_end
 from zmem.entities import FactRow, fact_citation
 from zmem.errors import ZmemError
-from zmem.fts import cjk_columns
+from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows
 from zmem.indexer import decode_note
 from zmem.markdown import day_from_path
 from zmem.retain import entity_key, fact_id, parse_facts
@@ -74,6 +74,7 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
     new = [c for c in reversed(chain) if c.sha not in known]
     tip = conn.execute("SELECT max(seq) FROM hist_commits").fetchone()[0] or 0
     with db.write_transaction(conn):
+        convert_old_form_rows(conn)  # rows an older zmem process wrote in the old form
         if tip > fork:  # HEAD moved off the recorded chain: drop what is no longer on it
             out.rewound = tip - fork
             old_tip = conn.execute("SELECT sha FROM hist_commits WHERE seq = ?", (tip,)).fetchone()[0]
@@ -116,8 +117,8 @@ def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
     if not text:
         return
     for ch in chunk_text(text, c.chunk_tokens, c.chunk_overlap):
-        cur = conn.execute("INSERT INTO hist_chunks(blob, start_line, end_line, heading, text) VALUES(?,?,?,?,?)",
-                           (blob, ch.start_line, ch.end_line, ch.heading, ch.text))
+        cur = conn.execute("INSERT INTO hist_chunks(blob, start_line, end_line, heading, text, fts_form) "
+                           "VALUES(?,?,?,?,?,?)", (blob, ch.start_line, ch.end_line, ch.heading, ch.text, FTS_VERSION))
         conn.execute("INSERT INTO hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
                      (cur.lastrowid, ch.text, ch.heading, *cjk_columns(ch.text + "\n" + ch.heading)))
         _insert_windows(conn, [(cur.lastrowid, ch.text, ch.heading, ch.start_line)])

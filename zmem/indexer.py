@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
-from zmem.fts import cjk_columns
+from zmem.fts import FTS_VERSION, cjk_columns
 from zmem.markdown import day_from_path
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
 from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
@@ -707,8 +707,11 @@ def _carry_over_cache(conn, live: Path) -> None:
         if conn.execute("SELECT value FROM old.meta WHERE key = 'history' AND value = 'on'").fetchone() and \
                 conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'hist_fts'").fetchone():
             # history depends only on git: keep it (the next catch-up checks it against HEAD)
-            for table in ("hist_commits", "hist_versions", "hist_blobs", "hist_chunks", "hist_facts"):
+            for table in ("hist_commits", "hist_versions", "hist_blobs", "hist_facts"):
                 conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
+            # hist_fts is written anew below, in the current form (whatever fts_form the old row has)
+            conn.execute("INSERT INTO main.hist_chunks(id, blob, start_line, end_line, heading, text, fts_form) "
+                         "SELECT id, blob, start_line, end_line, heading, text, ? FROM old.hist_chunks", (FTS_VERSION,))
             conn.executemany("INSERT INTO main.hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
                              [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in
                               conn.execute("SELECT id, text, heading FROM main.hist_chunks").fetchall()])

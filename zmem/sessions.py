@@ -23,7 +23,7 @@ from pathlib import Path
 
 from zmem import db
 from zmem.errors import ConfigError
-from zmem.fts import cjk_columns
+from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows
 
 DELTA_BYTES = 100_000
 DELTA_MESSAGES = 50
@@ -301,6 +301,7 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
     due = _due(conn, settings, force=force)
     present = {str(f) for f in session_files(settings)}
     with db.write_transaction(conn):
+        convert_old_form_rows(conn)  # rows an older zmem process wrote: _drop deletes them by value
         for (path,) in conn.execute("SELECT path FROM session_files").fetchall():
             if path not in present:
                 _drop(conn, path)
@@ -380,8 +381,8 @@ def _index_file(conn, path: Path, offset: int) -> tuple[int, int, int, list[tupl
                 rows.append((str(path), line_no, *msg))
         digest, _ = _prefix(fh, offset + end)
     for p, ln, role, text, ts in rows:
-        cur = conn.execute("INSERT INTO session_messages(path, line, role, ts, text) VALUES(?,?,?,?,?)",
-                           (p, ln, role, ts, text))
+        cur = conn.execute("INSERT INTO session_messages(path, line, role, ts, text, fts_form) VALUES(?,?,?,?,?,?)",
+                           (p, ln, role, ts, text, FTS_VERSION))
         conn.execute("INSERT INTO session_fts(rowid, text, cjk_bi, cjk_uni) VALUES(?,?,?,?)",
                      (cur.lastrowid, text, *cjk_columns(text)))
         n += 1
