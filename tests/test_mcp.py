@@ -457,6 +457,9 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
                 "past_end": await error(s, "memory_get", path="memory/2025-11-24.md", **{"from": 99}),
                 "confidence": await error(s, "memory_append", text="x", confidence=0.5),
                 "empty": await error(s, "memory_append", text="  "),
+                # names a model carries over from the CLI: dropping them would silently not filter
+                "unknown": await error(s, "memory_search", query="x", path="memory/**", k=3),
+                "unknown_get": await error(s, "memory_get", path="memory/2025-11-24.md", start_line=3),
             }
     tools, out = asyncio.run(go())
     for key, text in out.items():
@@ -473,5 +476,9 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
     assert out["past_end"].endswith("hint: cite a line from 1 to 6") and "--" not in out["past_end"]
     assert "--" not in out["confidence"] and 'retain="O"' in out["confidence"]
     assert 'text="' in out["empty"] and "zmem append" not in out["empty"]
+    assert out["unknown"].startswith("invalid arguments for memory_search: unknown parameters 'path', 'k'")
+    assert "max_results" in out["unknown"].split("\nhint: ")[1]
+    assert out["unknown_get"].startswith("invalid arguments for memory_get: unknown parameter 'start_line'")
+    assert "from" in out["unknown_get"].split("\nhint: ")[1]
     desc = tools["memory_search"].description
     assert "memory_get cannot read back" in desc and ".jsonl" in desc

@@ -385,9 +385,30 @@ def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> 
 
 
 class _Server(MCPServer):
-    """The SDK's server, with argument validation errors rewritten for a model to act on."""
+    """The SDK's server, with argument validation errors rewritten for a model to act on, and
+    arguments a tool does not have refused: pydantic would drop them, and a filter the model
+    believes it set (`path`, `k`) would silently not apply."""
+
+    def _argument_names(self, name: str) -> set[str]:
+        """Every name a tool's arguments are accepted under (field names and their aliases); empty
+        for an unknown tool (the SDK says so)."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return set()
+        names = set()
+        for field_name, field in tool.fn_metadata.arg_model.model_fields.items():
+            names.add(field.alias or field_name)
+            alias = field.validation_alias
+            names.update(getattr(alias, "choices", None) or ([alias] if isinstance(alias, str) else []))
+        return names
 
     async def call_tool(self, name, arguments, context=None):
+        unknown = [k for k in arguments or {} if k not in self._argument_names(name)]
+        if unknown and self._argument_names(name):
+            schema = self._tool_input_schema(name) or {}
+            return _error(f"invalid arguments for {name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
+                          + ", ".join(repr(k) for k in unknown)
+                          + f" (nothing was done)\nhint: {name} takes {', '.join(schema.get('properties', {}))}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
