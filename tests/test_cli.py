@@ -126,6 +126,9 @@ def test_get_prints_exact_lines_and_json(ws):
     out = json.loads(res.stdout)
     assert out["text"] == "- Set up the gateway on the Mac Studio.\n- Peter prefers short answers on WhatsApp."
     assert (out["from"], out["end_line"], out["citation"]) == (5, 6, "memory/2025-11-24.md#L5-L6")
+    for pasted in ("[memory/2025-11-24.md#L5-L6]", "`memory/2025-11-24.md#L5-L6`", '"memory/2025-11-24.md:5-6"'):
+        res = run(["-C", str(ws), "get", pasted])  # as models and chat paste citations
+        assert res.exit_code == 0 and res.stdout == out["text"] + "\n", (pasted, res.stderr)
 
 
 def test_append_note_and_retain_fact_commit_and_are_recalled(ws):

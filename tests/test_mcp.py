@@ -460,8 +460,8 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
                 # names a model carries over from the CLI: dropping them would silently not filter
                 "unknown": await error(s, "memory_search", query="x", path="memory/**", k=3),
                 "unknown_get": await error(s, "memory_get", path="memory/2025-11-24.md", start_line=3),
-            }
-    tools, out = asyncio.run(go())
+            }, {k: await call(s, "memory_search", query="Peter", kind=k) for k in ("Opinion", "OPINIONS", "o")}
+    tools, out, kinds = asyncio.run(go())
     for key, text in out.items():
         lines = text.split("\n")
         assert len(lines) == 2 and lines[1].startswith("hint: "), (key, text)
@@ -470,6 +470,7 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
                                      "equal to 1 (got 0)")
     assert "How many results" in out["bad_arg"]
     assert "kind should be 'world'" in out["kind"] and "(got 'feelings')" in out["kind"]
+    assert kinds["Opinion"] == kinds["OPINIONS"] == kinds["o"]  # what models write for kind="opinion"
     assert out["missing"].startswith("invalid arguments for memory_get: path is required")
     assert "from should be greater than or equal to 1" in out["from0"]
     # hints name the tool's parameters, not CLI flags

@@ -37,6 +37,10 @@ HISTORY_META = "history"  # "on" once `zmem index --history` (or an as-of query)
 # ----------------------------------------------------------------------------- building
 
 
+def _commits(n: int) -> str:
+    return f"{n} commit" + ("" if n == 1 else "s")
+
+
 @dataclass
 class HistoryUpdate:
     commits: int = 0        # commits added to the chain
@@ -51,10 +55,11 @@ class HistoryUpdate:
         if not self.rewound:
             return None
         if self.rewritten:
-            return (f"history was rewritten: {self.rewound} commits no longer on any branch or tag were dropped "
-                    "from the history index")
-        return (f"HEAD moved off {self.rewound} commits of the history index (it follows HEAD's first-parent "
-                "chain); they are still on another branch or tag and come back when HEAD does")
+            return (f"history was rewritten: {_commits(self.rewound)} no longer on any branch or tag "
+                    f"{'was' if self.rewound == 1 else 'were'} dropped from the history index")
+        return (f"HEAD moved off {_commits(self.rewound)} of the history index (it follows HEAD's first-parent "
+                f"chain); {'it is' if self.rewound == 1 else 'they are'} still on another branch or tag and "
+                f"{'comes' if self.rewound == 1 else 'come'} back when HEAD does")
 
 
 def enabled(conn) -> bool:

@@ -47,8 +47,9 @@ people, preferences or todos. Searches the Markdown notes (MEMORY.md, daily logs
 memory/YYYY-MM-DD.md, bank/ pages) by keywords and, when an embedding model is configured, by
 meaning.
 
-Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "source", "citation"}],
-"provider", "model", "mode", "warnings"}, best first. The snippet is exactly lines
+Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "source", "citation",
+"day", "heading"}], "provider", "model", "mode", "warnings"}, best first (day: a daily log's date;
+heading: the section the lines are in; each left out when there is none). The snippet is exactly lines
 startLine..endLine of path (1-based), and citation is "path#L<startLine>-L<endLine>": cite it when
 you use the snippet, and pass it to memory_get to read exactly those lines again (or a wider range
 of the same path for context). score is in (0, 1], higher is better; it ranks results and is not a
@@ -61,7 +62,9 @@ e.g. a slow or missing embedding provider (then results come from keywords only)
 Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
 out). kind and/or entity search typed facts of `## Retain` sections instead of notes (kind: world,
 experience, opinion, observation, relation; entity: a name such as Peter, @ optional); each such
-result also has "fact" with its kind, entities and confidence. An empty results list means nothing
+result also has "fact" with its kind, entities and confidence, and its snippet is the fact's text
+without the bullet's `- W @Peter:` prefix (a relation reads `Peter works_at Acme`; memory_get of its
+citation shows the bullet as written). An empty results list means nothing
 matched: say so rather than guess. For how memory stood in the past, use memory_recall_as_of."""
 
 GET_DOC = """\
@@ -109,8 +112,9 @@ Search memory as it stood at a past point in time: as_of is a date (YYYY-MM-DD, 
 last commit on or before that day) or a git revision (commit, branch, tag). Use it for "what did we
 know or believe back then" questions and to see how something changed (compare with memory_search).
 Same result shape as memory_search plus "as_of": {"commit", "date", "summary"}; citations read
-"path@<commit>#Lx-Ly", and memory_get reads exactly those lines from that commit. Keyword (BM25)
-search."""
+"path@<commit>#Lx-Ly", and memory_get reads exactly those lines from that commit. Searches by
+keywords and, when an embedding model is configured, by meaning (through the vectors those versions
+got when they were embedded; mode says which)."""
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -458,6 +462,19 @@ def _blank_is_none(value):
 
 
 NoneIfBlank = BeforeValidator(_blank_is_none)
+_KIND_NAMES = ("world", "experience", "opinion", "observation", "relation")
+
+
+def _kind_name(value):
+    """A kind's name in any case, singular or plural ("Opinion", "OPINIONS"), as its name; the
+    one-letter codes stay as they are (either case is accepted)."""
+    if isinstance(value, str) and len(value.strip()) > 1:
+        name = value.strip().lower()
+        return name[:-1] if name.endswith("s") and name[:-1] in _KIND_NAMES else name
+    return value
+
+
+KindName = BeforeValidator(_kind_name)
 
 
 def build_server(directory: str | None = None, *, scope: str = "private",
@@ -481,7 +498,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         since: Annotated[str | None, NoneIfBlank,
                          Field(description="Only daily logs from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD "
                                            "(empty: no date filter).")] = None,
-        kind: Annotated[Kind | None, NoneIfBlank,
+        kind: Annotated[Kind | None, NoneIfBlank, KindName,
                         Field(description="Search Retain facts of this kind instead of notes (empty: no kind "
                                           "filter).")] = None,
         entity: Annotated[str | None, NoneIfBlank,

@@ -10,9 +10,22 @@ from zmem.workspace import Workspace
 _CITATION = re.compile(r"(.+?\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+)(?:-(\d+))?)?", re.IGNORECASE)
 
 
+_WRAPPERS = {"`": "`", "[": "]", "<": ">", '"': '"', "'": "'", "(": ")"}
+
+
+def _unwrapped(spec: str) -> str:
+    """A citation as pasted from Markdown or chat: `…`, […], <…>, "…" around it are not part of it."""
+    spec = spec.strip()
+    while len(spec) > 2 and _WRAPPERS.get(spec[0]) == spec[-1]:
+        spec = spec[1:-1].strip()
+    return spec
+
+
 def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
-    """`memory/x.md@abc123#L3-L5` -> ("memory/x.md", "abc123", (3, 5)); parts are optional."""
-    m = _CITATION.fullmatch(spec.strip())
+    """`memory/x.md@abc123#L3-L5` -> ("memory/x.md", "abc123", (3, 5)); parts are optional. A
+    citation pasted with backticks, brackets or quotes around it is read without them."""
+    spec = _unwrapped(spec)
+    m = _CITATION.fullmatch(spec)
     if not m:
         if re.search(r"\.md(@[^#:]*)?[#:]", spec, re.IGNORECASE):  # a citation whose line part is malformed
             raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5 (or PATH#L3, PATH:3-5)")
