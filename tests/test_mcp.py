@@ -80,8 +80,13 @@ def test_search_then_get_reads_exactly_the_cited_lines(ws):
             # OpenClaw's parameter names work too; min_score filters
             camel = await call(s, "memory_search", query="Peter", maxResults=1)
             none = await call(s, "memory_search", query="gateway Mac Studio", min_score=1.5)
-            return found, hit, back, ranged, one, camel, none
-    found, hit, back, ranged, one, camel, none = asyncio.run(go())
+            # the CLI's --path and --max-chars
+            one_file = await call(s, "memory_search", query="gateway Peter", path="memory/2025-11-27.md")
+            budget = await call(s, "memory_search", query="gateway Peter", max_chars=60)
+            return found, hit, back, ranged, one, camel, none, one_file, budget
+    found, hit, back, ranged, one, camel, none, one_file, budget = asyncio.run(go())
+    assert [r["path"] for r in one_file["results"]] == ["memory/2025-11-27.md"]
+    assert sum(len(r["snippet"]) for r in budget["results"]) <= 60
     assert set(found) >= {"results", "provider", "model", "mode", "warnings"}
     assert found["provider"] == "none" and found["mode"] == "bm25" and found["warnings"]
     assert hit["path"] == "memory/2025-11-24.md" and hit["source"] == "memory"
@@ -458,7 +463,7 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
                 "confidence": await error(s, "memory_append", text="x", confidence=0.5),
                 "empty": await error(s, "memory_append", text="  "),
                 # names a model carries over from the CLI: dropping them would silently not filter
-                "unknown": await error(s, "memory_search", query="x", path="memory/**", k=3),
+                "unknown": await error(s, "memory_search", query="x", k=3, until="2025-12-01"),
                 "unknown_get": await error(s, "memory_get", path="memory/2025-11-24.md", start_line=3),
             }, {k: await call(s, "memory_search", query="Peter", kind=k) for k in ("Opinion", "OPINIONS", "o")}
     tools, out, kinds = asyncio.run(go())
@@ -477,7 +482,7 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
     assert out["past_end"].endswith("hint: cite a line from 1 to 6") and "--" not in out["past_end"]
     assert "--" not in out["confidence"] and 'retain="O"' in out["confidence"]
     assert 'text="' in out["empty"] and "zmem append" not in out["empty"]
-    assert out["unknown"].startswith("invalid arguments for memory_search: unknown parameters 'path', 'k'")
+    assert out["unknown"].startswith("invalid arguments for memory_search: unknown parameters 'k', 'until'")
     assert "max_results" in out["unknown"].split("\nhint: ")[1]
     assert out["unknown_get"].startswith("invalid arguments for memory_get: unknown parameter 'start_line'")
     assert "from" in out["unknown_get"].split("\nhint: ")[1]

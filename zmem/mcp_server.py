@@ -60,7 +60,8 @@ mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain
 e.g. a slow or missing embedding provider (then results come from keywords only).
 
 Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
-out). kind and/or entity search typed facts of `## Retain` sections instead of notes (kind: world,
+out); path keeps files matching a glob or under a directory; max_chars caps the total snippet
+characters. kind and/or entity search typed facts of `## Retain` sections instead of notes (kind: world,
 experience, opinion, observation, relation; entity: a name such as Peter, @ optional); each such
 result also has "fact" with its kind, entities and confidence, and its snippet is the fact's text
 without the bullet's `- W @Peter:` prefix (a relation reads `Peter works_at Acme`; memory_get of its
@@ -220,14 +221,16 @@ class Memory:
 
     # -- tools
     def search(self, query: str, *, max_results: int, min_score: float, since: str | None = None,
-               kind: str | None = None, entity: str | None = None, as_of: str | None = None) -> dict:
+               kind: str | None = None, entity: str | None = None, as_of: str | None = None,
+               path: str | None = None, max_chars: int | None = None) -> dict:
         from zmem.api import recall_workspace
         from zmem.search import parse_when
         ws = self.workspace()
         conn = self.conn(ws)
         provs = self.providers(ws)
         res = recall_workspace(ws, query, k=max_results, since=parse_when(since) if since else None, kind=kind,
-                               entity=entity, as_of=as_of, scope=self.scope, query_timeout=self.query_timeout,
+                               entity=entity, as_of=as_of, path_glob=path, max_chars=max_chars,
+                               scope=self.scope, query_timeout=self.query_timeout,
                                conn=conn, providers=provs, caught_up=self.caught_up(ws, conn),
                                vector_matrix=self._matrix)
         active = provs.primary or provs.fallback
@@ -504,9 +507,15 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         entity: Annotated[str | None, NoneIfBlank,
                           Field(description="Search Retain facts about this entity instead of notes (e.g. Peter; "
                                             "empty: no entity filter).")] = None,
+        path: Annotated[str | None, NoneIfBlank,
+                        Field(description="Only these files: a glob (bank/**, memory/2025-*) or a directory or "
+                                          "file (bank/people; empty: all).")] = None,
+        max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
+                                               description="Total snippet characters at most: results stop "
+                                                           "there (a budget for your context).")] = None,
     ) -> dict:
         return memory.search(query, max_results=max_results, min_score=min_score, since=since, kind=kind,
-                             entity=entity)
+                             entity=entity, path=path, max_chars=max_chars)
 
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
