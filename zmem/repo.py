@@ -10,6 +10,7 @@ import pygit2
 
 from zmem.errors import WorkspaceError
 from zmem.gitcmd import run_git
+from zmem.snapshot import stat_signature
 
 
 @dataclass
@@ -459,14 +460,7 @@ def _git_exit(code: int) -> str:
 
 
 def _stats(root: Path, paths: list[str]) -> list[tuple | None]:
-    out = []
-    for p in paths:
-        try:
-            st = os.lstat(Path(root) / p)
-            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-        except OSError:
-            out.append(None)
-    return out
+    return [stat_signature(Path(root) / p) for p in paths]
 
 
 # commit_paths' second value when it made no commit because HEAD already held the paths as they are
