@@ -160,3 +160,16 @@ def watch():
     yield start
     for w in started:
         w.stop()
+
+
+def classic_fts(conn) -> None:
+    """Make the index's full-text tables as zmem made them before schema step 12 (without
+    contentless_delete: a delete is given what was indexed), from the rows they index, for tests
+    that turn an index back into an older one. The caller holds the write transaction."""
+    from zmem import fts
+    saved = fts.can_delete_by_rowid
+    fts.can_delete_by_rowid = lambda: False
+    try:
+        fts.rebuild_tables(conn)
+    finally:
+        fts.can_delete_by_rowid = saved

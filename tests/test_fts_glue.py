@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, recall_json, run, write
+from conftest import classic_fts, commit_all, recall_json, run, write
 
 from zmem import db, fts
 
@@ -206,6 +206,7 @@ def _v2_index(ws) -> None:
     schema 8 (NOTES_SCHEMA then), user_version 9."""
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
+        classic_fts(conn)
         for fts_table, cols, sql in _FTS:
             for row in conn.execute(sql).fetchall():
                 joined = "\n".join(row[1:])
@@ -277,6 +278,7 @@ def test_an_index_from_before_both_conversions_runs_each_step_once(ws):
     _glued_index(ws)
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
+        classic_fts(conn)
         for cid, text, heading in conn.execute("SELECT id, text, heading FROM hist_chunks").fetchall():
             conn.execute("INSERT INTO hist_fts(hist_fts, rowid, text, heading, cjk_bi, cjk_uni) "
                          "VALUES('delete', ?, ?, ?, ?, ?)", (cid, text, heading, *fts.cjk_columns(text + "\n" + heading)))

@@ -9,7 +9,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from conftest import commit_all, recall_json, run, write
+from conftest import classic_fts, commit_all, recall_json, run, write
 
 MIXED = "# 2025-12-01\n\n## Notes\n\n- 我买了iPhone手机\n- 会议定在2025年12月\n- 用MacBook写代码\n"
 
@@ -142,6 +142,7 @@ def _old_index(ws, schema: int = 7) -> None:
     from zmem.fts import _cjk_columns_v1, cjk_columns
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
+        classic_fts(conn)
         for table, fts in (("chunks", "chunks_fts"), ("hist_chunks", "hist_fts")):
             for cid, text, heading, start, end in conn.execute(
                     f"SELECT id, text, heading, start_line, end_line FROM {table}").fetchall():

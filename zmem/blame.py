@@ -50,7 +50,7 @@ def parse_target(ws: Workspace, conn, target: str, k: int = 3) -> list[tuple[str
         raise ZmemError("nothing to blame: the target is empty",
                         hint="give a citation (memory/2025-11-27.md#L3), a fact id, or words to look for")
     if _FACT_ID.match(t):
-        rows = conn.execute("SELECT path, start_line, end_line FROM facts WHERE fid = ?", (t,)).fetchall()
+        rows = _facts_with_id(conn, t)
         if not rows:
             raise ZmemError(f"no current fact has the id {t}",
                             hint="`zmem facts --json` lists fact ids; a retracted fact shows in `zmem log`")
@@ -127,9 +127,9 @@ def _evidence(conn, path: str, lines: list[dict]) -> list[tuple[str, int, int, s
         text = ln["text"]
         located = False
         for fid in _FACT_REF.findall(text):
-            row = conn.execute("SELECT path, start_line, end_line FROM facts WHERE fid = ?", (fid,)).fetchone()
-            if row:
-                out.append((row[0], row[1], row[2], None))
+            rows = _facts_with_id(conn, fid)
+            if len(rows) == 1:  # an old id two facts share now (same words, other entities): by its citation
+                out.append((*rows[0], None))
                 located = True
         if located:
             continue
@@ -137,3 +137,13 @@ def _evidence(conn, path: str, lines: list[dict]) -> list[tuple[str, int, int, s
             a = int(m.group(3))
             out.append((m.group(1), a, int(m.group(4)) if m.group(4) else a, m.group(2) or ln["commit"]))
     return list(dict.fromkeys(out))
+
+
+def _facts_with_id(conn, fid: str) -> list[tuple[str, int, int]]:
+    """(path, first line, last line) of the current facts with this id, or else with this id from
+    before ids named their entities (retain.legacy_fact_id), which older evidence lines cite."""
+    for column in ("fid", "legacy_fid"):
+        rows = conn.execute(f"SELECT path, start_line, end_line FROM facts WHERE {column} = ?", (fid,)).fetchall()
+        if rows:
+            return rows
+    return []

@@ -52,6 +52,25 @@ def _add_fts_form(conn) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_old_form ON {table}(id) WHERE fts_form IS NULL")
 
 
+def _contentless_delete_fts(conn) -> None:
+    from zmem.fts import rebuild_tables
+    rebuild_tables(conn)
+
+
+def _fact_ids_with_entities(conn) -> None:
+    """Fact ids name the fact's entities (step 13, retain.fact_id): fid becomes the new id, and
+    legacy_fid keeps the one evidence recorded before (retain.legacy_fact_id) in bank/opinions.md
+    still cites. Both derive from the stored row; idempotent as _add_dir_ctime."""
+    from zmem.retain import fact_id, legacy_fact_id
+    if "legacy_fid" not in {row[1] for row in conn.execute("PRAGMA table_info(facts)")}:
+        conn.execute("ALTER TABLE facts ADD COLUMN legacy_fid TEXT")
+    conn.executemany("UPDATE facts SET fid = ?, legacy_fid = ? WHERE id = ?",
+                     [(fact_id(path, kind, text, names.split("\t") if names else ()), legacy_fact_id(path, kind, text),
+                       rowid) for rowid, path, kind, text, names in
+                      conn.execute("SELECT id, path, kind, text, names FROM facts").fetchall()])
+    conn.execute("CREATE INDEX IF NOT EXISTS facts_legacy_fid ON facts(legacy_fid)")
+
+
 # Each step: SQL statements, or functions of the connection, applied in one transaction with its
 # user_version bump.
 MIGRATIONS: list[list] = [
@@ -278,12 +297,24 @@ MIGRATIONS: list[list] = [
         # are converted before any is deleted (fts.convert_old_form_rows)
         _add_fts_form,
     ],
+    [
+        # full-text tables that delete a row by its rowid (FTS5 contentless_delete=1, SQLite >= 3.43):
+        # a delete given other values than were indexed (an older zmem process, another Python's word
+        # boundaries) left tokens behind, a corrupt index nothing noticed. Built anew from the rows
+        # they index, which also drops what such deletes left; an older SQLite gets them as they were
+        _contentless_delete_fts,
+    ],
+    [
+        # fact ids that name the fact's entities: two facts with the same words about different
+        # entities in one file had one id (reflect took them for one); old ids kept in legacy_fid
+        _fact_ids_with_entities,
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Steps that leave every note's rows as they were (only the freshness snapshot changed): the index
 # fingerprint names NOTES_SCHEMA, the last step not listed here, so such a step re-reads no note.
 # A new step is left out of this set unless its notes' rows need no re-deriving.
-SNAPSHOT_ONLY_STEPS = {9, 11}
+SNAPSHOT_ONLY_STEPS = {9, 11, 12, 13}
 NOTES_SCHEMA = max(step for step in range(1, SCHEMA_VERSION + 1) if step not in SNAPSHOT_ONLY_STEPS)
 
 
@@ -339,6 +370,11 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
     except OSError as e:
         raise IndexError_(f"cannot read the index {path}: {e.strerror} ({reason})", hint=hint) from None
     conn.readonly_reason = reason
+    try:
+        _check_fts_support(conn)
+    except IndexError_:
+        conn.close()
+        raise
     if version > SCHEMA_VERSION:
         conn.close()
         raise IndexError_(
@@ -391,6 +427,7 @@ def migrate(conn) -> None:
         raise IndexError_(
             f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
             hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
+    _check_fts_support(conn)
     for step in range(version, SCHEMA_VERSION):
         with write_transaction(conn):
             if schema_version(conn) > step:  # another process took this step while we waited for the lock
@@ -398,6 +435,20 @@ def migrate(conn) -> None:
             for stmt in MIGRATIONS[step]:
                 stmt(conn) if callable(stmt) else conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {step + 1}")
+
+
+def _check_fts_support(conn) -> None:
+    """An index whose full-text tables need a newer SQLite than this driver's (contentless_delete=1,
+    made by SQLite >= 3.43: pysqlite3, here the stdlib sqlite3) cannot be read: say so, not
+    'unrecognized option' at the first recall."""
+    from zmem.fts import CONTENTLESS_DELETE
+    if sqlite.sqlite_version_info >= CONTENTLESS_DELETE:
+        return
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE sql LIKE '%contentless_delete=1%'").fetchone():
+        raise IndexError_(f"the index was written with SQLite 3.43 or newer and this zmem runs {DRIVER} "
+                          f"{sqlite.sqlite_version}, which cannot read its full-text tables",
+                          hint="rebuild it for this SQLite with `zmem index --full` (the index is derived), "
+                               "or install pysqlite3-binary")
 
 
 def vec_extension_path() -> str | None:

@@ -245,15 +245,122 @@ def _convert(conn, old_columns, new_columns, *, mark_slices: bool, only_old_form
                 before = (text, extra, *old_columns(text + "\n" + extra))
                 after = (after_text, extra, *new_columns(after_text + "\n" + extra))
             if before != after:
-                old.append((rowid, *before))
+                old.append((rowid, text) if other is None else (rowid, text, extra))
                 new.append((rowid, *after))
             if after_text != text:
                 texts.append((after_text, rowid))
-        conn.executemany(f"INSERT INTO {fts}({fts}, rowid, {cols}, cjk_bi, cjk_uni) VALUES('delete', {marks})", old)
+        delete_rows(conn, fts, old, old_columns)
         conn.executemany(f"INSERT INTO {fts}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})", new)
         # history keeps its chunks (they depend on git alone): slices of a long line are marked in
         # place with CHUNKER_VERSION 2's "…" (_marked_slices)
         conn.executemany(f"UPDATE {source} SET text = ? WHERE id = ?", texts)
+
+
+# ----------------------------------------------------------------------------- the full-text tables
+
+# Each full-text table: its text columns, its rows (rowid, then those columns' values, cjk_columns
+# reads them joined by "\n") and its bm25 weights (text columns, then cjk_bi, cjk_uni).
+TABLES = {
+    "chunks_fts": ("text, heading", "SELECT id, text, heading FROM chunks", "bm25(1.0, 0.5, 1.0, 0.5)"),
+    "facts_fts": ("text, names", "SELECT id, text, names FROM facts", "bm25(1.0, 0.5, 1.0, 0.5)"),
+    "hist_fts": ("text, heading", "SELECT id, text, heading FROM hist_chunks", "bm25(1.0, 0.5, 1.0, 0.5)"),
+    "session_fts": ("text", "SELECT id, text FROM session_messages", "bm25(1.0, 1.0, 0.5)"),
+}
+CONTENTLESS_DELETE = (3, 43, 0)  # the first SQLite whose FTS5 has contentless_delete=1
+
+
+def can_delete_by_rowid() -> bool:
+    """Whether this SQLite makes full-text tables that delete a row by its rowid alone."""
+    from zmem import db
+    return db.sqlite.sqlite_version_info >= CONTENTLESS_DELETE
+
+
+def deletes_by_rowid(conn, table: str) -> bool:
+    """Whether `table` was made with contentless_delete=1 (schema step 12 on SQLite >= 3.43)."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    return bool(row) and "contentless_delete=1" in row[0]
+
+
+def delete_rows(conn, table: str, rows: list[tuple], columns=None) -> None:
+    """Delete full-text rows; rows: (rowid, the values of the table's text columns). A table made
+    with contentless_delete=1 deletes by rowid alone. An older one (made by SQLite < 3.43) must be
+    given exactly what it indexed, or it keeps the other tokens and is silently corrupt: the CJK
+    columns are derived again from the values (by `columns`, cjk_columns unless told)."""
+    if not rows:
+        return
+    if deletes_by_rowid(conn, table):
+        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r[0],) for r in rows])
+        return
+    columns = columns or cjk_columns
+    cols = TABLES[table][0]
+    marks = ", ".join("?" * (len(rows[0]) + 2))
+    conn.executemany(f"INSERT INTO {table}({table}, rowid, {cols}, cjk_bi, cjk_uni) VALUES('delete', {marks})",
+                     [(*r, *columns("\n".join(r[1:]))) for r in rows])
+
+
+def _rows(conn, table: str):
+    """(rowid, text columns…, cjk_bi, cjk_uni) of every row `table` should hold, in the current form."""
+    for row in conn.execute(TABLES[table][1]):
+        yield (*row, *cjk_columns("\n".join(row[1:])))
+
+
+def rebuild_tables(conn, tables=None) -> dict[str, int]:
+    """Make full-text tables anew from the rows they index (the caller holds the write transaction):
+    with contentless_delete=1 where SQLite has it, in the current form (history and session rows
+    then record it: fts_form). Returns the rows written per table."""
+    out = {}
+    option = ", contentless_delete=1" if can_delete_by_rowid() else ""
+    for table in tables or TABLES:
+        cols, _, rank = TABLES[table]
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5({cols}, cjk_bi, cjk_uni, content=''{option}, "
+                     f"tokenize='{TOKENIZER}')")
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES('rank', '{rank}')")
+        marks = ", ".join("?" * (cols.count(",") + 4))
+        cur = conn.executemany(f"INSERT INTO {table}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})",
+                               _rows(conn, table))
+        out[table] = max(cur.rowcount, 0)
+    for fts, _, source, _ in _TABLES:
+        if fts in out:
+            conn.execute(f"UPDATE {source} SET fts_form = ? WHERE fts_form IS NOT ?", (FTS_VERSION, FTS_VERSION))
+    return out
+
+
+def check_tables(conn) -> list[tuple[str, str]]:
+    """(table, what is wrong) for each full-text table that does not hold exactly the tokens its
+    rows give in the current form: tokens a delete left behind (given other values than were
+    indexed: an older zmem process, another Python's word boundaries), rows in an older form, or an
+    index SQLite cannot read. FTS5's own integrity-check cannot see the first two in a contentless
+    table, so each table is compared, term by term, with one built afresh from its rows (in temp:
+    nothing in the index is written; about as long as rebuilding it)."""
+    from zmem import db
+    problems = []
+    for table, (cols, _, _) in TABLES.items():
+        try:
+            differ = _differing_terms(conn, table, cols)
+        except db.DatabaseError as e:
+            problems.append((table, f"SQLite cannot read it ({e})"))
+            continue
+        if differ:
+            problems.append((table, f"{differ} term{'s' * (differ != 1)} differ from what its rows give"))
+    return problems
+
+
+def _differing_terms(conn, table: str, cols: str) -> int:
+    marks = ", ".join("?" * (cols.count(",") + 4))
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.zmem_fresh USING fts5({cols}, cjk_bi, cjk_uni, content='', "
+                     f"tokenize='{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE temp.zmem_fresh_v USING fts5vocab(temp, zmem_fresh, col)")
+        conn.execute(f"CREATE VIRTUAL TABLE temp.zmem_live_v USING fts5vocab(main, {table}, col)")
+        conn.executemany(f"INSERT INTO temp.zmem_fresh(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})",
+                         _rows(conn, table))
+        return conn.execute("SELECT (SELECT count(*) FROM (SELECT * FROM temp.zmem_live_v EXCEPT "
+                            "SELECT * FROM temp.zmem_fresh_v)) + (SELECT count(*) FROM (SELECT * FROM "
+                            "temp.zmem_fresh_v EXCEPT SELECT * FROM temp.zmem_live_v))").fetchone()[0]
+    finally:
+        for name in ("zmem_live_v", "zmem_fresh_v", "zmem_fresh"):
+            conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
 
 def _marked_slices(conn) -> dict[int, tuple[int, str, str, str]]:

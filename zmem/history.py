@@ -267,8 +267,9 @@ def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None)
                 from zmem.dates import event_range
                 day = day_from_path(rel)
                 ev = event_range(text, day)  # missing years: the one nearest the log's day, as in the index
-                out.append(FactAt(0, fact_id(rel, kind, text), rel, start, end, kind, conf, text,
-                                  names.split("\t") if names else [], day, ev, rev=at.sha))
+                ents = names.split("\t") if names else []
+                out.append(FactAt(0, fact_id(rel, kind, text, ents), rel, start, end, kind, conf, text, ents, day, ev,
+                                  rev=at.sha))
     out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)
     return out
 

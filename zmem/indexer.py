@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
-from zmem.fts import FTS_VERSION, cjk_columns
+from zmem.fts import FTS_VERSION, cjk_columns, delete_rows
 from zmem.markdown import day_from_path
-from zmem.retain import RETAIN_VERSION, Fact, entity_key, parse_facts
+from zmem.retain import RETAIN_VERSION, Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
                            stored_ignore_record)
@@ -470,14 +470,10 @@ def _clear_notes(conn, store: VectorStore) -> None:
 def _remove_file(conn, rel: str, store: VectorStore) -> None:
     rows = conn.execute("SELECT id, text, heading FROM chunks WHERE path = ?", (rel,)).fetchall()
     store.remove([cid for cid, _, _ in rows])
-    conn.executemany(
-        "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
-        [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in rows])
+    delete_rows(conn, "chunks_fts", rows)
     conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
     facts = conn.execute("SELECT id, text, names FROM facts WHERE path = ?", (rel,)).fetchall()
-    conn.executemany(
-        "INSERT INTO facts_fts(facts_fts, rowid, text, names, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?, ?)",
-        [(fid, text, names, *cjk_columns(text + "\n" + names)) for fid, text, names in facts])
+    delete_rows(conn, "facts_fts", facts)
     ids = [(fid,) for fid, _, _ in facts]
     conn.executemany("DELETE FROM fact_entities WHERE fact_id = ?", ids)
     conn.executemany("DELETE FROM relations WHERE fact_id = ?", ids)
@@ -598,9 +594,9 @@ def insert_facts(conn, rel: str, day: str | None, facts: list[Fact], *, schema: 
         names = "\t".join(f.entities)
         fact_row = conn.execute(
             f"INSERT INTO {schema}.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
-            "event_start, event_end) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+            "event_start, event_end, legacy_fid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
             (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, day,
-             *(f.event or (None, None)))).lastrowid
+             *(f.event or (None, None)), legacy_fact_id(rel, f.kind, f.text))).lastrowid
         if schema == "main":
             conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
                          (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))

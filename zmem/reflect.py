@@ -35,7 +35,7 @@ from zmem.errors import ZmemError
 from zmem.indexer import catch_up, decode_note, insert_facts, open_index
 from zmem.markdown import day_from_path
 from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
-from zmem.retain import Fact, entity_key, parse_facts
+from zmem.retain import Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.workspace import Workspace
 
 BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
@@ -250,6 +250,7 @@ def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list
         return _Opinions(op_mod.read(ws.root), None)
     parsed = op_mod.parse(old or "")
     result.warnings += parsed.warnings
+    _map_legacy_ids(parsed, facts)
     before = {i: o.confidence for i, o in enumerate(parsed.opinions)}
     derived = {i: o.follows_evidence for i, o in enumerate(parsed.opinions)}  # before anything changes
     notes: dict[int, list[str]] = defaultdict(list)
@@ -303,10 +304,32 @@ def _reflect_opinions(ws: Workspace, repo: Repo, facts: list[FactRow], new: list
     return ops
 
 
+def _map_legacy_ids(parsed, facts: list[FactRow]) -> None:
+    """Evidence recorded before fact ids named their entities cites the old id (retain.legacy_fact_id),
+    which same-worded facts about other entities in that file share now: it is taken to mean the
+    fact about the opinion's entities (as reflect matched it then), the one at the cited line first.
+    Mapped in memory: the file keeps the old id in every line this run does not rewrite (blame reads both)."""
+    current = {f.id for f in facts}
+    legacy: dict[str, list[FactRow]] = defaultdict(list)
+    for f in facts:
+        old = legacy_fact_id(f.path, f.kind, f.text)
+        if old != f.id:
+            legacy[old].append(f)
+    for o in parsed.opinions if legacy else ():
+        keys = o.entity_keys
+        for e in o.evidence:
+            if e.fact in current or e.fact not in legacy:
+                continue
+            about = [f for f in legacy[e.fact] if not keys or keys & {entity_key(n) for n in f.entities}]
+            f = next((f for f in about if f.source == e.citation), about[0] if about else None)
+            if f is not None:  # none: the fact about these entities is gone (the evidence is retracted)
+                e.fact = f.id
+
+
 def _recheck_evidence(ws: Workspace, repo: Repo, parsed, facts: list[FactRow], notes: dict
                       ) -> tuple[set[int], set[int]]:
     """Evidence against the facts as they are now: a fact that moved is re-cited by its id (stable
-    while its file, kind and text stay); one gone from the notes is marked retracted and cited where
+    while its file, kind, text and entities stay); one gone from the notes is marked retracted and cited where
     it last was in a commit (kept for the record); one that came back counts again. Returns (the
     opinions whose lines changed, those whose counting evidence changed)."""
     where: dict[str, list[str]] = defaultdict(list)
@@ -339,7 +362,7 @@ def _last_citation(ws: Workspace, repo: Repo, rel: str, fid: str) -> str | None:
     reads it back), or None when no commit ever did."""
     for entry in file_log(ws.root, rel):
         for f in _facts_in(ws, rel, repo.file_at(entry["commit"], rel)):
-            if f.fact_id(rel) == fid:
+            if fid in (f.fact_id(rel), legacy_fact_id(rel, f.kind, f.text)):
                 return fact_citation(rel, f.start_line, f.end_line, entry["commit"])
     return None
 

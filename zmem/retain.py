@@ -54,12 +54,23 @@ class Fact:
     event: tuple[str, str] | None = None           # ISO days written inside the fact
 
     def fact_id(self, path: str) -> str:
-        """Stable while the fact's file, kind and text stay the same (not its line number)."""
-        return fact_id(path, self.kind, self.text)
+        """Stable while the fact's file, kind, text and entities stay the same (not its line number)."""
+        return fact_id(path, self.kind, self.text, self.entities)
 
 
-def fact_id(path: str, kind: str, text: str) -> str:
-    return hashlib.sha1(f"{path}\0{kind}\0{' '.join(text.split())}".encode()).hexdigest()[:10]
+def fact_id(path: str, kind: str, text: str, entities=()) -> str:
+    """A fact's id: its file, kind, text (spacing aside) and the entities it is about (their keys,
+    sorted: spelling and order aside), so the same words about @Peter and about @Ana in one file are
+    two facts. A fact about no entity keeps the id it had before entities were named (legacy_fact_id)."""
+    keys = "\t".join(sorted({entity_key(name) for name in entities}))
+    base = f"{path}\0{kind}\0{' '.join(text.split())}"
+    return hashlib.sha1((f"{base}\0{keys}" if keys else base).encode()).hexdigest()[:10]
+
+
+def legacy_fact_id(path: str, kind: str, text: str) -> str:
+    """The id zmem gave a fact before ids named its entities (schema 13), which evidence recorded
+    then in bank/opinions.md still cites: index.facts.legacy_fid, reflect and blame resolve it."""
+    return fact_id(path, kind, text)
 
 
 def _safe_name(name: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from zmem import db
 from zmem.errors import ConfigError
-from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows
+from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows, delete_rows
 
 DELTA_BYTES = 100_000
 DELTA_MESSAGES = 50
@@ -324,8 +324,7 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
 
 def _drop(conn, path: str) -> None:
     rows = conn.execute("SELECT id, text FROM session_messages WHERE path = ?", (path,)).fetchall()
-    conn.executemany("INSERT INTO session_fts(session_fts, rowid, text, cjk_bi, cjk_uni) VALUES('delete', ?, ?, ?, ?)",
-                     [(i, t, *cjk_columns(t)) for i, t in rows])
+    delete_rows(conn, "session_fts", rows)
     conn.execute("DELETE FROM session_messages WHERE path = ?", (path,))
     conn.execute("DELETE FROM session_files WHERE path = ?", (path,))
     db.set_meta(conn, MARK + path, None)

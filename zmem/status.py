@@ -186,7 +186,47 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                    + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
     for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
-    return checks + _opinion_checks(ws) + _marker_checks(ws)
+    return checks + _fts_checks(ws) + _opinion_checks(ws) + _marker_checks(ws)
+
+
+def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
+    """The full-text tables against the rows they index (fts.check_tables, one consistent read); a
+    table that does not match, or that still deletes by value where SQLite could delete by rowid,
+    is rebuilt from the stored text under the index lock (it is derived: nothing is lost), and said."""
+    from zmem import fts
+    from zmem.indexer import IndexLock, LockTimeout
+    name = "full-text index"
+    conn = open_index(ws)
+    try:
+        conn.execute("BEGIN")  # one state of the index throughout (WAL: writers go on meanwhile)
+        try:
+            problems = dict(fts.check_tables(conn))
+        finally:
+            conn.execute("ROLLBACK")
+        by_value = [t for t in fts.TABLES if not fts.deletes_by_rowid(conn, t)]
+        if not problems and (by_value == [] or not fts.can_delete_by_rowid()):
+            how = ("rows are deleted by rowid" if not by_value else
+                   f"SQLite {db.sqlite_version()} predates contentless_delete (3.43): rows are deleted by value")
+            return [("ok", name, f"{len(fts.TABLES)} tables hold exactly what their rows give; {how}")]
+        redo = list(problems) + [t for t in by_value if t not in problems and fts.can_delete_by_rowid()]
+        why = db.readonly_reason(conn)
+        if why is not None:
+            return [("fail", name, f"{t}: {problems.get(t, 'deletes rows by value')}; not repaired: {why} "
+                     "(where the index can be written, `zmem doctor` rebuilds it from the stored text)") for t in redo]
+        try:
+            with IndexLock(ws, 10.0), db.write_transaction(conn):
+                rows = fts.rebuild_tables(conn, redo)
+        except LockTimeout:
+            return [("warn", name, f"{t}: {problems.get(t, 'deletes rows by value')}; not repaired: another zmem "
+                     "process is updating the index (run `zmem doctor` again)") for t in redo]
+        except db.Error as e:
+            return [("fail", name, f"{', '.join(redo)}: cannot be rebuilt ({e}); run `zmem index --full`")]
+    finally:
+        conn.close()
+    return [("warn", name, f"{t}: {problems[t]}; repaired: rebuilt from the stored text ({rows[t]} rows)")
+            if t in problems else
+            ("ok", name, f"{t}: made by a SQLite without contentless_delete; rebuilt to delete rows by rowid "
+                         f"({rows[t]} rows)") for t in redo]
 
 
 def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:

@@ -180,7 +180,7 @@ def _facts_of_blob(conn, blob: str, path: str, key: str) -> dict:
             "SELECT start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob = ?", (blob,)):
         ents = names.split("\t") if names else []
         if any(entity_key(n) == key for n in ents):
-            f = FactRow(0, fact_id(path, kind, text), path, start, end, kind, conf, text, ents, day_from_path(path), None)
+            f = FactRow(0, fact_id(path, kind, text, ents), path, start, end, kind, conf, text, ents, day_from_path(path), None)
             out[_key(f)] = f
     return out
 
