@@ -1174,7 +1174,8 @@ def status(ctx, as_json):
 def doctor(ctx):
     """Check git, the SQLite driver, sqlite-vec, the hooks, the config and the index, and explain.
 
-    Exits 1 when a check fails.
+    A full-text table that does not hold what its rows give (damage an older zmem could leave) is
+    rebuilt from the stored text, and the check says so. Exits 1 when a check fails.
     """
     from zmem.status import run_doctor
     checks = run_doctor(ctx.obj.get("dir"))
