@@ -332,7 +332,7 @@ def check_tables(conn) -> list[tuple[str, str]]:
     indexed: an older zmem process, another Python's word boundaries), rows in an older form, or an
     index SQLite cannot read. FTS5's own integrity-check cannot see the first two in a contentless
     table, so each table is compared, term by term, with one built afresh from its rows (in temp:
-    nothing in the index is written; about as long as rebuilding it)."""
+    nothing in the index is written; about twice as long as rebuilding it)."""
     from zmem import db
     problems = []
     for table, (cols, _, _) in TABLES.items():

@@ -204,15 +204,16 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
         finally:
             conn.execute("ROLLBACK")
         by_value = [t for t in fts.TABLES if not fts.deletes_by_rowid(conn, t)]
+        why = db.readonly_reason(conn)
+        if why is not None:
+            return [("fail", name, f"{t}: {problem}; not repaired: {why} (where the index can be written, "
+                     "`zmem doctor` rebuilds it from the stored text)") for t, problem in problems.items()] or \
+                [("ok", name, f"{len(fts.TABLES)} tables hold exactly what their rows give")]
         if not problems and (by_value == [] or not fts.can_delete_by_rowid()):
             how = ("rows are deleted by rowid" if not by_value else
                    f"SQLite {db.sqlite_version()} predates contentless_delete (3.43): rows are deleted by value")
             return [("ok", name, f"{len(fts.TABLES)} tables hold exactly what their rows give; {how}")]
         redo = list(problems) + [t for t in by_value if t not in problems and fts.can_delete_by_rowid()]
-        why = db.readonly_reason(conn)
-        if why is not None:
-            return [("fail", name, f"{t}: {problems.get(t, 'deletes rows by value')}; not repaired: {why} "
-                     "(where the index can be written, `zmem doctor` rebuilds it from the stored text)") for t in redo]
         try:
             with IndexLock(ws, 10.0), db.write_transaction(conn):
                 rows = fts.rebuild_tables(conn, redo)
