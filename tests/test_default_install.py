@@ -133,3 +133,31 @@ def test_demo_next_command_says_zmem_when_path_finds_this_zmem(tmp_path):
     command, env = _demo_next(tmp_path, "zmem", tmp_path, [str(exe.parent), _git_dir(), "/usr/bin", "/bin"])
     assert command == f'cd {tmp_path / "demo"} && zmem recall "Peter" && zmem get memory/2025-11-24.md'
     _works_as_written(command, env, tmp_path)
+
+
+def test_the_suite_collects_without_the_optional_packages(tmp_path):
+    """`pip install -e '.[test]'` (no `local`, no `mcp` extra): modules that need them are skipped, never
+    a collection error."""
+    env = {**os.environ, **hiding(tmp_path / "hidden", *OPTIONAL)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-rs", "-p", "no:cacheprovider",
+                           str(ROOT / "tests")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    skipped = {line.split("]", 1)[1].split(":", 1)[0].strip() for line in proc.stdout.splitlines()
+               if line.startswith("SKIPPED")}
+    assert {"test_local_embeddings.py", "test_mcp.py"} <= {Path(s).name for s in skipped}, proc.stdout
+
+
+def test_the_wheel_installs_the_man_pages(tmp_path):
+    """`man zmem` and `git zmem --help` (= `man git-zmem`) after pip install: both pages are data files
+    under share/man/man1, and git-zmem.1 shows zmem.1."""
+    import zipfile
+    pytest.importorskip("hatchling", reason="the test extra brings hatchling, the build backend")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("zmem-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        data = {Path(n).relative_to(Path(n).parts[0]).as_posix(): n for n in z.namelist() if ".data/" in n}
+        assert set(data) >= {"data/share/man/man1/zmem.1", "data/share/man/man1/git-zmem.1"}, sorted(data)
+        assert z.read(data["data/share/man/man1/zmem.1"]) == (ROOT / "man" / "zmem.1").read_bytes()
+        assert z.read(data["data/share/man/man1/git-zmem.1"]).decode() == ".so man1/zmem.1\n"
