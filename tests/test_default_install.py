@@ -41,13 +41,16 @@ def no_numpy(tmp_path) -> dict:
 
 @pytest.fixture
 def demo_with_duplicates(tmp_path, no_numpy) -> Path:
-    """`zmem demo` plus a day that spells two entities two ways (committed: the hooks index it)."""
+    """`zmem demo` plus a day that spells two entities two ways, committed and indexed."""
     root = tmp_path / "demo"
     res = zmem_proc("demo", str(root), env=no_numpy)
     assert res.returncode == 0, res.stderr
     write(root, "memory/2025-11-29.md", "# 2025-11-29\n\n## Retain\n\n- W @Petter: Flew to @Marrakesh for the party.\n"
           "- W @Marrakech: Hot in late November.\n- W @Ana: Booked the riad.\n")
     commit_all(root, "memory: 2025-11-29")
+    # doctor reads the index as it is (it does not catch up): index now, not whenever the hook's run ends
+    res = zmem_proc("-C", str(root), "index", env=no_numpy)
+    assert res.returncode == 0, res.stderr
     return root
 
 
