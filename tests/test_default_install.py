@@ -154,7 +154,8 @@ def test_the_wheel_installs_the_man_pages(tmp_path):
     """`man zmem` and `git zmem --help` (= `man git-zmem`) after pip install: both pages are data files
     under share/man/man1, and git-zmem.1 shows zmem.1."""
     import zipfile
-    pytest.importorskip("hatchling", reason="the test extra brings hatchling, the build backend")
+    pytest.importorskip("hatchling", reason="hatchling (the build backend, in the test extra) is not installed: "
+                        "pip install -e '.[test]'")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
