@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+np = pytest.importorskip("numpy")
 pytest.importorskip("gguf")
 pytest.importorskip("safetensors")
 

@@ -161,7 +161,7 @@ def init(ctx, directory, no_hooks):
     again changes nothing.
     """
     from zmem.indexer import catch_up
-    from zmem.scaffold import init_layout
+    from zmem.scaffold import init_layout, own_command
     from zmem.workspace import find_workspace
     from zmem.workspace import current_dir
     root = Path(directory or ctx.obj.get("dir") or ".")
@@ -182,7 +182,8 @@ def init(ctx, directory, no_hooks):
         warn(w)
     click.echo(f"workspace ready: {ws.root} ({_count_files(ws)} memory files indexed)")
     if report.created:
-        click.echo('next: git add -A && git commit -m "zmem workspace", then: zmem append "…" / zmem recall "…"')
+        zmem = own_command()[0]
+        click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
 
 
 def _count_files(ws) -> int:
@@ -203,7 +204,7 @@ def demo(directory):
     one commit per day; the hooks are installed, so it behaves like a real workspace afterwards.
     """
     from zmem.indexer import catch_up, open_index
-    from zmem.scaffold import DEMO_QUERIES, write_demo
+    from zmem.scaffold import DEMO_QUERIES, own_command, write_demo
     from zmem.search import recall
     from zmem.workspace import find_workspace
     root = Path(directory)
@@ -221,7 +222,10 @@ def demo(directory):
             _render_text(recall(conn, q, k=2).results)
     finally:
         conn.close()
-    click.echo(f"\nnext: cd {_shell_quote(str(ws.root))} && zmem recall \"Peter\" && zmem get memory/2025-11-24.md")
+    zmem, bin_dir = own_command()
+    click.echo(f"\nnext: cd {_shell_quote(str(ws.root))} && {zmem} recall \"Peter\" && {zmem} get memory/2025-11-24.md")
+    if bin_dir:
+        click.echo(f"(this zmem is not on PATH; to type just `zmem`: export PATH={_shell_quote(str(bin_dir))}:$PATH)")
 
 
 def _shell_quote(s: str) -> str:

@@ -1,4 +1,4 @@
-"""man/zmem.1 and completions/ generated from the click definitions (`python -m zmem.docgen`).
+"""man/zmem.1, man/git-zmem.1 and completions/ generated from the click definitions (`python -m zmem.docgen`).
 
 Completions are static scripts (no call back into Python on TAB, so they are instant); a test
 fails when the committed files drift from what this module renders for the current CLI.
@@ -266,11 +266,14 @@ def render_completion(group: click.Group, shell: str, prog: str = "zmem") -> str
 
 
 COMPLETION_FILES = {"bash": "completions/zmem.bash", "zsh": "completions/_zmem", "fish": "completions/zmem.fish"}
+# `git zmem --help` runs `man git-zmem`: the page is zmem's, by a roff include that man resolves within the
+# installed man tree (pyproject.toml installs both into share/man/man1)
+GIT_ZMEM_MAN = ".so man1/zmem.1\n"
 
 
 def rendered(group: click.Group, version: str) -> dict[str, str]:
     """Relative path -> content of every generated file."""
-    out = {"man/zmem.1": render_man(group, version=version)}
+    out = {"man/zmem.1": render_man(group, version=version), "man/git-zmem.1": GIT_ZMEM_MAN}
     for shell, rel in COMPLETION_FILES.items():
         out[rel] = render_completion(group, shell)
     return out

@@ -8,6 +8,7 @@ and explicit `- R @A predicate @B` facts.
 """
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 import re
@@ -219,18 +220,20 @@ def _fold(s: str) -> str:
 def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0) -> list[tuple[str, str, float]]:
     """Pairs of entity names that look like one entity spelled two ways (not merged)."""
     from rapidfuzz import fuzz, process
-    keys = sorted(entities)
+    keys = [k for k in sorted(entities) if len(_fold(k)) >= 3]  # shorter names are too alike to tell
     folded = [_fold(k).replace("-", " ") for k in keys]
-    out = []
-    if len(keys) < 2:
-        return out
-    matrix = process.cdist(folded, folded, scorer=fuzz.ratio, score_cutoff=threshold, workers=1)
-    for i in range(len(keys)):
-        for j in range(i + 1, len(keys)):
-            score = float(matrix[i][j])
-            if score and min(len(folded[i]), len(folded[j])) >= 3:
-                out.append((entities[keys[i]].name, entities[keys[j]].name, round(score, 1)))
-    return out
+    # fuzz.ratio(a, b) <= 2*len(a)/(len(a)+len(b)): in length order, each name is compared only with the
+    # names that can reach the threshold. process.extract, not process.cdist: cdist needs numpy.
+    order = sorted(range(len(keys)), key=lambda i: len(folded[i]))
+    lengths = [len(folded[i]) for i in order]
+    pairs = []
+    for pos, i in enumerate(order):
+        end = bisect.bisect_right(lengths, lengths[pos] * (200 - threshold) / threshold)
+        later = order[pos + 1:end]
+        for _, score, n in process.extract(folded[i], [folded[j] for j in later], scorer=fuzz.ratio,
+                                           score_cutoff=threshold, limit=None):
+            pairs.append((*sorted((i, later[n])), score))
+    return [(entities[keys[i]].name, entities[keys[j]].name, round(float(score), 1)) for i, j, score in sorted(pairs)]
 
 
 def duplicate_message(a: str, b: str, score: float) -> str:

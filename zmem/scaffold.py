@@ -149,6 +149,23 @@ def write_demo(root: Path) -> list[str]:
     return written
 
 
+def own_command() -> tuple[str, Path | None]:
+    """How a shell runs this zmem from any directory: `zmem` when PATH finds this very program, else
+    its absolute path (after the README's Try-it install, zmem is only in .venv/bin); and the
+    directory to put on PATH to type just `zmem` (None when that is not needed or not known)."""
+    import shlex
+    import shutil
+    import sys
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    on_path = shutil.which("zmem")
+    if script.name not in ("zmem", "git-zmem"):  # `python -m zmem`
+        return ("zmem" if on_path else f"{shlex.quote(sys.executable)} -m zmem"), None
+    mine = script.with_name("zmem") if script.with_name("zmem").is_file() else script  # git zmem runs git-zmem
+    if on_path and Path(on_path).resolve() == mine.resolve():
+        return "zmem", None
+    return shlex.quote(str(mine.absolute())), mine.absolute().parent
+
+
 def _git(root: Path, env: dict, *args: str) -> None:
     proc = run_git(list(args), cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode:
