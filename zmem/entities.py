@@ -256,6 +256,71 @@ def duplicate_warnings(directory=None, ws: Workspace | None = None, conn=None) -
             conn.close()
 
 
+# ----------------------------------------------------------------------------- entities a query names
+
+
+@dataclass
+class Named:
+    """An entity a query names (recall ranks its page and its facts first)."""
+    key: str                      # entity_key folded (lower case, no accents)
+    words: tuple[int, int]        # which query words name it: [start, end)
+    spelled: str                  # those words, as the query spells them
+    page: str | None = None       # bank/entities/<Slug>.md
+    facts: list[tuple] = field(default_factory=list)  # (path, start_line, end_line, day, text, names) about it
+
+
+MAX_NAME_WORDS = 4
+
+
+def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
+    """The known entities a query names, and the query's other words. A name is matched whole, in any
+    case and with or without accents (`peter`, `@Peter`, `Peter's`, `jose` for `José`, `the castle`
+    for `@[The Castle]`), against the names facts mention and entity pages' file names and titles.
+    Index lookups only: the facts' names column of facts_fts and the bank/entities/ range of the
+    files and chunks tables; no scan of the facts or files."""
+    from zmem.fts import _CJK_RUN, _WORD, STOPWORDS, _quote, nfc
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(_CJK_RUN.sub(" ", nfc(query)))]
+    grams: dict[str, tuple[int, int]] = {}  # folded key -> the first words that spell it
+    for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            if n == 1 and words[i].lower() in STOPWORDS:
+                continue
+            key = _fold(entity_key(" ".join(words[i:i + n])))
+            if key:
+                grams.setdefault(key, (i, i + n))
+    if not grams:
+        return [], words
+    found: dict[str, Named] = {}
+    end = ENTITY_DIR[:-1] + chr(ord("/") + 1)  # every path under bank/entities/, through the primary key
+    for path, title in conn.execute(
+            "SELECT f.path, (SELECT c.heading FROM chunks c WHERE c.path = f.path AND c.start_line = 1) "
+            "FROM files f WHERE f.path >= ? AND f.path < ?", (ENTITY_DIR, end)):
+        stem = path[len(ENTITY_DIR):-3]
+        if "/" in stem or not path.endswith(".md"):
+            continue
+        for name in (stem, (title or "").split(" > ")[0]):
+            key = _fold(entity_key(name)) if name else ""
+            if key in grams:
+                found.setdefault(key, Named(key, grams[key], _spelled(words, grams[key]))).page = path
+                break
+    match = "names : (" + " OR ".join(_quote(" ".join(words[a:b])) for a, b in dict.fromkeys(grams.values())) + ")"
+    for row in conn.execute("SELECT path, start_line, end_line, day, text, names FROM facts WHERE id IN "
+                            "(SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)", (match,)):
+        for key in {_fold(entity_key(name)) for name in row[5].split("\t")} & grams.keys():
+            found.setdefault(key, Named(key, grams[key], _spelled(words, grams[key]))).facts.append(row)
+    # the longest names first; a name inside a longer one the query also names is that one's
+    chosen: list[Named] = []
+    for named in sorted(found.values(), key=lambda e: (e.words[0] - e.words[1], e.words[0])):
+        if not any(a < named.words[1] and named.words[0] < b for a, b in (c.words for c in chosen)):
+            chosen.append(named)
+    taken = {i for c in chosen for i in range(*c.words)}
+    return chosen, [w for i, w in enumerate(words) if i not in taken]
+
+
+def _spelled(words: list[str], span: tuple[int, int]) -> str:
+    return " ".join(words[span[0]:span[1]])
+
+
 # ----------------------------------------------------------------------------- the graph
 
 
