@@ -223,6 +223,10 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     if size > max_chars:  # one line longer than a snippet: the part around the first query word
         return start_line + best, start_line + best, _cut_line(lines[best], query, max_chars)
     first, last = _block(lines, best) if blocks else (0, len(lines) - 1)
+    heads = blocks and ATX.match(lines[best])
+    if heads:  # a heading matched (a day's title): the answer is what it heads
+        below = next((j for j in range(best + 1, len(lines)) if lines[j].strip() and not ATX.match(lines[j])), None)
+        last = _block(lines, below)[1] if below is not None else last
 
     def joins(i: int) -> bool:
         """Whether line i may join the window: within the block, and a list item that does not match
@@ -236,7 +240,7 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     nxt = best + 1
     while nxt < len(lines) and not lines[nxt].strip():
         nxt += 1
-    if nxt < len(lines) and not (blocks and (ATX.match(lines[nxt]) or _item(lines[nxt]) and weights[nxt] <= 0)) \
+    if nxt < len(lines) and (heads or not (blocks and (ATX.match(lines[nxt]) or _item(lines[nxt]) and weights[nxt] <= 0))) \
             and size + (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1]) <= max_chars:
         # the line after the best match first: an answer follows its question, details their subject
         size += (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1])
