@@ -214,7 +214,8 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     weights = _line_weights(lines, query)
     if bonus:
         weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
-    best = max(range(len(lines)), key=lambda i: (weights[i], -i))
+    # a text line before a heading that matches as well (the heading path is in `heading` already)
+    best = max(range(len(lines)), key=lambda i: (weights[i], not (blocks and ATX.match(lines[i])), -i))
     if weights[best] <= 0 and len(text) <= max_chars:
         # no line holds a query word (the chunk matched by its heading path): the section is the answer
         return start_line, start_line + len(lines) - 1, text
@@ -230,10 +231,11 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
 
     def joins(i: int) -> bool:
         """Whether line i may join the window: within the block, and a list item that does not match
-        the query only as the start of the item the window is in (items are statements of their own)."""
+        the query only as the start of the item the window is in (items are statements of their own),
+        unless a matching heading is the best line (then all it heads is the answer)."""
         if not first <= i <= last:
             return False
-        if not blocks or weights[i] > 0:
+        if not blocks or weights[i] > 0 or heads:
             return True
         return not _item(lines[i]) if i > hi else not _item(lines[lo])
 
