@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError
 from zmem.chunking import CJK_RE, CUT
-from zmem.fts import build_match, fold, match_keys, nfc, query_grams
+from zmem.fts import _quote, build_match, fold, match_keys, nfc, query_grams
 from zmem.retain import entity_key
 from zmem.markdown import ATX, LIST_ITEM, _atx_title
 from zmem.workspace import glob_to_sql
@@ -476,7 +476,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     fact holding the name and the other words before a page without them). The hit's score is
     0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
     half its keyword score, in [0, 0.5)."""
-    from zmem.entities import named_in_query
+    from zmem.entities import facts_about, named_in_query
     named, other = named_in_query(conn, query)
     if not named:
         return ranked, None, {}
@@ -492,13 +492,20 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
+    glob = glob_to_sql(path_glob) if path_glob else None
     for e in named:
-        for path, start, end, day, text, names in e.facts:
-            if not _passes((0, path, 0, 0, "", day, ""), since, until, path_glob, exclude):
-                continue
-            v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
-            spot = (path, start, end)
-            scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+        if e.keys:  # its facts holding other query words (any number), and its newest facts
+            others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
+            # FTS intersects the name's and the other words' postings: no walk over all of its facts
+            match = f'names : {_quote(e.spelled)} AND ({others})' if others else None
+            rows = (facts_about(conn, e.keys, match=match, since=since, until=until, path_glob=glob) if match else [])
+            rows += facts_about(conn, e.keys, since=since, until=until, path_glob=glob, limit=n)
+            for path, start, end, day, text, names in rows:
+                if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
+                    continue
+                v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
+                spot = (path, start, end)
+                scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
         if e.page and _passes((0, e.page, 0, 0, "", None, ""), since, until, path_glob, exclude):
             for cid, text in conn.execute("SELECT id, text FROM chunks WHERE path = ?", (e.page,)):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
