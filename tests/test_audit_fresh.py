@@ -35,7 +35,7 @@ def indexed_paths(root) -> set[str]:
 # ----------------------------------------------------------------------------- ignore rules
 
 NOTE = "# d\n\n- secretword\n"
-HIT = ["memory/2025-01-01.md#L1-L3"]
+HIT = ["memory/2025-01-01.md#L3-L3"]  # the matching line, not the whole note
 
 
 def test_a_gitignore_change_removes_and_restores_an_indexed_file(ws):

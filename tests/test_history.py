@@ -448,6 +448,6 @@ def test_as_of_recall_cites_each_of_two_files_with_the_same_content(ws):
     sha = commit_all(ws, "copy", date="2025-03-05T10:00:00+00:00")
     res = _json(["-C", str(ws), "recall", "zorblax", "--as-of", "HEAD", "--json"])
     assert sorted(h["citation"] for h in res["results"]) == [
-        f"memory/2025-03-05.md@{sha[:10]}#L1-L3", f"memory/copies/2025-03-05.md@{sha[:10]}#L1-L3"]
+        f"memory/2025-03-05.md@{sha[:10]}#L3-L3", f"memory/copies/2025-03-05.md@{sha[:10]}#L3-L3"]
     now = _json(["-C", str(ws), "recall", "zorblax", "--json"])
     assert sorted(h["path"] for h in now["results"]) == sorted(h["path"] for h in res["results"])

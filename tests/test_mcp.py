@@ -88,7 +88,7 @@ def test_search_then_get_reads_exactly_the_cited_lines(ws):
     assert [r["path"] for r in one_file["results"]] == ["memory/2025-11-27.md"]
     assert sum(len(r["snippet"]) for r in budget["results"]) <= 60
     assert set(found) >= {"results", "provider", "model", "mode", "warnings"}
-    assert found["provider"] == "none" and found["mode"] == "bm25" and found["warnings"]
+    assert found["provider"] == "none" and found["mode"] == "bm25" and found["warnings"] == []  # the default
     assert hit["path"] == "memory/2025-11-24.md" and hit["source"] == "memory"
     assert set(hit) >= {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
     assert hit["citation"] == f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}"

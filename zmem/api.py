@@ -75,7 +75,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
                                 path_glob=path_glob, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
                                 entity=entity, exclude=exclude, explain=explain, query_timeout=query_timeout,
-                                providers=providers)
+                                providers=providers, asked=_asked(mode, cfg))
             res.warnings = fresh.warnings + res.warnings
             res.stale = fresh.stale
             return res
@@ -84,7 +84,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25":
-            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed, providers, vector_matrix)
+            qvec, store, notes = _query_vector(ws, conn, query, query_timeout, background_embed, providers, vector_matrix,
+                                               asked=_asked(mode, cfg))
             warnings += notes
             if qvec is not None:
                 mode_used = requested
@@ -130,9 +131,18 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
     return res
 
 
-def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None, matrix=None):
+def _asked(mode: str | None, cfg) -> bool:
+    """Whether vectors were asked for (--mode, or a recall.mode other than the default hybrid), rather
+    than the default, which means "hybrid when there are vectors"."""
+    return mode not in (None, "bm25") or cfg.recall_mode == "vector"
+
+
+def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None, matrix=None,
+                  asked: bool = True):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
-    by the provider that made them (same fingerprint)."""
+    by the provider that made them (same fingerprint). No provider configured is the documented
+    default, not a degradation: a warning only when vectors were asked for (`asked`); `zmem status`
+    and `zmem doctor` say it once."""
     from zmem import db
     from zmem.embedders.base import EmbeddingError
     from zmem.embedding import pending_count, providers, spawn_embed_job, vector_fingerprint
@@ -140,7 +150,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     provs = provs if provs is not None else providers(ws)
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
-        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER])
+        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER] if asked else [])
     store = VectorStore(conn, matrix)
     stored = store.count()
     pending = pending_count(conn)
@@ -231,7 +241,7 @@ def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
-                  mode, kind, entity, exclude, explain, query_timeout, providers) -> Recall:
+                  mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
     from zmem import history
     from zmem.errors import ZmemError
     notes = []
@@ -247,7 +257,7 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
     else:
         qvec = store = None
         if mode != "bm25":  # the provider that made the stored vectors, as for a current recall
-            qvec, store, more = _query_vector(ws, conn, query, query_timeout, False, providers)
+            qvec, store, more = _query_vector(ws, conn, query, query_timeout, False, providers, asked=asked)
             notes += [m for m in more if "not embedded yet" not in m]  # about the current files, not these
         cfg = ws.config
         res = history.recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,

@@ -1164,8 +1164,9 @@ def status(ctx, as_json):
     click.echo(f"files, chunks:  {st['files']} files, {st['chunks']} chunks, {st['db_bytes'] / 1024:.0f} KiB")
     click.echo(f"SQLite:         {st['driver']} {st['sqlite_version']}; vectors: {st['vector_store']}")
     e = st["embeddings"]
-    from zmem.status import vectors_line
-    click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else "none (keyword recall only)"))
+    from zmem.status import NO_EMBEDDINGS, vectors_line
+    click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else NO_EMBEDDINGS if not e["warnings"]
+                                     else "no provider can run (warnings below): keyword (BM25) recall only"))
     click.echo(f"hooks:          {', '.join(f'{k} {v}' for k, v in st['hooks'].items())}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")

@@ -259,6 +259,109 @@ def duplicate_warnings(directory=None, ws: Workspace | None = None, conn=None) -
             conn.close()
 
 
+# ----------------------------------------------------------------------------- entities a query names
+
+
+@dataclass
+class Named:
+    """An entity a query names (recall ranks its page and its facts first)."""
+    key: str                      # entity_key folded (lower case, no accents)
+    words: tuple[int, int]        # which query words name it: [start, end)
+    spelled: str                  # those words, as the query spells them
+    page: str | None = None       # bank/entities/<Slug>.md
+    keys: set[str] = field(default_factory=set)  # the entity keys of its facts (fact_entities.entity)
+
+
+MAX_NAME_WORDS = 4
+ACCENT_PROBE = 50  # facts read to find a name spelled with other accents than the query's
+
+
+def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
+    """The known entities a query names, and the query's other words. A name is matched whole, in any
+    case and with or without accents (`peter`, `@Peter`, `Peter's`, `jose` for `José`, `the castle`
+    for `@[The Castle]`), against the names facts mention and entity pages' file names and titles.
+    Index lookups only, none growing with the facts an entity has: fact_entities' primary key, then
+    (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
+    range of the files and chunks tables."""
+    from zmem.fts import _CJK_RUN, _WORD, STOPWORDS, _quote, nfc
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(_CJK_RUN.sub(" ", nfc(query)))]
+    folded = [_fold(w) for w in words]  # a word holds letters, digits and marks: its key is itself, folded
+    grams: dict[str, tuple[int, int]] = {}  # folded key (as _fold(entity_key(name))) -> the first words that spell it
+    for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            if n == 1 and folded[i] in STOPWORDS:
+                continue
+            grams.setdefault("-".join(folded[i:i + n]), (i, i + n))
+    if not grams:
+        return [], words
+    found: dict[str, Named] = {}
+
+    def named(key: str) -> Named:
+        return found.setdefault(key, Named(key, grams[key], _spelled(words, grams[key])))
+
+    end = ENTITY_DIR[:-1] + chr(ord("/") + 1)  # every path under bank/entities/, through the primary key
+    for path, title in conn.execute(
+            "SELECT f.path, (SELECT c.heading FROM chunks c WHERE c.path = f.path AND c.start_line = 1) "
+            "FROM files f WHERE f.path >= ? AND f.path < ?", (ENTITY_DIR, end)):
+        stem = path[len(ENTITY_DIR):-3]
+        if "/" in stem or not path.endswith(".md"):
+            continue
+        for name in (stem, (title or "").split(" > ")[0]):
+            key = _fold(entity_key(name)) if name else ""
+            if key in grams:
+                named(key).page = path
+                break
+    missing = []
+    for key, (a, b) in grams.items():
+        exact = entity_key(" ".join(words[a:b]))
+        if conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1", (exact,)).fetchone():
+            named(key).keys.add(exact)
+        else:
+            missing.append((a, b))
+    if missing:  # spelled with other accents than the facts' (`jose`, `José`): FTS folds them
+        match = "names : (" + " OR ".join(_quote(" ".join(words[a:b])) for a, b in missing) + ")"
+        for (names,) in conn.execute("SELECT names FROM facts WHERE id IN (SELECT rowid FROM facts_fts WHERE "
+                                     "facts_fts MATCH ? LIMIT ?)", (match, ACCENT_PROBE)):
+            for name in names.split("\t"):
+                key = _fold(entity_key(name))
+                if key in grams:
+                    named(key).keys.add(entity_key(name))
+    # the longest names first; a name inside a longer one the query also names is that one's
+    chosen: list[Named] = []
+    for e in sorted(found.values(), key=lambda e: (e.words[0] - e.words[1], e.words[0])):
+        if not any(a < e.words[1] and e.words[0] < b for a, b in (c.words for c in chosen)):
+            chosen.append(e)
+    taken = {i for c in chosen for i in range(*c.words)}
+    return chosen, [w for i, w in enumerate(words) if i not in taken]
+
+
+def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, limit: int | None = None) -> list[tuple]:
+    """(path, start_line, end_line, day, text, names) of facts about any of the entity keys: all those
+    the FTS expression `match` finds, or the last `limit` by path (a daily log's path holds its day:
+    the newest, read backwards through the facts_path index rather than sorting all of a common
+    entity's facts). since/until: the daily log's day; path_glob: an SQL GLOB."""
+    marks = ",".join("?" * len(keys))
+    where = [f"EXISTS (SELECT 1 FROM fact_entities e WHERE e.entity IN ({marks}) AND e.fact_id = f.id)"]
+    args = list(keys)
+    if match:
+        where.append("f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)")
+        args.append(match)
+    for cond, value in (("f.day >= ?", since), ("f.day <= ?", until), ("f.path GLOB ?", path_glob)):
+        if value:
+            where.append(cond)
+            args.append(value)
+    sql = (f"SELECT f.path, f.start_line, f.end_line, f.day, f.text, f.names FROM facts f WHERE {' AND '.join(where)} "
+           "ORDER BY f.path DESC, f.start_line DESC")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return conn.execute(sql, args).fetchall()
+
+
+def _spelled(words: list[str], span: tuple[int, int]) -> str:
+    return " ".join(words[span[0]:span[1]])
+
+
 # ----------------------------------------------------------------------------- the graph
 
 

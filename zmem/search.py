@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError
 from zmem.chunking import CJK_RE, CUT
-from zmem.fts import build_match, fold, match_keys, nfc, query_grams
+from zmem.fts import _quote, build_match, fold, match_keys, nfc, query_grams
+from zmem.retain import entity_key
+from zmem.markdown import ATX, LIST_ITEM, _atx_title
 from zmem.workspace import glob_to_sql
 
 
@@ -200,31 +202,56 @@ def _cut_line(line: str, query: str, max_chars: int) -> str:
 
 
 def make_snippet(text: str, start_line: int, query: str, max_chars: int,
-                 bonus: dict[int, float] | None = None) -> tuple[int, int, str]:
+                 bonus: dict[int, float] | None = None, *, blocks: bool = False) -> tuple[int, int, str]:
     """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
-    bonus: extra weight per line number (how close the line's vector window is to the query)."""
-    if len(text) <= max_chars:
+    bonus: extra weight per line number (how close the line's vector window is to the query).
+    blocks (recall's hits): the window stays within the paragraph or list of the best-matching line
+    (and of the line after it), so a citation is the lines that matter, not the whole note; without
+    it (a session message, cited as one line anyway) the window grows over the whole text."""
+    if len(text) <= max_chars and (not blocks or "\n" not in text):
         return start_line, start_line + text.count("\n"), text
     lines = text.split("\n")
     weights = _line_weights(lines, query)
     if bonus:
         weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
-    best = max(range(len(lines)), key=lambda i: (weights[i], -i))
+    # a text line before a heading that matches as well (the heading path is in `heading` already)
+    best = max(range(len(lines)), key=lambda i: (weights[i], not (blocks and ATX.match(lines[i])), -i))
+    if weights[best] <= 0 and len(text) <= max_chars:
+        # no line holds a query word (the chunk matched by its heading path): the section is the answer
+        return start_line, start_line + len(lines) - 1, text
     lo = hi = best
     size = len(lines[best])
     if size > max_chars:  # one line longer than a snippet: the part around the first query word
         return start_line + best, start_line + best, _cut_line(lines[best], query, max_chars)
+    first, last = _block(lines, best) if blocks else (0, len(lines) - 1)
+    heads = blocks and ATX.match(lines[best])
+    if heads:  # a heading matched (a day's title): the answer is what it heads
+        below = next((j for j in range(best + 1, len(lines)) if lines[j].strip() and not ATX.match(lines[j])), None)
+        last = _block(lines, below)[1] if below is not None else last
+
+    def joins(i: int) -> bool:
+        """Whether line i may join the window: within the block, and a list item that does not match
+        the query only as the start of the item the window is in (items are statements of their own),
+        unless a matching heading is the best line (then all it heads is the answer)."""
+        if not first <= i <= last:
+            return False
+        if not blocks or weights[i] > 0 or heads:
+            return True
+        return not _item(lines[i]) if i > hi else not _item(lines[lo])
+
     nxt = best + 1
     while nxt < len(lines) and not lines[nxt].strip():
         nxt += 1
-    if nxt < len(lines) and size + (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1]) <= max_chars:
+    if nxt < len(lines) and (heads or not (blocks and (ATX.match(lines[nxt]) or _item(lines[nxt]) and weights[nxt] <= 0))) \
+            and size + (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1]) <= max_chars:
         # the line after the best match first: an answer follows its question, details their subject
         size += (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1])
         hi = nxt
+        if blocks:
+            last = max(last, _block(lines, nxt)[1])
     while True:  # grow towards the side with more matches, then the following lines
         grew = False
-        for nxt in sorted((i for i in (lo - 1, hi + 1) if 0 <= i < len(lines)),
-                          key=lambda i: (-weights[i], i < lo)):
+        for nxt in sorted((i for i in (lo - 1, hi + 1) if joins(i)), key=lambda i: (-weights[i], i < lo)):
             if size + 1 + len(lines[nxt]) <= max_chars:
                 size += 1 + len(lines[nxt])
                 lo, hi = min(lo, nxt), max(hi, nxt)
@@ -233,6 +260,41 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
         if not grew:
             break
     return start_line + lo, start_line + hi, "\n".join(lines[lo:hi + 1])
+
+
+def _item(line: str) -> bool:
+    m = LIST_ITEM.match(line)
+    return bool(m) and bool(line[m.end():].strip())
+
+
+def _block(lines: list[str], i: int) -> tuple[int, int]:
+    """The run of non-blank lines around line i, a heading starting a run (it belongs to what follows)."""
+    first = i
+    while first > 0 and lines[first - 1].strip() and not ATX.match(lines[first]):
+        first -= 1
+    last = i
+    while last + 1 < len(lines) and lines[last + 1].strip() and not ATX.match(lines[last + 1]):
+        last += 1
+    return first, last
+
+
+def heading_at(heading: str, lines: list[str], upto: int) -> str:
+    """The heading path of line `upto` of a chunk whose first line is under `heading`: the chunk's
+    own headings before it (and it, if it is one) update the path. The levels of the path above the
+    chunk are not stored: a heading the chunk starts with has its own level, the rest are taken as
+    levels 1, 2, … (a daily log's `# day` > `## Section`)."""
+    inside = [(len(m.group(1)), _atx_title(m)) for m in (ATX.match(x) for x in lines[1:upto + 1]) if m]
+    if not inside:
+        return heading
+    path = [(n, t) for n, t in enumerate(heading.split(" > "), 1)] if heading else []
+    m = ATX.match(lines[0]) if path else None
+    if m:
+        path[-1] = (len(m.group(1)), path[-1][1])
+    for level, title in inside:
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+    return " > ".join(t for _, t in path if t)
 
 
 def _passes(row, since, until, path_glob, exclude=None) -> bool:
@@ -372,11 +434,21 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if fusion == "weighted":
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    about: dict[int, float] | None = None
+    facts_at: dict[int, dict[int, float]] = {}
+    if mode != "vector":  # a query naming a known entity: its page and its facts first
+        ranked, about, facts_at = entity_first(conn, query, ranked, n=n, since=since, until=until,
+                                               path_glob=path_glob, exclude=exclude)
     if not ranked:
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
     bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    for cid, lines in facts_at.items():
+        bonus[cid] = {**bonus.get(cid, {}), **lines}
     why = explain_scores(bm25, vec, ranked) if explain else {}
+    if why and about is not None:
+        for cid, w in why.items():
+            w["entity"] = _r(about.get(cid))
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why)
     shown = sum(len(h.snippet) for h in out.results)
@@ -389,6 +461,75 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                       vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
                       explain=explain, exclude=exclude)
     return out
+
+
+def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, since: str | None = None,
+                 until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None):
+    """Ranked hits with the entities the query names first: their pages' chunks and the chunks holding
+    Retain facts about them, before every other hit. Returns (ranked, {chunk: entity score}, {chunk:
+    {fact line: snippet weight}}); (ranked, None, {}) when the query names no known entity.
+
+    A name in most notes is worth ~nothing to BM25 (FTS5 floors the weight of a term in more than half
+    the chunks at 1e-6), so a hit about the entity scores by how much of the query it covers: each named
+    entity and each other query word is a unit, f = the share of them a fact (or a page chunk) holds.
+    A fact scores 0.5 + 0.4 f, a page chunk 0.6 + 0.4 f (the page, then its facts, for a bare name; a
+    fact holding the name and the other words before a page without them). The hit's score is
+    0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
+    half its keyword score, in [0, 0.5)."""
+    from zmem.entities import facts_about, named_in_query
+    named, other = named_in_query(conn, query)
+    if not named:
+        return ranked, None, {}
+    rest = match_keys(" ".join(other))
+    units = len(named) + len(rest)
+
+    def share(text: str, keys: set[str], own: str | None = None) -> float:
+        low = fold(text)
+        got = sum(1 for e in named if e.key == own or e.key in keys or _word_start(low, fold(e.spelled)) >= 0)
+        return (got + sum(1 for key in rest if _word_start(low, key) >= 0)) / units
+
+    about: dict[int, float] = {}
+    facts_at: dict[int, dict[int, float]] = {}
+    newest: dict[int, str] = {}
+    scored: dict[tuple[str, int, int], tuple[float, str]] = {}
+    glob = glob_to_sql(path_glob) if path_glob else None
+    for e in named:
+        if e.keys:  # its facts holding other query words (any number), and its newest facts
+            others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
+            # FTS intersects the name's and the other words' postings: no walk over all of its facts
+            match = f'names : {_quote(e.spelled)} AND ({others})' if others else None
+            rows = (facts_about(conn, e.keys, match=match, since=since, until=until, path_glob=glob) if match else [])
+            rows += facts_about(conn, e.keys, since=since, until=until, path_glob=glob, limit=n)
+            for path, start, end, day, text, names in rows:
+                if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
+                    continue
+                v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
+                spot = (path, start, end)
+                scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+        if e.page and _passes((0, e.page, 0, 0, "", None, ""), since, until, path_glob, exclude):
+            for cid, text in conn.execute("SELECT id, text FROM chunks WHERE path = ?", (e.page,)):
+                about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
+    for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
+        for (cid,) in conn.execute("SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?",
+                                   (path, start, start)):
+            about[cid] = max(about.get(cid, 0.0), v)
+            newest[cid] = max(newest.get(cid, ""), day)
+            lines = facts_at.setdefault(cid, {})
+            for ln in range(start, end + 1):  # the snippet shows the fact (the best of them)
+                lines[ln] = max(lines.get(ln, 0.0), FACT_WEIGHT * v)
+    base = dict(ranked)
+    final = {cid: _r(0.5 + 0.9 * (about[cid] - 0.5) + 0.05 * base.get(cid, 0.0)) if cid in about else 0.5 * s
+             for cid, s in [*ranked, *((c, 0.0) for c in about if c not in base)]}
+    # equal scores (as shown): the newer fact first
+    return (sorted(final.items(), key=lambda x: (-x[1], _desc(newest.get(x[0], "")), x[0])), about, facts_at)
+
+
+FACT_WEIGHT = 100.0  # a fact line's snippet weight per unit of its entity score: above any query-term weight
+
+
+def _desc(day: str) -> tuple:
+    """A sort key putting later ISO days first (and no day last)."""
+    return tuple(-ord(c) for c in day) + (1,)
 
 
 MAX_MULTIPLIER = 256  # candidates per hit, at most, when candidates keep repeating shown lines
@@ -420,10 +561,12 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
         if limit < min(MIN_SNIPPET, snippet_chars) and len(text) > limit:
             over_budget = True  # too little room left to show part of this chunk; a shorter one may fit
             continue
-        first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid))
+        first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid), blocks=True)
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))
+        if first > start:  # the snippet may stand under a heading of the chunk
+            heading = heading_at(heading, text.split("\n", first - start + 1)[:first - start + 1], first - start)
         hit = Hit(path, first, last, _r(score), snippet, day, heading, start, end, rev=rev)
         if why:
             hit.explain = why[cid]

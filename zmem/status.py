@@ -106,6 +106,10 @@ def _embedding_status(ws: Workspace, conn) -> dict:
     }
 
 
+NO_EMBEDDINGS = ("none configured — keyword (BM25) recall; for semantic recall see README's "
+                 "\"Semantic recall\" ([embeddings] in ~/.config/zmem/config.toml)")
+
+
 def vectors_line(emb: dict) -> str:
     """What the vectors are and who made them, for status and doctor."""
     line = f"{emb['provider']} {emb['model']}: {emb['vectors']} vectors (windows), {emb['pending']} chunks pending"
@@ -165,9 +169,10 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append(("ok", "hooks", "post-commit, post-merge, post-checkout, post-rewrite installed"))
     emb = st["embeddings"]
     if emb["provider"] == "none":
-        checks.append(("warn", "embeddings", "no provider can run (reasons below): recall is keyword (BM25) only"
-                       if emb["warnings"] else "no provider configured: recall is keyword (BM25) only; "
-                       "see [embeddings] in ~/.config/zmem/config.toml or zmem.toml"))
+        # none configured is the documented default (said here once, not by every recall); a configured
+        # provider that cannot run is a degradation
+        checks.append(("warn", "embeddings", "no provider can run (reasons below): recall is keyword (BM25) only")
+                      if emb["warnings"] else ("ok", "embeddings", NO_EMBEDDINGS))
     else:
         detail = vectors_line(emb)
         level = "ok" if emb["current"] else "warn"

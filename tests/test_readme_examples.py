@@ -1,0 +1,55 @@
+"""The README's recall examples are real output (issue 17: its JSON example cited `#L5-L6` with a
+one-line snippet while the demo really answered `#L1-L11`; every short daily log was cited whole)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import zmem_proc
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("demo") / "zmem-demo"
+    res = zmem_proc("demo", str(root))
+    assert res.returncode == 0, res.stderr
+    return root
+
+
+def test_the_readme_json_example_is_what_recall_prints_on_the_demo(demo):
+    text = README.read_text(encoding="utf-8")
+    m = re.search(r'`--json` prints one object \(`zmem recall "([^"]+)" --json --k (\d+)` on `zmem demo`\):\n\n'
+                  r'```json\n(.*?)\n```', text, re.S)
+    assert m, "the README's recall JSON example and the command it comes from"
+    query, k, shown = m.group(1), m.group(2), json.loads(m.group(3))
+    res = zmem_proc("-C", str(demo), "recall", query, "--json", "--k", k)
+    assert res.returncode == 0 and res.stderr == "", res.stderr  # no warning in the default setup
+    real = json.loads(res.stdout)
+    assert real == shown
+    hit = real["results"][0]
+    # the contract the README states: `zmem get` of the citation returns the snippet exactly
+    got = zmem_proc("-C", str(demo), "get", hit["citation"])
+    assert got.returncode == 0 and got.stdout == hit["snippet"] + "\n"
+    assert (hit["end_line"] - hit["start_line"]) < (hit["chunk_end_line"] - hit["chunk_start_line"])
+
+
+@pytest.mark.parametrize("query", ["which machine runs the gateway", "Peter WhatsApp replies",
+                                   "aniversário Marrakech", "北京出差", "backup", "Lucía reuniones"])
+def test_short_daily_logs_are_cited_by_the_lines_that_match_not_whole(demo, query):
+    res = zmem_proc("-C", str(demo), "recall", query, "--json")
+    hits = json.loads(res.stdout)["results"]
+    assert hits
+    for h in hits:
+        lines = (demo / h["path"]).read_text(encoding="utf-8").split("\n")
+        cited = lines[h["start_line"] - 1:h["end_line"]]
+        assert "\n".join(cited) == h["snippet"]
+        assert not any(line.startswith("#") for line in cited), h  # never the note's title or other sections
+        if h["path"].startswith("memory/"):
+            assert h["start_line"] > h["chunk_start_line"], h["citation"]  # the note is one chunk, not cited whole
+            section = next(line for line in reversed(lines[:h["start_line"]]) if line.startswith("## "))
+            assert h["heading"] == f"{h['day']} > {section[3:]}", h
