@@ -79,7 +79,7 @@ def test_recall_on_a_terminal_in_every_format(hostile, fmt):
     out = on_terminal("-C", str(hostile), "recall", "zebracrossing", "--format", fmt)
     assert_safe(out)
     if fmt == "json":
-        assert json.loads(out)["results"][0]["snippet"].endswith(HOSTILE)
+        assert f"zebracrossing {HOSTILE}" in json.loads(out)["results"][0]["snippet"]
     elif fmt == "table":
         assert "zebracrossing title\\x1b]0;pwned\\x07" in out
     else:
@@ -87,23 +87,32 @@ def test_recall_on_a_terminal_in_every_format(hostile, fmt):
 
 
 def test_recall_piped_keeps_the_notes_characters(hostile):
-    proc = zmem_proc("-C", str(hostile), "recall", "zebracrossing")
+    proc = subprocess.run([zmem_exe(), "-C", str(hostile), "recall", "zebracrossing"], capture_output=True)
     assert proc.returncode == 0, proc.stderr
-    assert HOSTILE in proc.stdout  # click no longer strips colour codes from a pipe
-    assert "\x1b[1m" not in proc.stdout  # and zmem adds none of its own
+    assert f"zebracrossing {HOSTILE}".encode() in proc.stdout  # click no longer strips colour codes from a pipe
+    assert b"\x1b[1m" not in proc.stdout  # and zmem adds none of its own
 
 
 @pytest.mark.parametrize("args", [
     ["facts"], ["facts", "--format", "text"], ["facts", "--format", "md"], ["facts", "--json"],
     ["recall", "zebrafact", "--entity", "Peter"], ["entity", "Peter"], ["entity", "Peter", "--json"],
     ["log", "@Peter"], ["log", "memory/2025-11-25.md"], ["blame", "memory/2025-11-25.md#L5"],
-    ["diff", "HEAD~1", "HEAD"], ["graph", "Peter"], ["reflect", "--dry-run"]])
+    ["diff", "HEAD~1", "HEAD"], ["reflect", "--dry-run"]])
 def test_every_command_that_prints_notes_escapes_them_on_a_terminal(hostile, args):
     out = on_terminal("-C", str(hostile), *args)
     assert_safe(out)
-    assert "pwned" in out or args[0] == "graph", out  # the note's text is shown, escaped
-    if "--json" not in args and args[0] != "graph":
-        assert "\\x1b]0;pwned\\x07" in out or "\\u001b]0;pwned" in out, out
+    assert "pwned" in out, out  # the note's text is shown, escaped
+    if "--json" not in args:
+        assert "\\x1b]0;pwned\\x07" in out, out
+
+
+def test_graph_escapes_a_hostile_file_name_on_a_terminal(ws):
+    """Names of files are the user's too: graph's evidence cites them."""
+    write(ws, "memory/evil\x1b]0;pwned\x07.md", "# evil\n\n## Retain\n\n- R @Peter knows @Ana\n")
+    commit_all(ws, "a hostile file name")
+    out = on_terminal("-C", str(ws), "graph", "Peter")
+    assert_safe(out)
+    assert "memory/evil\\x1b]0;pwned\\x07.md" in out, out
 
 
 def test_opinions_on_a_terminal(hostile):
@@ -115,7 +124,7 @@ def test_opinions_on_a_terminal(hostile):
 
 def test_warnings_on_stderr_are_escaped_on_a_terminal(ws):
     """A malformed Retain bullet is quoted in a warning: stderr on a terminal escapes it too."""
-    write(ws, "memory/2025-11-26.md", "# 2025-11-26\n\n## Retain\n\n- X @Peter: bad\x1b[2J kind\n")
+    write(ws, "memory/bad\x1b[2J.md", "# bad\n\n## Retain\n\n- X @Peter: bad kind\n")
     commit_all(ws, "bad bullet")
     master, slave = pty.openpty()
     proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "facts"], stdout=subprocess.DEVNULL, stderr=slave)
@@ -132,7 +141,7 @@ def test_warnings_on_stderr_are_escaped_on_a_terminal(ws):
     os.close(master)
     proc.wait(timeout=120)
     text = err.decode()
-    assert "warning:" in text and "\x1b" not in text, text
+    assert "warning: memory/bad\\x1b[2J.md:5: unknown fact kind" in text and "\x1b" not in text, text
 
 
 def test_text_output_shows_the_day_once(ws):
@@ -143,11 +152,16 @@ def test_text_output_shows_the_day_once(ws):
     head = res.stdout.splitlines()[0]
     assert head.startswith("memory/2025-09-15.md#L") and head.count("2025-09-15") == 2, head  # path and day
     assert head.endswith(" · 2025-09-15"), head
-    # a heading that is not the day is still shown
-    write(ws, "memory/2025-09-16.md", "# 2025-09-16\n\n## Errands\n\n- Picked up the wombat costume.\n")
+    write(ws, "memory/2025-09-16.md", "# 2025-09-16\n\n## Errands\n\n" + "- Walked the dog along the river, then met the neighbours for coffee at the corner.\n" * 60
+          + "- Picked up the wombat costume.\n")
     commit_all(ws, "day 2")
     head = run(["-C", str(ws), "recall", "wombat"]).stdout.splitlines()[0]
-    assert head.endswith(" · 2025-09-16 · Errands"), head
+    assert head.endswith("· 2025-09-16 > Errands") and head.count("2025-09-16") == 2, head
+    # a heading that is not the day is still shown
+    write(ws, "bank/world.md", "# World\n\n- The kangaroo costume is in the attic.\n")
+    commit_all(ws, "world")
+    head = run(["-C", str(ws), "recall", "kangaroo"]).stdout.splitlines()[0]
+    assert head.startswith("bank/world.md#L") and head.endswith(" · World"), head
 
 
 def test_table_shows_the_matching_line_not_the_top_of_the_chunk(ws):

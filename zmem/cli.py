@@ -523,8 +523,9 @@ def _one_line(s: str, n: int) -> str:
 
 def _render_text(hits) -> None:
     for h in hits:
-        heading = "" if h.heading and h.heading.strip() == h.day else h.heading  # a log titled by its day: once
-        meta = " · ".join(x for x in (f"{h.score:.4g}", h.day or "", heading) if x)
+        # a daily log titled by its day: the heading path (`2025-09-15 > Notes`) says the day once
+        day = "" if h.day and (h.heading == h.day or (h.heading or "").startswith(h.day + " > ")) else h.day
+        meta = " · ".join(x for x in (f"{h.score:.4g}", day or "", h.heading) if x)
         echo(Bold(h.citation), f"  {meta}")
         if h.explain:
             e = h.explain
