@@ -152,8 +152,8 @@ def test_text_output_shows_the_day_once(ws):
     head = res.stdout.splitlines()[0]
     assert head.startswith("memory/2025-09-15.md#L") and head.count("2025-09-15") == 2, head  # path and day
     assert head.endswith(" · 2025-09-15"), head
-    write(ws, "memory/2025-09-16.md", "# 2025-09-16\n\n## Errands\n\n" + "- Walked the dog along the river, then met the neighbours for coffee at the corner.\n" * 60
-          + "- Picked up the wombat costume.\n")
+    filler = "- Walked the dog along the river, then met the neighbours for coffee at the corner.\n" * 60
+    write(ws, "memory/2025-09-16.md", "# 2025-09-16\n\n## Errands\n\n" + filler + "- Picked up the wombat costume.\n")
     commit_all(ws, "day 2")
     head = run(["-C", str(ws), "recall", "wombat"]).stdout.splitlines()[0]
     assert head.endswith("· 2025-09-16 > Errands") and head.count("2025-09-16") == 2, head
@@ -206,3 +206,16 @@ def test_log_is_newest_first_for_entities_and_files_and_reverse_flips_both(ws):
     assert text[0].startswith("2025-11-09") and text[-1].startswith("2025-11-01"), text
     text = run(["-C", str(root), "log", "@Peter", "--reverse"]).stdout.splitlines()
     assert text[0].startswith("2025-11-01") and text[-1].startswith("2025-11-09"), text
+
+
+def test_table_columns_stay_aligned_around_escaped_cells(ws):
+    write(ws, "memory/evil\x1b]0;pwned\x07.md", "# evil\n\n- The zebu grazes here.\n")
+    write(ws, "bank/world.md", "# World\n\n- A zebu is a humped cattle.\n")
+    commit_all(ws, "zebu")
+    out = BOLD.sub("", on_terminal("-C", str(ws), "recall", "zebu", "--format", "table"))
+    assert_safe(out)
+    header, _, *rows = out.splitlines()
+    assert len(rows) == 2 and any("evil\\x1b]0;pwned\\x07" in r for r in rows), out
+    at = header.index("snippet")
+    for r in rows:  # escapes counted when the columns were measured: the snippets start under their header
+        assert r[at:at + 2] == "# " and r[at - 2:at] == "  ", out

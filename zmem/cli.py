@@ -12,7 +12,7 @@ import click
 
 from zmem import __version__
 from zmem.errors import ExitCode, ZmemError
-from zmem.terminal import Bold, echo, echo_json, visible
+from zmem.terminal import Bold, echo, echo_json, echo_table, visible
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -504,10 +504,9 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
         _render_facts([h.fact for h in res.results], fmt, scores=[h.score for h in res.results],
                       citations=[h.citation for h in res.results])
     elif fmt == "table":
-        from tabulate import tabulate
         from zmem.search import one_line_snippet
         rows = [(h.citation, f"{h.score:.4g}", h.day or "", one_line_snippet(h.snippet, text, 70)) for h in res.results]
-        echo(tabulate(rows, headers=["citation", "score", "day", "snippet"]))
+        echo_table(rows, ["citation", "score", "day", "snippet"])
     elif fmt == "md":
         for i, h in enumerate(res.results, 1):
             echo(f"{i}. **{h.citation}** (score {h.score:.4g}{', ' + h.day if h.day else ''})\n")
@@ -598,10 +597,9 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
     """Facts as a table, Markdown or text (JSON is rendered by the caller)."""
     cites = citations or [f.source for f in facts]
     if fmt == "table":
-        from tabulate import tabulate
         rows = [(cites[i], f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
                  ", ".join(f.entities), _one_line(f.text, 60)) for i, f in enumerate(facts)]
-        echo(tabulate(rows, headers=["source", "kind", "c", "day", "entities", "text"]))
+        echo_table(rows, ["source", "kind", "c", "day", "entities", "text"])
         return
     for i, f in enumerate(facts):
         conf = f" c={f.confidence:.2f}" if f.confidence is not None else ""
@@ -656,13 +654,12 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
     elif not rows:
         click.echo("no facts", err=True)
     elif origin and fmt == "table":
-        from tabulate import tabulate
         from zmem.dates import commit_time
-        echo(tabulate(
+        echo_table(
             [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
               ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
               commit_time(f.time).strftime("%Y-%m-%d %H:%M") if f.time else "")
-             for f in rows], headers=["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"]))
+             for f in rows], ["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"])
     else:
         _render_facts(rows, fmt)
         if origin:

@@ -55,6 +55,15 @@ def echo(*parts: str, nl: bool = True) -> None:
     click.echo(line, nl=nl, color=True)  # color=True: click strips nothing, a pipe gets the note's own bytes
 
 
+def echo_table(rows, headers: list[str]) -> None:
+    """rows as a table; on a terminal each cell escaped before the columns are measured, so the
+    escapes keep them aligned."""
+    from tabulate import tabulate
+    if stdout_is_terminal():
+        rows = [[visible(str(c)) for c in row] for row in rows]
+    echo(tabulate(rows, headers=headers))
+
+
 def echo_json(data, indent: int | None = 2) -> None:
     """data as JSON: the same value either way, but on a terminal the characters
     visible() escapes are written as \\uNNNN escapes (json leaves C1 and bidi controls raw)."""
