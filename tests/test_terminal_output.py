@@ -27,6 +27,14 @@ def on_terminal(*args) -> str:
     master, slave = pty.openpty()
     proc = subprocess.Popen([zmem_exe(), *args], stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     os.close(slave)
+    out = read_terminal(master)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    return out.decode("utf-8").replace("\r\n", "\n")
+
+
+def read_terminal(master: int) -> bytes:
+    """All a process wrote to the pseudo-terminal until it closed it; closes master."""
     chunks = []
     while True:
         try:
@@ -37,9 +45,7 @@ def on_terminal(*args) -> str:
             break
         chunks.append(data)
     os.close(master)
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=120) == 0, err
-    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+    return b"".join(chunks)
 
 
 def assert_safe(out: str) -> None:
@@ -129,16 +135,7 @@ def test_warnings_on_stderr_are_escaped_on_a_terminal(ws):
     master, slave = pty.openpty()
     proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "facts"], stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
-    err = b""
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        err += data
-    os.close(master)
+    err = read_terminal(master)
     proc.wait(timeout=120)
     text = err.decode()
     assert "warning: memory/bad\\x1b[2J.md:5: unknown fact kind" in text and "\x1b" not in text, text
@@ -219,3 +216,15 @@ def test_table_columns_stay_aligned_around_escaped_cells(ws):
     at = header.index("snippet")
     for r in rows:  # escapes counted when the columns were measured: the snippets start under their header
         assert r[at:at + 2] == "# " and r[at - 2:at] == "  ", out
+
+
+def test_an_error_naming_a_hostile_symlink_target_is_escaped_on_a_terminal(ws):
+    """A cloned repository chooses its symlinks' targets: the refusal quoting one is escaped too."""
+    import datetime as dt
+    os.symlink("/tmp/\x1b]0;pwned\x07", ws / "memory" / f"{dt.date.today().isoformat()}.md")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "append", "a note"], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    err = read_terminal(master)
+    assert proc.wait(timeout=120) == 1
+    assert "-> /tmp/\\x1b]0;pwned\\x07; nothing was written" in err.decode() and "\x1b" not in err.decode(), err

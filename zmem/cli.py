@@ -12,7 +12,7 @@ import click
 
 from zmem import __version__
 from zmem.errors import ExitCode, ZmemError
-from zmem.terminal import Bold, echo, echo_json, echo_table, visible
+from zmem.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -51,9 +51,9 @@ class ZmemGroup(click.Group):
             click.echo(f"hint: see `{ctx.command_path} --help`", err=True)
             raise click.exceptions.Exit(e.exit_code)
         except ZmemError as e:
-            click.echo(f"zmem: {e.message}", err=True)
+            click.echo(f"zmem: {for_stderr(e.message)}", err=True)
             if e.hint:
-                click.echo(f"hint: {e.hint}", err=True)
+                click.echo(f"hint: {for_stderr(e.hint)}", err=True)
             raise click.exceptions.Exit(int(e.exit_code))
         except KeyboardInterrupt:
             click.echo("zmem: interrupted", err=True)
@@ -105,8 +105,7 @@ KIND_CHOICES = ["world", "experience", "opinion", "observation", "relation", "W"
 
 
 def warn(message: str) -> None:
-    # warnings quote notes (a malformed bullet) and file names: escaped like stdout on a terminal
-    click.echo(f"warning: {visible(message) if sys.stderr.isatty() else message}", err=True)
+    click.echo(f"warning: {for_stderr(message)}", err=True)
 
 
 def _progress(label: str):

@@ -41,6 +41,16 @@ def stdout_is_terminal() -> bool:
         return False
 
 
+def for_stderr(text: str) -> str:
+    """A message for stderr (warnings and errors quote notes, file names and symlink targets):
+    escaped when stderr is a terminal."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return visible(text) if tty else text
+
+
 class Bold(str):
     """A part of a line echo() prints in bold on a terminal (plain when piped)."""
 
