@@ -6,8 +6,9 @@ control character but tab and newline is shown as `\\xNN` (C0, DEL, and the C1 r
 with U+009B, the one-character CSI), and the bidirectional embeddings, overrides and isolates
 (U+202A-U+202E, U+2066-U+2069), which reorder what follows them on the screen ("Trojan Source"),
 as `\\uNNNN`. The marks U+200E, U+200F and U+061C stay: right-to-left text needs them and they
-cannot hide anything. When stdout is not a terminal nothing is changed, not even colour codes
-(click.echo would strip them): `zmem get FILE > copy` keeps the file's lines.
+cannot hide anything. Warnings and errors on a terminal's stderr are escaped alike. When stdout is
+not a terminal nothing is changed, not even colour codes (click.echo would strip them):
+`zmem get FILE > copy` keeps the file's lines.
 """
 from __future__ import annotations
 
