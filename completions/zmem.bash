@@ -97,7 +97,7 @@ _zmem_words() {
         "opinions") words="--entity --json --help" ;;
         "reflect") words="--since --dry-run --no-commit --apply-proposals --llm --json --help" ;;
         "blame") words="-k --k --no-follow --json --help" ;;
-        "log") words="--since --json --help" ;;
+        "log") words="--since --reverse --json --help" ;;
         "diff") words="--entity --json --help" ;;
         "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --verbose -v --json --help" ;;
         "mcp") words="--scope --query-timeout --help" ;;

@@ -80,6 +80,7 @@ complete -c zmem -n '__fish_seen_subcommand_from blame' -l no-follow -d 'Do not 
 complete -c zmem -n '__fish_seen_subcommand_from blame' -l json -d 'Print a JSON object.'
 complete -c zmem -f -n '__fish_use_subcommand' -a log -d 'A timeline of @ENTITY (facts and opinions added, changed,...'
 complete -c zmem -n '__fish_seen_subcommand_from log' -l since -r -d 'Only events from this day on (7d, 2w, YYYY-MM-DD).'
+complete -c zmem -n '__fish_seen_subcommand_from log' -l reverse -d 'Oldest first (default: newest first, like git log).'
 complete -c zmem -n '__fish_seen_subcommand_from log' -l json -d 'Print a JSON object.'
 complete -c zmem -f -n '__fish_use_subcommand' -a diff -d 'What memory believed differently at REV2 (default HEAD)...'
 complete -c zmem -n '__fish_seen_subcommand_from diff' -l entity -r -d 'Only beliefs about this entity.'

@@ -156,7 +156,7 @@ def test_entity_log_and_belief_diff(ws):
     b = commit_all(ws, "two", date="2025-11-25T10:00:00+00:00")
     write(ws, "memory/2025-11-24.md", "## Retain\n- O(c=0.6) @Peter: Prefers tea.\n- B @Peter: Ran a marathon.\n")
     c = commit_all(ws, "three", date="2025-11-26T10:00:00+00:00")
-    log = _json(["-C", str(ws), "log", "@Peter", "--json"])["events"]
+    log = _json(["-C", str(ws), "log", "@Peter", "--json", "--reverse"])["events"]
     assert [(e["event"], e["text"], e["commit"]) for e in log] == [
         ("added", "Lives in Lisbon.", a), ("added", "Prefers tea.", a),
         ("changed", "Lives in Porto.", b), ("added", "Ran a marathon.", b),
@@ -210,7 +210,7 @@ def test_a_fully_retracted_entity_is_still_known_to_history(ws):
     write(ws, "memory/2025-11-20.md", "## Retain\n- W @Ana: Lives in Quito.\n")
     commit_all(ws, "zed gone", date="2025-11-21T10:00:00+00:00")
     assert run(["-C", str(ws), "log", "@Nobody"]).exit_code == 1  # unknown everywhere: still an error
-    log = _json(["-C", str(ws), "log", "@Zed", "--json"])["events"]
+    log = _json(["-C", str(ws), "log", "@Zed", "--json", "--reverse"])["events"]
     assert [(e["event"], e["text"]) for e in log] == [("added", "Lives in Lima."), ("retracted", "Lives in Lima.")]
     got = _json(["-C", str(ws), "recall", "Lima", "--as-of", "HEAD~1", "--entity", "Zed", "--json"])
     assert [r["text"] for r in got["results"]] == ["Lives in Lima."]
@@ -254,7 +254,7 @@ def test_log_and_diff_follow_a_renamed_file(ws):
     a = commit_all(ws, "one", date="2025-11-02T10:00:00+00:00")
     git(ws, "mv", "memory/2025-11-02.md", "memory/2025-11-03.md")
     b = commit_all(ws, "rename", date="2025-11-03T10:00:00+00:00")
-    log = _json(["-C", str(ws), "log", "@Peter", "--json"])["events"]
+    log = _json(["-C", str(ws), "log", "@Peter", "--json", "--reverse"])["events"]
     assert [(e["event"], e["text"], e["commit"]) for e in log] == [
         ("added", "Prefers tea.", a), ("added", "Lives in Lisbon.", a),
         ("moved", "Prefers tea.", b), ("moved", "Lives in Lisbon.", b)]
@@ -275,7 +275,7 @@ def test_a_confidence_change_in_a_daily_log_shows_in_log_and_diff(ws):
     a = commit_all(ws, "sure", date="2025-11-24T10:00:00+00:00")
     write(ws, "memory/2025-11-24.md", "## Retain\n- O(c=0.3) @Peter: Prefers tea.\n")
     b = commit_all(ws, "unsure", date="2025-11-25T10:00:00+00:00")
-    log = _json(["-C", str(ws), "log", "@Peter", "--json"])["events"]
+    log = _json(["-C", str(ws), "log", "@Peter", "--json", "--reverse"])["events"]
     assert [(e["event"], e["commit"]) for e in log] == [("added", a), ("confidence changed", b)]
     assert (log[1]["old_confidence"], log[1]["confidence"]) == (0.8, 0.3)
     assert "0.80 -> 0.30" in run(["-C", str(ws), "log", "@Peter"]).stdout

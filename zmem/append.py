@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import fcntl
 import os
 import re
@@ -15,7 +16,7 @@ from zmem.errors import ZmemError
 from zmem.markdown import scan_blocks, split_lines
 from zmem.retain import KINDS, is_retain_heading, parse_bullet
 from zmem.repo import Repo, commit_paths, open_repo
-from zmem.workspace import Workspace
+from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
 
 NOTES_HEADINGS = ("notes",)
 # C0 control characters but tab, LF and CR: a NUL makes git take the log for a binary file (its
@@ -147,15 +148,13 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
     entry = format_entry(text, retain, entities, confidence)
     day_s = (day or dt.date.today()).isoformat()
     rel = f"memory/{day_s}.md"
-    path = ws.root / rel
     from zmem.indexer import ensure_state_dir  # not at the top: the indexer imports much more
     ensure_state_dir(ws)  # a clear error when .zmem is not a directory
     with _append_lock(ws) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent appends queue here, so none is lost
-        _check_can_write(open_repo(ws.root), path, rel, commit)
+        _check_can_write(open_repo(ws.root), ws.root, rel, commit)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            line, warnings = _insert_atomically(path, rel,
+            line, warnings = _insert_atomically(ws.root, rel,
                                                 lambda old: insert_entry(old, entry, day_s, retain is not None))
         except OSError as e:
             raise _not_written(ws, e) from None
@@ -188,7 +187,6 @@ def _append_lock(ws: Workspace):
 
 def _not_written(ws: Workspace, e: OSError) -> ZmemError:
     """An OSError met before the note was written: what could not be written, why, and what to do."""
-    import errno
     where = Path(e.filename) if e.filename else ws.root / "memory"
     if where.name.startswith(".zmem-") and where.name.endswith(".tmp"):  # our temporary file: name its directory
         what = f"cannot create a file in {_shown(ws, where.parent)}/"
@@ -222,10 +220,11 @@ IN_PROGRESS = {"MERGE_HEAD": "merge", "rebase-merge": "rebase", "rebase-apply": 
                "CHERRY_PICK_HEAD": "cherry-pick", "REVERT_HEAD": "revert"}
 
 
-def _check_can_write(repo: Repo, path, rel: str, commit: bool) -> None:
-    """Refuse, before anything is written, what would lose the note or break the repository's state."""
-    if path.is_symlink():
-        raise ZmemError(f"refusing to write through a symlink: {rel}", hint="replace the symlink with a real file")
+def _check_can_write(repo: Repo, root: Path, rel: str, commit: bool) -> None:
+    """Refuse, before anything is written, what would lose the note, write it outside the
+    workspace (memory/ or the log a symlink) or break the repository's state."""
+    check_no_symlink(root, rel)
+    path = root / rel
     if path.is_dir():
         raise ZmemError(f"{rel} is a directory, not a file; the note was not written",
                         hint="move the directory out of the way, then append again")
@@ -277,7 +276,7 @@ ATTEMPTS = 50  # rounds of re-reading a log that other writers keep changing bef
 SETTLE_SECONDS = 0.005  # after the rename: time for a write already under way to the old file to land
 
 
-def _insert_atomically(path, rel: str, insert) -> tuple[int, list[str]]:
+def _insert_atomically(root: Path, rel: str, insert) -> tuple[int, list[str]]:
     """Replace the file with insert(its content) -> (content, line) atomically (a temporary file
     renamed over it), without losing what other writers add meanwhile: agents that write memory
     files directly (`echo "- x" >> memory/today.md`) do not take zmem's lock. Before the rename the
@@ -288,56 +287,77 @@ def _insert_atomically(path, rel: str, insert) -> tuple[int, list[str]]:
     land, what the old file gained is appended to the new one. What remains lost: a write to the
     old file opened before the rename and made later than that (a writer stalled for longer, or
     one holding the file open) -- the price of an atomic replace, which a reader never sees half
-    written. Returns (line, warnings)."""
+    written. Every step names the file relative to its directory's descriptor, opened without
+    following symlinks (open_dir_in): a directory swapped for a symlink meanwhile cannot send the
+    note outside the workspace. Returns (line, warnings)."""
     warnings: list[str] = []
-    for _ in range(ATTEMPTS):
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
-            fd = None
-        try:
-            seen = os.fstat(fd) if fd is not None else None  # before reading: a write after it shows
-            data = _read_from(fd, 0) if fd is not None else b""
-            content, line = insert(data.decode("utf-8", "surrogateescape"))
-            tmp = _write_temporary(path, content.encode("utf-8", "surrogateescape"), seen)
-            try:
-                settled, data = _settle(path, fd, seen, data, tmp)
-                if not settled:
-                    continue  # changed in place, replaced or deleted: insert into the fresh content
-                if fd is None:
-                    try:
-                        os.link(tmp, path)  # never over a log someone else created meanwhile
-                    except FileExistsError:
-                        continue
-                    except OSError:  # no hard links on this file system
-                        os.replace(tmp, path)
-                else:
-                    os.replace(tmp, path)
-            finally:
-                if os.path.lexists(tmp):
-                    os.unlink(tmp)
-            if fd is not None:
-                try:
-                    _carry_over_late_writes(path, rel, fd, data, warnings)
-                except OSError as e:  # the note is written: this is no reason to say it is not
-                    warnings.append(f"{rel}: lines another program appended while the note was being added "
-                                    f"could not be carried over ({e.strerror or e}); check the log")
-            return line, warnings
-        finally:
-            if fd is not None:
-                os.close(fd)
+    parent, _, name = rel.rpartition("/")
+    dfd = open_dir_in(root, parent, create=True)
+    try:
+        for _ in range(ATTEMPTS):
+            done = _try_insert(root, rel, dfd, name, insert, warnings)
+            if done is not None:
+                return done, warnings
+    finally:
+        os.close(dfd)
     raise ZmemError(f"{rel} kept changing while the note was being added ({ATTEMPTS} tries); "
                     "the note was not written",
                     hint="another program keeps rewriting today's log; append again when it has stopped")
 
 
-def _settle(path, fd, seen, data: bytes, tmp) -> tuple[bool, bytes]:
+def _try_insert(root: Path, rel: str, dfd: int, name: str, insert, warnings: list[str]) -> int | None:
+    """One round of _insert_atomically: the entry's line, or None when the log changed under it."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+    except FileNotFoundError:
+        fd = None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # the log became a symlink since _check_can_write
+            raise write_through_symlink(root, rel) from None
+        e.filename = str(root / rel)
+        raise
+    try:
+        seen = os.fstat(fd) if fd is not None else None  # before reading: a write after it shows
+        data = _read_from(fd, 0) if fd is not None else b""
+        content, line = insert(data.decode("utf-8", "surrogateescape"))
+        tmp = _write_temporary(dfd, root / rel, content.encode("utf-8", "surrogateescape"), seen)
+        try:
+            settled, data = _settle(dfd, name, fd, seen, data, tmp)
+            if not settled:
+                return None  # changed in place, replaced or deleted: insert into the fresh content
+            if fd is None:
+                try:  # never over a log someone else created meanwhile
+                    os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+                except FileExistsError:
+                    return None
+                except OSError:  # no hard links on this file system
+                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            else:
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        finally:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+        if fd is not None:
+            try:
+                _carry_over_late_writes(dfd, name, rel, fd, data, warnings)
+            except OSError as e:  # the note is written: this is no reason to say it is not
+                warnings.append(f"{rel}: lines another program appended while the note was being added "
+                                f"could not be carried over ({e.strerror or e}); check the log")
+        return line
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _settle(dfd: int, name: str, fd, seen, data: bytes, tmp: str) -> tuple[bool, bytes]:
     """Check the file just before the rename. (True, data) when it is as read, or only grew at its
     end (the new bytes are appended to tmp too, and data extended); (False, data) when it was
     changed otherwise, replaced, deleted, or (for a new log) created meanwhile."""
     for _ in range(1000):
         try:
-            now = os.stat(path, follow_symlinks=False)
+            now = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
             return fd is None, data
         if fd is None or now.st_ino != seen.st_ino or now.st_dev != seen.st_dev:
@@ -347,13 +367,18 @@ def _settle(path, fd, seen, data: bytes, tmp) -> tuple[bool, bytes]:
         if now.st_size <= len(data) or os.pread(fd, len(data), 0) != data:
             return False, data  # rewritten, not appended to
         extra = _read_from(fd, len(data), now.st_size)
-        with open(tmp, "ab") as f:
-            f.write(extra)
+        _append_bytes(dfd, tmp, extra)
         data, seen = data + extra, now
     return False, data
 
 
-def _carry_over_late_writes(path, rel: str, fd: int, data: bytes, warnings: list[str]) -> None:
+def _append_bytes(dfd: int, name: str, data: bytes) -> None:
+    out = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=dfd)
+    with os.fdopen(out, "wb") as f:
+        f.write(data)
+
+
+def _carry_over_late_writes(dfd: int, name: str, rel: str, fd: int, data: bytes, warnings: list[str]) -> None:
     """After the rename: what was appended to the old file between the last check and the rename
     (by a writer that had opened it before) is appended to the new one."""
     time.sleep(SETTLE_SECONDS)
@@ -361,9 +386,7 @@ def _carry_over_late_writes(path, rel: str, fd: int, data: bytes, warnings: list
     if st.st_size == len(data):
         return
     if st.st_size > len(data) and os.pread(fd, len(data), 0) == data:
-        extra = _read_from(fd, len(data), st.st_size)
-        with open(path, "ab") as f:  # as its writer did: at the end
-            f.write(extra)
+        _append_bytes(dfd, name, _read_from(fd, len(data), st.st_size))  # as its writer did: at the end
         return
     warnings.append(f"{rel} was rewritten by another program while the note was being added; that "
                     "program's change may be lost (check `git diff` and the log)")
@@ -381,18 +404,22 @@ def _read_from(fd: int, offset: int, end: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _write_temporary(path, content: bytes, seen) -> object:
-    """A temporary file next to path holding content, with path's mode (or, for a new log, 0o666
-    less the umask, the mode of any new file: mkstemp would make it 0600)."""
-    tmp = path.with_name(f".zmem-{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+def _write_temporary(dfd: int, path: Path, content: bytes, seen) -> str:
+    """The name of a temporary file in dfd (path's directory) holding content, with path's mode (or,
+    for a new log, 0o666 less the umask, the mode of any new file: mkstemp would make it 0600)."""
+    tmp = f".zmem-{uuid.uuid4().hex}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=dfd)
+    except OSError as e:
+        e.filename = str(path.with_name(tmp))  # _not_written names its directory
+        raise
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(content)
-        if seen is not None:
-            os.chmod(tmp, seen.st_mode & 0o777)
+            if seen is not None:
+                os.fchmod(f.fileno(), seen.st_mode & 0o777)
     except BaseException as e:
-        os.unlink(tmp)  # a partly written file goes
+        os.unlink(tmp, dir_fd=dfd)  # a partly written file goes
         if isinstance(e, OSError) and e.filename is None:  # a failed write (disk full): name the log
             e.filename = str(path)
         raise

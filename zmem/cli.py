@@ -12,6 +12,7 @@ import click
 
 from zmem import __version__
 from zmem.errors import ExitCode, ZmemError
+from zmem.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -50,9 +51,9 @@ class ZmemGroup(click.Group):
             click.echo(f"hint: see `{ctx.command_path} --help`", err=True)
             raise click.exceptions.Exit(e.exit_code)
         except ZmemError as e:
-            click.echo(f"zmem: {e.message}", err=True)
+            click.echo(f"zmem: {for_stderr(e.message)}", err=True)
             if e.hint:
-                click.echo(f"hint: {e.hint}", err=True)
+                click.echo(f"hint: {for_stderr(e.hint)}", err=True)
             raise click.exceptions.Exit(int(e.exit_code))
         except KeyboardInterrupt:
             click.echo("zmem: interrupted", err=True)
@@ -104,7 +105,7 @@ KIND_CHOICES = ["world", "experience", "opinion", "observation", "relation", "W"
 
 
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"warning: {for_stderr(message)}", err=True)
 
 
 def _progress(label: str):
@@ -175,6 +176,8 @@ def init(ctx, directory, no_hooks):
         click.echo(f"created {rel}")
     if report.gitignore_updated:
         click.echo("added .zmem/ to .gitignore")
+    for note in report.skipped:
+        warn(note)
     if not no_hooks:
         _install_hooks(ws.root, quiet_if_unchanged=True)
     result = catch_up(ws, progress=_progress("indexing"))
@@ -497,20 +500,20 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     for w in res.warnings:
         warn(w)
     if fmt == "json":
-        click.echo(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+        echo_json(res.to_json())
     elif not res.results:
         click.echo("no results", err=True)
     elif kind or entity:
         _render_facts([h.fact for h in res.results], fmt, scores=[h.score for h in res.results],
                       citations=[h.citation for h in res.results])
     elif fmt == "table":
-        from tabulate import tabulate
-        rows = [(h.citation, f"{h.score:.4g}", h.day or "", _one_line(h.snippet, 70)) for h in res.results]
-        click.echo(tabulate(rows, headers=["citation", "score", "day", "snippet"]))
+        from zmem.search import one_line_snippet
+        rows = [(h.citation, f"{h.score:.4g}", h.day or "", one_line_snippet(h.snippet, text, 70)) for h in res.results]
+        echo_table(rows, ["citation", "score", "day", "snippet"])
     elif fmt == "md":
         for i, h in enumerate(res.results, 1):
-            click.echo(f"{i}. **{h.citation}** (score {h.score:.4g}{', ' + h.day if h.day else ''})\n")
-            click.echo("\n".join("   > " + line for line in h.snippet.split("\n")) + "\n")
+            echo(f"{i}. **{h.citation}** (score {h.score:.4g}{', ' + h.day if h.day else ''})\n")
+            echo("\n".join("   > " + line for line in h.snippet.split("\n")) + "\n")
     else:
         _render_text(res.results)
 
@@ -522,13 +525,15 @@ def _one_line(s: str, n: int) -> str:
 
 def _render_text(hits) -> None:
     for h in hits:
-        meta = " · ".join(x for x in (f"{h.score:.4g}", h.day or "", h.heading) if x)
-        click.echo(click.style(h.citation, bold=True) + f"  {meta}")
+        # a daily log titled by its day: the heading path (`2025-09-15 > Notes`) says the day once
+        day = "" if h.day and (h.heading == h.day or (h.heading or "").startswith(h.day + " > ")) else h.day
+        meta = " · ".join(x for x in (f"{h.score:.4g}", day or "", h.heading) if x)
+        echo(Bold(h.citation), f"  {meta}")
         if h.explain:
             e = h.explain
-            click.echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
+            echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
                        f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}]")
-        click.echo("\n".join("    " + line for line in h.snippet.split("\n")))
+        echo("\n".join("    " + line for line in h.snippet.split("\n")))
 
 
 @cli.command()
@@ -551,9 +556,9 @@ def get(ctx, path, start, count, rev, scope, as_json):
     ws = _workspace(ctx)
     out = read_lines(ws, path, start=start, count=count, rev=rev, scope=scope)
     if as_json:
-        click.echo(json.dumps(out, ensure_ascii=False))
+        echo_json(out, indent=None)
     elif out["text"] or out["lines"]:
-        click.echo(out["text"])
+        echo(out["text"])
 
 
 # ----------------------------------------------------------------------------- append
@@ -583,9 +588,9 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
     for w in out["warnings"]:
         warn(w)
     if as_json:
-        click.echo(json.dumps(out, ensure_ascii=False))
+        echo_json(out, indent=None)
     else:
-        click.echo(f"{out['citation']}  {out['text']}" + (f"  (committed {out['commit'][:10]})" if out["committed"] else ""))
+        echo(f"{out['citation']}  {out['text']}" + (f"  (committed {out['commit'][:10]})" if out["committed"] else ""))
 
 
 # ----------------------------------------------------------------------------- facts, entities, opinions
@@ -595,20 +600,19 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
     """Facts as a table, Markdown or text (JSON is rendered by the caller)."""
     cites = citations or [f.source for f in facts]
     if fmt == "table":
-        from tabulate import tabulate
         rows = [(cites[i], f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
                  ", ".join(f.entities), _one_line(f.text, 60)) for i, f in enumerate(facts)]
-        click.echo(tabulate(rows, headers=["source", "kind", "c", "day", "entities", "text"]))
+        echo_table(rows, ["source", "kind", "c", "day", "entities", "text"])
         return
     for i, f in enumerate(facts):
         conf = f" c={f.confidence:.2f}" if f.confidence is not None else ""
         score = f"{scores[i]:.4g} · " if scores else ""
         who = " ".join("@" + e for e in f.entities)
         if fmt == "md":
-            click.echo(f"- **{f.kind}**{conf} {who}: {f.text} ({cites[i]})")
+            echo(f"- **{f.kind}**{conf} {who}: {f.text} ({cites[i]})")
         else:
-            click.echo(click.style(cites[i], bold=True) + f"  {score}{f.kind}{conf} · {f.day or 'undated'} · {f.id}")
-            click.echo(f"    {who + ': ' if who else ''}{f.text}")
+            echo(Bold(cites[i]), f"  {score}{f.kind}{conf} · {f.day or 'undated'} · {f.id}")
+            echo(f"    {who + ': ' if who else ''}{f.text}")
 
 
 @cli.command()
@@ -649,22 +653,21 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
     finally:
         conn.close()
     if as_json or fmt == "json":
-        click.echo(json.dumps({"facts": [f.to_json() for f in rows]}, ensure_ascii=False, indent=2))
+        echo_json({"facts": [f.to_json() for f in rows]})
     elif not rows:
         click.echo("no facts", err=True)
     elif origin and fmt == "table":
-        from tabulate import tabulate
         from zmem.dates import commit_time
-        click.echo(tabulate(
+        echo_table(
             [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
               ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
               commit_time(f.time).strftime("%Y-%m-%d %H:%M") if f.time else "")
-             for f in rows], headers=["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"]))
+             for f in rows], ["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"])
     else:
         _render_facts(rows, fmt)
         if origin:
             for f in rows:
-                click.echo(f"{f.source}: {f.commit[:10] if f.commit else 'uncommitted'} {f.author or ''}")
+                echo(f"{f.source}: {f.commit[:10] if f.commit else 'uncommitted'} {f.author or ''}")
 
 
 @cli.command()
@@ -681,26 +684,26 @@ def entity(ctx, name, as_json):
     for w in report.pop("warnings"):
         warn(w)
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+        echo_json(report)
         return
     e = report["entity"]
-    click.echo(click.style(e["name"], bold=True) + (f"  ({e['page']})" if e["page"] else "  (no page yet: `zmem reflect` writes one)"))
+    echo(Bold(e["name"]), (f"  ({e['page']})" if e["page"] else "  (no page yet: `zmem reflect` writes one)"))
     if len(e["spellings"]) > 1:
-        click.echo(f"written as: {', '.join(e['spellings'])}")
+        echo(f"written as: {', '.join(e['spellings'])}")
     if report["page_text"]:
-        click.echo("\n" + report["page_text"])
-    click.echo(f"\nfacts ({len(report['facts'])}):")
+        echo("\n" + report["page_text"])
+    echo(f"\nfacts ({len(report['facts'])}):")
     for f in report["facts"]:
         conf = f" c={f['confidence']:.2f}" if f["confidence"] is not None else ""
-        click.echo(f"  {f['day'] or 'undated'}  {f['kind']}{conf}: {f['text']}  — {f['source']}")
+        echo(f"  {f['day'] or 'undated'}  {f['kind']}{conf}: {f['text']}  — {f['source']}")
     if report["opinions"]:
-        click.echo("\nopinions:")
+        echo("\nopinions:")
         for o in report["opinions"]:
-            click.echo(f"  c={o['confidence']:.2f}  {o['statement']}")
+            echo(f"  c={o['confidence']:.2f}  {o['statement']}")
     if report["related"]:
-        click.echo("\nrelated:")
+        echo("\nrelated:")
         for r in report["related"]:
-            click.echo(f"  {r['type']:14} @{r['name']}  ×{r['count']}  (last {r['last_day'] or 'undated'})")
+            echo(f"  {r['type']:14} @{r['name']}  ×{r['count']}  (last {r['last_day'] or 'undated'})")
     for a, b, score in report["suspected_duplicates"]:
         warn(duplicate_message(a, b, score))
 
@@ -729,12 +732,13 @@ def graph(ctx, name, depth, export_path, as_json):
         for w in catch_up(ws, conn=conn).warnings:
             warn(w)
         if export_path:
-            data = json.dumps(export_graph(ws, conn), ensure_ascii=False, indent=2)
+            data = export_graph(ws, conn)
             if export_path == "-":
-                click.echo(data)
+                echo_json(data)
             else:
                 try:
-                    Path(export_path).write_text(data + "\n", encoding="utf-8")
+                    Path(export_path).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n",
+                                                 encoding="utf-8")
                 except OSError as e:
                     raise ZmemError(f"cannot write {export_path}: {e.strerror or e}",
                                     hint="give a file in an existing, writable directory, or '-' for stdout") from None
@@ -745,7 +749,7 @@ def graph(ctx, name, depth, export_path, as_json):
     finally:
         conn.close()
     if as_json:
-        click.echo(json.dumps(hood.to_json(), ensure_ascii=False, indent=2))
+        echo_json(hood.to_json())
         return
     ent, entities, found = hood.entity, hood.entities, hood.edges
     if not found:
@@ -753,7 +757,7 @@ def graph(ctx, name, depth, export_path, as_json):
     for e in found:
         a, b = entities[e.source].name if e.source in entities else e.source, \
             entities[e.target].name if e.target in entities else e.target
-        click.echo(f"@{a} --{e.type}--> @{b}  ×{e.count}  weight {e.weight:.2f}  last {e.last_day or 'undated'}  "
+        echo(f"@{a} --{e.type}--> @{b}  ×{e.count}  weight {e.weight:.2f}  last {e.last_day or 'undated'}  "
                    f"[{', '.join(e.evidence[-2:])}]")
 
 
@@ -783,7 +787,7 @@ def opinions(ctx, entity, as_json):
             conn.close()
         rows = [o for o in parsed.opinions if key in o.entity_keys]
     if as_json:
-        click.echo(json.dumps({"opinions": [o.to_json() for o in rows]}, ensure_ascii=False, indent=2))
+        echo_json({"opinions": [o.to_json() for o in rows]})
         return
     if not rows:
         click.echo("no opinions" + ("" if path.is_file() else f" ({op_mod.OPINIONS_PATH} does not exist yet; "
@@ -792,7 +796,7 @@ def opinions(ctx, entity, as_json):
         sup = sum(e.relation == "supports" for e in o.evidence)
         con = len(o.evidence) - sup
         who = " ".join("@" + e for e in o.entities)
-        click.echo(f"c={o.confidence:.2f}  {o.statement}  {who}  (+{sup}/-{con}, updated {o.updated or '?'}, "
+        echo(f"c={o.confidence:.2f}  {o.statement}  {who}  (+{sup}/-{con}, updated {o.updated or '?'}, "
                    f"{op_mod.OPINIONS_PATH}#L{o.line})")
 
 
@@ -829,23 +833,23 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     for w in res.warnings:
         warn(w)
     if as_json:
-        click.echo(json.dumps(res.to_json(), ensure_ascii=False, indent=2))
+        echo_json(res.to_json())
         return
     if dry_run:
-        click.echo(res.diff or "nothing to change", nl=bool(not res.diff))
+        echo(res.diff or "nothing to change", nl=bool(not res.diff))
     elif not res.files:
-        click.echo(f"nothing to change ({res.new_facts} new facts)")
+        echo(f"nothing to change ({res.new_facts} new facts)")
     else:
-        click.echo(f"updated {len(res.files)} files from {res.new_facts} new facts"
+        echo(f"updated {len(res.files)} files from {res.new_facts} new facts"
                    + (f"; committed {res.commit[:10]}" if res.commit else "; not committed"))
         for p in res.pages:
-            click.echo(f"  {'created' if p['created'] else 'updated'} {p['path']}")
+            echo(f"  {'created' if p['created'] else 'updated'} {p['path']}")
         for o in res.opinions:
-            click.echo(f"  opinion {opinion_change(o)}: {_one_line(o['statement'], 60)}")
+            echo(f"  opinion {opinion_change(o)}: {_one_line(o['statement'], 60)}")
     if res.proposals and not res.proposals_applied:
-        click.echo("proposed for MEMORY.md (apply with --apply-proposals):")
+        echo("proposed for MEMORY.md (apply with --apply-proposals):")
         for p in res.proposals:
-            click.echo(f"  - {p['text']}  [{p['reason']}: {', '.join(p['sources'][-3:])}]")
+            echo(f"  - {p['text']}  [{p['reason']}: {', '.join(p['sources'][-3:])}]")
 
 
 # ----------------------------------------------------------------------------- history
@@ -880,7 +884,7 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
         warn(w)
     if as_json:
         from zmem.api import blame_json
-        click.echo(json.dumps({**blame_json(target, ranges), "warnings": warnings}, ensure_ascii=False, indent=2))
+        echo_json({**blame_json(target, ranges), "warnings": warnings})
         return
     for r in ranges:
         _render_blame(r, 0)
@@ -888,26 +892,28 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
 
 def _render_blame(r, depth: int) -> None:
     pad = "    " * depth
-    click.echo(pad + click.style(r.citation, bold=True) + (f"  ({r.note})" if r.note else ""))
+    echo(pad, Bold(r.citation), (f"  ({r.note})" if r.note else ""))
     for ln in r.lines:
         if ln["commit"]:
             who = f"{ln['commit'][:10]:10} {(ln['date'] or '')[:10]:10} {(ln['author'] or '')[:16]:16}"
             summary = f"  ({_one_line(ln['summary'] or '', 50)})" if ln.get("summary") else ""
         else:
             who, summary = f"{'(not committed)':38}", ""
-        click.echo(f"{pad}{ln['line']:>5} {who} {_one_line(ln['text'], 70)}{summary}")
+        echo(f"{pad}{ln['line']:>5} {who} {_one_line(ln['text'], 70)}{summary}")
     for e in r.evidence:
-        click.echo(pad + "  evidence:")
+        echo(pad + "  evidence:")
         _render_blame(e, depth + 1)
 
 
 @cli.command("log")
 @click.argument("target")
 @click.option("--since", metavar="WHEN", help="Only events from this day on (7d, 2w, YYYY-MM-DD).")
+@click.option("--reverse", is_flag=True, help="Oldest first (default: newest first, like git log).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @click.pass_context
-def log_cmd(ctx, target, since, as_json):
-    """A timeline of @ENTITY (facts and opinions added, changed, retracted) or of a memory file.
+def log_cmd(ctx, target, since, reverse, as_json):
+    """A timeline of @ENTITY (facts and opinions added, changed, retracted) or of a memory file,
+    newest commit first.
 
     TARGET is `@Name` (or an entity name) or a path such as memory/2025-11-27.md (renames followed).
     """
@@ -931,6 +937,7 @@ def log_cmd(ctx, target, since, as_json):
             events = [{**e, "date": _iso_time(e["time"])} for e in file_log(ws.root, rel)]
             file_fact_changes(ws, events)
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
+            events = events[::-1] if reverse else events  # file_log is newest first, as git log
             kind = "file"
         else:
             from zmem.history import resolve_history_entity
@@ -938,35 +945,34 @@ def log_cmd(ctx, target, since, as_json):
             from zmem.history import workspace_shallow_notes
             warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
             ent = resolve_history_entity(ws, conn, target)
-            events = entity_log(ws, conn, ent.key, since=since_day)
+            events = entity_log(ws, conn, ent.key, since=since_day, reverse=reverse)
             kind = "entity"
     finally:
         conn.close()
     for w in warnings:
         warn(w)
     if as_json:
-        click.echo(json.dumps({"target": target, "type": kind, "events": events, "warnings": warnings},
-                              ensure_ascii=False, indent=2))
+        echo_json({"target": target, "type": kind, "events": events, "warnings": warnings})
         return
     if not events:
         click.echo("no history", err=True)
     for e in events:
         if kind == "file":
             moved = f" (as {e['path']})" if e["path"] != rel else ""
-            click.echo(f"{e['date'][:10]}  {e['commit'][:10]}  +{e['added']}/-{e['removed']}  {e['author']}: "
+            echo(f"{e['date'][:10]}  {e['commit'][:10]}  +{e['added']}/-{e['removed']}  {e['author']}: "
                        f"{e['summary']}{moved}")
             fx = e.get("facts") or {}
             for f in fx.get("added", []):
-                click.echo(f"    + {f['kind']}: {_one_line(f['text'], 70)}  (L{f['line']})")
+                echo(f"    + {f['kind']}: {_one_line(f['text'], 70)}  (L{f['line']})")
             for f in fx.get("changed", []):
-                click.echo(f"    ~ {f['kind']}: {_one_line(f['old_text'], 40)}  =>  {_one_line(f['text'], 40)}  (L{f['line']})")
+                echo(f"    ~ {f['kind']}: {_one_line(f['old_text'], 40)}  =>  {_one_line(f['text'], 40)}  (L{f['line']})")
             for f in fx.get("confidence", []):
-                click.echo(f"    ~ {f['kind']} c {f['old_confidence']:.2f} -> {f['confidence']:.2f}: "
+                echo(f"    ~ {f['kind']} c {f['old_confidence']:.2f} -> {f['confidence']:.2f}: "
                            f"{_one_line(f['text'], 60)}  (L{f['line']})")
             for f in fx.get("moved", []):
-                click.echo(f"    > {f['kind']}: {_one_line(f['text'], 60)}  (moved to {f['to_path']}#L{f['to_line']})")
+                echo(f"    > {f['kind']}: {_one_line(f['text'], 60)}  (moved to {f['to_path']}#L{f['to_line']})")
             for f in fx.get("retracted", []):
-                click.echo(f"    - {f['kind']}: {_one_line(f['text'], 70)}  (retracted)")
+                echo(f"    - {f['kind']}: {_one_line(f['text'], 70)}  (retracted)")
             continue
         conf = ""
         if e.get("old_confidence") is not None and e["event"] in ("confidence changed", "moved"):
@@ -976,7 +982,7 @@ def log_cmd(ctx, target, since, as_json):
         was = f"  (was: {_one_line(e['old_text'], 50)})" if e.get("old_text") else ""
         if e["event"] == "moved":
             was = f"  (from {e['old_path']})"
-        click.echo(f"{(e['date'] or '')[:10]}  {e['commit'][:10]}  {e['event']:18} {e['kind']}{conf}: "
+        echo(f"{(e['date'] or '')[:10]}  {e['commit'][:10]}  {e['event']:18} {e['kind']}{conf}: "
                    f"{_one_line(e['text'], 60)}{was}  — {e['source']}")
 
 
@@ -1013,33 +1019,33 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     finally:
         conn.close()
     if as_json:
-        click.echo(json.dumps({**d, "warnings": warnings}, ensure_ascii=False, indent=2))
+        echo_json({**d, "warnings": warnings})
         return
     since = f"{d['from']['commit'][:10]} ({d['from']['date'][:10]})" if d["from"]["commit"] else \
         "before the first commit (memory was empty)"
-    click.echo(f"from {since} to {d['to']['commit'][:10]} ({d['to']['date'][:10]})")
+    echo(f"from {since} to {d['to']['commit'][:10]} ({d['to']['date'][:10]})")
     f = d["facts"]
     for x in f["added"]:
-        click.echo(f"+ {x['kind']}: {x['text']}  — {x['source']}")
+        echo(f"+ {x['kind']}: {x['text']}  — {x['source']}")
     for x in f["retracted"]:
-        click.echo(f"- {x['kind']}: {x['text']}  — {x['source']}")
+        echo(f"- {x['kind']}: {x['text']}  — {x['source']}")
     for x in f["changed"]:
-        click.echo(f"~ {x['to']['kind']}: {x['from']['text']}  =>  {x['to']['text']}  — {x['to']['source']}")
+        echo(f"~ {x['to']['kind']}: {x['from']['text']}  =>  {x['to']['text']}  — {x['to']['source']}")
     for x in f.get("confidence", []):
-        click.echo(f"~ {x['to']['kind']} c {x['from']['confidence']:.2f} -> {x['to']['confidence']:.2f}: "
+        echo(f"~ {x['to']['kind']} c {x['from']['confidence']:.2f} -> {x['to']['confidence']:.2f}: "
                    f"{x['to']['text']}  — {x['to']['source']}")
     for x in f.get("moved", []):
         conf = "" if x["from"]["confidence"] == x["to"]["confidence"] or x["to"]["confidence"] is None else \
             f" (c {x['from']['confidence']:.2f} -> {x['to']['confidence']:.2f})"
-        click.echo(f"> {x['to']['kind']} moved{conf}: {x['to']['text']}  — {x['from']['path']} -> {x['to']['source']}")
+        echo(f"> {x['to']['kind']} moved{conf}: {x['to']['text']}  — {x['from']['path']} -> {x['to']['source']}")
     for o in d["opinions"]:
         if o["change"] == "confidence":
-            click.echo(f"~ opinion c {o['from']:.2f} -> {o['to']:.2f}: {o['statement']}")
+            echo(f"~ opinion c {o['from']:.2f} -> {o['to']:.2f}: {o['statement']}")
             for e in o["evidence"]:
-                click.echo(f"    {e['relation']} {e['source']}")
+                echo(f"    {e['relation']} {e['source']}")
         else:
             sign = "+" if o["change"] == "added" else "-"
-            click.echo(f"{sign} opinion c={o['confidence']:.2f}: {o['statement']}")
+            echo(f"{sign} opinion c={o['confidence']:.2f}: {o['statement']}")
     if not (f["added"] or f["retracted"] or f["changed"] or f.get("confidence") or f.get("moved") or d["opinions"]):
         click.echo("no differences in facts or opinions", err=True)
 

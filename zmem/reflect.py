@@ -36,7 +36,7 @@ from zmem.indexer import catch_up, decode_note, insert_facts, open_index
 from zmem.markdown import day_from_path
 from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
 from zmem.retain import Fact, entity_key, legacy_fact_id, parse_facts
-from zmem.workspace import Workspace
+from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
 
 BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
 END = "<!-- zmem:end -->"
@@ -473,7 +473,10 @@ def _load(ws: Workspace, rel: str, result: ReflectResult) -> tuple[bool, str | N
     (CRLF, or a lone CR, which is no line break to the indexer, git or `zmem get`) and a byte order
     mark are kept, so the lines reflect does not change are written back as they were; (True, None)
     when it does not exist; (False, None) with a warning when it must be left alone: rewriting
-    undecodable bytes would replace them with U+FFFD."""
+    undecodable bytes would replace them with U+FFFD. A symlink (the file, bank/ or a directory
+    between) is refused before anything is read or written: the page would be read from, and
+    written to, outside the workspace."""
+    check_no_symlink(ws.root, rel)
     path = ws.root / rel
     try:
         data = path.read_bytes()
@@ -746,23 +749,32 @@ def _lines(text: str) -> list[str]:
 
 
 def _write(ws: Workspace, rel: str, text: str) -> None:
-    path = ws.root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".zmem-{uuid.uuid4().hex}.tmp"
-    # created as open() would (0666 less the umask), then given the page's own mode if it has one
-    # (tempfile.mkstemp's 0600 would take group and other readers away from a shared memory repo)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    """Replace rel with text atomically, inside the workspace: its directory opened without
+    following symlinks, a page or bank/ that is one refused (reflect never writes outside)."""
+    parent, _, name = rel.rpartition("/")
+    dfd = open_dir_in(ws.root, parent, create=True)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
         try:
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+            old = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
-            pass
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+            old = None
+        if old is not None and stat.S_ISLNK(old.st_mode):
+            raise write_through_symlink(ws.root, rel)
+        tmp = f".zmem-{uuid.uuid4().hex}.tmp"
+        # created as open() would (0666 less the umask), then given the page's own mode if it has one
+        # (tempfile.mkstemp's 0600 would take group and other readers away from a shared memory repo)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+                if old is not None:
+                    os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            os.unlink(tmp, dir_fd=dfd)
+            raise
+    finally:
+        os.close(dfd)
 
 
 def _message(r: ReflectResult) -> str:

@@ -1,6 +1,7 @@
 """`zmem init` (the workspace layout) and `zmem demo` (a small example workspace)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -8,6 +9,7 @@ from zmem.config import DEFAULT_TOML
 from zmem.errors import ZmemError
 from zmem.gitcmd import run_git
 from zmem.repo import git_env, init_repo, open_repo
+from zmem.workspace import symlink_on_path, write_file_in
 
 LAYOUT = {
     "MEMORY.md": "# Memory\n\nCurated long-term memory: durable facts, preferences and decisions.\n",
@@ -26,6 +28,7 @@ class InitReport:
     git_init: bool = False
     created: list[str] = field(default_factory=list)
     gitignore_updated: bool = False
+    skipped: list[str] = field(default_factory=list)  # why a file was not created (a symlink on its way)
 
 
 def init_layout(root: Path) -> InitReport:
@@ -49,26 +52,39 @@ def _init_layout(root: Path) -> InitReport:
         skip = {"MEMORY.md"}  # an OpenClaw workspace with lower-case memory.md: keep just that one
     else:
         skip = set()
+    links: dict[str, list[str]] = {}
     for rel, content in LAYOUT.items():
         path = root / rel
-        if rel in skip or path.exists() or path.is_symlink():
+        if rel in skip:
+            continue
+        link = symlink_on_path(root, rel)  # never into a symlinked memory/ or bank/: outside the workspace
+        if link is not None:
+            links.setdefault(link, []).append(rel)
+            continue
+        if path.exists():
             continue
         if rel.endswith(".gitkeep") and path.parent.exists() and any(path.parent.iterdir()):
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        write_file_in(root, rel, content.encode("utf-8"))
         report.created.append(rel)
-    report.gitignore_updated = _ignore_state_dir(root)
+    for link, rels in links.items():
+        report.skipped.append(f"{link} is a symlink (to {os.readlink(root / link)}); zmem writes nothing through "
+                              f"it: {', '.join(rels)} not created")
+    report.gitignore_updated = _ignore_state_dir(root, report)
     return report
 
 
-def _ignore_state_dir(root: Path) -> bool:
+def _ignore_state_dir(root: Path, report: InitReport) -> bool:
     path = root / ".gitignore"
+    if path.is_symlink():  # git reads it, but zmem writes nothing through a symlink
+        report.skipped.append(f".gitignore is a symlink (to {os.readlink(path)}); zmem writes nothing through "
+                              "it: add `.zmem/` to it yourself, or git shows the index as untracked")
+        return False
     text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     if any(line.strip() in (".zmem", ".zmem/", "/.zmem", "/.zmem/") for line in text.splitlines()):
         return False
     sep = "" if not text or text.endswith("\n") else "\n"
-    path.write_text(text + sep + "# zmem's derived index\n.zmem/\n", encoding="utf-8")
+    write_file_in(root, ".gitignore", (sep + "# zmem's derived index\n.zmem/\n").encode("utf-8"), append=True)
     return True
 
 
@@ -126,10 +142,10 @@ def write_demo(root: Path) -> list[str]:
         raise ZmemError(f"{root} exists and is not empty",
                         hint="pass a new directory: zmem demo /tmp/zmem-demo")
     init_layout(root)
-    (root / "MEMORY.md").write_text(
+    write_file_in(root, "MEMORY.md", (
         "# Memory\n\n## People\n\n- Peter: the human I work for; based in Lisbon.\n"
         "- Ana: Peter's colleague; recommends restaurants.\n\n## Infrastructure\n\n"
-        "- The gateway host is the Mac Studio in the office.\n", encoding="utf-8")
+        "- The gateway host is the Mac Studio in the office.\n").encode("utf-8"))
     repo = open_repo(root)
     env = git_env(repo)
     if repo.head() is not None:
@@ -140,7 +156,7 @@ def write_demo(root: Path) -> list[str]:
         for heading, body in sections.items():
             lines += [heading, "", *body, ""]
         rel = f"memory/{day}.md"
-        (root / rel).write_text("\n".join(lines), encoding="utf-8")
+        write_file_in(root, rel, "\n".join(lines).encode("utf-8"))
         written.append(rel)
         date = f"{day}T18:00:00+00:00"
         _git(root, env | {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}, "add", "-A")

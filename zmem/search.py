@@ -190,15 +190,30 @@ def _fold_char(ch: str) -> str:
     return fold(ch)
 
 
-def _cut_line(line: str, query: str, max_chars: int) -> str:
-    """At most max_chars of one long line, around the first query word in it, "…" marking cuts."""
-    start = max(0, (_matcher(query).first(line) or 0) - max_chars // 3)
+def _cut_line(line: str, query: str, max_chars: int, at: int | None = None) -> str:
+    """At most max_chars of one long line, around the first query word in it (or position at),
+    "…" marking cuts."""
+    start = max(0, ((_matcher(query).first(line) or 0) if at is None else at) - max_chars // 3)
     start = max(0, min(start, len(line) - (max_chars - 1)))  # near the end: show up to the end
     lead = CUT if start else ""
     piece = line[start:start + max_chars - len(lead)]
     if start + len(piece) < len(line):
         piece = piece[:-1] + CUT
     return lead + piece
+
+
+def one_line_snippet(snippet: str, query: str, max_chars: int) -> str:
+    """A hit's snippet as one line of at most max_chars (`recall --format table`), cut around the
+    line that matches best, as make_snippet chose it, not from the top of the snippet."""
+    lines = [" ".join(line.split()) for line in snippet.split("\n")]
+    lines = [line for line in lines if line] or [""]
+    joined = " ".join(lines)
+    if len(joined) <= max_chars:
+        return joined
+    weights = _line_weights(lines, query)
+    best = max(range(len(lines)), key=lambda i: (weights[i], -i))
+    at = sum(len(line) + 1 for line in lines[:best]) + (_matcher(query).first(lines[best]) or 0)
+    return _cut_line(joined, query, max_chars, at=at)
 
 
 def make_snippet(text: str, start_line: int, query: str, max_chars: int,

@@ -107,8 +107,9 @@ class _Version:
     to_seq: int | None
 
 
-def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None) -> list[dict]:
-    """Facts and opinions about an entity as they were added, changed and retracted, oldest first."""
+def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, reverse: bool = False) -> list[dict]:
+    """Facts and opinions about an entity as they were added, changed and retracted: newest commit
+    first, like `git log` and a file's log (reverse: oldest first); within a commit, by file and line."""
     from zmem.repo import open_repo
     commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
                conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
@@ -137,7 +138,7 @@ def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None) -> li
         if vs[-1].to_seq is not None:
             events += _fact_events(before, {}, vs[-1].to_seq, commits, path, None)
     events = _merge_moves(events)
-    events.sort(key=lambda e: (e["seq"], e["path"], e.get("line") or 0))
+    events.sort(key=lambda e: (e["seq"] if reverse else -e["seq"], e["path"], e.get("line") or 0))
     if since:
         events = [e for e in events if (e["date"] or "")[:10] >= since]
     return events

@@ -226,6 +226,92 @@ def resolve_memory_path(ws: Workspace, path: str) -> str:
     return rel
 
 
+def open_dir_in(root: Path, rel_dir: str, *, create: bool = False) -> int:
+    """A descriptor of the workspace directory rel_dir ("" for the root), opened one component at a
+    time without following symlinks (each missing one created when create). Writes made relative
+    to it (dir_fd=) stay inside the workspace even if a directory is swapped for a symlink
+    meanwhile: reads refuse symlinks, and so must writes. A symlink on the way is a WorkspaceError."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    done = []
+    try:
+        for part in [p for p in rel_dir.split("/") if p]:
+            done.append(part)
+            if create:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    e.filename = str(root.joinpath(*done))
+                    raise
+            try:
+                sub = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as e:
+                if _is_link(fd, part):
+                    raise write_through_symlink(root, "/".join(done)) from None
+                e.filename = str(root.joinpath(*done))
+                raise
+            os.close(fd)
+            fd = sub
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def write_file_in(root: Path, rel: str, data: bytes, *, append: bool = False) -> None:
+    """Write (or with append, add to the end of) the workspace file rel, creating it and its
+    directories; never through a symlink (a WorkspaceError), wherever it points."""
+    parent, _, name = rel.rpartition("/")
+    dfd = open_dir_in(root, parent, create=True)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+        try:
+            fd = os.open(name, flags, 0o666, dir_fd=dfd)
+        except OSError as e:
+            if _is_link(dfd, name):
+                raise write_through_symlink(root, rel) from None
+            e.filename = str(root / rel)
+            raise
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    finally:
+        os.close(dfd)
+
+
+def symlink_on_path(root: Path, rel: str) -> str | None:
+    """The first of rel's directories, or rel itself, that is a symlink (workspace-relative)."""
+    parts = rel.split("/")
+    return next(("/".join(parts[:i]) for i in range(1, len(parts) + 1) if os.path.islink(root.joinpath(*parts[:i]))),
+                None)
+
+
+def check_no_symlink(root: Path, rel: str) -> None:
+    """Refuse, before anything is written, a path to write whose file or a directory above it is a
+    symlink (open_dir_in and O_NOFOLLOW still guard the write itself against a later swap)."""
+    link = symlink_on_path(root, rel)
+    if link is not None:
+        raise write_through_symlink(root, link)
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def write_through_symlink(root: Path, rel: str) -> WorkspaceError:
+    """The refusal to write through the symlink rel (a file or a directory of the workspace)."""
+    try:
+        target = os.readlink(root / rel)
+    except OSError:
+        target = "?"
+    return WorkspaceError(f"refusing to write through a symlink: {rel} -> {target}; nothing was written",
+                          hint=f"zmem reads and writes memory only inside the workspace (symlinks are skipped): "
+                               f"replace the symlink {rel} with the real file or directory, then try again")
+
+
 def _unreadable(rel: str, e: OSError) -> WorkspaceError:
     """A memory path the file system refused: missing, a name too long for it, permissions, I/O."""
     if e.errno in (errno.ENOENT, errno.ENOTDIR):

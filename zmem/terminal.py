@@ -1,0 +1,82 @@
+"""Printing note text: escaped for a terminal, the file's characters unchanged for a pipe.
+
+A note may hold escape sequences (clear the screen, set the window title, hide text, rewrite the
+clipboard): on a terminal they would act instead of showing. So when stdout is a terminal, every
+control character but tab and newline is shown as `\\xNN` (C0, DEL, and the C1 range U+0080-U+009F
+with U+009B, the one-character CSI), and the bidirectional embeddings, overrides and isolates
+(U+202A-U+202E, U+2066-U+2069), which reorder what follows them on the screen ("Trojan Source"),
+as `\\uNNNN`. The marks U+200E, U+200F and U+061C stay: right-to-left text needs them and they
+cannot hide anything. Warnings and errors on a terminal's stderr are escaped alike. When stdout is
+not a terminal nothing is changed, not even colour codes (click.echo would strip them):
+`zmem get FILE > copy` keeps the file's lines.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import click
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def visible(text: str) -> str:
+    """text with every character that could act on a terminal shown as an escape instead."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _json_escape(m: re.Match) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
+def for_stderr(text: str) -> str:
+    """A message for stderr (warnings and errors quote notes, file names and symlink targets):
+    escaped when stderr is a terminal."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return visible(text) if tty else text
+
+
+class Bold(str):
+    """A part of a line echo() prints in bold on a terminal (plain when piped)."""
+
+
+def echo(*parts: str, nl: bool = True) -> None:
+    """Print parts as one line of stdout: on a terminal with visible() escapes (and Bold parts in
+    bold), otherwise exactly as given."""
+    if stdout_is_terminal():
+        line = "".join(click.style(visible(p), bold=True) if isinstance(p, Bold) else visible(p) for p in parts)
+    else:
+        line = "".join(parts)
+    click.echo(line, nl=nl, color=True)  # color=True: click strips nothing, a pipe gets the note's own bytes
+
+
+def echo_table(rows, headers: list[str]) -> None:
+    """rows as a table; on a terminal each cell escaped before the columns are measured, so the
+    escapes keep them aligned."""
+    from tabulate import tabulate
+    if stdout_is_terminal():
+        rows = [[visible(str(c)) for c in row] for row in rows]
+    echo(tabulate(rows, headers=headers))
+
+
+def echo_json(data, indent: int | None = 2) -> None:
+    """data as JSON: the same value either way, but on a terminal the characters
+    visible() escapes are written as \\uNNNN escapes (json leaves C1 and bidi controls raw)."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    click.echo(_UNSAFE.sub(_json_escape, text) if stdout_is_terminal() else text, color=True)
