@@ -363,10 +363,9 @@ def embed(ctx, quiet, background, as_json):
     re-embeds everything. If another embedding job is running, this one waits for it and then embeds
     what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
-    from zmem.embedding import run_embed_job
+    from zmem.embedding import give_up_after, run_embed_job
     ws = _workspace(ctx)
     _catch_up(ws, quiet=True)
-    from zmem.embedding import give_up_after
     report = run_embed_job(ws, progress=None if quiet else _progress("embedding"), wait=not background,
                            give_up=give_up_after(ws, explicit=not background))
     for w in report.warnings if report else ():
