@@ -9,7 +9,7 @@ complete -c zmem -n '__fish_seen_subcommand_from index' -l full -d 'Rebuild from
 complete -c zmem -n '__fish_seen_subcommand_from index' -l no-embed -d 'Update the text index only; leave embeddings for later.'
 complete -c zmem -n '__fish_seen_subcommand_from index' -l quiet -s q -d 'Print nothing but warnings and errors.'
 complete -c zmem -n '__fish_seen_subcommand_from index' -l history -d 'Also build (or extend) the history index: every version of every memory file along HEAD\'s first-parent chain, for --as-of, log and diff. Kept up to date from then on.'
-complete -c zmem -n '__fish_seen_subcommand_from index' -l sessions -d 'Also index the agent session transcripts of [sessions] now (everything new, ignoring the delta thresholds).'
+complete -c zmem -n '__fish_seen_subcommand_from index' -l sessions -d 'Index only the agent session transcripts of [sessions] (everything new, ignoring the delta thresholds); with --full or --history, those too. Without it they are indexed when enabled.'
 complete -c zmem -n '__fish_seen_subcommand_from index' -l json -d 'Print a JSON summary.'
 complete -c zmem -f -n '__fish_use_subcommand' -a embed -d 'Embed the chunks that have no vector yet, with the...'
 complete -c zmem -n '__fish_seen_subcommand_from embed' -l quiet -s q -d 'Print nothing but warnings and errors.'

@@ -2,7 +2,8 @@
 
 Vectors are deterministic "concept" embeddings: each word maps to a concept (synonyms share one),
 hashed into DIMS dimensions, so "machine" and "host" are close while sharing no keyword. Faults
-can be scripted: 429 with Retry-After, 500s, slow answers (timeouts), wrong dimensions, dying.
+can be scripted: 429 with Retry-After, 500s, slow answers (timeouts), hanging, wrong dimensions,
+dying, and refusing connections (close() stops listening on the same port).
 """
 from __future__ import annotations
 
@@ -69,15 +70,24 @@ class LoopbackServer:
         return self
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.close()
+
+    def close(self) -> None:
+        """Stop listening: from now on a connection to this port is refused."""
+        if not getattr(self, "closed", False):
+            self.closed = True
+            self.httpd.shutdown()
+            self.httpd.server_close()
 
 
 class EmbeddingServer(LoopbackServer):
     def __init__(self, dims: int = DIMS):
         self.dims = dims
         self.requests: list[dict] = []
-        self.faults: list[tuple] = []  # consumed one per request: ("429", retry_after) | ("500",) | ("slow", s) | ("dims", n)
+        # consumed one per request: ("429", retry_after) | ("500",) | ("slow", s) | ("hang",) | ("dims", n)
+        self.faults: list[tuple] = []
+        self.always: tuple | None = None  # a fault for every request (after the scripted ones)
+        self.released = threading.Event()  # ends every hang (set when the server closes)
         self.die_after: int | None = None  # stop answering (close connections) after this many requests
         self.require_key: str | None = None  # answer 401 to any other bearer token
         self.lock = threading.Lock()
@@ -90,7 +100,7 @@ class EmbeddingServer(LoopbackServer):
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}})
                     n = len(server.requests)
-                    fault = server.faults.pop(0) if server.faults else None
+                    fault = server.faults.pop(0) if server.faults else server.always
                     dead = server.die_after is not None and n > server.die_after
                 if dead:
                     self.close_connection = True
@@ -106,6 +116,9 @@ class EmbeddingServer(LoopbackServer):
                     return self._send(500, {"error": {"message": "boom"}})
                 if fault and fault[0] == "slow":
                     time.sleep(fault[1])
+                if fault and fault[0] == "hang":  # accepts the request and never answers
+                    server.released.wait()
+                    return
                 dims = fault[1] if fault and fault[0] == "dims" else server.dims
                 inputs = body.get("input", [])
                 inputs = [inputs] if isinstance(inputs, str) else inputs
@@ -115,6 +128,10 @@ class EmbeddingServer(LoopbackServer):
                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 
         self.serve(Handler)
+
+    def close(self) -> None:
+        self.released.set()
+        super().close()
 
     @property
     def base_url(self) -> str:

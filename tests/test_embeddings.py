@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write
+from conftest import commit_all, git, recall_json, run, write, zmem_proc
 from embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
@@ -432,3 +432,97 @@ def test_as_of_recall_is_hybrid_through_the_cached_vectors_of_past_versions(sema
     pruned = recall_json(semantic_ws, "gateway lives", "--as-of", commit_sha)
     assert any("gateway lives on the Mac Studio" in r["snippet"] for r in pruned["results"])
     assert any("have no stored vector" in w for w in pruned["warnings"])
+
+
+# --- failing endpoints: a catch-up gives up within give_up_after, the chunks stay pending ------------
+
+
+def _failing_index(ws, server, fault: tuple | None) -> tuple[dict, str, int]:
+    """`zmem index --json` (a real process) with every request to the endpoint failing as fault says
+    (None: the server is closed, connections are refused); (JSON, stderr, chunks)."""
+    for i in range(12):
+        write(ws, f"memory/2025-10-{i + 1:02d}.md", f"# 2025-10-{i + 1:02d}\n\n- note {i} about the heron.\n")
+    commit_all(ws)
+    use_server(server)
+    if fault is None:
+        server.close()
+    else:
+        server.always = fault
+    proc = zmem_proc("-C", str(ws), "index", "--json")  # its timeout (120 s) is only a safety limit
+    assert proc.returncode == 0, proc.stderr
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    conn.close()
+    return json.loads(proc.stdout), proc.stderr, chunks
+
+
+def _left_pending(out: dict, err: str, chunks: int) -> None:
+    emb = out["embeddings"]
+    assert emb["error"] and "gave up" in emb["error"] and emb["pending"] == chunks > 0, emb
+    assert f"{chunks} chunks await embedding: `zmem embed` retries" in err, err
+
+
+def test_index_gives_up_on_a_hanging_endpoint_after_a_few_seconds(ws, server):
+    """Before: 5 requests of 30 s each (168 s in all); now one request, cut at give_up_after (5 s)."""
+    out, err, chunks = _failing_index(ws, server, ("hang",))
+    _left_pending(out, err, chunks)
+    assert "cannot reach" in out["embeddings"]["error"]
+    calls = server.embedding_calls()
+    assert len(calls) == 1 and len(calls[0]["body"]["input"]) == 1, calls  # a single text, until it answers
+
+
+@pytest.mark.parametrize("fault, most", [(("429", 3), 2), (("500",), 4)])
+def test_index_gives_up_on_429_and_500_within_its_budget(ws, server, fault, most):
+    """Retry-After 3 s: one wait fits in 5 s, a second does not (before: 4 waits, 12 s); 500: the
+    backoff 0.5 + 1 + 2 s fits, the next 4 s does not (before: 5 requests, 7.5 s)."""
+    out, err, chunks = _failing_index(ws, server, fault)
+    _left_pending(out, err, chunks)
+    assert 1 <= len(server.embedding_calls()) <= most, len(server.embedding_calls())
+
+
+def test_index_gives_up_on_a_refused_connection_and_embed_catches_up_later(ws, server):
+    out, err, chunks = _failing_index(ws, server, None)
+    _left_pending(out, err, chunks)
+    with EmbeddingServer() as back:  # the provider is back (on another port: the config follows it)
+        use_server(back)
+        res = run(["-C", str(ws), "embed", "--json"])
+        assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
+
+
+def test_give_up_after_bounds_one_embedder_in_all(server):
+    e = OpenAIEmbedder("fake", base_url=server.base_url)
+    e.give_up_after = 1.0
+    server.always = ("hang",)
+    with pytest.raises(EmbeddingError) as err:
+        e.embed(["a", "b", "c"])
+    assert err.value.unreachable and "gave up after 1 attempts" in err.value.message
+    assert len(server.embedding_calls()) == 1
+    server.always = None  # answering now: the full batch size again, with the configured timeout
+    e.give_up_after = 30.0
+    e.batch_size = 2
+    assert len(e.embed(["a", "b", "c", "d", "e"])) == 5
+    assert [len(c["body"]["input"]) for c in server.embedding_calls()[1:]] == [1, 2, 2]
+
+
+def test_recall_remembers_a_refused_connection_like_a_timeout(semantic_ws, server):
+    """Each recall used to try the dead endpoint again (~1.5 s: importing openai, connecting)."""
+    import socket
+    import sys
+    port = server.httpd.server_address[1]
+    attempts = []
+
+    def audit(event, args):
+        if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1:2] == (port,):
+            attempts.append(args[1])
+    sys.addaudithook(audit)  # stays for the session; counts connections to this test's port only
+    server.close()
+    with pytest.raises(ConnectionRefusedError):  # nothing listens there any more
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    attempts.clear()
+    first = recall_json(semantic_ws, "which computer runs the relay")
+    assert first["mode"] == "bm25" and any("query embedding failed" in w and "cannot reach" in w
+                                           for w in first["warnings"]), first["warnings"]
+    assert len(attempts) == 1, attempts
+    second = recall_json(semantic_ws, "which computer runs the relay")
+    assert second["mode"] == "bm25" and any("could not be reached" in w for w in second["warnings"])
+    assert len(attempts) == 1, attempts  # not tried again

@@ -233,3 +233,33 @@ def test_relative_dir_is_resolved_against_the_workspace_and_an_unmatched_dir_war
     path.write_text('[sessions]\nenabled = true\ndir = "transcripts/"\n')
     _, err = _recall(ws, "albatross", "--source", "sessions")
     assert "matches no session files" not in err
+
+
+def test_plain_index_brings_enabled_transcripts_up_to_date_and_sessions_alone_indexes_only_them(ws):
+    """`zmem index` is everything enabled: new messages below the delta thresholds are indexed by it,
+    so the next recall finds them at once (before, only `index --sessions` did, and recall started a
+    background job and missed them)."""
+    sessions = sessions_config()  # thresholds: 100 kB or 50 messages
+    log = sessions / "s.jsonl"
+    log.write_text(_msg("user", "first talk about herons"))
+    assert json.loads(run(["-C", str(ws), "index", "--json"]).stdout)["sessions"]["messages"] == 1
+    with log.open("a") as f:
+        f.write(_msg("assistant", "the cormorant dries its wings"))  # 1 message: far below the thresholds
+    write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- saw a cormorant at the pier\n")
+    res = run(["-C", str(ws), "index", "--json", "--no-embed"])
+    assert res.exit_code == 0, res.output + res.stderr
+    out = json.loads(res.stdout)
+    assert out["sessions"]["messages"] == 1 and out["updated"] == ["memory/2025-12-01.md"], out
+    got, err = _recall(ws, "cormorant")
+    assert {r["source"] for r in got["results"]} == {"memory", "sessions"}, got["results"]
+    assert "being indexed" not in err
+    # --sessions alone: the transcripts only (what recall starts in the background), no notes read
+    with log.open("a") as f:
+        f.write(_msg("user", "a grebe dived"))
+    write(ws, "memory/2025-12-02.md", "# 2025-12-02\n\n- a grebe in the harbour\n")
+    out = json.loads(run(["-C", str(ws), "index", "--sessions", "--json"]).stdout)
+    assert out["sessions"]["messages"] == 1 and out["updated"] == [] and out["embeddings"] is None, out
+    res = run(["-C", str(ws), "index", "--sessions"])
+    assert res.exit_code == 0 and res.stdout.startswith("sessions: 0 messages"), res.stdout
+    out = json.loads(run(["-C", str(ws), "index", "--json"]).stdout)
+    assert out["updated"] == ["memory/2025-12-02.md"] and out["sessions"]["messages"] == 0, out

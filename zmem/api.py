@@ -186,8 +186,8 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     key = vector_fingerprint(embedder)
     ago = time.time() - _query_timeouts(ws).get(key, float("-inf"))
     if 0 <= ago < RECENT_TIMEOUT:  # not waited for again by every recall, in any process
-        return None, None, notes + [f"embedding provider timed out recently ({ago:.0f} s ago; tried again in "
-                                    f"{RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
+        return None, None, notes + [f"embedding provider timed out recently or could not be reached ({ago:.0f} s ago; "
+                                    f"tried again in {RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
     if timeout < embedder.timeout:
         embedder.timeout = timeout
         if getattr(embedder, "_client", None) is not None:
@@ -198,9 +198,11 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
         vector = embedder.embed([query], "query")[0]
     except EmbeddingError as e:
         message = e.message.replace(" (gave up after 0 retries)", "")
-        if time.monotonic() - t0 >= 0.9 * embedder.timeout:
+        timed_out = time.monotonic() - t0 >= 0.9 * embedder.timeout
+        if timed_out or e.unreachable:  # a refused connection too: each recall would pay for trying
             _remember_query_timeout(ws, key, time.time())
-            message += f", no answer within {embedder.timeout:g} s"
+            if timed_out:
+                message += f", no answer within {embedder.timeout:g} s"
         return None, None, notes + [f"query embedding failed ({message}): keyword (BM25) recall only"]
     _remember_query_timeout(ws, key, None)
     return vector, store, notes

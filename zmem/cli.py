@@ -247,8 +247,8 @@ def _shell_quote(s: str) -> str:
               help="Also build (or extend) the history index: every version of every memory file along "
                    "HEAD's first-parent chain, for --as-of, log and diff. Kept up to date from then on.")
 @click.option("--sessions", "with_sessions", is_flag=True,
-              help="Also index the agent session transcripts of [sessions] now (everything new, ignoring the "
-                   "delta thresholds).")
+              help="Index only the agent session transcripts of [sessions] (everything new, ignoring the delta "
+                   "thresholds); with --full or --history, those too. Without it they are indexed when enabled.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_context
 def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
@@ -256,18 +256,30 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
 
     Every reading command does this catch-up by itself; the git hooks make it free. Only files whose
     git blob id changed are reindexed. With --full the whole index is rebuilt; an interrupted or
-    failed rebuild leaves the previous index working.
+    failed rebuild leaves the previous index working. Everything enabled is brought up to date: the
+    memory files, the history index once built, session transcripts when enabled, and embeddings
+    (unless --no-embed).
     """
-    from zmem.indexer import catch_up, open_index, rebuild
+    from zmem.indexer import CatchUp, catch_up, open_index, rebuild
+    from zmem.sessions import settings_for
     ws = _workspace(ctx)
     progress = None if quiet else _progress("indexing")
-    result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
-    from zmem.status import stored_warnings
-    conn = open_index(ws)
-    try:  # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
-        warnings = result.warnings + [w for w in stored_warnings(conn) if w not in result.warnings]
-    finally:
-        conn.close()
+    settings = settings_for(ws)
+    only_sessions = with_sessions and not (full or with_history)  # what recall starts in the background
+    if with_sessions and not settings.enabled:
+        raise ZmemError("session transcripts are not enabled",
+                        hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
+                             "~/.config/zmem/config.toml")
+    if only_sessions:
+        result, warnings = CatchUp(), []
+    else:
+        result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
+        from zmem.status import stored_warnings
+        conn = open_index(ws)
+        try:  # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
+            warnings = result.warnings + [w for w in stored_warnings(conn) if w not in result.warnings]
+        finally:
+            conn.close()
     for w in warnings:
         warn(w)
     hist = None
@@ -284,14 +296,9 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
             warn("this is a shallow clone: history before its oldest commit is missing "
                  "(`git fetch --unshallow` brings it)")
     sess = None
-    if with_sessions:
+    if settings.enabled:
         from zmem.indexer import IndexLock, LockTimeout
-        from zmem.sessions import index_sessions, settings_for
-        settings = settings_for(ws)
-        if not settings.enabled:
-            raise ZmemError("session transcripts are not enabled",
-                            hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
-                                 "~/.config/zmem/config.toml")
+        from zmem.sessions import index_sessions
         conn = open_index(ws)
         try:
             with IndexLock(ws, 60):
@@ -304,14 +311,16 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
             warn(w)
             warnings.append(w)
     report = None
-    if not no_embed:
+    if not (no_embed or only_sessions):  # transcripts have no vectors
         from zmem.embedding import run_embed_job
         report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
         for w in report.warnings if report else ():
             warn(w)
             warnings.append(w)
         if report and report.error:
-            warn(f"embedding stopped: {report.error}; {_left(report)} (BM25 recall covers them meanwhile)")
+            warn(f"embedding stopped: {report.error}; " + (
+                f"{report.pending} chunks await embedding: `zmem embed` retries (BM25 recall finds them meanwhile)"
+                if report.provider else "nothing was embedded"))
     if as_json:
         click.echo(json.dumps({
             "head": result.head, "previous": result.previous, "full": full or result.full_scan,
@@ -325,8 +334,9 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
                                                   "seconds": round(hist.seconds, 3)}}, ensure_ascii=False))
     elif not quiet:
         what = "rebuilt" if full else "NOT brought up to date" if result.stale else "up to date"
-        click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files indexed, "
-                   f"{len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
+        if not only_sessions:
+            click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files "
+                       f"indexed, {len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
         if report and report.provider:  # without one, the warning below says why nothing was embedded
             click.echo(_embed_line(report))
         if sess:
@@ -360,10 +370,11 @@ def embed(ctx, quiet, background, as_json):
     re-embeds everything. If another embedding job is running, this one waits for it and then embeds
     what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
-    from zmem.embedding import run_embed_job
+    from zmem.embedding import give_up_after, run_embed_job
     ws = _workspace(ctx)
     _catch_up(ws, quiet=True)
-    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"), wait=not background)
+    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"), wait=not background,
+                           give_up=give_up_after(ws, explicit=not background))
     for w in report.warnings if report else ():
         warn(w)
     if as_json:

@@ -65,6 +65,8 @@ DEFAULT_TOML = """\
 # threads = 8              # provider = "local": CPU threads (at most the machine's cores)
 # batch_size = 32          # texts per provider call (local: 16; gemini: its maximum)
 # timeout = 30             # seconds per provider call (recall's query deadline is shorter)
+# give_up_after = 5        # seconds `zmem index` and background jobs spend on a failing provider in all,
+#                          # then leave the chunks pending (`zmem embed`: at least 60)
 # fallback = "none"        # used only when the primary fails: a provider name reusing these settings,
 #                          # or an [embeddings.fallback] table with its own (same keys as here)
 
@@ -144,6 +146,7 @@ EMBEDDING_KEYS = {
     "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
     "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
     "query_prefix": str, "document_prefix": str, "batch_size": int, "timeout": (int, float), "headers": dict,
+    "give_up_after": (int, float),
     "threads": int, "api": ("native", "openai"),
 }
 # [embeddings.fallback]: the same keys, its own values (nothing inherited from [embeddings])

@@ -212,13 +212,30 @@ class EmbedLock:
         return True
 
 
-def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True) -> EmbedReport | None:
+GIVE_UP_AFTER = 5.0  # seconds a catch-up spends on a failing provider ([embeddings] give_up_after)
+EXPLICIT_GIVE_UP_AFTER = 60.0  # ... and `zmem embed` in the foreground, when that is not more
+
+
+def give_up_after(ws: Workspace, *, explicit: bool = False) -> float:
+    """How long one embedding run may spend on a failing provider (hanging, refusing, 429, 5xx)
+    before it leaves the chunks pending: `zmem index` and the background jobs a few seconds,
+    `zmem embed` run by the user longer (it is asked to wait), both bounded."""
+    value = float(ws.config.embeddings.get("give_up_after", GIVE_UP_AFTER))
+    return max(value, EXPLICIT_GIVE_UP_AFTER) if explicit else value
+
+
+def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True,
+                  give_up: float | None = None) -> EmbedReport | None:
     """Embed pending chunks with the active provider (primary, else the fallback when the primary
     fails). None when no provider is configured, or (wait=False) another job is running; a report
-    with only an error when providers are configured but none can run (a missing model file …)."""
+    with only an error when providers are configured but none can run (a missing model file …).
+    give_up: seconds each provider may spend failing (give_up_after(ws) when None)."""
     provs = providers(ws)
     if provs.primary is None and provs.fallback is None:
         return EmbedReport(error="; ".join(provs.warnings)) if provs.warnings else None
+    for embedder in (provs.primary, provs.fallback):
+        if embedder is not None:
+            embedder.give_up_after = give_up_after(ws) if give_up is None else give_up
     lock = EmbedLock(ws)
     if not lock.acquire(wait=wait):
         return None

@@ -6,7 +6,9 @@ import fcntl
 import functools
 import json
 import os
+import re
 import signal
+import sys
 import time
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -44,7 +46,8 @@ class LockUnavailable(IndexError_):
 
 
 class IndexLock:
-    """One writer at a time: an flock on .zmem/lock (released by the kernel if we die)."""
+    """One writer at a time: an flock on .zmem/lock (released by the kernel if we die). Whoever
+    takes it also removes what killed rebuilds left behind (remove_dead_rebuilds)."""
 
     def __init__(self, ws: Workspace, timeout: float):
         self.path = ws.state_dir / "lock"
@@ -71,6 +74,7 @@ class IndexLock:
         while True:
             try:
                 fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                remove_dead_rebuilds(self.path.parent)
                 return self
             except OSError as e:
                 if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
@@ -84,6 +88,42 @@ class IndexLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+REBUILD_PREFIX = "index.sqlite.rebuild-"  # + the rebuilding process's PID: the new index until it is swapped in
+_REBUILD_FILE = re.compile(re.escape(REBUILD_PREFIX) + r"(\d+)(?:-wal|-shm|-journal)?")
+
+
+def dead_rebuilds(state_dir: Path) -> list[Path]:
+    """The files of full rebuilds whose process is gone (kill -9, a crash, a power loss): only
+    `zmem index --full` itself removes its file, so nothing else would. A file whose PID is alive
+    belongs to a rebuild in progress."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return []
+    return [state_dir / name for name in names
+            if (m := _REBUILD_FILE.fullmatch(name)) and not _pid_alive(int(m[1]))]
+
+
+def remove_dead_rebuilds(state_dir: Path) -> None:
+    for path in dead_rebuilds(state_dir):
+        try:
+            path.unlink()
+        except OSError:  # gone meanwhile, or a state dir we may not write: the next writer tries again
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True
 
 
 # What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
@@ -220,6 +260,8 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
                     # same content, new stat (touch, checkout), or files and directories too new to trust by stat:
                     # record what was verified so the next check is stat-only again
                     _restat(ws, conn, hint.restat, checked_at)
+                elif why is None and dead_rebuilds(ws.state_dir):  # a listdir: taking the lock removes them
+                    _restat(ws, conn, {}, None)
                 # nothing changed: no pygit2, no lock
                 return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
                                seconds=time.perf_counter() - t0)
@@ -269,9 +311,13 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     return (indexed if same else None), changes
 
 
-def _restat(ws: Workspace, conn, restat: dict, checked_at: int) -> None:
+def _restat(ws: Workspace, conn, restat: dict, checked_at: int | None) -> None:
+    """Record verified stat signatures under the lock (checked_at None: only take the lock, which
+    removes what killed rebuilds left)."""
     try:
         with IndexLock(ws, 0):
+            if checked_at is None:
+                return
             with db.write_transaction(conn):
                 _record_stats(conn, restat)
                 db.set_meta(conn, "snapshot_ns", str(checked_at))
@@ -525,11 +571,38 @@ def _prepare_args(args):
     return prepare_file(*args)
 
 
-def _worker_ignores_sigint() -> None:
-    """A pool worker's initializer: Ctrl-C reaches the whole process group, and only the parent
-    acts on it (a worker dying of it would break the pool, and a broken pool can hang the parent)."""
+def _worker_init(parent: int) -> None:
+    """A pool worker's initializer. Ctrl-C reaches the whole process group, and only the parent
+    acts on it (a worker dying of it would break the pool, and a broken pool can hang the parent).
+    A worker dies with its parent: after a kill -9 of zmem, nobody would ever send it work or stop it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent across the fork
+    _die_with(parent)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel sends SIGKILL when the parent dies. Elsewhere: a thread that watches the parent."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+        if armed:
+            if os.getppid() != parent:  # it died before prctl: no signal will come
+                os._exit(1)
+            return
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:  # reparented once the parent is gone
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 POOL_MIN_FILES = 200  # smaller batches (or fewer bytes) are chunked in this process: a pool costs more than it saves
@@ -553,7 +626,7 @@ def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
     except ValueError:
         yield from map(_prepare_args, args)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_ignores_sigint)
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
     finished = False
     try:
         # the workers are forked by the first submit: with SIGINT blocked until each has set it to be
@@ -618,11 +691,9 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     why = write_denied(ws)
     if why is not None:
         raise IndexError_(f"cannot rebuild the index: {why}", hint=access_hint(ws.state_dir))
-    tmp = ws.state_dir / f"index.sqlite.rebuild-{os.getpid()}"
+    tmp = ws.state_dir / f"{REBUILD_PREFIX}{os.getpid()}"
     try:
         with IndexLock(ws, lock_timeout):
-            for stale in ws.state_dir.glob("index.sqlite.rebuild-*"):  # left by a rebuild that was killed;
-                _unlink_db(stale)  # only under the lock: a running rebuild holds it
             try:
                 conn = db.connect(tmp)
                 try:

@@ -13,15 +13,20 @@ Kind = Literal["document", "query"]
 
 
 class EmbeddingError(ZmemError):
-    """The provider failed in a way retrying will not fix (bad key, wrong dimension, no model)."""
+    """The provider failed in a way retrying will not fix (bad key, wrong dimension, no model), or
+    retries ran out."""
+
+    unreachable = False  # it never answered (refused, timed out, hung up): recall remembers that
 
 
 class RetryableError(Exception):
-    """A transient failure (429, 5xx, timeout, connection reset); retry_after in seconds if known."""
+    """A transient failure (429, 5xx, timeout, connection reset); retry_after in seconds if known;
+    unreachable when there was no answer at all."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, *, unreachable: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreachable = unreachable
 
 
 class Embedder:
@@ -30,6 +35,11 @@ class Embedder:
     max_retries = 4
     backoff_base = 0.5  # seconds; doubles per attempt
     max_backoff = 30.0
+    # Seconds this object may spend on failed calls and the waits between them, in all (None: only
+    # max_retries bounds them). Until the provider has answered once, each call also carries a single
+    # text and gets no more than what is left of it: an endpoint that hangs from the start costs this
+    # much, not retries × timeout, while a slow but working one is not cut short on its later batches.
+    give_up_after: float | None = None
 
     def __init__(self, model: str, dimensions: int | None = None, *, query_prefix: str = "",
                  document_prefix: str = "", timeout: float = 30.0):
@@ -39,6 +49,8 @@ class Embedder:
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.timeout = timeout
+        self.failed_seconds = 0.0
+        self.answered = False
 
     # -- for providers
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
@@ -47,6 +59,12 @@ class Embedder:
     def endpoint(self) -> str:
         """Where vectors come from, without secrets (part of the fingerprint)."""
         return ""
+
+    def request_timeout(self) -> float:
+        """The timeout of the next call (providers pass it to their HTTP client)."""
+        if self.give_up_after is None or self.answered:
+            return self.timeout
+        return max(min(self.timeout, self.give_up_after - self.failed_seconds), 0.1)
 
     # -- for callers
     def fingerprint(self) -> str:
@@ -58,8 +76,11 @@ class Embedder:
     def embed(self, texts: list[str], kind: Kind = "document") -> list[list[float]]:
         prefix = self.query_prefix if kind == "query" else self.document_prefix
         out: list[list[float]] = []
-        for i in range(0, len(texts), self.batch_size):
-            batch = [prefix + t for t in texts[i:i + self.batch_size]]
+        i = 0
+        while i < len(texts):
+            n = 1 if self.give_up_after is not None and not self.answered else self.batch_size
+            batch = [prefix + t for t in texts[i:i + n]]
+            i += n
             vectors = self._with_retries(batch)
             if len(vectors) != len(batch):
                 raise EmbeddingError(f"{self.provider} returned {len(vectors)} vectors for {len(batch)} texts",
@@ -80,15 +101,26 @@ class Embedder:
     def _with_retries(self, batch: list[str]) -> list[list[float]]:
         attempt = 0
         while True:
+            t0 = time.monotonic()
             try:
-                return self._embed_batch(batch)
+                vectors = self._embed_batch(batch)
+                self.answered = True
+                return vectors
             except RetryableError as e:
+                self.failed_seconds += time.monotonic() - t0
                 attempt += 1
-                if attempt > self.max_retries:
-                    raise EmbeddingError(f"{self.provider}: {e} (gave up after {self.max_retries} retries)",
-                                         hint="check the endpoint; BM25 recall keeps working meanwhile") from None
                 delay = e.retry_after if e.retry_after is not None else self.backoff_base * 2 ** (attempt - 1)
-                time.sleep(min(max(delay, 0.0), self.max_backoff))
+                delay = min(max(delay, 0.0), self.max_backoff)
+                spent = self.give_up_after is not None and self.failed_seconds + delay >= self.give_up_after
+                if attempt > self.max_retries or spent:
+                    why = (f"gave up after {attempt} attempts in {self.failed_seconds:.1f} s" if spent
+                           else f"gave up after {self.max_retries} retries")
+                    err = EmbeddingError(f"{self.provider}: {e} ({why})",
+                                         hint="check the endpoint; BM25 recall keeps working meanwhile")
+                    err.unreachable = e.unreachable
+                    raise err from None
+                time.sleep(delay)
+                self.failed_seconds += delay
 
 
 def normalize(v: list[float]) -> list[float]:

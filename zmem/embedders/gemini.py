@@ -75,7 +75,7 @@ class GeminiNativeEmbedder(Embedder):
             headers["x-goog-api-key"] = self.api_key
         req = urllib.request.Request(self.url(), data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with urllib.request.urlopen(req, timeout=self.request_timeout()) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as e:
             raise self._http_error(e) from None
@@ -84,9 +84,9 @@ class GeminiNativeEmbedder(Embedder):
             if type(reason).__name__ == "SSLCertVerificationError":
                 raise EmbeddingError(f"cannot verify the TLS certificate of {self.endpoint()}: {reason}",
                                      hint="check [embeddings] base_url") from None
-            raise RetryableError(f"cannot reach {self.endpoint()}: {reason}") from None
+            raise RetryableError(f"cannot reach {self.endpoint()}: {reason}", unreachable=True) from None
         except (OSError, http.client.HTTPException) as e:  # timeouts, resets, a dropped connection
-            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}") from None
+            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}", unreachable=True) from None
         return self._vectors(raw, len(texts))
 
     def _vectors(self, raw: bytes, n: int) -> list[list[float]]:

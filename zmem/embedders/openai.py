@@ -43,13 +43,13 @@ class OpenAIEmbedder(Embedder):
         if self.dimensions and self.provider == "openai" and self.model.startswith("text-embedding-3"):
             kwargs["dimensions"] = self.dimensions
         try:
-            resp = client.embeddings.create(**kwargs)
+            resp = client.embeddings.create(**kwargs, timeout=self.request_timeout())
         except openai.RateLimitError as e:
             raise RetryableError(f"rate limited (429) by {self.endpoint()}", _retry_after(e)) from None
         except openai.InternalServerError as e:
             raise RetryableError(f"server error {e.status_code} from {self.endpoint()}", _retry_after(e)) from None
         except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}") from None
+            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}", unreachable=True) from None
         except openai.AuthenticationError:
             raise EmbeddingError(f"{self.endpoint()} rejected the API key",
                                  hint="check the key in the environment variable the config names") from None
