@@ -171,7 +171,8 @@ def test_table_shows_the_matching_line_not_the_top_of_the_chunk(ws):
     row = next(line for line in res.stdout.splitlines() if line.startswith("memory/2025-10-01.md"))
     assert "capybara sanctuary" in row, row
     snippet = row.split("  ")[-1].strip()
-    assert len(snippet) <= 70 and snippet.startswith("…"), snippet  # cut to fit, the cut marked
+    # at most 70 characters, around the match: not the chunk's first entries
+    assert len(snippet) <= 70 and "Routine entry number 0" not in snippet, snippet
     # the JSON snippet is the same centred one the table shortened
     hit = json.loads(run(["-C", str(ws), "recall", "capybara", "--json"]).stdout)["results"][0]
     assert "capybara" in hit["snippet"]
@@ -215,7 +216,7 @@ def test_table_columns_stay_aligned_around_escaped_cells(ws):
     assert len(rows) == 2 and any("evil\\x1b]0;pwned\\x07" in r for r in rows), out
     at = header.index("snippet")
     for r in rows:  # escapes counted when the columns were measured: the snippets start under their header
-        assert r[at:at + 2] == "# " and r[at - 2:at] == "  ", out
+        assert r[at:at + 2] == "- " and r[at - 2:at] == "  ", out
 
 
 def test_an_error_naming_a_hostile_symlink_target_is_escaped_on_a_terminal(ws):
