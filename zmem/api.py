@@ -49,10 +49,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     if source is None:  # facts and the past are in memory files: the default source there is memory
         source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
     if source != "memory" and not sessions.enabled:
-        from zmem.errors import ZmemError
-        raise ZmemError("session transcripts are not enabled",
-                        hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
-                             "~/.config/zmem/config.toml")
+        from zmem.config import sessions_off
+        raise sessions_off(ws.config)
     if source != "memory" and (kind or entity or as_of):
         from zmem.errors import ZmemError
         raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",

@@ -44,8 +44,8 @@ def providers(ws: Workspace) -> Providers:
     out = Providers()
     settings = ws.config.embeddings
     if ws.config.untrusted:
-        out.warnings.append(f"zmem.toml sets {', '.join(ws.config.untrusted)}, ignored until you run `zmem trust` "
-                            "(a cloned repository must not choose where notes are sent)")
+        from zmem.config import trust_note
+        out.warnings.append(trust_note(ws.config))
     try:
         out.primary = make_embedder(settings)
     except EmbeddingError as e:
