@@ -794,7 +794,8 @@ def opinions(ctx, entity, as_json):
         where = "" if path.is_file() else f"; {op_mod.OPINIONS_PATH} does not exist yet"
         click.echo(f"no opinions yet{where}: opinions come from `zmem reflect`, which turns `O` facts "
                    "(`- O(c=0.8) @Name: …` under ## Retain) into them; "
-                   + (f"{facts} await it" if waiting else "there are none to turn into opinions"), err=True)
+                   + (f"{facts} {'awaits' if waiting == 1 else 'await'} it" if waiting else "there are none to turn into opinions"),
+                   err=True)
     elif waiting:
         click.echo(f"{facts} {'are' if waiting != 1 else 'is'} not in any opinion yet: run `zmem reflect`", err=True)
     for o in rows:

@@ -216,12 +216,12 @@ def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
         waiting = op_mod.awaiting_reflect(conn, parsed)
     finally:
         conn.close()
-    after = f"; {waiting} `O` fact{'s' * (waiting != 1)} await `zmem reflect`" if waiting else ""
+    after = (f"; {waiting} `O` fact{'s await' if waiting != 1 else ' awaits'} `zmem reflect`" if waiting else "")
     if not path.is_file():
         return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts{after}")]
     n, bullets = len(parsed.opinions), sum(o.bullet for o in parsed.opinions)
     count = (f"{op_mod.OPINIONS_PATH}: {n} opinion{'s' * (n != 1)}"
-             + (f" ({bullets} written as a `- O` bullet{'s' * (bullets != 1)})" if bullets else ""))
+             + (f" ({bullets} written as {'a `- O` bullet' if bullets == 1 else '`- O` bullets'})" if bullets else ""))
     if parsed.warnings:
         return [("warn", "opinions", w) for w in parsed.warnings] + [("ok", "opinions", count + after)]
     return [("ok", "opinions", f"{count}, all readable{after}")]
