@@ -26,8 +26,8 @@ def _load() -> dict:
 
 
 def state(path: Path) -> str:
-    """"trusted": this path, with exactly this content, was trusted by this user; "changed": this
-    path was trusted with another content (a pull, an edit); "untrusted": never (or revoked)."""
+    """How this user trusts the file: "trusted" (this path with exactly this content), "changed"
+    (this path, trusted with another content: a pull, an edit) or "untrusted" (never, or revoked)."""
     try:
         trusted = _load().get(str(path.resolve()))
         if trusted is None:
