@@ -258,7 +258,7 @@ def test_readers_of_opinions_md_take_any_bytes_and_count_lines_as_get_does(ws):
     entity, _ = run_json(["-C", str(ws), "entity", "Peter", "--json"])
     assert [o["source"] for o in entity["opinions"]] == ["bank/opinions.md#L4"]
     doctor = run(["-C", str(ws), "doctor"])
-    assert "Traceback" not in doctor.output + doctor.stderr and "1 opinions, all readable" in doctor.stdout
+    assert "Traceback" not in doctor.output + doctor.stderr and "1 opinion, all readable" in doctor.stdout
 
 
 def test_a_retain_section_in_opinions_md_is_no_opinion(ws):

@@ -49,10 +49,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     if source is None:  # facts and the past are in memory files: the default source there is memory
         source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
     if source != "memory" and not sessions.enabled:
-        from zmem.errors import ZmemError
-        raise ZmemError("session transcripts are not enabled",
-                        hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
-                             "~/.config/zmem/config.toml")
+        from zmem.config import sessions_off
+        raise sessions_off(ws.config)
     if source != "memory" and (kind or entity or as_of):
         from zmem.errors import ZmemError
         raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
@@ -157,15 +155,17 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     fp = store.fingerprint()
     active = provs.primary or provs.fallback
     failed = db.get_meta(conn, "embed_error")
+    read_only = db.readonly_reason(conn)  # nothing can be embedded into it
     if pending or fp != vector_fingerprint(active):
         ago = time.time() - float(db.get_meta(conn, "embed_failed_at") or "-inf")
         # after a failed run, not again at every recall: a provider that refuses (wrong dimensions, a
         # bad key) would be sent a batch of notes each time
         wait = RECENT_TIMEOUT - ago if failed and 0 <= ago < RECENT_TIMEOUT else 0
-        started = background_embed and not wait and spawn_embed_job(ws)
+        started = background_embed and not wait and not read_only and spawn_embed_job(ws)
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         if pending:
-            state = ("embedding started in the background" if started else
+            state = (f"the index is read-only: {read_only}" if read_only else
+                     "embedding started in the background" if started else
                      f"embedding retried in {wait:.0f} s" if wait else "embedding is running")
             notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only ({state})"
                          + (f"; the last embedding run failed: {failed} (`zmem embed` shows it)" if failed else ""))
@@ -173,6 +173,7 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     if embedder is None:
         if stored:
             state = (f"re-embedding them failed: {failed} (`zmem embed` shows it)" if failed else
+                     f"the index is read-only ({read_only}), so they are not re-embedded" if read_only else
                      "they are being re-embedded")
             return None, None, notes + [f"stored vectors come from a different embedding model; {state}; "
                                         "keyword (BM25) recall meanwhile"]

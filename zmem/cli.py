@@ -267,9 +267,8 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     settings = settings_for(ws)
     only_sessions = with_sessions and not (full or with_history)  # what recall starts in the background
     if with_sessions and not settings.enabled:
-        raise ZmemError("session transcripts are not enabled",
-                        hint='add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to '
-                             "~/.config/zmem/config.toml")
+        from zmem.config import sessions_off
+        raise sessions_off(ws.config)
     if only_sessions:
         result, warnings = CatchUp(), []
     else:
@@ -777,32 +776,46 @@ def graph(ctx, name, depth, export_path, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @click.pass_context
 def opinions(ctx, entity, as_json):
-    """List the opinions of bank/opinions.md: statement, confidence, evidence for and against."""
+    """List the opinions of bank/opinions.md: statement, confidence, evidence for and against.
+
+    `zmem reflect` writes them from `O` facts; an opinion may also be written there by hand as one
+    bullet, `- O(c=0.7) @Peter: statement`. Says how many `O` facts await `zmem reflect`.
+    """
     from zmem import opinions as op_mod
+    from zmem.entities import resolve_entity
+    from zmem.indexer import catch_up, open_index
     from zmem.retain import entity_key
     ws = _workspace(ctx)
     path = ws.root / op_mod.OPINIONS_PATH
     parsed = op_mod.read(ws.root)
     for w in parsed.warnings:
         warn(w)
-    rows = [o for o in parsed.opinions if not entity or entity_key(entity) in o.entity_keys]
-    if entity and not rows:  # a name no opinion uses: an entity by another spelling, or a typo
-        from zmem.entities import resolve_entity
-        from zmem.indexer import catch_up, open_index
-        conn = open_index(ws)
-        try:
-            for w in catch_up(ws, conn=conn).warnings:
-                warn(w)
-            key = resolve_entity(ws, conn, entity).key
-        finally:
-            conn.close()
-        rows = [o for o in parsed.opinions if key in o.entity_keys]
+    conn = open_index(ws)
+    try:
+        for w in catch_up(ws, conn=conn).warnings:
+            warn(w)
+        key = None
+        if entity:
+            key = entity_key(entity)
+            if not any(key in o.entity_keys for o in parsed.opinions):  # another spelling, or a typo
+                key = resolve_entity(ws, conn, entity).key
+        waiting = op_mod.awaiting_reflect(conn, parsed, key)
+    finally:
+        conn.close()
+    rows = [o for o in parsed.opinions if key is None or key in o.entity_keys]
     if as_json:
-        echo_json({"opinions": [o.to_json() for o in rows]})
+        echo_json({"opinions": [o.to_json() for o in rows], "awaiting_reflect": waiting})
         return
+    about = " about @" + entity.lstrip("@") if entity else ""
+    facts = f"{waiting} `O` fact{'s' * (waiting != 1)}{about}"
     if not rows:
-        click.echo("no opinions" + ("" if path.is_file() else f" ({op_mod.OPINIONS_PATH} does not exist yet; "
-                                    "`zmem reflect` writes it from `O` facts)"), err=True)
+        where = "" if path.is_file() else f"; {op_mod.OPINIONS_PATH} does not exist yet"
+        click.echo(f"no opinions yet{where}: opinions come from `zmem reflect`, which turns `O` facts "
+                   "(`- O(c=0.8) @Name: …` under ## Retain) into them; "
+                   + (f"{facts} {'awaits' if waiting == 1 else 'await'} it" if waiting else "there are none to turn into opinions"),
+                   err=True)
+    elif waiting:
+        click.echo(f"{facts} {'are' if waiting != 1 else 'is'} not in any opinion yet: run `zmem reflect`", err=True)
     for o in rows:
         sup = sum(e.relation == "supports" for e in o.evidence)
         con = len(o.evidence) - sup
@@ -1173,18 +1186,27 @@ def status(ctx, as_json):
         click.echo(json.dumps(st, ensure_ascii=False, indent=2))
         return
     click.echo(f"workspace:      {st['workspace']}")
-    click.echo(f"HEAD:           {st['head'] or '(no commits)'}")
-    click.echo(f"indexed commit: {st['indexed_commit'] or '(never indexed)'}"
-               + ("  [stale: the next command catches up]" if st["stale"] else "  [up to date]"))
+    click.echo(f"HEAD:           {st['head'] or '(no commits yet)'}")
+    if not st["indexed"]:
+        indexed = "(never indexed)"
+    elif st["indexed_commit"]:
+        indexed = st["indexed_commit"]
+    else:  # nothing to diff against: every memory file is read from the working tree
+        indexed = "none: no commits yet, the files are indexed from the working tree"
+    behind = "it cannot be updated (read-only)" if st["read_only"] else "the next command catches up"
+    click.echo(f"indexed commit: {indexed}" + (f"  [stale: {behind}]" if st["stale"] else "  [up to date]"))
+    if st["read_only"]:
+        click.echo(f"index access:   read-only ({st['read_only_reason']}): answers come from the index as it "
+                   "is, nothing is written")
     if st["dirty"]:
         click.echo(f"dirty files:    {len(st['dirty'])} ({', '.join(st['dirty'][:5])}{' …' if len(st['dirty']) > 5 else ''})")
     click.echo(f"files, chunks:  {st['files']} files, {st['chunks']} chunks, {st['db_bytes'] / 1024:.0f} KiB")
     click.echo(f"SQLite:         {st['driver']} {st['sqlite_version']}; vectors: {st['vector_store']}")
     e = st["embeddings"]
-    from zmem.status import NO_EMBEDDINGS, vectors_line
+    from zmem.status import NO_EMBEDDINGS, hooks_line, vectors_line
     click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else NO_EMBEDDINGS if not e["warnings"]
                                      else "no provider can run (warnings below): keyword (BM25) recall only"))
-    click.echo(f"hooks:          {', '.join(f'{k} {v}' for k, v in st['hooks'].items())}")
+    click.echo(f"hooks:          {hooks_line(st['hooks'])}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")
     for w in st["file_warnings"] + e["warnings"] + ([st["sessions"]["warning"]] if st["sessions"]["warning"] else []):
@@ -1287,6 +1309,8 @@ def hooks_status(ctx, as_json):
     else:
         for name, state in st.items():
             click.echo(f"{name:14} {state}")
+    if any(state in ("outdated", "missing") or state.startswith("interpreter") for state in st.values()):
+        click.echo(f"hint: `zmem hooks install` installs them to run this zmem ({sys.executable})", err=True)
 
 
 @cli.command("hook")

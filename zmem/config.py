@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zmem.errors import ConfigError
+from zmem.errors import ConfigError, ZmemError
 
 DEFAULT_TOML = """\
 # zmem settings for this workspace. Committed with the notes; keep secrets out of it.
@@ -118,6 +118,7 @@ class Config:
     sessions: dict = field(default_factory=dict)  # the [sessions] table, as trusted (sessions.py reads it)
     llm: dict = field(default_factory=dict)  # the [llm] table, as trusted (summarize.py reads it)
     untrusted: tuple[str, ...] = ()  # keys ignored because zmem.toml is not trusted
+    trust: str = ""  # zmem.toml's trust.state(): trusted | changed | untrusted ("" without one)
     warnings: tuple[str, ...] = ()  # keys and tables no setting has: ignored, named with file and key
     sources: tuple[str, ...] = field(default=())  # files the settings came from
     origins: dict = field(default_factory=dict)  # "index.chunk_tokens", "sessions.dir", … -> the file that set it
@@ -171,6 +172,39 @@ def known_keys() -> dict[str | None, set[str]]:
 def user_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "zmem" / "config.toml"
+
+
+def trust_note(cfg: Config) -> str | None:
+    """Which settings of zmem.toml are ignored until it is trusted, and what to do, or None."""
+    if not cfg.untrusted:
+        return None
+    keys = ", ".join(cfg.untrusted)
+    if cfg.trust == "changed":
+        return (f"zmem.toml changed since you trusted it (run `zmem trust` to trust the new version); "
+                f"until then {keys} {'are' if len(cfg.untrusted) > 1 else 'is'} ignored")
+    return f"zmem.toml sets {keys}, ignored until you {trust_advice(cfg)}"
+
+
+def trust_advice(cfg: Config) -> str:
+    """What makes settings of an untrusted zmem.toml apply: trusting it first, or owning them."""
+    return (f"run `zmem trust`{' to trust the new version' if cfg.trust == 'changed' else ''} (or move "
+            f"them to your own {user_config_path()}, which needs no trust)")
+
+
+def trust_error(cfg: Config, key: str, message: str) -> ZmemError | None:
+    """The error for a feature that is off because zmem.toml sets `key` but awaits `zmem trust`
+    (None when it does not): the hint says to trust it, not to set what is already set."""
+    if key not in cfg.untrusted:
+        return None
+    why = "changed since you trusted it" if cfg.trust == "changed" else "is not trusted yet"
+    return ZmemError(f"{message}: zmem.toml sets {key}, but {why}", hint=trust_advice(cfg))
+
+
+def sessions_off(cfg: Config) -> ZmemError:
+    """The error for a command that needs session transcripts when they are not enabled."""
+    message = "session transcripts are not enabled"
+    return trust_error(cfg, "sessions.enabled", message) or ZmemError(
+        message, hint=f'add [sessions] enabled = true, dir = "~/.openclaw/agents/*/sessions" to {user_config_path()}')
 
 
 def user_cache_dir() -> Path:
@@ -367,7 +401,7 @@ def _llm(data: dict, path: Path) -> dict:
 
 
 def load_config(workspace_root: Path | None) -> Config:
-    from zmem.trust import is_trusted
+    from zmem import trust
     values: dict = {}
     sources = []
     embeddings: dict = {}
@@ -377,6 +411,7 @@ def load_config(workspace_root: Path | None) -> Config:
     llm: dict = {}
     warnings: list[str] = []
     origins: dict[str, str] = {}
+    trusted = ""
     if _config_file(user):
         data = _read_toml(user)
         warnings += unknown_settings(data, user)
@@ -394,7 +429,8 @@ def load_config(workspace_root: Path | None) -> Config:
         table = _embeddings(data, path)
         session_table = _table(data, "sessions", path)
         llm_table = _llm(data, path)
-        if is_trusted(path):
+        trusted = trust.state(path)
+        if trusted == "trusted":
             _merge_embeddings(embeddings, table)
             sessions.update(session_table)
             origins.update({f"sessions.{k}": str(path) for k in session_table})
@@ -405,7 +441,7 @@ def load_config(workspace_root: Path | None) -> Config:
                                + [f"llm.{k}" for k in llm_table if k in LLM_KEYS])
         sources.append(str(path))
     cfg = Config(**values, embeddings=embeddings, sessions=sessions, llm=llm, untrusted=tuple(untrusted),
-                 warnings=tuple(warnings), sources=tuple(sources), origins=origins)
+                 trust=trusted, warnings=tuple(warnings), sources=tuple(sources), origins=origins)
     if cfg.chunk_overlap >= cfg.chunk_tokens:
         files = list(dict.fromkeys(origins[k] for k in ("index.chunk_tokens", "index.chunk_overlap") if k in origins))
         raise ConfigError(f"{' and '.join(files)}: `index.chunk_overlap` ({cfg.chunk_overlap}) must be smaller than "

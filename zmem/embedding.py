@@ -44,8 +44,8 @@ def providers(ws: Workspace) -> Providers:
     out = Providers()
     settings = ws.config.embeddings
     if ws.config.untrusted:
-        out.warnings.append(f"zmem.toml sets {', '.join(ws.config.untrusted)}, ignored until you run `zmem trust` "
-                            "(a cloned repository must not choose where notes are sent)")
+        from zmem.config import trust_note
+        out.warnings.append(trust_note(ws.config))
     try:
         out.primary = make_embedder(settings)
     except EmbeddingError as e:
@@ -83,6 +83,8 @@ def needs_embedding(ws: Workspace) -> bool:
     from zmem.indexer import open_index
     conn = open_index(ws)
     try:
+        if db.readonly_reason(conn) is not None:  # nothing could be stored
+            return False
         return pending_count(conn) > 0 or db.get_meta(conn, "vec_fingerprint") not in (
             vector_fingerprint(active), vector_fingerprint(provs.fallback) if provs.fallback else None)
     finally:
@@ -233,6 +235,9 @@ def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True,
     provs = providers(ws)
     if provs.primary is None and provs.fallback is None:
         return EmbedReport(error="; ".join(provs.warnings)) if provs.warnings else None
+    from zmem.indexer import write_denied
+    if write_denied(ws) is not None:  # not even the lock may be written: say what waits, write nothing
+        return _read_only_report(ws, provs)
     for embedder in (provs.primary, provs.fallback):
         if embedder is not None:
             embedder.give_up_after = give_up_after(ws) if give_up is None else give_up
@@ -266,9 +271,32 @@ def run_embed_job(ws: Workspace, *, progress=None, wait: bool = True,
         lock.release()
 
 
+def _read_only_report(ws: Workspace, provs: Providers) -> EmbedReport:
+    """What an embedding run would have to do on an index it cannot write, said in one warning."""
+    from zmem.indexer import open_index
+    active = provs.primary or provs.fallback
+    conn = open_index(ws)
+    try:
+        why = db.readonly_reason(conn)
+        pending = pending_count(conn)
+        fp = db.get_meta(conn, "vec_fingerprint")
+        if fp is not None and fp not in {vector_fingerprint(e) for e in (provs.primary, provs.fallback) if e}:
+            pending = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # another model's vectors
+    finally:
+        conn.close()
+    report = EmbedReport(provider=active.provider, pending=pending, warnings=list(provs.warnings))
+    if pending and why:
+        report.warnings.append(f"nothing embedded: the index is read-only ({why}); {pending} "
+                               f"{'chunks without vectors are' if pending != 1 else 'chunk without a vector is'} "
+                               "found by keywords only until it can be written")
+    return report
+
+
 def spawn_embed_job(ws: Workspace) -> bool:
-    """Start `zmem embed` detached unless one is already running. Never blocks a commit or a recall."""
-    if EmbedLock(ws).busy():
+    """Start `zmem embed` detached unless one is already running (or nothing could be stored: a
+    read-only index). Never blocks a commit or a recall."""
+    from zmem.indexer import write_denied
+    if write_denied(ws) is not None or EmbedLock(ws).busy():
         return False
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     env.setdefault("GGML_NO_BACKTRACE", "1")

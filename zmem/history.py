@@ -222,8 +222,9 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     return AsOf(sha, None, info.time, info.summary)
 
 
-def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
-    """path -> blob of the memory files as they stood at the commit."""
+def versions_at(ws: Workspace, conn, at: AsOf, notes: list[str] | None = None) -> dict[str, str]:
+    """path -> blob of the memory files as they stood at the commit. A read-only index cannot take
+    in versions it has not seen: they are left out, said in notes (an error without notes)."""
     if at.seq is not None:
         return dict(conn.execute("SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND "
                                  "(to_seq IS NULL OR to_seq > ?)", (at.seq, at.seq)))
@@ -232,7 +233,16 @@ def versions_at(ws: Workspace, conn, at: AsOf) -> dict[str, str]:
     files = {rel: blob for rel, blob in repo.tree_files(at.sha).items() if ws.is_memory_path(rel)}
     known = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
     missing = [(rel, blob) for rel, blob in files.items() if blob not in known]
-    if missing:
+    why = db.readonly_reason(conn)
+    if missing and why is not None:
+        n = len(missing)
+        problem = (f"{n} memory file{'s' * (n != 1)} as of {at.short} {'are' if n != 1 else 'is'} not in the history "
+                   f"index, and the index cannot be written ({why})")
+        if notes is None:
+            from zmem.indexer import access_hint
+            raise ZmemError(problem, hint=access_hint(ws.state_dir))
+        notes.append(f"{problem}: answered without {'them' if n != 1 else 'it'}")
+    elif missing:
         with db.write_transaction(conn):
             for rel, blob in missing:
                 _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
@@ -369,12 +379,12 @@ def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
 # ----------------------------------------------------------------------------- as-of recall
 
 
-def _versions_sql(ws: Workspace, conn, at: AsOf) -> tuple[str, tuple]:
+def _versions_sql(ws: Workspace, conn, at: AsOf, notes: list[str]) -> tuple[str, tuple]:
     """A join source of rows (path, blob): the memory files as they stood at the commit."""
     if at.seq is not None:
         return ("(SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND (to_seq IS NULL OR to_seq > ?))",
                 (at.seq, at.seq))
-    files = versions_at(ws, conn, at)
+    files = versions_at(ws, conn, at, notes)
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS asof_files(path TEXT, blob TEXT)")
     conn.execute("DELETE FROM asof_files")
     conn.executemany("INSERT INTO asof_files VALUES(?, ?)", list(files.items()))
@@ -389,13 +399,17 @@ def _insert_windows(conn, chunks) -> None:
                      [(cid, a, b, text_hash(t)) for row in chunks for cid, a, b, t in chunk_windows(*row)])
 
 
-def _ensure_windows(conn) -> None:
+def _ensure_windows(conn) -> bool:
     """Every history chunk has its windows (chunks parsed before there were any get them now),
-    cut at the current window size (another size's hashes would match no vector)."""
+    cut at the current window size (another size's hashes would match no vector). False when they
+    are not there and a read-only index cannot take them in."""
     from zmem.chunking import WINDOW_TOKENS
     done = db.get_meta(conn, "hist_window_tokens")
     if done == str(WINDOW_TOKENS):
-        return
+        return True
+    if db.readonly_reason(conn) is not None:  # usable as they are if every chunk got its windows when parsed
+        return done is None and conn.execute("SELECT 1 FROM hist_chunks c WHERE NOT EXISTS "
+                                             "(SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchone() is None
     with db.write_transaction(conn):
         if done is not None:
             conn.execute("DELETE FROM hist_windows")
@@ -403,6 +417,7 @@ def _ensure_windows(conn) -> None:
             "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
             "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
         db.set_meta(conn, "hist_window_tokens", str(WINDOW_TOKENS))
+    return True
 
 
 def _window_similarities(conn, store, query_vector, versions: str, args: tuple
@@ -410,7 +425,6 @@ def _window_similarities(conn, store, query_vector, versions: str, args: tuple
     """Every window of the files at the commit whose text has a cached vector of the stored
     vectors' fingerprint, with its similarity to the query: (chunk -> [(path, start, end, sim)],
     number of windows without one)."""
-    _ensure_windows(conn)
     fp = store.fingerprint()
     sims: dict[int, list[tuple[str, int, int, float]]] = {}
     missing = 0
@@ -446,7 +460,11 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
     out.warnings += workspace_shallow_notes(ws)
-    versions, args = _versions_sql(ws, conn, at)
+    if mode != "bm25" and not _ensure_windows(conn):
+        out.warnings.append(f"the vector windows of past versions are not built, and the index cannot be written "
+                            f"({db.readonly_reason(conn)}): keyword (BM25) recall only")
+        mode = out.mode = "bm25"
+    versions, args = _versions_sql(ws, conn, at, out.warnings)
     glob = glob_to_sql(path_glob) if path_glob else None
     # a hit is a chunk at a path: history stores a blob's chunks once, and files with the same
     # content (a copy) at that commit are each a hit of their own
@@ -525,7 +543,9 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     key = resolve_history_entity(ws, conn, entity).key if entity else None
     kind = normalize_kind(kind)
     from fnmatch import fnmatchcase
-    facts = [f for f in entity_filter(facts_at(ws, conn, at), key) if (kind is None or f.kind == kind)
+    notes: list[str] = []  # versions a read-only index has not seen
+    facts = [f for f in entity_filter(facts_at(ws, conn, at, versions_at(ws, conn, at, notes)), key)
+             if (kind is None or f.kind == kind)
              and not (exclude and any(fnmatchcase(f.path, g) for g in exclude))]
     terms = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
     scored = []
@@ -536,7 +556,7 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     scored.sort(key=lambda x: (x[0], x[1]))
     date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
-    out.warnings += workspace_shallow_notes(ws)
+    out.warnings += workspace_shallow_notes(ws) + notes
     for neg, _, f in scored[:k]:
         f.commit = None
         out.results.append(FactHit(f, -neg, rev=at.sha))

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -100,6 +102,33 @@ def _shim(name: str, python: str) -> str:
     return _template().replace("@HOOK@", name).replace("@PYTHON@", quoted)
 
 
+def _shim_python(path: Path) -> str | None:
+    """The interpreter a shim runs, as install wrote it into the ZMEM_PYTHON line."""
+    try:
+        m = re.search(r"^ZMEM_PYTHON='((?:[^']|'\"'\"')*)'$", path.read_text(encoding="utf-8"), re.M)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return m.group(1).replace("'\"'\"'", "'") if m else None
+
+
+def _interpreter_problem(python: str) -> str | None:
+    """Why a shim that runs `python -P -m zmem.hookrun` does not run zmem (a hook state), or None."""
+    if not os.path.exists(python) or not os.access(python, os.X_OK):
+        what = "no longer exists" if not os.path.exists(python) else "is not executable"
+        # the shim then runs `zmem hook` from PATH, if there is one
+        instead = "the hook runs `zmem` from PATH instead" if shutil.which("zmem") else "the hook does nothing"
+        return f"interpreter missing: {python} {what} ({instead})"
+    try:  # the shim's own flags: -P needs Python 3.11, and that environment must still hold zmem
+        proc = subprocess.run([python, "-P", "-c", "import importlib.util, sys; "
+                               "sys.exit(importlib.util.find_spec('zmem.hookrun') is None)"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:  # a slow machine is no broken hook
+        return None
+    except OSError as e:
+        return f"interpreter broken: {python} cannot run ({e.strerror or e}; the hook does nothing)"
+    return None if proc.returncode == 0 else f"interpreter broken: {python} cannot run zmem (the hook does nothing)"
+
+
 def install(repo_path: Path, *, python: str | None = None) -> list[str]:
     """Install or upgrade zmem's hooks; returns the names now holding zmem's shim.
 
@@ -146,21 +175,30 @@ def uninstall(repo_path: Path) -> list[str]:
 def status(repo_path: Path, *, python: str | None = None) -> dict[str, str]:
     """Per hook: installed | installed (chains previous hook) | outdated | foreign | missing.
 
+    A shim this zmem would write but for another interpreter (installed from another environment)
+    is installed too: "installed (runs PYTHON)", or "interpreter missing: …" / "interpreter
+    broken: …" when that interpreter is gone or cannot run zmem any more.
     With core.hooksPath set, every hook is "not installed (core.hooksPath is set)"."""
     directory = _common_hooks_dir(repo_path)
     if _hooks_path_setting(repo_path) is not None:
         return {name: HOOKS_PATH_STATE for name in HOOK_NAMES}
     python = python or sys.executable
     out = {}
+    problems: dict[str, str | None] = {}  # interpreter -> _interpreter_problem, checked once
     for name in HOOK_NAMES:
         path, prev = directory / name, directory / (name + PREV_SUFFIX)
         if _is_ours(path):
-            if not _is_current(path, _shim(name, python)):
+            runs = python if _is_current(path, _shim(name, python)) else _shim_python(path)
+            if runs is None or not _is_current(path, _shim(name, runs)):
                 out[name] = "outdated"
-            elif os.access(prev, os.X_OK):  # what the shim checks before running it
-                out[name] = "installed (chains previous hook)"
-            else:
-                out[name] = "installed"
+                continue
+            if runs != python and runs not in problems:
+                problems[runs] = _interpreter_problem(runs)
+            problem = problems.get(runs)
+            notes = [f"runs {runs}"] if runs != python else []
+            if os.access(prev, os.X_OK):  # what the shim checks before running it
+                notes.append("chains previous hook")
+            out[name] = problem or "installed" + (f" ({'; '.join(notes)})" if notes else "")
         elif os.path.lexists(path):
             out[name] = "foreign"
         else:

@@ -11,6 +11,13 @@
 
 The heading is the statement. `zmem reflect` adds evidence from new `O` facts and moves confidence
 by the rule in `update()`; people may edit any of it (their wording and lines it does not know are kept).
+An opinion may also be written by hand as one bullet in the Retain syntax, outside a `## Retain`
+section (inside one it is a fact, which reflect turns into an opinion):
+
+    - O(c=0.7) @Peter: Prefers tea over coffee.
+
+It is an opinion like a section (its own section: lines below it up to the next opinion belong to
+it), at its c (0.6 when unstated); when reflect gives it evidence it is written anew as a section.
 Evidence whose fact is gone from the notes stays, marked `retracted` and cited where it last was
 (`path@commit#Lnn`), and no longer counts (derive()).
 Parsing is pure and never raises; problems come back as warnings naming file and line.
@@ -22,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.markdown import ATX, split_lines
-from zmem.retain import entity_key, is_retain_heading, mentions
+from zmem.retain import entity_key, is_retain_heading, mentions, parse_bullet
 
 OPINIONS_PATH = "bank/opinions.md"
 HEADER = ("# Opinions\n\n"
@@ -34,6 +41,7 @@ SUPPORT_RATE = 0.2        # a supporting fact of strength s moves c up by SUPPOR
 CONTRADICT_RATE = 0.3     # a contradicting fact moves c down by CONTRADICT_RATE·s·c
 
 _FIELD = re.compile(r"^- ([a-z_]+):\s*(.*)$")
+_BULLET = re.compile(r"^[-*+][ \t]+(O(?=[\s(:]).*)$")  # an opinion in the Retain syntax, not indented
 _EVIDENCE = re.compile(r"^\s+- (supports|contradicts) (\S+#L\d+(?:-\d+)?) \(fact ([0-9a-f]{6,40})"
                        r"(?:, c=([0-9.]+))?(, retracted)?\)(?::\s*(.*))?$")
 
@@ -65,6 +73,7 @@ class Opinion:
     extra: list[str] = field(default_factory=list)   # lines a person wrote that zmem does not read
     line: int = 0                                     # the heading's line in the file (0: new)
     confidence_line: int = 0                          # the line of a readable `- confidence:` (0: none)
+    bullet: bool = False                              # written by hand as `- O(c=…) @Name: statement`
 
     @property
     def entity_keys(self) -> set[str]:
@@ -120,7 +129,8 @@ class OpinionsFile:
         else:
             out = HEADER.replace("\n", self.eol)
         for i, op in enumerate(self.opinions):
-            if i < len(self.raw_sections) and i not in changed:
+            # a bullet's confidence is its c=, in the line itself: a bullet that changes becomes a section
+            if i < len(self.raw_sections) and i not in changed and not (op.bullet and i in patched):
                 out += "".join(self._patched(i) if i in patched else self.raw_sections[i])
                 continue
             tail: list[str] = []
@@ -131,10 +141,12 @@ class OpinionsFile:
                     k -= 1
                 tail = raw[k:]
                 out = _terminated(out, self.eol)
+                if op.bullet:  # a bullet becomes a section: set apart by blank lines
+                    out = _blank_line_after(out, self.eol)
+                    if not tail and i + 1 < len(self.opinions):
+                        tail = [self.eol]
             else:  # a new opinion: after a blank line
-                out = _terminated(out, self.eol)
-                if out and out[:-1].removesuffix("\r").rsplit("\n", 1)[-1].strip():
-                    out += self.eol
+                out = _blank_line_after(_terminated(out, self.eol), self.eol)
             out += op.render().replace("\n", self.eol) + "".join(tail)
         return self.bom + out
 
@@ -157,6 +169,11 @@ class OpinionsFile:
 
 def _terminated(text: str, eol: str) -> str:
     return text if not text or text.endswith("\n") else text + eol
+
+
+def _blank_line_after(text: str, eol: str) -> str:
+    """Terminated text, ending in a blank line unless it is empty."""
+    return text + eol if text and text[:-1].removesuffix("\r").rsplit("\n", 1)[-1].strip() else text
 
 
 def read(root: Path) -> OpinionsFile:
@@ -182,10 +199,15 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
     raw_sections: list[list[str]] = []
     warnings: list[str] = []
     in_fence = False
+    retain_level = 0  # >0 inside a Retain section of that heading level
     for n, (line, raw) in enumerate(zip(lines, raw_lines), 1):
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
         m = None if in_fence else ATX.match(line)
+        if m and retain_level and len(m.group(1)) <= retain_level:
+            retain_level = 0
+        if m and not retain_level and is_retain_heading(m.group(2) or ""):  # where retain.py reads facts
+            retain_level = len(m.group(1))
         # a `## Retain` section holds facts (retain.py), as in any bank/ page: it is no opinion, and
         # its lines stay where they are, in the section before it
         if m and len(m.group(1)) == 2 and (m.group(2) or "").strip() and not is_retain_heading(m.group(2)):
@@ -193,6 +215,17 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
             sections.append([line])
             raw_sections.append([raw])
             continue
+        b = None if in_fence or retain_level else _BULLET.match(line)
+        if b:
+            fact, problem = parse_bullet(b.group(1).strip(), n, n)
+            if fact is not None and fact.kind == "opinion":
+                c = NEW_DEFAULT if fact.confidence is None else fact.confidence
+                opinions.append(Opinion(fact.text, fact.entities, c, line=n, bullet=True))
+                sections.append([line])
+                raw_sections.append([raw])
+                continue
+            warnings.append(f"{path}:{n}: {problem or 'not an opinion'}; this `- O` line is not read as an opinion "
+                            "(write `- O(c=0.7) @Name: statement`)")
         if not opinions:
             preamble.append(line)
             raw_preamble.append(raw)
@@ -233,6 +266,14 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
         while op.extra and not op.extra[-1].strip():
             op.extra.pop()
     return OpinionsFile(preamble, opinions, sections, warnings, raw_preamble, raw_sections, eol, bom)
+
+
+def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> int:
+    """`O` facts of the notes (about the entity with this key) that no opinion has as evidence yet:
+    what `zmem reflect` turns into opinions, or into evidence for them."""
+    from zmem.entities import query_facts
+    known = {e.fact for o in parsed.opinions for e in o.evidence}
+    return sum(f.id not in known for f in query_facts(conn, kind="opinion", entity=entity))
 
 
 def _number(s: str | None) -> float | None:

@@ -83,7 +83,7 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     summarizer = None
     if llm:
         from zmem.summarize import ChatSettings, Summarizer
-        summarizer = Summarizer(ChatSettings.from_config(ws.config.llm))
+        summarizer = Summarizer(ChatSettings.from_config(ws.config))
     after = None
     if everything:
         since = None

@@ -40,6 +40,7 @@ def workspace_status(ws: Workspace) -> dict:
         vec_loaded, vec_detail = db.load_vec(conn)
         embeddings = _embedding_status(ws, conn)
         sessions = _sessions_status(ws, conn)
+        read_only = db.readonly_reason(conn)
     finally:
         conn.close()
     size = sum(p.stat().st_size for p in ws.state_dir.glob("index.sqlite*") if p.is_file()
@@ -49,7 +50,9 @@ def workspace_status(ws: Workspace) -> dict:
     except ZmemError as e:
         hooks = {"all": f"unavailable: {e.message}"}
     return {
-        "workspace": str(ws.root), "head": head, "indexed_commit": indexed or None, "stale": stale,
+        "workspace": str(ws.root), "head": head, "indexed_commit": indexed or None,
+        "indexed": indexed is not None,  # also without commits: then from the working tree
+        "stale": stale, "read_only": read_only is not None, "read_only_reason": read_only,
         "dirty": dirty, "files": files, "chunks": chunks, "db_bytes": size, "driver": db.DRIVER,
         "sqlite_version": db.sqlite_version(),
         "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
@@ -120,6 +123,14 @@ def vectors_line(emb: dict) -> str:
     return line
 
 
+def hooks_line(hooks: dict[str, str], sep: str = " ") -> str:
+    """Hook states, hooks in one state named together: `post-commit, post-merge installed; …`."""
+    names: dict[str, list[str]] = {}
+    for name, state in hooks.items():
+        names.setdefault(state, []).append(name)
+    return "; ".join(f"{', '.join(n)}{sep}{state}" for state, n in names.items())
+
+
 def run_doctor(directory) -> list[tuple[str, str, str]]:
     """(level, check, explanation) with level ok | warn | fail."""
     checks: list[tuple[str, str, str]] = []
@@ -163,10 +174,10 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                        "`zmem hook post-commit` (etc.) to its hooks, or unset it and run `zmem hooks install` "
                        "(every command still catches up by itself)"))
     elif bad:
-        checks.append(("warn", "hooks", ", ".join(f"{k}: {v}" for k, v in bad.items())
+        checks.append(("warn", "hooks", hooks_line(bad, ": ")
                        + " — run `zmem hooks install` (every command still catches up by itself)"))
     else:
-        checks.append(("ok", "hooks", "post-commit, post-merge, post-checkout, post-rewrite installed"))
+        checks.append(("ok", "hooks", hooks_line(st["hooks"])))
     emb = st["embeddings"]
     if emb["provider"] == "none":
         # none configured is the documented default (said here once, not by every recall); a configured
@@ -186,9 +197,14 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         missing = st["sessions"]["warning"]
         checks.append(("warn", "sessions", missing) if missing else
                       ("ok", "sessions", f"{st['sessions']['files']} transcript files indexed"))
+    behind = "it cannot be updated while it is read-only" if st["read_only"] else "the next command catches up"
     checks.append(("warn" if st["stale"] else "ok", "index",
                    f"{st['files']} files, {st['chunks']} chunks"
-                   + (" — behind HEAD or the working tree; the next command catches up" if st["stale"] else ", up to date")))
+                   + (f" — behind HEAD or the working tree; {behind}" if st["stale"] else ", up to date")))
+    if st["read_only"]:
+        checks.append(("warn", "index", f"read-only ({st['read_only_reason']}): commands answer from the index as "
+                       "it is and write nothing (no catch-up, no embeddings); give this user write access to "
+                       f"{ws.state_dir} to update it"))
     for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
     return checks + _fts_checks(ws) + _opinion_checks(ws) + _marker_checks(ws)
@@ -236,15 +252,25 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
 
 
 def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
-    """Lines of bank/opinions.md that `zmem reflect` cannot read (it goes on as if they were not there)."""
+    """The opinions `zmem opinions` lists, the `O` facts awaiting `zmem reflect`, and lines of
+    bank/opinions.md that reflect cannot read (it goes on as if they were not there)."""
     from zmem import opinions as op_mod
     path = ws.root / op_mod.OPINIONS_PATH
-    if not path.is_file():
-        return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts")]
     parsed = op_mod.read(ws.root)
+    conn = open_index(ws)
+    try:
+        waiting = op_mod.awaiting_reflect(conn, parsed)
+    finally:
+        conn.close()
+    after = (f"; {waiting} `O` fact{'s await' if waiting != 1 else ' awaits'} `zmem reflect`" if waiting else "")
+    if not path.is_file():
+        return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts{after}")]
+    n, bullets = len(parsed.opinions), sum(o.bullet for o in parsed.opinions)
+    count = (f"{op_mod.OPINIONS_PATH}: {n} opinion{'s' * (n != 1)}"
+             + (f" ({bullets} written as {'a `- O` bullet' if bullets == 1 else '`- O` bullets'})" if bullets else ""))
     if parsed.warnings:
-        return [("warn", "opinions", w) for w in parsed.warnings]
-    return [("ok", "opinions", f"{op_mod.OPINIONS_PATH}: {len(parsed.opinions)} opinions, all readable")]
+        return [("warn", "opinions", w) for w in parsed.warnings] + [("ok", "opinions", count + after)]
+    return [("ok", "opinions", f"{count}, all readable{after}")]
 
 
 def _marker_checks(ws: Workspace) -> list[tuple[str, str, str]]:

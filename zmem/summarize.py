@@ -22,11 +22,15 @@ class ChatSettings:
     timeout: float
 
     @staticmethod
-    def from_config(table: dict) -> ChatSettings:
+    def from_config(cfg) -> ChatSettings:
+        """From the [llm] settings of a Config, as trusted."""
+        from zmem.config import trust_error
+        table = cfg.llm
         model = table.get("model")
         if not isinstance(model, str) or not model:
-            raise ZmemError("`zmem reflect --llm` needs a chat model",
-                            hint='add [llm] model = "…" (and base_url, api_key_env) to ~/.config/zmem/config.toml')
+            message = "`zmem reflect --llm` needs a chat model"
+            raise trust_error(cfg, "llm.model", message) or ZmemError(  # zmem.toml may name one, untrusted
+                message, hint='add [llm] model = "…" (and base_url, api_key_env) to ~/.config/zmem/config.toml')
         env = table.get("api_key_env", "OPENAI_API_KEY")
         headers = table.get("headers", {})
         timeout = table.get("timeout", 60.0)

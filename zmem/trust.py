@@ -25,12 +25,16 @@ def _load() -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def is_trusted(path: Path) -> bool:
-    """Trusted means: this path, with exactly this content, was trusted by this user."""
+def state(path: Path) -> str:
+    """How this user trusts the file: "trusted" (this path with exactly this content), "changed"
+    (this path, trusted with another content: a pull, an edit) or "untrusted" (never, or revoked)."""
     try:
-        return _load().get(str(path.resolve())) == _digest(path)
+        trusted = _load().get(str(path.resolve()))
+        if trusted is None:
+            return "untrusted"
+        return "trusted" if trusted == _digest(path) else "changed"
     except OSError:
-        return False
+        return "untrusted"
 
 
 def trust(path: Path) -> None:
