@@ -376,9 +376,9 @@ def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
 
 
 def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_for_again(ws):
-    # bounds far from both the 1 s timeout and the answer's delay: these machines are shared and noisy,
-    # and the request counts are what prove that nothing retried or waited again
-    SLOW = 5.0
+    # the endpoint accepts the query and never answers: a call that returns at all gave up at its
+    # timeout, so no clock is read (these machines are shared and noisy); the request counts prove
+    # that nothing retried or waited again
     pytest.importorskip("openai")
     from embed_server import EmbeddingServer
     with EmbeddingServer() as server:
@@ -386,12 +386,11 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
         # the library (what the CLI calls): one attempt bounded by the timeout, no retry
         from zmem.api import recall_workspace
         from zmem.workspace import find_workspace
-        server.faults = [("slow", SLOW)] * 4
+        server.faults = [("hang",)] * 4
         before = len(server.embedding_calls())
-        t = time.perf_counter()
         res = recall_workspace(find_workspace(str(ws)), "which machine runs the relay", query_timeout=1.0,
                                background_embed=False)
-        assert time.perf_counter() - t < SLOW - 1 and res.mode == "bm25"  # gave up at the timeout
+        assert res.mode == "bm25"  # gave up at the timeout
         assert len(server.embedding_calls()) == before + 1
         assert any("within 1 s" in w for w in res.warnings), res.warnings
         # another process (the next CLI recall) does not wait for it either: keywords, no request
@@ -401,23 +400,21 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
         assert out["mode"] == "bm25" and any("timed out recently" in w for w in out["warnings"]), out
         assert len(server.embedding_calls()) == before + 1
         (ws / ".zmem" / "query-timeouts.json").unlink()  # the server below times out on its own
-        time.sleep(SLOW - 0.5)  # let the slow answer finish
-        server.faults = [("slow", SLOW)] * 4
+        server.faults = [("hang",)] * 4
 
         async def go():
             async with session(ws, "--query-timeout", "1") as s:
                 out = []
                 for _ in range(3):
-                    t = time.perf_counter()
                     out.append((await call(s, "memory_search", query="which machine runs the relay"),
-                                time.perf_counter() - t, len(server.embedding_calls())))
+                                len(server.embedding_calls())))
                 return out
-        (first, t1, n1), (second, t2, n2), (third, t3, n3) = asyncio.run(go())
-    assert first["mode"] == "bm25" and t1 < SLOW - 1
+        (first, n1), (second, n2), (third, n3) = asyncio.run(asyncio.wait_for(go(), 300))  # a safety net only
+    assert first["mode"] == "bm25" and n1 == before + 2
     assert any("query embedding failed" in w for w in first["warnings"]), first["warnings"]
     # the next calls do not pay the timeout again: keywords at once, with a warning, no request
-    for out, seconds in ((second, t2), (third, t3)):
-        assert out["mode"] == "bm25" and seconds < SLOW - 1, seconds
+    for out in (second, third):
+        assert out["mode"] == "bm25"
         assert any("timed out recently" in w for w in out["warnings"]), out["warnings"]
     assert n3 == n2 == n1
 

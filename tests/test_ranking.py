@@ -127,5 +127,17 @@ def test_explain_says_which_hits_are_about_the_entity(people):
     hits = recall_json(people, "Peter Porto", "--explain", "--k", "20")["results"]
     assert hits[0]["explain"]["entity"] == 0.9  # the fact holds both query units
     assert hits[1]["explain"]["entity"] == 0.8  # the page: Peter, not Porto
-    plain = [h for h in hits if h["explain"]["entity"] is None]  # Marta's Porto notes: after every entity hit
-    assert plain and all(h["score"] < 0.5 for h in plain) and hits[-len(plain):] == plain
+    facts = [h for h in hits[2:] if h["snippet"].startswith(("- W @", "- O(", "- B @"))]
+    notes = [h for h in hits[2:] if h not in facts]  # Marta's Porto notes: after every entity hit
+    assert facts and notes and min(h["score"] for h in facts) > max(h["score"] for h in notes)
+    # a note naming Peter on one line and Porto on another scores as a line holding one unit of two
+    assert all(h["explain"]["entity"] in (None, 0.65) for h in notes), [h["explain"] for h in notes]
+    plain = [h for h in notes if h["explain"]["entity"] is None]  # not naming Peter at all: last
+    assert all(h["score"] < 0.5 for h in plain) and hits[len(hits) - len(plain):] == plain
+
+
+def test_a_note_line_naming_the_entity_and_the_other_words_beats_a_fact_naming_only_the_entity(people):
+    hits = recall_json(people, "Peter backlog", "--explain", "--k", "30")["results"]
+    assert "- Peter and I went through the backlog of the notes repository." in hits[0]["snippet"].split("\n"), hits
+    assert hits[0]["explain"]["entity"] == 0.85  # a note line holding both units, below a fact holding both (0.9)
+    assert hits[0]["score"] > max(h["score"] for h in hits[1:] if h["snippet"].startswith("- O("))

@@ -63,7 +63,7 @@ def test_settings_awaiting_trust_say_run_zmem_trust_first(ws, server, tmp_path, 
     assert run(["-C", str(ws), "trust"]).exit_code == 0
     out = recall_json(ws, "gateway")
     assert not any("zmem.toml" in w for w in out["warnings"]), out["warnings"]
-    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    assert run(["-C", str(ws), "index"]).exit_code == 0  # transcripts and embeddings, both trusted now
     assert server.embedding_calls()
 
 

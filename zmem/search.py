@@ -488,7 +488,8 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     the chunks at 1e-6), so a hit about the entity scores by how much of the query it covers: each named
     entity and each other query word is a unit, f = the share of them a fact (or a page chunk) holds.
     A fact scores 0.5 + 0.4 f, a page chunk 0.6 + 0.4 f (the page, then its facts, for a bare name; a
-    fact holding the name and the other words before a page without them). The hit's score is
+    fact holding the name and the other words before a page without them); a note naming the entity
+    0.45 + 0.4 f of its best line naming it (below a fact or page holding as much). The hit's score is
     0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
     half its keyword score, in [0, 0.5)."""
     from zmem.entities import facts_about, named_in_query
@@ -532,6 +533,17 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
             lines = facts_at.setdefault(cid, {})
             for ln in range(start, end + 1):  # the snippet shows the fact (the best of them)
                 lines[ln] = max(lines.get(ln, 0.0), FACT_WEIGHT * v)
+    # a note naming the entity competes by the share of its best line naming it, a little below a fact or
+    # page holding as much: "ana tonight" puts the line saying both before a fact that only names @Ana
+    # (in the same chunk too: the snippet then shows that line), while a note with Peter on one line and
+    # Porto on another stays below Peter's facts and page
+    look = [cid for cid, _ in ranked[:3 * n] if cid not in about or cid in facts_at]
+    for cid, text in conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(look))})", look):
+        best = max((share(line, set()) for line in text.split("\n")
+                    if any(_word_start(fold(line), fold(e.spelled)) >= 0 for e in named)), default=None)
+        if best is not None and 0.45 + 0.4 * best > about.get(cid, 0.0):
+            about[cid] = 0.45 + 0.4 * best
+            facts_at.pop(cid, None)  # the snippet centres on the matching line, not on a lesser fact
     base = dict(ranked)
     final = {cid: _r(0.5 + 0.9 * (about[cid] - 0.5) + 0.05 * base.get(cid, 0.0)) if cid in about else 0.5 * s
              for cid, s in [*ranked, *((c, 0.0) for c in about if c not in base)]}
