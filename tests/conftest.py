@@ -162,10 +162,26 @@ def watch():
         w.stop()
 
 
+def roll_back_schema(conn, step: str, *, recorded: bool = False) -> None:
+    """Make the index's schema record say `step` (a db.STEPS name) was the last step applied, as the
+    zmem of then left it: user_version at the step's position and no _migrations (zmem recorded
+    steps by number only until all of the steps up to fact_ids_with_entities existed), or with
+    recorded=True _migrations naming the steps up to `step`. Only the record: the caller undoes
+    what the later steps changed. The caller holds the write transaction."""
+    from zmem import db
+    names = [s.name for s in db.STEPS]
+    position = names.index(step) + 1
+    if recorded:
+        conn.executemany("DELETE FROM _migrations WHERE name = ?", [(name,) for name in names[position:]])
+    else:
+        conn.execute("DROP TABLE IF EXISTS _migrations")
+    conn.execute(f"PRAGMA user_version = {position}")
+
+
 def classic_fts(conn) -> None:
-    """Make the index's full-text tables as zmem made them before schema step 12 (without
-    contentless_delete: a delete is given what was indexed), from the rows they index, for tests
-    that turn an index back into an older one. The caller holds the write transaction."""
+    """Make the index's full-text tables as zmem made them before schema step contentless_delete_fts
+    (without contentless_delete: a delete is given what was indexed), from the rows they index, for
+    tests that turn an index back into an older one. The caller holds the write transaction."""
     from zmem import fts
     saved = fts.can_delete_by_rowid
     fts.can_delete_by_rowid = lambda: False

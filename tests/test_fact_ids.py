@@ -1,10 +1,10 @@
 """Fact ids name the entities a fact is about: the same words about @Peter and about @Ana in one file
 are two facts to reflect. Evidence an older zmem recorded in bank/opinions.md cites the old id
-(retain.legacy_fact_id): schema step 13 keeps it beside the new one, and reflect and blame resolve
+(retain.legacy_fact_id): schema step fact_ids_with_entities keeps it beside the new one, and reflect and blame resolve
 it to the fact about the opinion's entities — also when a same-worded fact about someone else stays."""
 from __future__ import annotations
 
-from conftest import commit_all, get_text, reflect_json, run, run_json, write
+from conftest import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
 
 from zmem import db
 from zmem.retain import Fact, fact_id, legacy_fact_id
@@ -65,13 +65,13 @@ def _as_the_previous_release(monkeypatch):
     monkeypatch.setattr(Fact, "fact_id", lambda self, path: legacy_fact_id(path, self.kind, self.text))
 
 
-def _index_back_to_schema_11(root) -> None:
-    """The index as the previous release left it: facts without legacy_fid, user_version 11."""
+def _index_back_before_fact_ids_with_entities(root) -> None:
+    """The index as the previous release left it: facts without legacy_fid, the last step fts_form."""
     conn = db.connect(root / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
         conn.execute("DROP INDEX facts_legacy_fid")
         conn.execute("ALTER TABLE facts DROP COLUMN legacy_fid")
-        conn.execute("PRAGMA user_version = 11")
+        roll_back_schema(conn, "fts_form")
     conn.close()
 
 
@@ -95,10 +95,10 @@ def test_evidence_an_older_zmem_recorded_keeps_resolving_after_the_migration(ws,
         assert {(f, line) for f, _, line in _fids(ws)} == {
             (OLD, 4), (OLD, 5), (fact_id(DAY, "world", "The office opens at nine."), 6),
             (legacy_fact_id(DAY, "world", "Lives in Lisbon."), 7)}
-    _index_back_to_schema_11(ws)
+    _index_back_before_fact_ids_with_entities(ws)
     opinions_before = (ws / "bank/opinions.md").read_text()
 
-    # this zmem: step 13 maps the ids (no note is read again), the old id stays resolvable
+    # this zmem: step fact_ids_with_entities maps the ids (no note is read again), the old id stays resolvable
     assert run(["-C", str(ws), "facts", "--json"]).exit_code == 0
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     assert db.schema_version(conn) == db.SCHEMA_VERSION

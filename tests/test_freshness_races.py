@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import indexed_paths, recall_json, run, write, zmem_exe
+from conftest import indexed_paths, recall_json, roll_back_schema, run, write, zmem_exe
 from zmem import db
 
 
@@ -100,7 +100,7 @@ def test_a_new_note_in_a_directory_whose_mtime_was_put_back_is_seen(ws):
 
 
 def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_lost(ws):
-    """Upgrade: schema 8 had no dirs.ctime_ns. The migration neither fails nor re-reads every note;
+    """Upgrade: before step dir_ctime dirs had no ctime_ns. The migration neither fails nor re-reads every note;
     every memory directory is listed again once, which also recovers a note the old check lost."""
     assert recall_json(ws, "gateway")["results"]
     from zmem.indexer import _remove_file
@@ -109,7 +109,7 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
     with db.write_transaction(conn):
         conn.execute("ALTER TABLE dirs DROP COLUMN ctime_ns")
         _remove_file(conn, "memory/2025-11-24.md", VectorStore(conn))  # lost by the old check
-        conn.execute("PRAGMA user_version = 8")
+        roll_back_schema(conn, "fts_words_against_cjk")
     fingerprint = db.get_meta(conn, "fingerprint")
     conn.close()
     res = run(["-C", str(ws), "index", "--json"])

@@ -1,7 +1,7 @@
 """Words written against characters newer than unicode61's Unicode 6.1 tables (🥳, skin tones, ~2,400
 other symbols): SQLite keeps `Ana🥳` and `👍🏽zqword` as one token each, so zmem indexes their words
 in cjk_bi (fts_glue, fts.cjk_columns) and finds them in notes, facts, history and sessions; indexes
-written before (FTS_VERSION 2) are converted when opened (schema step 10) and stay sound."""
+written before (FTS_VERSION 2) are converted when opened (schema step fts_glued_words) and stay sound."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import classic_fts, commit_all, recall_json, run, write
+from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
 from zmem import db, fts
 
@@ -203,9 +203,9 @@ def test_history_and_sessions_find_glued_words(ws):
 
 
 def _v2_index(ws) -> None:
-    """Turn the index back into what zmem wrote at schema 9 (FTS_VERSION 2): every full-text row
-    deleted with the current columns and written again with the old ones, the fingerprint naming
-    schema 8 (NOTES_SCHEMA then), user_version 9."""
+    """Turn the index back into what zmem wrote when dir_ctime was the last step (FTS_VERSION 2):
+    every full-text row deleted with the current columns and written again with the old ones, the
+    fingerprint naming schema 8 (NOTES_SCHEMA then)."""
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
         classic_fts(conn)
@@ -220,7 +220,7 @@ def _v2_index(ws) -> None:
         fp = db.get_meta(conn, "fingerprint")
         assert f"schema={db.NOTES_SCHEMA};" in fp
         db.set_meta(conn, "fingerprint", fp.replace(f"schema={db.NOTES_SCHEMA};", "schema=8;"))
-        conn.execute("PRAGMA user_version = 9")
+        roll_back_schema(conn, "dir_ctime")
     conn.close()
 
 
@@ -250,7 +250,7 @@ def test_an_index_from_before_glued_words_is_converted_and_stays_sound(ws):
     f = _glued_index(ws)
     _v2_index(ws)
     assert _old_rows(ws, "hist_fts") == 0 and _old_rows(ws, "session_fts") == 0
-    # opened by this zmem: step 10 converts history and sessions, the catch-up re-derives the notes
+    # opened by this zmem: fts_glued_words converts history and sessions, the catch-up re-derives the notes
     assert "zqother" in _hit(ws, "zqother")["snippet"]
     assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~1")["snippet"]
     assert GLUED_LINES["Ana"] in _hit(ws, "tonight Ana", "--as-of", "HEAD~1")["snippet"]
@@ -276,7 +276,8 @@ def test_an_index_from_before_glued_words_is_converted_and_stays_sound(ws):
 
 
 def test_an_index_from_before_both_conversions_runs_each_step_once(ws):
-    """Schema 7 (FTS_VERSION 1: CJK grams only): step 8 takes history rows to form 2, step 10 to 3."""
+    """Up to file_ctime (FTS_VERSION 1: CJK grams only): fts_words_against_cjk takes history rows to
+    form 2, fts_glued_words to 3."""
     _glued_index(ws)
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
@@ -294,11 +295,11 @@ def test_an_index_from_before_both_conversions_runs_each_step_once(ws):
         fp = db.get_meta(conn, "fingerprint")
         fp = re.sub(r"schema=\d+;", "schema=7;", fp.replace("chunker=2", "chunker=1"))
         db.set_meta(conn, "fingerprint", fp)
-        conn.execute("PRAGMA user_version = 7")
+        roll_back_schema(conn, "file_ctime")
     conn.close()
-    past = _hit(ws, "iPhone", "--as-of", "HEAD~1")["snippet"]  # step 8's words against CJK
+    past = _hit(ws, "iPhone", "--as-of", "HEAD~1")["snippet"]  # fts_words_against_cjk's words against CJK
     assert "iPhone🤝手机" in past
-    assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~1")["snippet"]  # step 10's
+    assert GLUED_LINES["zqword"] in _hit(ws, "zqword", "--as-of", "HEAD~1")["snippet"]  # fts_glued_words'
     assert _hit(ws, "Quillon", "--source", "sessions")["start_line"] == 2
     _integrity(ws)
     assert run(["-C", str(ws), "index", "--full"]).exit_code == 0
@@ -306,12 +307,13 @@ def test_an_index_from_before_both_conversions_runs_each_step_once(ws):
 
 
 def test_a_set_back_index_written_by_this_zmem_stays_exact(ws):
-    """An index a zmem with step 10 wrote (fingerprint schema >= 10) whose user_version says 9
-    (tests, or a copy): its rows are current, step 10 leaves them, and they stay exact."""
+    """An index a zmem with fts_glued_words wrote (fingerprint schema >= 10) whose schema record
+    says dir_ctime was the last step (tests, or a copy): its rows are current, fts_glued_words
+    leaves them, and they stay exact."""
     f = _glued_index(ws)
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
-        conn.execute("PRAGMA user_version = 9")
+        roll_back_schema(conn, "dir_ctime")
     conn.close()
     assert _hit(ws, "zqword", "--as-of", "HEAD~1")
     f.write_text(json.dumps({"role": "user", "content": "short"}) + "\n")
@@ -320,8 +322,8 @@ def test_a_set_back_index_written_by_this_zmem_stays_exact(ws):
 
 
 def test_rows_an_older_process_writes_after_the_conversion_are_converted_before_any_is_deleted(ws, monkeypatch):
-    """A zmem process of the previous release that opened the index before step 10 converted it goes
-    on writing history and session rows in form 2 (fts_form NULL, schema step 11): they are converted
+    """A zmem process of the previous release that opened the index before fts_glued_words converted
+    it goes on writing history and session rows in form 2 (fts_form NULL, schema step fts_form): they are converted
     before a rewritten transcript's rows are deleted by value (else the index is corrupt), and before
     history is extended (else their glued words are never found)."""
     from zmem import history, sessions

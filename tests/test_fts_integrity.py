@@ -1,7 +1,7 @@
 """Full-text rows deleted with other values than they were indexed with (an older zmem process still
 running after an upgrade, another Python's word boundaries) left tokens behind in a contentless FTS5
 table: silent damage, invisible to FTS5's integrity-check. Tables made by SQLite >= 3.43 delete by
-rowid (contentless_delete=1, schema step 12); `zmem doctor` finds and repairs what an older index
+rowid (contentless_delete=1, schema step contentless_delete_fts); `zmem doctor` finds and repairs what an older index
 holds; the stdlib sqlite3 (older here) keeps deleting by value, correctly."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from conftest import classic_fts, commit_all, recall_json, run, write, zmem_proc
+from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write, zmem_proc
 
 from zmem import db, fts, indexer
 
@@ -95,7 +95,7 @@ def test_under_the_new_form_a_delete_is_exact_whatever_the_values(ws, monkeypatc
 
 @needs_rowid_deletes
 def test_an_old_form_index_is_converted_and_repaired_when_opened(ws, monkeypatch):
-    """An index from before schema step 12 (tables that delete by value), already damaged by such a
+    """An index from before schema step contentless_delete_fts (tables that delete by value), already damaged by such a
     delete: the first command of this zmem rebuilds its tables from the stored rows."""
     write(ws, "memory/2025-01-01.md", NOTE)
     commit_all(ws)
@@ -108,7 +108,7 @@ def test_an_old_form_index_is_converted_and_repaired_when_opened(ws, monkeypatch
     assert _problems(ws)
     conn = _index(ws)
     with db.write_transaction(conn):
-        conn.execute("PRAGMA user_version = 11")
+        roll_back_schema(conn, "fts_form")
     conn.close()
     assert not any(_by_rowid(ws).values())
     assert "quiet evening" in recall_json(ws, "quiet")["results"][0]["snippet"]

@@ -9,7 +9,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from conftest import classic_fts, commit_all, recall_json, run, write
+from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
 MIXED = "# 2025-12-01\n\n## Notes\n\n- 我买了iPhone手机\n- 会议定在2025年12月\n- 用MacBook写代码\n"
 
@@ -135,7 +135,7 @@ def test_part_of_a_huge_line_is_marked_with_ellipses(ws):
     assert only_hit(ws, "上海开会")["snippet"].startswith("…")  # the middle of the line: both sides
 
 
-def _old_index(ws, schema: int = 7) -> None:
+def _old_index(ws, last_step: str = "file_ctime") -> None:
     """Turn the index back into what a zmem before FTS_VERSION 2 wrote: CJK columns without the
     Latin runs, slices of long lines without "…", chunker=1 in the fingerprint, no fts_version."""
     from zmem import db
@@ -156,7 +156,7 @@ def _old_index(ws, schema: int = 7) -> None:
         fp = db.get_meta(conn, "fingerprint")
         db.set_meta(conn, "fingerprint", fp.replace("chunker=2", "chunker=1"))
         db.set_meta(conn, "fts_version", None)
-        conn.execute(f"PRAGMA user_version = {schema}")  # 7: the schema before step 8 converted the rows
+        roll_back_schema(conn, last_step)  # file_ctime: the schema before fts_words_against_cjk converted the rows
     conn.close()
 
 
@@ -197,7 +197,7 @@ def test_rows_an_older_zmem_wrote_into_a_converted_index_are_replaced_cleanly(ws
     write(ws, "memory/2025-12-01.md", MIXED)
     commit_all(ws)
     assert recall_json(ws, "iPhone")["results"]
-    _old_index(ws, schema=8)  # converted already, then written by the old code
+    _old_index(ws, last_step="fts_words_against_cjk")  # converted already, then written by the old code
     assert "iPhone" in only_hit(ws, "iPhone")["snippet"]
     write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- 什么都没有\n")
     commit_all(ws)

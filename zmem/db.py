@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from zmem.errors import IndexError_
 
@@ -24,57 +26,36 @@ OperationalError = sqlite.OperationalError
 DatabaseError = sqlite.DatabaseError
 
 
-def _convert_fts_rows(conn) -> None:
-    from zmem.fts import convert_rows
-    convert_rows(conn)
+@dataclass(frozen=True)
+class Step:
+    name: str                    # recorded in the index's _migrations: never renamed
+    apply: Callable[[object], None]
+    snapshot_only: bool          # leaves every note's rows as they were: NOTES_SCHEMA stays
 
 
-def _convert_glued_fts_rows(conn) -> None:
-    from zmem.fts import convert_glued_rows
-    convert_glued_rows(conn)
+# Schema migrations in the order they are applied, each in one transaction that records its name
+# in _migrations and sets user_version to the number of steps applied. A new step goes at the end;
+# it is snapshot_only only when no note's rows need re-deriving.
+STEPS: list[Step] = []
 
 
-def _add_dir_ctime(conn) -> None:
-    """dirs gains ctime_ns (step 9). Idempotent: an index whose user_version was set back (tests,
-    or an older zmem's rows) may have the column already."""
-    if "ctime_ns" not in {row[1] for row in conn.execute("PRAGMA table_info(dirs)")}:
-        conn.execute("ALTER TABLE dirs ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
+def step(*, snapshot_only: bool = False):
+    """Register the decorated function (of the connection) as the next migration step."""
+    def register(fn):
+        STEPS.append(Step(fn.__name__, fn, snapshot_only))
+        return fn
+    return register
 
 
-def _add_fts_form(conn) -> None:
-    """session_messages and hist_chunks gain fts_form (step 11): the FTS_VERSION their full-text row
-    was written in, NULL from an older zmem process still running (fts.convert_old_form_rows).
-    Existing rows are in the current form (step 10 converted them). Idempotent as _add_dir_ctime."""
-    for table in ("session_messages", "hist_chunks"):
-        if "fts_form" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN fts_form INTEGER")
-        conn.execute(f"UPDATE {table} SET fts_form = 3 WHERE fts_form IS NULL")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_old_form ON {table}(id) WHERE fts_form IS NULL")
+def _run(conn, *statements: str) -> None:
+    for stmt in statements:
+        conn.execute(stmt)
 
 
-def _contentless_delete_fts(conn) -> None:
-    from zmem.fts import rebuild_tables
-    rebuild_tables(conn)
-
-
-def _fact_ids_with_entities(conn) -> None:
-    """Fact ids name the fact's entities (step 13, retain.fact_id): fid becomes the new id, and
-    legacy_fid keeps the one evidence recorded before (retain.legacy_fact_id) in bank/opinions.md
-    still cites. Both derive from the stored row; idempotent as _add_dir_ctime."""
-    from zmem.retain import fact_id, legacy_fact_id
-    if "legacy_fid" not in {row[1] for row in conn.execute("PRAGMA table_info(facts)")}:
-        conn.execute("ALTER TABLE facts ADD COLUMN legacy_fid TEXT")
-    conn.executemany("UPDATE facts SET fid = ?, legacy_fid = ? WHERE id = ?",
-                     [(fact_id(path, kind, text, names.split("\t") if names else ()), legacy_fact_id(path, kind, text),
-                       rowid) for rowid, path, kind, text, names in
-                      conn.execute("SELECT id, path, kind, text, names FROM facts").fetchall()])
-    conn.execute("CREATE INDEX IF NOT EXISTS facts_legacy_fid ON facts(legacy_fid)")
-
-
-# Each step: SQL statements, or functions of the connection, applied in one transaction with its
-# user_version bump.
-MIGRATIONS: list[list] = [
-    [
+@step()
+def notes(conn) -> None:
+    _run(
+        conn,
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE files (
             path TEXT PRIMARY KEY,
@@ -88,7 +69,7 @@ MIGRATIONS: list[list] = [
             ino INTEGER NOT NULL DEFAULT 0
         )""",
         "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino)",  # the freshness sweep reads only these
-        # Directories whose mtime (and ctime, step 9) tells whether memory files appeared or vanished (snapshot.py).
+        # Directories whose mtime (and ctime, step dir_ctime) tell whether memory files appeared or vanished (snapshot.py).
         "CREATE TABLE dirs (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL)",
         """CREATE TABLE chunks (
             id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: vector rows key on it
@@ -109,14 +90,18 @@ MIGRATIONS: list[list] = [
             text, heading, cjk_bi, cjk_uni, content='',
             tokenize='porter unicode61 remove_diacritics 2')""",
         # `rank` is bm25 with these column weights: text, heading, CJK bigrams, CJK unigrams.
-        "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
-    ],
-    [
-        # Vectors, one per window of a few lines of a chunk (precise citations, and short texts
-        # embed better than whole chunks). chunk_vectors is the store (the in-process fallback
-        # searches it); a sqlite-vec vec0 table `chunk_vec` mirrors it when the extension loads.
-        # One fingerprint at a time (meta vec_fingerprint): vectors of different providers are
-        # never compared.
+        "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')")
+
+
+# Vectors, one per window of a few lines of a chunk (precise citations, and short texts
+# embed better than whole chunks). chunk_vectors is the store (the in-process fallback
+# searches it); a sqlite-vec vec0 table `chunk_vec` mirrors it when the extension loads.
+# One fingerprint at a time (meta vec_fingerprint): vectors of different providers are
+# never compared.
+@step()
+def vectors(conn) -> None:
+    _run(
+        conn,
         """CREATE TABLE chunk_vectors (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             chunk_id INTEGER NOT NULL,
@@ -132,10 +117,14 @@ MIGRATIONS: list[list] = [
             last_used INTEGER NOT NULL,
             PRIMARY KEY (fingerprint, hash)
         ) WITHOUT ROWID""",
-        "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
-    ],
-    [
-        # Retain facts (retain.py), one row per bullet; fid is the stable fact id users cite.
+        "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)")
+
+
+# Retain facts (retain.py), one row per bullet; fid is the stable fact id users cite.
+@step()
+def facts_and_blame_cache(conn) -> None:
+    _run(
+        conn,
         """CREATE TABLE facts (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             fid TEXT NOT NULL,
@@ -167,7 +156,7 @@ MIGRATIONS: list[list] = [
             text, names, cjk_bi, cjk_uni, content='',
             tokenize='porter unicode61 remove_diacritics 2')""",
         "INSERT INTO facts_fts(facts_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')",
-        # git blame per line of a file version. Since schema 6 the `blob` column holds a key of
+        # git blame per line of a file version. Since step history_windows_and_rowid_cache the `blob` column holds a key of
         # content, path and the commit where that version began (history.blame_lines): the same content can
         # have another blame after a revert or an amend. Survives rebuilds.
         """CREATE TABLE blame_cache (
@@ -178,12 +167,16 @@ MIGRATIONS: list[list] = [
             time INTEGER NOT NULL,       -- author time, Unix seconds
             summary TEXT NOT NULL,
             PRIMARY KEY (blob, line)
-        ) WITHOUT ROWID""",
-    ],
-    [
-        # History (history.py): the first-parent chain of HEAD, numbered from the root (seq), and
-        # each memory file's versions with the commit range they were valid in: [from_seq, to_seq),
-        # to_seq NULL while still valid. Chunks and facts are stored once per file content (blob).
+        ) WITHOUT ROWID""")
+
+
+# History (history.py): the first-parent chain of HEAD, numbered from the root (seq), and
+# each memory file's versions with the commit range they were valid in: [from_seq, to_seq),
+# to_seq NULL while still valid. Chunks and facts are stored once per file content (blob).
+@step()
+def history(conn) -> None:
+    _run(
+        conn,
         """CREATE TABLE hist_commits (
             seq INTEGER PRIMARY KEY,
             sha TEXT NOT NULL UNIQUE,
@@ -223,10 +216,14 @@ MIGRATIONS: list[list] = [
             text TEXT NOT NULL,
             names TEXT NOT NULL
         )""",
-        "CREATE INDEX hist_facts_blob ON hist_facts(blob)",
-    ],
-    [
-        # Session transcripts (sessions.py): indexed up to `offset` bytes (`lines` lines) per file.
+        "CREATE INDEX hist_facts_blob ON hist_facts(blob)")
+
+
+# Session transcripts (sessions.py): indexed up to `offset` bytes (`lines` lines) per file.
+@step()
+def sessions(conn) -> None:
+    _run(
+        conn,
         "CREATE TABLE session_files (path TEXT PRIMARY KEY, offset INTEGER NOT NULL, lines INTEGER NOT NULL)",
         """CREATE TABLE session_messages (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -239,12 +236,16 @@ MIGRATIONS: list[list] = [
         "CREATE INDEX session_messages_path ON session_messages(path)",
         """CREATE VIRTUAL TABLE session_fts USING fts5(
             text, cjk_bi, cjk_uni, content='', tokenize='porter unicode61 remove_diacritics 2')""",
-        "INSERT INTO session_fts(session_fts, rank) VALUES('rank', 'bm25(1.0, 1.0, 0.5)')",
-    ],
-    [
-        # The vector windows of history chunks (history.py), filled when an as-of recall first
-        # needs them: `hash` keys embedding_cache, so past versions are compared by the vectors
-        # their text got when it was current, never embedded again.
+        "INSERT INTO session_fts(session_fts, rank) VALUES('rank', 'bm25(1.0, 1.0, 0.5)')")
+
+
+# The vector windows of history chunks (history.py), filled when an as-of recall first
+# needs them: `hash` keys embedding_cache, so past versions are compared by the vectors
+# their text got when it was current, never embedded again.
+@step()
+def history_windows_and_rowid_cache(conn) -> None:
+    _run(
+        conn,
         """CREATE TABLE hist_windows (
             chunk_id INTEGER NOT NULL,
             start_line INTEGER NOT NULL,
@@ -265,57 +266,93 @@ MIGRATIONS: list[list] = [
         "DROP TABLE embedding_cache",
         "ALTER TABLE embedding_cache_rowid RENAME TO embedding_cache",
         "CREATE INDEX embedding_cache_lru ON embedding_cache(last_used)",
-        "DELETE FROM blame_cache",  # keyed by content alone until now: those keys never match again
-    ],
-    [
-        # ctime joins the stat signature: a file rewritten in place with the same size and its
-        # mtime put back (`touch -r`, `rsync --inplace -t`) changes only its ctime. Existing rows
-        # start at 0, so every file is re-hashed once.
+        # keyed by content alone until now: those keys never match again
+        "DELETE FROM blame_cache")
+
+
+# ctime joins the stat signature: a file rewritten in place with the same size and its
+# mtime put back (`touch -r`, `rsync --inplace -t`) changes only its ctime. Existing rows
+# start at 0, so every file is re-hashed once.
+@step()
+def file_ctime(conn) -> None:
+    _run(
+        conn,
         "ALTER TABLE files ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0",
         "DROP INDEX files_stat",
-        "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino, ctime_ns)",
-    ],
-    [
-        # full-text rows with the Latin words and digits written against CJK text (fts.cjk_columns)
-        _convert_fts_rows,
-    ],
-    [
-        # ctime joins a directory's signature: tar, rsync -a and unzip put a directory's mtime back
-        # after adding entries; its ctime moves anyway. Existing rows start at 0, so every memory
-        # directory is listed again once (which also finds notes an older zmem lost track of).
-        _add_dir_ctime,
-    ],
-    [
-        # full-text rows with the words written against characters newer than unicode61's Unicode
-        # 6.1 tables (emoji such as U+1F973, skin tones: fts_glue), history and sessions converted
-        # in place; the new NOTES_SCHEMA re-derives the notes' rows
-        _convert_glued_fts_rows,
-    ],
-    [
-        # the form each history and session row's full-text row was written in: an older zmem process
-        # that opened the index before step 10 goes on writing form 2 (NULL here); the rows it wrote
-        # are converted before any is deleted (fts.convert_old_form_rows)
-        _add_fts_form,
-    ],
-    [
-        # full-text tables that delete a row by its rowid (FTS5 contentless_delete=1, SQLite >= 3.43):
-        # a delete given other values than were indexed (an older zmem process, another Python's word
-        # boundaries) left tokens behind, a corrupt index nothing noticed. Built anew from the rows
-        # they index, which also drops what such deletes left; an older SQLite gets them as they were
-        _contentless_delete_fts,
-    ],
-    [
-        # fact ids that name the fact's entities: two facts with the same words about different
-        # entities in one file had one id (reflect took them for one); old ids kept in legacy_fid
-        _fact_ids_with_entities,
-    ],
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-# Steps that leave every note's rows as they were (only the freshness snapshot changed): the index
-# fingerprint names NOTES_SCHEMA, the last step not listed here, so such a step re-reads no note.
-# A new step is left out of this set unless its notes' rows need no re-deriving.
-SNAPSHOT_ONLY_STEPS = {9, 11, 12, 13}
-NOTES_SCHEMA = max(step for step in range(1, SCHEMA_VERSION + 1) if step not in SNAPSHOT_ONLY_STEPS)
+        "CREATE INDEX files_stat ON files(path, mtime_ns, size, ino, ctime_ns)")
+
+
+@step()
+def fts_words_against_cjk(conn) -> None:
+    """Full-text rows with the Latin words and digits written against CJK text (fts.cjk_columns)."""
+    from zmem.fts import convert_rows
+    convert_rows(conn)
+
+
+@step(snapshot_only=True)
+def dir_ctime(conn) -> None:
+    """ctime joins a directory's signature: tar, rsync -a and unzip put a directory's mtime back
+    after adding entries; its ctime moves anyway. Existing rows start at 0, so every memory
+    directory is listed again once (which also finds notes an older zmem lost track of).
+    Idempotent: an index whose schema record was set back (tests, or an older zmem's rows) may
+    have the column already."""
+    if "ctime_ns" not in {row[1] for row in conn.execute("PRAGMA table_info(dirs)")}:
+        conn.execute("ALTER TABLE dirs ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
+
+
+@step()
+def fts_glued_words(conn) -> None:
+    """Full-text rows with the words written against characters newer than unicode61's Unicode
+    6.1 tables (emoji such as U+1F973, skin tones: fts_glue), history and sessions converted in
+    place; the new NOTES_SCHEMA re-derives the notes' rows."""
+    from zmem.fts import convert_glued_rows
+    convert_glued_rows(conn)
+
+
+@step(snapshot_only=True)
+def fts_form(conn) -> None:
+    """session_messages and hist_chunks gain fts_form: the FTS_VERSION their full-text row was
+    written in. An older zmem process that opened the index before fts_glued_words goes on writing
+    form 2 (NULL here); the rows it wrote are converted before any is deleted
+    (fts.convert_old_form_rows). Existing rows are in the current form (fts_glued_words converted
+    them). Idempotent as dir_ctime."""
+    for table in ("session_messages", "hist_chunks"):
+        if "fts_form" not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN fts_form INTEGER")
+        conn.execute(f"UPDATE {table} SET fts_form = 3 WHERE fts_form IS NULL")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_old_form ON {table}(id) WHERE fts_form IS NULL")
+
+
+@step(snapshot_only=True)
+def contentless_delete_fts(conn) -> None:
+    """Full-text tables that delete a row by its rowid (FTS5 contentless_delete=1, SQLite >= 3.43):
+    a delete given other values than were indexed (an older zmem process, another Python's word
+    boundaries) left tokens behind, a corrupt index nothing noticed. Built anew from the rows they
+    index, which also drops what such deletes left; an older SQLite gets them as they were."""
+    from zmem.fts import rebuild_tables
+    rebuild_tables(conn)
+
+
+@step(snapshot_only=True)
+def fact_ids_with_entities(conn) -> None:
+    """Fact ids name the fact's entities (retain.fact_id): two facts with the same words about
+    different entities in one file had one id (reflect took them for one). fid becomes the new id,
+    and legacy_fid keeps the one evidence recorded before (retain.legacy_fact_id) in
+    bank/opinions.md still cites. Both derive from the stored row; idempotent as dir_ctime."""
+    from zmem.retain import fact_id, legacy_fact_id
+    if "legacy_fid" not in {row[1] for row in conn.execute("PRAGMA table_info(facts)")}:
+        conn.execute("ALTER TABLE facts ADD COLUMN legacy_fid TEXT")
+    conn.executemany("UPDATE facts SET fid = ?, legacy_fid = ? WHERE id = ?",
+                     [(fact_id(path, kind, text, names.split("\t") if names else ()), legacy_fact_id(path, kind, text),
+                       rowid) for rowid, path, kind, text, names in
+                      conn.execute("SELECT id, path, kind, text, names FROM facts").fetchall()])
+    conn.execute("CREATE INDEX IF NOT EXISTS facts_legacy_fid ON facts(legacy_fid)")
+
+
+SCHEMA_VERSION = len(STEPS)  # user_version: an older zmem refuses an index whose number exceeds its own
+# The index fingerprint names NOTES_SCHEMA, the position of the last step that changes what notes
+# derive to: a snapshot-only step re-reads no note.
+NOTES_SCHEMA = max(position for position, s in enumerate(STEPS, 1) if not s.snapshot_only)
 
 
 def connect(path: Path | str, *, readonly: bool = False):
@@ -375,11 +412,11 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
     except IndexError_:
         conn.close()
         raise
-    if version > SCHEMA_VERSION:
+    try:
+        _refuse_newer(version, _recorded(conn), hint="upgrade zmem")
+    except IndexError_:
         conn.close()
-        raise IndexError_(
-            f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
-            hint="upgrade zmem")
+        raise
     if version < SCHEMA_VERSION:
         conn.close()
         raise IndexError_(f"the index {path} needs converting for this zmem version, and cannot be written "
@@ -416,25 +453,67 @@ def schema_version(conn) -> int:
 
 
 def migrate(conn) -> None:
-    """Bring the schema up to date, one transaction per step (statement by statement, since
-    executescript() would commit an open transaction)."""
+    """Bring the schema up to date: each step not applied yet, in one transaction that records it
+    (statement by statement, since executescript() would commit an open transaction). Nothing to
+    do is two reads."""
     try:
         version = schema_version(conn)
+        recorded = _recorded(conn)
     except sqlite.DatabaseError as e:
         raise IndexError_(f"the index is not a readable SQLite database: {e}",
                           hint="run `zmem index --full` to rebuild it")
-    if version > SCHEMA_VERSION:
-        raise IndexError_(
-            f"the index was written by a newer zmem (schema {version}; this zmem knows {SCHEMA_VERSION})",
-            hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
+    _refuse_newer(version, recorded,
+                  hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
     _check_fts_support(conn)
-    for step in range(version, SCHEMA_VERSION):
+    if version == SCHEMA_VERSION and recorded is not None and len(recorded) == SCHEMA_VERSION:
+        return
+    applied = (recorded or set()) | {m.name for m in STEPS[:version]}
+    pending = [m for m in STEPS if m.name not in applied]
+    if not pending:  # only the record to bring in line, once: an index an older zmem brought up to date
         with write_transaction(conn):
-            if schema_version(conn) > step:  # another process took this step while we waited for the lock
+            _record_numbered_steps(conn)
+    for m in pending:
+        with write_transaction(conn):
+            # read again under the lock: another process may have taken this step while we waited
+            if m.name in _record_numbered_steps(conn):
                 continue
-            for stmt in MIGRATIONS[step]:
-                stmt(conn) if callable(stmt) else conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version = {step + 1}")
+            m.apply(conn)
+            conn.execute("INSERT INTO _migrations(name, applied_at) VALUES(?, datetime('now'))", (m.name,))
+            _record_numbered_steps(conn)
+
+
+def _recorded(conn) -> set[str] | None:
+    """The names in _migrations, or None for an index no zmem with named steps has written."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone():
+        return None
+    return {name for (name,) in conn.execute("SELECT name FROM _migrations")}
+
+
+def _record_numbered_steps(conn) -> set[str]:
+    """Bring _migrations and user_version in line (in the caller's write transaction), and return
+    the names of the steps applied. A zmem before named steps (and one still running) records a
+    step only in user_version: at N, steps 1..N are applied (their applied_at is unknown, NULL).
+    user_version becomes the number of leading steps applied, which an older zmem compares with
+    the number of steps it knows."""
+    conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    version = schema_version(conn)
+    conn.executemany("INSERT OR IGNORE INTO _migrations(name) VALUES(?)", [(s.name,) for s in STEPS[:version]])
+    names = {name for (name,) in conn.execute("SELECT name FROM _migrations")}
+    done = next((i for i, s in enumerate(STEPS) if s.name not in names), len(STEPS))
+    if done > version:
+        conn.execute(f"PRAGMA user_version = {done}")
+    return names
+
+
+def _refuse_newer(version: int, recorded: set[str] | None, *, hint: str) -> None:
+    """A newer zmem's index (more steps than this zmem knows, or steps it does not know) would be
+    misread or damaged by this one."""
+    unknown = sorted((recorded or set()) - {s.name for s in STEPS})
+    if version > SCHEMA_VERSION or unknown:
+        steps = f" with steps {', '.join(unknown)}" if unknown else ""
+        raise IndexError_(
+            f"the index was written by a newer zmem (schema {version}{steps}; this zmem knows {SCHEMA_VERSION})",
+            hint=hint)
 
 
 def _check_fts_support(conn) -> None:

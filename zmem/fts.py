@@ -27,10 +27,10 @@ o os as um uma uns umas e é de do da dos das em no na nos nas por para com que 
 el la los las un una unos unas y es del al en por para con que se lo le les su sus o pero como
 """.split())
 
-# What cjk_columns puts in the columns: 2 added the words written against CJK (schema step 8,
-# convert_rows, converts older rows), 3 the words glued to characters newer than unicode61's tables
-# (step 10, convert_glued_rows). The meta key only marks indexes written while step 8 was developed,
-# whose rows were already in form 2.
+# What cjk_columns puts in the columns: 2 added the words written against CJK (schema step
+# fts_words_against_cjk, convert_rows, converts older rows), 3 the words glued to characters newer
+# than unicode61's tables (step fts_glued_words, convert_glued_rows). The meta key only marks
+# indexes written while fts_words_against_cjk was developed, whose rows were already in form 2.
 FTS_VERSION = 3
 FTS_META = "fts_version"
 
@@ -62,7 +62,7 @@ def cjk_columns(text: str) -> tuple[str, str]:
 
 
 def _cjk_columns_v2(text: str) -> tuple[str, str]:
-    """cjk_columns before FTS_VERSION 3 (no words glued to newer characters): what schema step 10
+    """cjk_columns before FTS_VERSION 3 (no words glued to newer characters): what schema step fts_glued_words
     (`convert_glued_rows`) deletes old rows with."""
     if text.isascii():
         return "", ""
@@ -179,10 +179,10 @@ def _cjk_columns_v1(text: str) -> tuple[str, str]:
 
 
 def convert_rows(conn) -> None:
-    """Schema step 8 (db.MIGRATIONS; the caller holds the write transaction): the history and
+    """Schema step fts_words_against_cjk (db.STEPS; the caller holds the write transaction): the history and
     session full-text rows an older zmem wrote are deleted with the old columns (FTS_VERSION 1) and
     inserted with FTS_VERSION 2's (a contentless table deletes a row only given exactly what it
-    indexed); step 10 takes them on to the current form. The notes' own rows need nothing here: the new schema number changes the index fingerprint, so the next
+    indexed); fts_glued_words takes them on to the current form. The notes' own rows need nothing here: the new schema number changes the index fingerprint, so the next
     catch-up clears and re-derives all of them (indexer._clear_notes). The schema number, not a meta
     key, records the step: an older zmem refuses a newer schema instead of writing rows in the old
     form into a converted index."""
@@ -194,13 +194,14 @@ def convert_rows(conn) -> None:
 
 
 def convert_glued_rows(conn) -> None:
-    """Schema step 10 (as convert_rows): history and session rows from FTS_VERSION 2 to 3. Only rows
-    holding a glue character (fts_glue) change: those are deleted with the old columns and
-    inserted with cjk_columns'. The notes' rows are re-derived by the fingerprint change."""
+    """Schema step fts_glued_words (as convert_rows): history and session rows from FTS_VERSION 2
+    to 3. Only rows holding a glue character (fts_glue) change: those are deleted with the old
+    columns and inserted with cjk_columns'. The notes' rows are re-derived by the fingerprint change
+    (whose NOTES_SCHEMA is 10 since this step)."""
     from zmem import db
     m = re.search(r"\bschema=(\d+)", db.get_meta(conn, "fingerprint") or "")
     if m and int(m.group(1)) >= 10:
-        return  # a zmem with this step wrote the index already (its user_version was set back)
+        return  # a zmem with this step wrote the index already (its schema record was set back)
     _convert(conn, _cjk_columns_v2, cjk_columns, mark_slices=False)
 
 
@@ -211,11 +212,11 @@ NON_ASCII_GLOB = "*[^\x01-\x7f]*"
 
 
 def convert_old_form_rows(conn) -> None:
-    """History and session rows an older zmem process wrote after step 10 converted the index (it
-    opened the index before and writes form 2, leaving fts_form NULL, schema step 11): deleted with
-    the old columns, inserted with cjk_columns' and marked current, as step 10 did. The caller
-    holds the index lock and a write transaction; call before deleting any such row by value.
-    Nothing to do is one look at a partial index."""
+    """History and session rows an older zmem process wrote after fts_glued_words converted the index
+    (it opened the index before and writes form 2, leaving fts_form NULL, schema step fts_form):
+    deleted with the old columns, inserted with cjk_columns' and marked current, as fts_glued_words
+    did. The caller holds the index lock and a write transaction; call before deleting any such row
+    by value. Nothing to do is one look at a partial index."""
     if not any(conn.execute(f"SELECT 1 FROM {source} WHERE fts_form IS NULL LIMIT 1").fetchone()
                for _, _, source, _ in _TABLES):
         return
@@ -276,7 +277,7 @@ def can_delete_by_rowid() -> bool:
 
 
 def deletes_by_rowid(conn, table: str) -> bool:
-    """Whether `table` was made with contentless_delete=1 (schema step 12 on SQLite >= 3.43)."""
+    """Whether `table` was made with contentless_delete=1 (schema step contentless_delete_fts on SQLite >= 3.43)."""
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
     return bool(row) and "contentless_delete=1" in row[0]
 

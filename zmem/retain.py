@@ -68,8 +68,9 @@ def fact_id(path: str, kind: str, text: str, entities=()) -> str:
 
 
 def legacy_fact_id(path: str, kind: str, text: str) -> str:
-    """The id zmem gave a fact before ids named its entities (schema 13), which evidence recorded
-    then in bank/opinions.md still cites: index.facts.legacy_fid, reflect and blame resolve it."""
+    """The id zmem gave a fact before ids named its entities (schema step fact_ids_with_entities),
+    which evidence recorded then in bank/opinions.md still cites: index.facts.legacy_fid, reflect
+    and blame resolve it."""
     return fact_id(path, kind, text)
 
 
