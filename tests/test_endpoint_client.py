@@ -136,3 +136,22 @@ def test_fresh_hybrid_recall_never_imports_the_openai_sdk(semantic_ws, server): 
     imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "urllib.request" in imported  # the import list is real: the stdlib client made the call
     assert not {m for m in imported if m == "openai" or m.startswith(("openai.", "httpx"))}
+
+
+def test_reflect_llm_speaks_chat_completions_and_retries_5xx_with_the_servers_message():
+    """`reflect --llm` used the SDK too; it shares the stdlib client now."""
+    from types import SimpleNamespace
+
+    from test_reflect_llm import ChatServer
+    from zmem.errors import ZmemError
+    from zmem.summarize import ChatSettings, Summarizer
+    fact = SimpleNamespace(day="2025-11-24", kind="W", confidence=None, text="Lives in Lisbon.")
+    with ChatServer() as chat:
+        s = Summarizer(ChatSettings("tiny-chat", chat.url, "sk-chat", {}, 10.0))
+        s.backoff_base = 0.01
+        assert s.summary("Peter", [fact]) == "Entity: Peter has 1 known facts."
+        chat.fail = True
+        with pytest.raises(ZmemError) as err:
+            s.summary("Peter", [fact])
+    assert err.value.message == "the chat model failed: 500: boom" and err.value.hint
+    assert len(chat.requests) == 1 + 3  # two retries after the first 500
