@@ -2,7 +2,7 @@
 
 Vectors are deterministic "concept" embeddings: each word maps to a concept (synonyms share one),
 hashed into DIMS dimensions, so "machine" and "host" are close while sharing no keyword. Faults
-can be scripted: 429 with Retry-After, 500s, slow answers (timeouts), hanging, wrong dimensions,
+can be scripted: 429 with Retry-After, 500s, any status with Retry-After, HTML pages instead of JSON, slow answers (timeouts), hanging, wrong dimensions,
 dying, and refusing connections (close() stops listening on the same port).
 """
 from __future__ import annotations
@@ -44,10 +44,12 @@ class JsonHandler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, code, payload, headers=None):
-        raw = json.dumps(payload).encode()
+        self._send_raw(code, json.dumps(payload).encode(), self.content_type, headers)
+
+    def _send_raw(self, code, raw: bytes, content_type: str, headers=None):
         try:
             self.send_response(code)
-            self.send_header("content-type", self.content_type)
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(raw)))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -85,6 +87,7 @@ class EmbeddingServer(LoopbackServer):
         self.dims = dims
         self.requests: list[dict] = []
         # consumed one per request: ("429", retry_after) | ("500",) | ("slow", s) | ("hang",) | ("dims", n)
+        # | ("status", code, retry_after or None) | ("html", code): a web page (a proxy's or a login's)
         self.faults: list[tuple] = []
         self.always: tuple | None = None  # a fault for every request (after the scripted ones)
         self.released = threading.Event()  # ends every hang (set when the server closes)
@@ -108,12 +111,18 @@ class EmbeddingServer(LoopbackServer):
                     return
                 if server.require_key and self.headers.get("authorization") != f"Bearer {server.require_key}":
                     return self._send(401, {"error": {"message": "invalid api key"}})
-                if not self.path.endswith("/embeddings"):
+                if not self.path.partition("?")[0].endswith("/embeddings"):
                     return self._send(404, {"error": {"message": "not found"}})
                 if fault and fault[0] == "429":
                     return self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": str(fault[1])})
                 if fault and fault[0] == "500":
                     return self._send(500, {"error": {"message": "boom"}})
+                if fault and fault[0] == "status":
+                    return self._send(fault[1], {"error": {"message": f"status {fault[1]} as scripted"}},
+                                      {"Retry-After": str(fault[2])} if fault[2] is not None else None)
+                if fault and fault[0] == "html":
+                    return self._send_raw(fault[1], b"<!DOCTYPE html><html><head><title>Sign in - Corp Proxy</title>"
+                                          b"</head><body>Please sign in</body></html>", "text/html")
                 if fault and fault[0] == "slow":
                     time.sleep(fault[1])
                 if fault and fault[0] == "hang":  # accepts the request and never answers
@@ -138,5 +147,5 @@ class EmbeddingServer(LoopbackServer):
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def embedding_calls(self) -> list[dict]:
-        return [r for r in self.requests if r["path"].endswith("/embeddings")]
+        return [r for r in self.requests if r["path"].partition("?")[0].endswith("/embeddings")]
 

@@ -15,8 +15,6 @@ from zmem.embedders import make_embedder
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
 
-pytest.importorskip("openai")
-
 
 @pytest.fixture
 def server():

@@ -311,7 +311,6 @@ def _use_and_embed(ws, server) -> None:
 
 
 def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
-    pytest.importorskip("openai")
     from embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)  # every chunk embedded
@@ -379,7 +378,6 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
     # the endpoint accepts the query and never answers: a call that returns at all gave up at its
     # timeout, so no clock is read (these machines are shared and noisy); the request counts prove
     # that nothing retried or waited again
-    pytest.importorskip("openai")
     from embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)

@@ -191,8 +191,6 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
                                     f"tried again in {RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
     if timeout < embedder.timeout:
         embedder.timeout = timeout
-        if getattr(embedder, "_client", None) is not None:
-            embedder._client = None  # an HTTP client keeps the timeout it was made with
     embedder.max_retries = 0  # one attempt: the whole query embedding takes at most the timeout
     t0 = time.monotonic()
     try:

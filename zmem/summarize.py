@@ -1,6 +1,7 @@
 """Optional prose summaries of an entity for `zmem reflect --llm`: one chat completion per entity
 page from an OpenAI-compatible endpoint ([llm] settings; a local model through llama.cpp's server).
-Off by default; without it reflect does everything else the same. Imports openai lazily."""
+Off by default; without it reflect does everything else the same. The request goes over the standard
+library (zmem.embedders.jsonhttp), as embeddings do: no SDK."""
 from __future__ import annotations
 
 import os
@@ -43,28 +44,52 @@ class ChatSettings:
 
 
 class Summarizer:
+    retries = 2  # 429, 5xx and no answer are retried, with backoff or as Retry-After says
+    backoff_base = 0.5
+
     def __init__(self, settings: ChatSettings):
         self.settings = settings
-        self._client = None
 
     def summary(self, name: str, facts: list) -> str:
         """A short prose summary of the facts (FactRow) about `name`; ZmemError when the model fails."""
-        import openai  # ~0.8 s, paid only with --llm
         s = self.settings
-        if self._client is None:
-            self._client = openai.OpenAI(api_key=s.api_key or "none", base_url=s.base_url, timeout=s.timeout,
-                                         default_headers=s.headers or None, max_retries=2)
         lines = [f"- {f.day or 'undated'} ({f.kind}{f', confidence {f.confidence:.2f}' if f.confidence is not None else ''}): "
                  f"{f.text}" for f in facts[:MAX_FACTS]]
+        body = {"model": s.model, "temperature": 0,
+                "messages": [{"role": "system", "content": SYSTEM},
+                             {"role": "user", "content": f"Entity: {name}\nFacts, newest first:\n" + "\n".join(lines)}]}
+        answer = self._post(body)
         try:
-            resp = self._client.chat.completions.create(
-                model=s.model, temperature=0,
-                messages=[{"role": "system", "content": SYSTEM},
-                          {"role": "user", "content": f"Entity: {name}\nFacts, newest first:\n" + "\n".join(lines)}])
-            text = (resp.choices[0].message.content or "").strip()
-        except (openai.APIError, IndexError, AttributeError) as e:
-            raise ZmemError(f"the chat model failed: {type(e).__name__}: {str(e)[:200]}",
-                            hint="check [llm] model, base_url and the API key; reflect without --llm still works") from None
+            text = (answer["choices"][0]["message"]["content"] or "").strip()
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise ZmemError("the chat model's answer has no choices[0].message.content",
+                            hint="check [llm] base_url points at an OpenAI-compatible chat endpoint") from None
         if not text:
             raise ZmemError("the chat model returned an empty summary", hint="try another [llm] model")
         return " ".join(text.split())
+
+    def _post(self, body: dict):
+        import time
+
+        from zmem.embedders import jsonhttp
+        s = self.settings
+        headers = {"authorization": f"Bearer {s.api_key}"} if s.api_key else {}
+        headers.update(s.headers)
+        url = jsonhttp.join_url(s.base_url or "https://api.openai.com/v1", "chat/completions")
+        for attempt in range(self.retries + 1):
+            wait = None
+            try:
+                return jsonhttp.post_json(url, body, headers=headers, timeout=s.timeout)
+            except jsonhttp.HTTPStatusError as e:
+                if e.status != 429 and e.status < 500 or attempt == self.retries:
+                    raise ZmemError(f"the chat model failed: {e.status}: {e.message}", hint=HINT) from None
+                wait = e.retry_after()
+            except jsonhttp.Unreachable as e:
+                if attempt == self.retries:
+                    raise ZmemError(f"the chat model failed: cannot reach {url}: {e}", hint=HINT) from None
+            except (jsonhttp.TLSError, jsonhttp.NotJSON) as e:
+                raise ZmemError(f"the chat model failed: {url} answered {e}", hint=HINT) from None
+            time.sleep(min(wait if wait is not None else self.backoff_base * 2 ** attempt, 30.0))
+
+
+HINT = "check [llm] model, base_url and the API key; reflect without --llm still works"

@@ -66,34 +66,29 @@ class GeminiNativeEmbedder(Embedder):
         return req
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        import http.client
-        import urllib.error
-        import urllib.request
-        body = json.dumps({"requests": [self._request(t) for t in texts]}).encode()
-        headers = {"content-type": "application/json", **self.headers}
+        from zmem.embedders import jsonhttp
+        headers = dict(self.headers)
         if self.api_key:
             headers["x-goog-api-key"] = self.api_key
-        req = urllib.request.Request(self.url(), data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=self.request_timeout()) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
+            answer = jsonhttp.post_json(self.url(), {"requests": [self._request(t) for t in texts]},
+                                        headers=headers, timeout=self.request_timeout())
+        except jsonhttp.HTTPStatusError as e:
             raise self._http_error(e) from None
-        except urllib.error.URLError as e:
-            reason = e.reason
-            if type(reason).__name__ == "SSLCertVerificationError":
-                raise EmbeddingError(f"cannot verify the TLS certificate of {self.endpoint()}: {reason}",
-                                     hint="check [embeddings] base_url") from None
-            raise RetryableError(f"cannot reach {self.endpoint()}: {reason}", unreachable=True) from None
-        except (OSError, http.client.HTTPException) as e:  # timeouts, resets, a dropped connection
-            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}", unreachable=True) from None
-        return self._vectors(raw, len(texts))
+        except jsonhttp.TLSError as e:
+            raise EmbeddingError(f"cannot verify the TLS certificate of {self.endpoint()}: {e}",
+                                 hint="check [embeddings] base_url") from None
+        except jsonhttp.Unreachable as e:
+            raise RetryableError(f"cannot reach {self.endpoint()}: {e}", unreachable=True) from None
+        except jsonhttp.NotJSON:
+            answer = None  # _vectors says what the endpoint should have answered
+        return self._vectors(answer, len(texts))
 
-    def _vectors(self, raw: bytes, n: int) -> list[list[float]]:
+    def _vectors(self, answer, n: int) -> list[list[float]]:
         try:
-            items = json.loads(raw)["embeddings"]
+            items = answer["embeddings"]
             vectors = [[float(x) for x in item["values"]] for item in items]
-        except (ValueError, KeyError, TypeError, RecursionError):
+        except (ValueError, KeyError, TypeError):
             raise EmbeddingError(f"{self.endpoint()} did not answer with batchEmbedContents embeddings",
                                  hint='check [embeddings] base_url points at the Gemini API; for an '
                                       'OpenAI-compatible endpoint set api = "openai"') from None
@@ -104,21 +99,16 @@ class GeminiNativeEmbedder(Embedder):
         return vectors
 
     def _http_error(self, e) -> Exception:
-        status = e.code
-        try:
-            payload = json.loads(e.read() or b"{}")
-        except (ValueError, OSError, RecursionError):
-            payload = {}
-        err = payload.get("error") if isinstance(payload, dict) else None
+        status, message = e.status, e.message
+        err = e.payload.get("error") if isinstance(e.payload, dict) else None
         err = err if isinstance(err, dict) else {}
-        message = _short(str(err.get("message") or e.reason or ""))
         details = err.get("details") if isinstance(err.get("details"), list) else []
         reasons = " ".join(str(d.get("reason", "")) for d in details if isinstance(d, dict))
         where = self.endpoint()
         if status == 429:
-            return RetryableError(f"rate limited (429) by {where}", _retry_after(e.headers, details))
+            return RetryableError(f"rate limited (429) by {where}", _retry_after(e, details))
         if status in (408, 500, 502, 503, 504):
-            return RetryableError(f"server error {status} from {where}", _retry_after(e.headers, details))
+            return RetryableError(f"server error {status} from {where}", _retry_after(e, details))
         if status in (401, 403) or "API_KEY" in reasons or "api key" in message.lower():
             return EmbeddingError(f"{where} rejected the API key ({status}: {message})",
                                   hint=f"check the key in {self.key_env} (export {self.key_env}=… with a key "
@@ -143,25 +133,13 @@ class GeminiNativeEmbedder(Embedder):
             raise EmbeddingError(e.message, hint=hint) from None
 
 
-def _retry_after(headers, details: list) -> float | None:
-    """Seconds from a Retry-After header (seconds or an HTTP date), else from Gemini's RetryInfo."""
-    value = headers.get("retry-after") if headers is not None else None
-    if value:
-        try:
-            return float(value)
-        except ValueError:
-            from email.utils import parsedate_to_datetime
-            import time
-            try:
-                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-            except (TypeError, ValueError):
-                pass
+def _retry_after(e, details: list) -> float | None:
+    """Seconds from a Retry-After header, else from Gemini's RetryInfo."""
+    seconds = e.retry_after()
+    if seconds is not None:
+        return seconds
     for d in details:
         m = re.fullmatch(r"(\d+(?:\.\d+)?)s", str(d.get("retryDelay", ""))) if isinstance(d, dict) else None
         if m:
             return float(m.group(1))
     return None
-
-
-def _short(text: str) -> str:
-    return text if len(text) < 200 else text[:197] + "..."

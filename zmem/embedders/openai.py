@@ -1,11 +1,14 @@
 """Any OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio,
-OpenRouter) and Gemini's OpenAI-compatible endpoint. The only module that imports openai."""
+OpenRouter) and Gemini's OpenAI-compatible endpoint: `POST {base_url}/embeddings` with a bearer key,
+over the standard library (jsonhttp), not the openai SDK, whose import alone cost 1.3–1.5 s of CPU
+in every fresh `zmem recall`."""
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
 from zmem.embedders.base import Embedder, EmbeddingError, RetryableError
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
 
@@ -18,48 +21,57 @@ class OpenAIEmbedder(Embedder):
         self.base_url = base_url
         self.api_key = api_key
         self.headers = dict(headers or {})
-        self._client = None
 
     def endpoint(self) -> str:
         if not self.base_url:
-            return "https://api.openai.com/v1"
+            return DEFAULT_BASE_URL
         parts = urlsplit(self.base_url)  # drop user:password@ and the query string (may hold keys)
         host = parts.hostname or ""
         if parts.port:
             host += f":{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
-    def _client_or_create(self):
-        if self._client is None:
-            import openai  # costs ~0.8 s: only when vectors are actually needed
-            self._client = openai.OpenAI(api_key=self.api_key or "none", base_url=self.base_url or None,
-                                         default_headers=self.headers or None, timeout=self.timeout, max_retries=0)
-        return self._client
-
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
-        import openai
-        client = self._client_or_create()
-        kwargs = {"model": self.model, "input": texts}
+        from zmem.embedders import jsonhttp
+        body = {"model": self.model, "input": texts}
         if self.dimensions and self.provider == "openai" and self.model.startswith("text-embedding-3"):
-            kwargs["dimensions"] = self.dimensions
+            body["dimensions"] = self.dimensions
+        headers = {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers.update(self.headers)
+        where = self.endpoint()
         try:
-            resp = client.embeddings.create(**kwargs, timeout=self.request_timeout())
-        except openai.RateLimitError as e:
-            raise RetryableError(f"rate limited (429) by {self.endpoint()}", _retry_after(e)) from None
-        except openai.InternalServerError as e:
-            raise RetryableError(f"server error {e.status_code} from {self.endpoint()}", _retry_after(e)) from None
-        except (openai.APITimeoutError, openai.APIConnectionError) as e:
-            raise RetryableError(f"cannot reach {self.endpoint()}: {type(e).__name__}", unreachable=True) from None
-        except openai.AuthenticationError:
-            raise EmbeddingError(f"{self.endpoint()} rejected the API key",
-                                 hint="check the key in the environment variable the config names") from None
-        except openai.APIStatusError as e:
-            raise EmbeddingError(f"{self.endpoint()} answered {e.status_code}: {_short(e)}",
-                                 hint="check [embeddings] model and base_url") from None
-        except openai.APIError as e:  # malformed responses and the like
-            raise EmbeddingError(f"{self.endpoint()}: {_short(e)}", hint="check the endpoint speaks the embeddings API") from None
-        data = sorted(resp.data, key=lambda d: d.index)
-        return [list(d.embedding) for d in data]
+            answer = jsonhttp.post_json(jsonhttp.join_url(self.base_url or DEFAULT_BASE_URL, "embeddings"), body,
+                                        headers=headers, timeout=self.request_timeout())
+        except jsonhttp.HTTPStatusError as e:
+            raise self._status_error(e) from None
+        except jsonhttp.Unreachable as e:
+            raise RetryableError(f"cannot reach {where}: {e}", unreachable=True) from None
+        except jsonhttp.TLSError as e:
+            raise EmbeddingError(f"cannot verify the TLS certificate of {where}: {e}",
+                                 hint="check [embeddings] base_url") from None
+        except jsonhttp.NotJSON as e:
+            raise EmbeddingError(f"{where} did not answer with JSON but {e}",
+                                 hint="check [embeddings] base_url is the API's root (often ending in /v1)") from None
+        try:
+            data = sorted(answer["data"], key=lambda d: d.get("index", 0))
+            return [[float(x) for x in d["embedding"]] for d in data]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            problem = jsonhttp.error_message(answer)
+            raise EmbeddingError(f"{where} did not answer with embeddings" + (f": {problem}" if problem else ""),
+                                 hint="check the endpoint speaks the OpenAI embeddings API") from None
+
+    def _status_error(self, e) -> Exception:
+        where = self.endpoint()
+        said = f" ({e.status}: {e.message})" if e.message else f" ({e.status})"
+        if e.status == 429:
+            return RetryableError(f"rate limited by {where}{said}", e.retry_after())
+        if e.status in (408, 409) or e.status >= 500:  # the ones OpenAI's own client retries
+            return RetryableError(f"server error from {where}{said}", e.retry_after())
+        if e.status == 401:
+            return EmbeddingError(f"{where} rejected the API key{said}",
+                                  hint="check the key in the environment variable the config names")
+        return EmbeddingError(f"{where} answered {e.status}: {e.message or 'no message'}",
+                              hint="check [embeddings] model and base_url")
 
 
 class GeminiEmbedder(OpenAIEmbedder):
@@ -70,16 +82,3 @@ class GeminiEmbedder(OpenAIEmbedder):
         model = model or DEFAULT_MODEL
         kw.setdefault("base_url", GEMINI_BASE_URL)
         super().__init__(model, **kw)
-
-
-def _retry_after(e) -> float | None:
-    try:
-        value = e.response.headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (AttributeError, ValueError):
-        return None
-
-
-def _short(e) -> str:
-    text = str(getattr(e, "message", "") or e)
-    return text if len(text) < 200 else text[:197] + "..."
