@@ -16,7 +16,6 @@ so is a fact bullet inside a `>` quote (quoted text is never read as a fact).
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -65,6 +64,7 @@ def fact_id(path: str, kind: str, text: str, entities=()) -> str:
     two facts. A fact about no entity keeps the id it had before entities were named (legacy_fact_id)."""
     keys = "\t".join(sorted({entity_key(name) for name in entities}))
     base = f"{path}\0{kind}\0{' '.join(text.split())}"
+    import hashlib  # loads OpenSSL (~15 ms): not at import, recall never hashes
     return hashlib.sha1((f"{base}\0{keys}" if keys else base).encode()).hexdigest()[:10]
 
 
@@ -105,6 +105,7 @@ def entity_slug(name: str) -> str:
     if len(slug.encode("utf-8")) <= MAX_SLUG_BYTES:
         return slug
     head = slug.encode("utf-8")[:MAX_SLUG_BYTES - 9].decode("utf-8", "ignore").rstrip("-. ")
+    import hashlib
     return f"{head}-{hashlib.sha1(entity_key(name).encode('utf-8')).hexdigest()[:8]}"
 
 
