@@ -5,7 +5,7 @@
 --a and --b are PYTHONPATH entries holding a `zmem` package (e.g. `git archive main zmem | tar -x -C
 /tmp/old`, and a worktree). Runs alternate A, B, A, B … per command, so load drifts hit both alike;
 prints the median (min–max) of wall time and of the child's CPU (user + sys), then each side's
-`-X importtime` self-time total (the median of 3). The workspace must be indexed already (the index
+`-X importtime` self-time total (5 runs each, alternating). The workspace must be indexed already (the index
 is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users have it.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
     sides = {"A": args.a, "B": args.b}
     print(f"load before: {os.getloadavg()[0]:.2f}  (A = {args.a}, B = {args.b}; ms, median (min–max) of {args.runs})")
-    print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>16}")
+    print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18}")
     for name, cmd in command_lines(args.ws).items():
         for path in sides.values():  # warm the bytecode caches and the page cache
             once(path, args.ws, cmd)
@@ -74,10 +74,12 @@ def main() -> None:
                 w, c, _ = once(path, args.ws, cmd)
                 wall[side].append(w)
                 cpu[side].append(c)
-        imports = {s: statistics.median(import_ms(once(p, args.ws, cmd, importtime=True)[2]) for _ in range(3))
-                   for s, p in sides.items()}
+        imports = {s: [] for s in sides}
+        for _ in range(5):  # alternating too
+            for side, path in sides.items():
+                imports[side].append(import_ms(once(path, args.ws, cmd, importtime=True)[2]) / 1000)
         for side in sides:
-            print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {imports[side]:13.1f} ms")
+            print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {fmt(imports[side]):>18}")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 
