@@ -44,7 +44,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     a vectors.VectorMatrix it keeps (vector_matrix: stored vectors searched in memory)."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
-    from zmem.sessions import settings_for
+    from zmem.session_settings import settings_for
     sessions = settings_for(ws)
     if source is None:  # facts and the past are in memory files: the default source there is memory
         source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from zmem.lazyre import LazyPattern
 from zmem.markdown import Block, scan_blocks, split_lines
 
 # Han, kana, Hangul: scripts written without spaces between words (Hangul: too short to stem).
 CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3131-\u318e"
-CJK_RE = re.compile(f"[{CJK_CLASS}]")
+CJK_RE = LazyPattern(f"[{CJK_CLASS}]")
 # Combining marks (accents of decomposed text): part of the word they follow, never a place to cut.
 MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20dc\ufe20-\ufe2f"
 _BREAK = re.compile(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end

@@ -261,7 +261,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     (unless --no-embed).
     """
     from zmem.indexer import CatchUp, catch_up, open_index, rebuild
-    from zmem.sessions import settings_for
+    from zmem.session_settings import settings_for
     ws = _workspace(ctx)
     progress = None if quiet else _progress("indexing")
     settings = settings_for(ws)

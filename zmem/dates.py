@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from zmem.lazyre import LazyPattern
+
 _MONTHS = {
     # English
     "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4, "may": 5,
@@ -35,7 +37,7 @@ def _p(template: str, **groups: str) -> str:
 
 
 # Each pattern yields groups m1 d1 [y1] [m2] d2 [y2]; the order matters (longest forms first).
-_PATTERNS = [re.compile(p, re.IGNORECASE) for p in (
+_PATTERNS = [LazyPattern(p, re.IGNORECASE) for p in (  # ~6 ms to compile: only when dates are read
     # ISO dates, optionally a range
     r"(?P<y1>(?:19|20)\d\d)-(?P<m1>[01]?\d)-(?P<d1>[0-3]?\d)(?:" + _DASH
     + r"(?:(?P<y2>(?:19|20)\d\d)-)?(?:(?P<m2>[01]?\d)-)?(?P<d2>[0-3]?\d)\b)?",

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ def embedding_text(text: str, heading: str) -> str:
 
 
 def text_hash(text: str) -> str:
+    import hashlib  # loads OpenSSL (~15 ms): a BM25 recall imports this module but never hashes
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

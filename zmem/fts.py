@@ -6,9 +6,11 @@ import threading
 import unicodedata
 
 from zmem.chunking import CJK_CLASS, CUT, MARKS
+from zmem.lazyre import LazyPattern
 
-_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
-_CJK_SPLIT = re.compile(f"([{CJK_CLASS}]+)")
+# the CJK patterns compile in ~3 ms each (lazyre): not at import
+_CJK_RUN = LazyPattern(f"[{CJK_CLASS}]+")
+_CJK_SPLIT = LazyPattern(f"([{CJK_CLASS}]+)")
 # A word as unicode61 sees it: letters and digits, and the combining marks it keeps inside tokens
 # (NFD text, macOS input: "a" + U+0301), which Python's \w leaves out.
 _WCH = rf"(?:[^\W_]|[{MARKS}])"
@@ -106,7 +108,7 @@ def _cjk_grams(text: str) -> tuple[list[str], list[str]]:
 # rare outside emoji, looked up per character after a quick scan for any character beyond the BMP.
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _SUBCH = rf"(?:[^\W_{CJK_CLASS}]|[{MARKS}])"  # a letter, digit or mark, not CJK (CJK is _cjk_grams')
-_SUB = re.compile(f"{_SUBCH}+")
+_SUB = LazyPattern(f"{_SUBCH}+")
 _glue: tuple | None = None
 
 
@@ -384,9 +386,25 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def _may_hold_cjk(text: str) -> bool:
+    """Whether text has a character at or above U+3040, where CJK_CLASS begins: a query without one
+    needs no CJK pattern (compiling one costs ~3 ms of a fresh recall)."""
+    return bool(text) and max(text) >= "\u3040"
+
+
+def cjk_runs(text: str) -> list[str]:
+    """The runs of CJK characters in text (_CJK_RUN.findall)."""
+    return _CJK_RUN.findall(text) if _may_hold_cjk(text) else []
+
+
+def without_cjk(text: str) -> str:
+    """text with each run of CJK characters replaced by a space."""
+    return _CJK_RUN.sub(" ", text) if _may_hold_cjk(text) else text
+
+
 def query_terms(query: str) -> list[str]:
     """Lower-cased non-CJK words of a query, without stopwords (kept if nothing else is left)."""
-    text = _CJK_RUN.sub(" ", nfc(query))
+    text = without_cjk(nfc(query))
     words = [w.lower() for w in _WORD.findall(text)]
     kept = [w for w in words if w not in STOPWORDS]
     return list(dict.fromkeys(kept or words))
@@ -402,12 +420,12 @@ def build_match(query: str) -> str | None:
     query = nfc(query)
     parts: list[str] = []
     for phrase in _PHRASE.findall(query):
-        words = [w for w in _WORD.findall(_CJK_RUN.sub(" ", phrase))]
+        words = [w for w in _WORD.findall(without_cjk(phrase))]
         if len(words) > 1:
             parts.append(_quote(" ".join(words)))
     for w in query_terms(query):
         parts.append(_quote(w))
-    for run in _CJK_RUN.findall(query):
+    for run in cjk_runs(query):
         if len(run) == 1:
             parts.append("cjk_uni : " + _quote(run))
         else:
@@ -482,5 +500,5 @@ def match_keys(query: str) -> list[str]:
 
 def query_grams(query: str) -> list[str]:
     """The CJK bigrams of a query (a one-character run: that character), as build_match searches them."""
-    return list(dict.fromkeys(run[i:i + 2] for run in _CJK_RUN.findall(nfc(query))
+    return list(dict.fromkeys(run[i:i + 2] for run in cjk_runs(nfc(query))
                               for i in range(max(1, len(run) - 1))))

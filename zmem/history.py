@@ -20,7 +20,7 @@ from zmem.dates import commit_time, day_end
 from zmem.entities import FactRow, fact_citation
 from zmem.errors import ZmemError
 from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows
-from zmem.indexer import decode_note
+from zmem.markdown import decode_note
 from zmem.markdown import day_from_path
 from zmem.retain import entity_key, fact_id, parse_facts
 from zmem.snapshot import git_blob_id

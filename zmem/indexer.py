@@ -22,7 +22,7 @@ from zmem import db
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
 from zmem.fts import FTS_VERSION, cjk_columns, delete_rows
-from zmem.markdown import day_from_path
+from zmem.markdown import day_from_path, decode_note
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
@@ -525,24 +525,6 @@ def _remove_file(conn, rel: str, store: VectorStore) -> None:
     conn.executemany("DELETE FROM relations WHERE fact_id = ?", ids)
     conn.execute("DELETE FROM facts WHERE path = ?", (rel,))
     conn.execute("DELETE FROM files WHERE path = ?", (rel,))
-
-
-def decode_note(rel: str, data: bytes, max_mb: float) -> tuple[str | None, list[str]]:
-    """Bytes -> text, or None when the file cannot be indexed; warnings name file and line."""
-    if len(data) > max_mb * 1024 * 1024:
-        return None, [f"{rel}: skipped: {len(data) / 1048576:.1f} MB is above index.max_file_mb = {max_mb:g}"]
-    nul = data.find(b"\0", 0, 8192)
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        return None, [f"{rel}:{line}: skipped: binary content (NUL byte), not a Markdown note"]
-    warnings = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        warnings.append(f"{rel}:{line}: invalid UTF-8; undecodable bytes indexed as U+FFFD")
-        text = data.decode("utf-8", "replace")
-    return text.removeprefix("\ufeff"), warnings
 
 
 @dataclass

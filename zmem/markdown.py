@@ -186,3 +186,21 @@ def day_from_path(path: str) -> str | None:
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return None
     return m.group(0)[:10]
+
+
+def decode_note(rel: str, data: bytes, max_mb: float) -> tuple[str | None, list[str]]:
+    """Bytes -> text, or None when the file cannot be indexed; warnings name file and line."""
+    if len(data) > max_mb * 1024 * 1024:
+        return None, [f"{rel}: skipped: {len(data) / 1048576:.1f} MB is above index.max_file_mb = {max_mb:g}"]
+    nul = data.find(b"\0", 0, 8192)
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        return None, [f"{rel}:{line}: skipped: binary content (NUL byte), not a Markdown note"]
+    warnings = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        warnings.append(f"{rel}:{line}: invalid UTF-8; undecodable bytes indexed as U+FFFD")
+        text = data.decode("utf-8", "replace")
+    return text.removeprefix("\ufeff"), warnings

@@ -45,8 +45,7 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
     """Exactly the cited lines of a memory file, now or at a commit (rev, or `path@rev` in spec).
     Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused, and
     with scope "group" so are private files (MEMORY.md, [scopes] private)."""
-    from zmem.indexer import decode_note
-    from zmem.markdown import split_lines
+    from zmem.markdown import decode_note, split_lines
     from zmem.workspace import normalize_rel, resolve_memory_path
     path, cited_rev, cited = split_citation(spec)
     rev = rev or cited_rev

@@ -32,8 +32,8 @@ from zmem import opinions as op_mod
 from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
                            query_facts, suspected_duplicates)
 from zmem.errors import ZmemError
-from zmem.indexer import catch_up, decode_note, insert_facts, open_index
-from zmem.markdown import day_from_path
+from zmem.indexer import catch_up, insert_facts, open_index
+from zmem.markdown import day_from_path, decode_note
 from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
 from zmem.retain import Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink

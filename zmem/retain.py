@@ -16,12 +16,12 @@ so is a fact bullet inside a `>` quote (quoted text is never read as a fact).
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
 
 from zmem.dates import context_day, event_range
+from zmem.lazyre import LazyPattern
 from zmem.markdown import LIST_ITEM, QUOTE, scan_blocks, split_lines
 
 RETAIN_VERSION = 5  # bump when parsing changes: the index re-reads every file
@@ -36,7 +36,7 @@ RETAIN_HEADINGS = ("retain", "reter", "retener", "保留")
 _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
           "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u0eb1-\u0ebc\u0ec8-\u0ecd\u0f18-\u0fbc\u1ab0-\u1aff"
           "\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f")
-MENTION = re.compile(rf"(?<![\w@])@(?:\[([^\[\]\n]{{1,80}})\]|([^\W_](?:[\w\-.'’{_MARKS}]*[\w{_MARKS}])?))")
+MENTION = LazyPattern(rf"(?<![\w@])@(?:\[([^\[\]\n]{{1,80}})\]|([^\W_](?:[\w\-.'’{_MARKS}]*[\w{_MARKS}])?))")
 _HEAD = re.compile(r"^([A-Za-z])(?=[\s(:]|$)")
 _ARG = re.compile(r"^\s*(c|confidence)\s*=\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
 _RELATION = re.compile(r"^(@\S+|@\[[^\]]+\])\s+([^\W\d][\w\-]*)\s+(@\S+|@\[[^\]]+\])\s*(?::\s*(.*))?$")
@@ -64,6 +64,7 @@ def fact_id(path: str, kind: str, text: str, entities=()) -> str:
     two facts. A fact about no entity keeps the id it had before entities were named (legacy_fact_id)."""
     keys = "\t".join(sorted({entity_key(name) for name in entities}))
     base = f"{path}\0{kind}\0{' '.join(text.split())}"
+    import hashlib  # loads OpenSSL (~15 ms): not at import, recall never hashes
     return hashlib.sha1((f"{base}\0{keys}" if keys else base).encode()).hexdigest()[:10]
 
 
@@ -105,6 +106,7 @@ def entity_slug(name: str) -> str:
     if len(slug.encode("utf-8")) <= MAX_SLUG_BYTES:
         return slug
     head = slug.encode("utf-8")[:MAX_SLUG_BYTES - 9].decode("utf-8", "ignore").rstrip("-. ")
+    import hashlib
     return f"{head}-{hashlib.sha1(entity_key(name).encode('utf-8')).hexdigest()[:8]}"
 
 

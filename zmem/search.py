@@ -158,7 +158,7 @@ def _word_start(low: str, key: str) -> int:
     at = low.find(key)
     while at > 0:
         before = low[at - 1]
-        if not before.isalnum() or CJK_RE.match(before):
+        if not before.isalnum() or (before >= "\u3040" and CJK_RE.match(before)):  # CJK_CLASS starts at U+3040
             return at
         at = low.find(key, at + 1)
     return at

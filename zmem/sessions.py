@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem import db
-from zmem.errors import ConfigError
+from zmem.lazyre import LazyPattern
 from zmem.fts import FTS_VERSION, cjk_columns, convert_old_form_rows, delete_rows
+from zmem.session_settings import DELTA_BYTES, SessionSettings
 
-DELTA_BYTES = 100_000
-DELTA_MESSAGES = 50
 MAX_MESSAGE_CHARS = 20_000  # longer messages are cut (a pasted log is not a memory)
 
 # Obvious secrets, by shape. Each match is replaced by [REDACTED:<kind>].
@@ -54,12 +53,12 @@ _NOT_A_SECRET = (r"(?:the|a|an|not|no|too|very|still|now|also|just|set|wrong|cor
                  r"okay|good|bad|secure|insecure|safe|unsafe|known|unknown|right|easy|hard|simple|stale|old|new)\b")
 _SECRET_VALUE = r"""(?!\[REDACTED)(?:"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s,;"'}\]]{3,})"""
 # NAME=value, NAME: value, "NAME": "value", NAME is value
-_ASSIGNED = re.compile(rf"""(?i)(?<![\w.-])({_SECRET_NAME})(?!\w)(["']?)"""
+_ASSIGNED = LazyPattern(rf"""(?i)(?<![\w.-])({_SECRET_NAME})(?!\w)(["']?)"""
                        rf"(\s*[:=]\s*|\s+(?:is|was)\s+(?!{_NOT_A_SECRET}))({_SECRET_VALUE})")
 # "the wifi password for the office is correcthorsebattery": only "password for/to/of/on X is" counts;
 # any other word between ("password manager is 1Password", "password policy is strict") makes the
 # sentence about something else, so it is left alone. Plain "password is X" is handled by _ASSIGNED.
-_PHRASE = re.compile(rf"(?i)(?<![\w.-])((?:password|passwd|passphrase|senha|contraseña)\s+(?:for|to|of|on)"
+_PHRASE = LazyPattern(rf"(?i)(?<![\w.-])((?:password|passwd|passphrase|senha|contraseña)\s+(?:for|to|of|on)"
                      rf"(?:\s+[\w'-]+){{1,4}}?"
                      rf"\s+(?:is|was)\s+)(?!{_NOT_A_SECRET}|\[REDACTED)([^\s,;.!?]{{3,}})")
 
@@ -80,38 +79,6 @@ def redact(text: str) -> str:
         else:
             text = pattern.sub(f"[REDACTED:{kind}]", text)
     return text
-
-
-@dataclass(frozen=True)
-class SessionSettings:
-    enabled: bool = False
-    dirs: tuple[str, ...] = ()
-    delta_bytes: int = DELTA_BYTES
-    delta_messages: int = DELTA_MESSAGES
-
-    @staticmethod
-    def from_table(table: dict, where: str, origins: dict | None = None) -> SessionSettings:
-        """origins: key -> the file that set it (named in the error), else `where`."""
-        def bad(key, what, *keys):
-            src = next((origins[k] for k in (key, *keys) if origins and k in origins), where)
-            return ConfigError(f"{src}: `sessions.{key}` must be {what}", hint="see README, Session transcripts")
-        enabled = table.get("enabled", False)
-        if not isinstance(enabled, bool):
-            raise bad("enabled", "true or false")
-        d = table.get("dir", table.get("dirs", ()))
-        dirs = (d,) if isinstance(d, str) else d
-        if not isinstance(dirs, (list, tuple)) or not all(isinstance(x, str) for x in dirs):
-            raise bad("dir", "a path or a list of paths (globs allowed)", "dirs")
-        out = {}
-        for key in ("delta_bytes", "delta_messages"):
-            v = table.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise bad(key, "a whole number ≥ 0")
-            if v is not None:
-                out[key] = v
-        if enabled and not dirs:
-            raise bad("dir", 'set when enabled (e.g. dir = "~/.openclaw/agents/*/sessions")', "dirs", "enabled")
-        return SessionSettings(enabled, tuple(dirs), **out)
 
 
 def session_files(settings: SessionSettings) -> list[Path]:
@@ -413,15 +380,6 @@ def search_sessions(conn, query: str, k: int, snippet_chars: int = 700) -> list:
 def _home(path: str) -> str:
     home = str(Path.home())
     return "~" + path[len(home):] if path.startswith(home + os.sep) else path
-
-
-def settings_for(ws) -> SessionSettings:
-    """The [sessions] settings, with relative `dir` entries (in zmem.toml or the user config alike)
-    resolved against the workspace root, never the current directory."""
-    origins = {k[len("sessions."):]: v for k, v in ws.config.origins.items() if k.startswith("sessions.")}
-    settings = SessionSettings.from_table(ws.config.sessions, "the [sessions] settings", origins)
-    dirs = tuple(d if os.path.isabs(os.path.expanduser(d)) else str(ws.root / d) for d in settings.dirs)
-    return SessionSettings(settings.enabled, dirs, settings.delta_bytes, settings.delta_messages)
 
 
 def unmatched_dirs(settings: SessionSettings) -> list[str]:

@@ -4,7 +4,6 @@ directories that could gain new ones. When it says "unchanged", a reading comman
 when in doubt it says "changed" and the full git-based catch-up decides."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -18,6 +17,7 @@ _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 def git_blob_id(data: bytes) -> str:
     """The git blob id (SHA-1 object format) of some bytes, as pygit2.hash computes it."""
+    import hashlib  # loads OpenSSL (~15 ms): only in the processes that hash something
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -290,6 +290,7 @@ def _digest(path: str, kind: str) -> str | None:
     except OSError:
         return None
     if kind != "config":
+        import hashlib
         return hashlib.sha1(data).hexdigest()
     value, section = "", None
     for line in data.decode("utf-8", "replace").splitlines():

@@ -8,7 +8,6 @@ import subprocess
 from zmem import db
 from zmem.errors import ZmemError
 from zmem.indexer import UNREADABLE, fingerprint, open_index
-from zmem.repo import open_repo
 from zmem.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
 from zmem.snapshot import git_blob_id as blob_id
 from zmem.workspace import Workspace, find_workspace
@@ -22,6 +21,7 @@ def stored_warnings(conn) -> list[str]:
 
 def workspace_status(ws: Workspace) -> dict:
     from zmem import hooks as hooks_lib
+    from zmem.repo import open_repo  # pygit2 (~100 ms): not for `zmem index`, which only reads stored_warnings
     repo = open_repo(ws.root)
     head = repo.head()
     conn = open_index(ws)
@@ -77,11 +77,14 @@ def _differs(ws: Workspace, rel: str, blob: str | None, sig: tuple | None = None
 
 
 def _sessions_status(ws: Workspace, conn) -> dict:
-    from zmem.sessions import settings_for, unmatched_warning
+    from zmem.session_settings import settings_for
     settings = settings_for(ws)
     files = conn.execute("SELECT count(*) FROM session_files").fetchone()[0]
-    return {"enabled": settings.enabled, "files": files,
-            "warning": unmatched_warning(settings) if settings.enabled else None}
+    warning = None
+    if settings.enabled:
+        from zmem.sessions import unmatched_warning
+        warning = unmatched_warning(settings)
+    return {"enabled": settings.enabled, "files": files, "warning": warning}
 
 
 def _embedding_status(ws: Workspace, conn) -> dict:

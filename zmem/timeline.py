@@ -295,7 +295,7 @@ def _opinions_at(repo, at: AsOf, entity: str | None) -> dict:
 def file_fact_changes(ws: Workspace, events: list[dict]) -> None:
     """Add to each commit of a file's log (newest first, as `repo.file_log` returns them) the
     facts it added, changed (text, or an opinion's confidence) and retracted in that file."""
-    from zmem.indexer import decode_note
+    from zmem.markdown import decode_note
     from zmem.repo import open_repo
     from zmem.retain import parse_facts
     repo = open_repo(ws.root)

@@ -2,7 +2,6 @@
 what code is loaded (model files) only after its owner trusts that exact file content."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -14,6 +13,7 @@ def _store() -> Path:
 
 
 def _digest(path: Path) -> str:
+    import hashlib  # loads OpenSSL (~15 ms): only a trusted file's check hashes
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

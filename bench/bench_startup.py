@@ -1,0 +1,87 @@
+"""A/B of what fresh zmem processes cost (startup included), two versions of zmem's code on one workspace.
+
+    python bench/bench_startup.py --ws /tmp/ws --a /path/to/old --b /path/to/new [--runs 9]
+
+--a and --b are PYTHONPATH entries holding a `zmem` package (e.g. `git archive main zmem | tar -x -C
+/tmp/old`, and a worktree). Runs alternate A, B, A, B … per command, so load drifts hit both alike;
+prints the median (min–max) of wall time and of the child's CPU (user + sys), then each side's
+`-X importtime` self-time total (5 runs each, alternating). The workspace must be indexed already (the index
+is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users have it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def command_lines(ws: Path) -> dict[str, list[str]]:
+    note = sorted((ws / "memory").rglob("*.md"))[0].relative_to(ws).as_posix()
+    return {"recall (bm25)": ["recall", "gateway backup Mac Studio"],
+            "recall, non-ASCII query": ["recall", "aniversário Marrakech"],
+            "get": ["get", f"{note}#L1-L5"],
+            "status": ["status"],
+            "index -q (no-op)": ["index", "-q"]}
+
+
+def once(pythonpath: str, ws: Path, args: list[str], importtime: bool = False) -> tuple[float, float, str]:
+    """(wall s, child CPU s, stderr) of one `python -m zmem ARGS` in the workspace."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "zmem", *args],
+                          cwd=ws, capture_output=True, text=True, env={**ENV, "PYTHONPATH": pythonpath})
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise SystemExit(f"{args} failed with {pythonpath}: {proc.stderr}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stderr
+
+
+def import_ms(stderr: str) -> float:
+    return sum(int(line.split("|")[0].split(":")[1]) for line in stderr.splitlines()
+               if line.startswith("import time:") and line.split("|")[0].split(":")[1].strip().isdigit()) / 1000
+
+
+def fmt(samples: list[float]) -> str:
+    ms = [s * 1000 for s in samples]
+    return f"{statistics.median(ms):6.1f} ({min(ms):.0f}–{max(ms):.0f})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ws", type=Path, required=True)
+    ap.add_argument("--a", required=True, help="PYTHONPATH of version A (the baseline)")
+    ap.add_argument("--b", required=True, help="PYTHONPATH of version B")
+    ap.add_argument("--runs", type=int, default=9)
+    args = ap.parse_args()
+    sides = {"A": args.a, "B": args.b}
+    print(f"load before: {os.getloadavg()[0]:.2f}  (A = {args.a}, B = {args.b}; ms, median (min–max) of {args.runs})")
+    print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18}")
+    for name, cmd in command_lines(args.ws).items():
+        for path in sides.values():  # warm the bytecode caches and the page cache
+            once(path, args.ws, cmd)
+        wall = {s: [] for s in sides}
+        cpu = {s: [] for s in sides}
+        for _ in range(args.runs):
+            for side, path in sides.items():
+                w, c, _ = once(path, args.ws, cmd)
+                wall[side].append(w)
+                cpu[side].append(c)
+        imports = {s: [] for s in sides}
+        for _ in range(5):  # alternating too
+            for side, path in sides.items():
+                imports[side].append(import_ms(once(path, args.ws, cmd, importtime=True)[2]) / 1000)
+        for side in sides:
+            print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {fmt(imports[side]):>18}")
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
