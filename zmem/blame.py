@@ -44,7 +44,7 @@ def parse_target(ws: Workspace, conn, target: str, k: int = 3) -> list[tuple[str
     """TARGET -> [(path, first line, last line, rev)]: path#Lx-Ly, path:LINE, path@rev#L…, a fact id,
     or a query (its top k hits)."""
     from zmem.reading import split_citation
-    from zmem.workspace import normalize_rel
+    from zmem.paths import normalize_rel
     t = target.strip()
     if not t:
         raise ZmemError("nothing to blame: the target is empty",

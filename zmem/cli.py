@@ -951,7 +951,7 @@ def log_cmd(ctx, target, since, reverse, as_json):
         warnings = catch_up(ws, conn=conn).warnings
         if is_path:
             from zmem.repo import file_log
-            from zmem.workspace import normalize_rel
+            from zmem.paths import normalize_rel
             rel = normalize_rel(target)
             if rel is None or not ws.is_memory_path(rel):
                 raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.errors import ConfigError, ZmemError
+from zmem.paths import normalize_rel
 
 DEFAULT_TOML = """\
 # zmem settings for this workspace. Committed with the notes; keep secrets out of it.
@@ -446,7 +447,6 @@ def load_config(workspace_root: Path | None) -> Config:
         files = list(dict.fromkeys(origins[k] for k in ("index.chunk_tokens", "index.chunk_overlap") if k in origins))
         raise ConfigError(f"{' and '.join(files)}: `index.chunk_overlap` ({cfg.chunk_overlap}) must be smaller than "
                           f"`index.chunk_tokens` ({cfg.chunk_tokens})", hint="e.g. chunk_tokens = 400, chunk_overlap = 80")
-    from zmem.workspace import normalize_rel  # here: workspace imports this module
     for entry in cfg.extra_paths:
         if normalize_rel(entry) is None:  # it would be silently left out of the index
             raise ConfigError(f"{origins['extra_paths']}: `extra_paths` entry {entry!r} is not a file or directory "

@@ -46,7 +46,8 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
     Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused, and
     with scope "group" so are private files (MEMORY.md, [scopes] private)."""
     from zmem.markdown import decode_note, split_lines
-    from zmem.workspace import normalize_rel, resolve_memory_path
+    from zmem.paths import normalize_rel
+    from zmem.workspace import resolve_memory_path
     path, cited_rev, cited = split_citation(spec)
     rev = rev or cited_rev
     if cited:

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from zmem.config import Config, load_config
 from zmem.errors import WorkspaceError
+from zmem.paths import normalize_rel
 
 STATE_DIR = ".zmem"
 ROOT_FILES = ("MEMORY.md", "memory.md")
@@ -112,23 +113,6 @@ def path_filter(pattern: str) -> str:
         return glob_to_sql(pattern)
     plain = glob_to_sql(pattern).rstrip("/")
     return plain if plain.lower().endswith(".md") else f"{plain}/*"
-
-
-def normalize_rel(path: str) -> str | None:
-    """A relative path in POSIX form without `.`/`..` escapes, or None if it escapes."""
-    parts = []
-    for part in PurePosixPath(path.replace("\\", "/")).parts:
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if not parts:
-                return None
-            parts.pop()
-        elif part == "/":
-            return None
-        else:
-            parts.append(part)
-    return "/".join(parts) if parts else None
 
 
 def looks_like_workspace(d: Path) -> bool:
