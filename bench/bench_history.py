@@ -96,7 +96,8 @@ def embed_history(ws) -> tuple:
     sys.path.insert(0, str(HERE.parent / "tests"))
     from embed_server import EmbeddingServer
     from zmem import history
-    from zmem.embedding import chunk_windows, providers, run_embed_job, text_hash, vector_fingerprint
+    from zmem.chunking import chunk_windows, text_hash
+    from zmem.embedding import providers, run_embed_job, vector_fingerprint
     from zmem.indexer import open_index
     from zmem.vectors import pack
     from zmem.workspace import find_workspace

@@ -29,7 +29,7 @@ def main() -> None:
     import numpy as np
 
 
-    from zmem.embedding import chunk_windows
+    from zmem.chunking import chunk_windows
     from zmem.indexer import catch_up, open_index
     from zmem.search import recall
     from zmem.vectors import VectorMatrix, VectorStore

@@ -76,7 +76,8 @@ def in_process(root: Path, calls: int, warmup: int) -> list[float]:
 def random_vectors(root: Path) -> str:
     """Random unit vectors for every window, stored under the configured model's fingerprint."""
     import numpy as np
-    from zmem.embedding import chunk_windows, providers, vector_fingerprint
+    from zmem.chunking import chunk_windows
+    from zmem.embedding import providers, vector_fingerprint
     from zmem.indexer import open_index
     from zmem.vectors import VectorStore
     from zmem.workspace import find_workspace

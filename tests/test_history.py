@@ -368,7 +368,7 @@ def test_as_of_fact_results_cite_the_version_they_come_from(ws):
 
 
 def test_moving_head_is_not_called_a_rewrite(ws):
-    from zmem.history import update_history
+    from zmem.history_build import update_history
     from zmem.indexer import open_index
     from zmem.repo import open_repo
     from zmem.workspace import find_workspace

@@ -245,8 +245,9 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
                   mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
     from zmem import history
     from zmem.errors import ZmemError
+    from zmem.history_build import enabled
     notes = []
-    if not history.enabled(conn):
+    if not enabled(conn):
         built = history.ensure_history(ws, conn)
         if built is None:
             raise ZmemError("another zmem process is updating the index", hint="run the command again")

@@ -195,3 +195,19 @@ def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list
             buf.pop()
         out.append((start_line + first, start_line + first + len(buf) - 1, "\n".join(buf)))
     return out
+
+
+def embedding_text(text: str, heading: str) -> str:
+    """What a window's vector represents: its heading path gives the text its context."""
+    return f"{heading}\n\n{text}" if heading else text
+
+
+def text_hash(text: str) -> str:
+    import hashlib  # loads OpenSSL (~15 ms): a BM25 recall imports this module but never hashes
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
+    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
+    wins = windows(text, start_line) or [(start_line, start_line, text)]
+    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]

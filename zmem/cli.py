@@ -782,7 +782,7 @@ def opinions(ctx, entity, as_json):
     bullet, `- O(c=0.7) @Peter: statement`. Says how many `O` facts await `zmem reflect`.
     """
     from zmem import opinions as op_mod
-    from zmem.entities import resolve_entity
+    from zmem.entities import awaiting_reflect, resolve_entity
     from zmem.indexer import catch_up, open_index
     from zmem.retain import entity_key
     ws = _workspace(ctx)
@@ -799,7 +799,7 @@ def opinions(ctx, entity, as_json):
             key = entity_key(entity)
             if not any(key in o.entity_keys for o in parsed.opinions):  # another spelling, or a typo
                 key = resolve_entity(ws, conn, entity).key
-        waiting = op_mod.awaiting_reflect(conn, parsed, key)
+        waiting = awaiting_reflect(conn, parsed, key)
     finally:
         conn.close()
     rows = [o for o in parsed.opinions if key is None or key in o.entity_keys]

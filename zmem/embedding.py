@@ -8,21 +8,11 @@ import time
 from dataclasses import dataclass, field
 
 from zmem import db
-from zmem.chunking import WINDOW_TOKENS, windows
+from zmem.chunking import WINDOW_TOKENS, chunk_windows, text_hash
 from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.vectors import VectorStore, pack, unpack
 from zmem.workspace import Workspace
-
-
-def embedding_text(text: str, heading: str) -> str:
-    """What a window's vector represents: its heading path gives the text its context."""
-    return f"{heading}\n\n{text}" if heading else text
-
-
-def text_hash(text: str) -> str:
-    import hashlib  # loads OpenSSL (~15 ms): a BM25 recall imports this module but never hashes
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass
@@ -66,12 +56,6 @@ def vector_fingerprint(embedder: Embedder) -> str:
 
 def pending_count(conn) -> int:
     return conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
-
-
-def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
-    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
-    wins = windows(text, start_line) or [(start_line, start_line, text)]
-    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]
 
 
 def needs_embedding(ws: Workspace) -> bool:

@@ -15,13 +15,20 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zmem.dates import commit_time
 from zmem.errors import ZmemError
 from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug, is_long_name
 from zmem.workspace import Workspace
 
+if TYPE_CHECKING:
+    from zmem.opinions import OpinionsFile
+
 ENTITY_DIR = "bank/entities/"
+# the block of an entity page that `zmem reflect` manages (reflect writes it, page_text leaves it out)
+BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
+END = "<!-- zmem:end -->"
 HALF_LIFE_DAYS = 90.0  # a co-mention's weight halves every 90 days before the newest fact
 
 
@@ -118,6 +125,13 @@ def query_facts(conn, *, entity: str | None = None, kind: str | None = None, sin
     return [_fact(r) for r in conn.execute(sql, args)]
 
 
+def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> int:
+    """`O` facts of the notes (about the entity with this key) that no opinion has as evidence yet:
+    what `zmem reflect` turns into opinions, or into evidence for them."""
+    known = {e.fact for o in parsed.opinions for e in o.evidence}
+    return sum(f.id not in known for f in query_facts(conn, kind="opinion", entity=entity))
+
+
 # ----------------------------------------------------------------------------- entities
 
 
@@ -184,7 +198,6 @@ def page_text(ws: Workspace, rel: str | None) -> str | None:
     (the whole page when its markers are broken); None without a page."""
     if not rel:
         return None
-    from zmem.reflect import BEGIN, END
     try:
         text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
     except OSError:

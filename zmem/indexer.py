@@ -461,14 +461,14 @@ def _ignore_rules(ws: Workspace, repo: Repo, dirs) -> dict:
 
 def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: CatchUp) -> None:
     """Once history is on (`zmem index --history`), each catch-up appends the new commits."""
-    from zmem import history
-    if not head or not history.enabled(conn):
+    from zmem import history_build
+    if not head or not history_build.enabled(conn):
         return
     tip = conn.execute("SELECT sha FROM hist_commits ORDER BY seq DESC LIMIT 1").fetchone()
     if tip and tip[0] == head:
         return
     try:
-        update = history.update_history(ws, repo, conn)
+        update = history_build.update_history(ws, repo, conn)
     except (db.Error, OSError, ValueError, KeyError) as e:
         result.warnings.append(f"history not updated ({e}); run `zmem index --history`")
         return

@@ -268,14 +268,6 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
     return OpinionsFile(preamble, opinions, sections, warnings, raw_preamble, raw_sections, eol, bom)
 
 
-def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> int:
-    """`O` facts of the notes (about the entity with this key) that no opinion has as evidence yet:
-    what `zmem reflect` turns into opinions, or into evidence for them."""
-    from zmem.entities import query_facts
-    known = {e.fact for o in parsed.opinions for e in o.evidence}
-    return sum(f.id not in known for f in query_facts(conn, kind="opinion", entity=entity))
-
-
 def _number(s: str | None) -> float | None:
     try:
         return float(s) if s is not None else None

@@ -29,7 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from zmem import opinions as op_mod
-from zmem.entities import (ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
+from zmem.entities import (BEGIN, END, ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
                            query_facts, suspected_duplicates)
 from zmem.errors import ZmemError
 from zmem.indexer import catch_up, insert_facts, open_index
@@ -38,8 +38,6 @@ from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_w
 from zmem.retain import Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
 
-BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
-END = "<!-- zmem:end -->"
 SUMMARY = "### Summary"
 TRAILER = "Zmem-Reflect"
 MAX_PAGE_FACTS = 50

@@ -258,11 +258,12 @@ def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     """The opinions `zmem opinions` lists, the `O` facts awaiting `zmem reflect`, and lines of
     bank/opinions.md that reflect cannot read (it goes on as if they were not there)."""
     from zmem import opinions as op_mod
+    from zmem.entities import awaiting_reflect
     path = ws.root / op_mod.OPINIONS_PATH
     parsed = op_mod.read(ws.root)
     conn = open_index(ws)
     try:
-        waiting = op_mod.awaiting_reflect(conn, parsed)
+        waiting = awaiting_reflect(conn, parsed)
     finally:
         conn.close()
     after = (f"; {waiting} `O` fact{'s await' if waiting != 1 else ' awaits'} `zmem reflect`" if waiting else "")
@@ -279,8 +280,8 @@ def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
 def _marker_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     """Entity pages whose zmem:begin/zmem:end markers `zmem reflect` refuses: it leaves such a page
     alone (never writes over it), so a warning, not a failure."""
-    from zmem.entities import ENTITY_DIR
-    from zmem.reflect import BEGIN, END, put_block
+    from zmem.entities import BEGIN, END, ENTITY_DIR
+    from zmem.reflect import put_block
     checks = []
     pages = sorted(p for p in (ws.root / ENTITY_DIR).glob("*.md") if not p.is_symlink())  # reflect skips symlinks
     for page in pages:

@@ -12,7 +12,8 @@ from zmem import opinions as op_mod
 from zmem.dates import commit_time
 from zmem.entities import FactRow
 from zmem.errors import ZmemError
-from zmem.history import AsOf, ensure_history, enabled, entity_filter, facts_at, resolve_as_of
+from zmem.history import AsOf, ensure_history, entity_filter, facts_at, resolve_as_of
+from zmem.history_build import enabled
 from zmem.markdown import day_from_path
 from zmem.retain import entity_key, fact_id
 from zmem.workspace import Workspace
