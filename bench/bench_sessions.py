@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args()
-    from zmem import db
+    from zmem import db, migrations
     from zmem.sessions import SessionSettings, index_sessions
 
     tmp = Path(tempfile.mkdtemp(prefix="zmem-bench-sessions-"))
@@ -56,7 +56,7 @@ def main() -> None:
                 n += 1
         total += size
     conn = db.connect(tmp / "index.sqlite")
-    db.migrate(conn)
+    migrations.migrate(conn)
     settings = SessionSettings(True, (str(sessions),))
     t0 = time.perf_counter()
     up = index_sessions(conn, settings, force=True)

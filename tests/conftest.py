@@ -163,13 +163,13 @@ def watch():
 
 
 def roll_back_schema(conn, step: str, *, recorded: bool = False) -> None:
-    """Make the index's schema record say `step` (a db.STEPS name) was the last step applied, as the
+    """Make the index's schema record say `step` (a migrations.STEPS name) was the last step applied, as the
     zmem of then left it: user_version at the step's position and no _migrations (zmem recorded
     steps by number only until all of the steps up to fact_ids_with_entities existed), or with
     recorded=True _migrations naming the steps up to `step`. Only the record: the caller undoes
     what the later steps changed. The caller holds the write transaction."""
-    from zmem import db
-    names = [s.name for s in db.STEPS]
+    from zmem import migrations
+    names = [s.name for s in migrations.STEPS]
     position = names.index(step) + 1
     if recorded:
         conn.executemany("DELETE FROM _migrations WHERE name = ?", [(name,) for name in names[position:]])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from conftest import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
 
-from zmem import db
+from zmem import db, migrations
 from zmem.retain import Fact, fact_id, legacy_fact_id
 
 DAY = "memory/2025-11-24.md"
@@ -101,7 +101,7 @@ def test_evidence_an_older_zmem_recorded_keeps_resolving_after_the_migration(ws,
     # this zmem: step fact_ids_with_entities maps the ids (no note is read again), the old id stays resolvable
     assert run(["-C", str(ws), "facts", "--json"]).exit_code == 0
     conn = db.connect(ws / ".zmem" / "index.sqlite")
-    assert db.schema_version(conn) == db.SCHEMA_VERSION
+    assert db.schema_version(conn) == migrations.SCHEMA_VERSION
     conn.close()
     office = fact_id(DAY, "world", "The office opens at nine.")
     lisbon, old_lisbon = fact_id(DAY, "world", "Lives in Lisbon.", ["Peter"]), legacy_fact_id(DAY, "world", "Lives in Lisbon.")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import indexed_paths, recall_json, roll_back_schema, run, write, zmem_exe
-from zmem import db
+from zmem import db, migrations
 
 
 def _has_open(pid: int, path: Path) -> bool:
@@ -117,7 +117,7 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
     assert json.loads(res.stdout)["updated"] == ["memory/2025-11-24.md"]  # only the lost note is read
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     try:
-        assert db.schema_version(conn) == db.SCHEMA_VERSION
+        assert db.schema_version(conn) == migrations.SCHEMA_VERSION
         assert db.get_meta(conn, "fingerprint") == fingerprint
         assert conn.execute("SELECT count(*) FROM dirs WHERE ctime_ns = 0").fetchone()[0] == 0
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
-from zmem import db, fts
+from zmem import db, fts, migrations
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gen_fts_glue  # noqa: E402
@@ -218,8 +218,8 @@ def _v2_index(ws) -> None:
                 conn.execute(f"INSERT INTO {fts_table}(rowid, {cols}, cjk_bi, cjk_uni) VALUES({marks})",
                              (*row, *fts._cjk_columns_v2(joined)))
         fp = db.get_meta(conn, "fingerprint")
-        assert f"schema={db.NOTES_SCHEMA};" in fp
-        db.set_meta(conn, "fingerprint", fp.replace(f"schema={db.NOTES_SCHEMA};", "schema=8;"))
+        assert f"schema={migrations.NOTES_SCHEMA};" in fp
+        db.set_meta(conn, "fingerprint", fp.replace(f"schema={migrations.NOTES_SCHEMA};", "schema=8;"))
         roll_back_schema(conn, "dir_ctime")
     conn.close()
 
@@ -256,8 +256,8 @@ def test_an_index_from_before_glued_words_is_converted_and_stays_sound(ws):
     assert GLUED_LINES["Ana"] in _hit(ws, "tonight Ana", "--as-of", "HEAD~1")["snippet"]
     assert _hit(ws, "Quillon", "--source", "sessions")["start_line"] == 2
     conn = db.connect(ws / ".zmem" / "index.sqlite")
-    assert db.schema_version(conn) == db.SCHEMA_VERSION
-    assert f"schema={db.NOTES_SCHEMA};" in db.get_meta(conn, "fingerprint")
+    assert db.schema_version(conn) == migrations.SCHEMA_VERSION
+    assert f"schema={migrations.NOTES_SCHEMA};" in db.get_meta(conn, "fingerprint")
     conn.close()
     _integrity(ws)
     # converted rows delete by value cleanly: a rewritten session file drops its rows, a changed note its own

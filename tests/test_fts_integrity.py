@@ -11,7 +11,7 @@ import re
 import pytest
 from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write, zmem_proc
 
-from zmem import db, fts, indexer
+from zmem import db, fts, indexer, migrations
 
 NOTE = "# 2025-01-01\n\n## Notes\n\n- party at the office with Ana🥳 tonight\n"
 needs_rowid_deletes = pytest.mark.skipif(not fts.can_delete_by_rowid(),
@@ -113,7 +113,7 @@ def test_an_old_form_index_is_converted_and_repaired_when_opened(ws, monkeypatch
     assert not any(_by_rowid(ws).values())
     assert "quiet evening" in recall_json(ws, "quiet")["results"][0]["snippet"]
     conn = _index(ws)
-    assert db.schema_version(conn) == db.SCHEMA_VERSION
+    assert db.schema_version(conn) == migrations.SCHEMA_VERSION
     conn.close()
     assert all(_by_rowid(ws).values())
     assert _problems(ws) == []

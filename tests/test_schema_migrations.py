@@ -1,4 +1,4 @@
-"""Schema migrations as named steps (db.STEPS): each recorded by name in _migrations in the
+"""Schema migrations as named steps (migrations.STEPS): each recorded by name in _migrations in the
 transaction that applies it, user_version kept as the number of steps (what an older zmem reads),
 an index an older zmem wrote (user_version N: steps 1..N) brought up to date without running a step
 again, and a newer index refused."""
@@ -9,10 +9,10 @@ import dataclasses
 import pytest
 from conftest import commit_all, roll_back_schema, run, write
 
-from zmem import db
+from zmem import db, migrations
 from zmem.errors import IndexError_
 
-NAMES = [s.name for s in db.STEPS]
+NAMES = [s.name for s in migrations.STEPS]
 
 
 def _schema(conn) -> list[tuple]:
@@ -29,7 +29,7 @@ def _as_an_older_zmem(path, steps: int):
     """An index as a zmem that knew the first `steps` steps left it: applied one transaction each,
     recorded in user_version only."""
     conn = db.connect(path)
-    for position, step in enumerate(db.STEPS[:steps], 1):
+    for position, step in enumerate(migrations.STEPS[:steps], 1):
         with db.write_transaction(conn):
             step.apply(conn)
             conn.execute(f"PRAGMA user_version = {position}")
@@ -45,7 +45,7 @@ def _counting_steps(monkeypatch) -> list[str]:
             applied.append(step.name)
             step.apply(conn)
         return dataclasses.replace(step, apply=apply)
-    monkeypatch.setattr(db, "STEPS", [counted(s) for s in db.STEPS])
+    monkeypatch.setattr(migrations, "STEPS", [counted(s) for s in migrations.STEPS])
     return applied
 
 
@@ -56,7 +56,7 @@ def test_a_fresh_index_records_every_step_by_name(ws):
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     try:
         assert _recorded(conn) == [(name, True) for name in NAMES]
-        assert db.schema_version(conn) == db.SCHEMA_VERSION == len(NAMES)
+        assert db.schema_version(conn) == migrations.SCHEMA_VERSION == len(NAMES)
         assert len(set(NAMES)) == len(NAMES)
     finally:
         conn.close()
@@ -65,7 +65,7 @@ def test_a_fresh_index_records_every_step_by_name(ws):
 @pytest.fixture(scope="module")
 def fresh_schema(tmp_path_factory):
     conn = db.connect(tmp_path_factory.mktemp("fresh") / "index.sqlite")
-    db.migrate(conn)
+    migrations.migrate(conn)
     try:
         return _schema(conn), _recorded(conn)
     finally:
@@ -77,15 +77,15 @@ def test_an_index_an_older_zmem_wrote_migrates_to_the_schema_of_a_fresh_one(tmp_
                                                                            steps):
     conn = _as_an_older_zmem(tmp_path / "index.sqlite", steps)
     applied = _counting_steps(monkeypatch)
-    db.migrate(conn)
+    migrations.migrate(conn)
     assert applied == NAMES[steps:]  # each step not applied yet, once, in order
     schema, recorded = fresh_schema
     assert _schema(conn) == schema
     # the steps the older zmem applied are named, their time unknown
     assert _recorded(conn) == [(name, i >= steps) for i, (name, _) in enumerate(recorded)]
-    assert db.schema_version(conn) == db.SCHEMA_VERSION
+    assert db.schema_version(conn) == migrations.SCHEMA_VERSION
     applied.clear()
-    db.migrate(conn)
+    migrations.migrate(conn)
     assert applied == []
     conn.close()
 
@@ -93,15 +93,15 @@ def test_an_index_an_older_zmem_wrote_migrates_to_the_schema_of_a_fresh_one(tmp_
 @pytest.mark.parametrize("steps", range(1, len(NAMES)))
 def test_an_index_a_zmem_with_fewer_named_steps_wrote_runs_only_the_later_ones(tmp_path, monkeypatch, steps):
     with monkeypatch.context() as older:  # a zmem with named steps that knew only the first `steps`
-        older.setattr(db, "STEPS", db.STEPS[:steps])
-        older.setattr(db, "SCHEMA_VERSION", steps)
+        older.setattr(migrations, "STEPS", migrations.STEPS[:steps])
+        older.setattr(migrations, "SCHEMA_VERSION", steps)
         conn = db.connect(tmp_path / "index.sqlite")
-        db.migrate(conn)
+        migrations.migrate(conn)
     assert [name for name, _ in _recorded(conn)] == NAMES[:steps] and db.schema_version(conn) == steps
     applied = _counting_steps(monkeypatch)
-    db.migrate(conn)
+    migrations.migrate(conn)
     assert applied == NAMES[steps:]
-    assert _recorded(conn) == [(name, True) for name in NAMES] and db.schema_version(conn) == db.SCHEMA_VERSION
+    assert _recorded(conn) == [(name, True) for name in NAMES] and db.schema_version(conn) == migrations.SCHEMA_VERSION
     conn.close()
 
 
@@ -109,12 +109,12 @@ def test_steps_an_older_zmem_took_by_number_after_ours_are_not_run_again(tmp_pat
     """This zmem recorded the steps up to fts_form, then a zmem before named steps (still running
     somewhere) took the rest and set user_version: nothing runs again; the record catches up."""
     conn = db.connect(tmp_path / "index.sqlite")
-    db.migrate(conn)
+    migrations.migrate(conn)
     with db.write_transaction(conn):
         roll_back_schema(conn, "fts_form", recorded=True)
-        conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION}")
+        conn.execute(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
     applied = _counting_steps(monkeypatch)
-    db.migrate(conn)
+    migrations.migrate(conn)
     assert applied == []
     assert [name for name, _ in _recorded(conn)] == NAMES
     conn.close()
@@ -124,8 +124,8 @@ def test_a_snapshot_only_step_keeps_the_notes_schema():
     """NOTES_SCHEMA (in the index fingerprint) is the position of the last step that changes what
     notes derive to; the steps after fts_glued_words only changed the freshness snapshot or the
     history and session rows in place."""
-    assert db.NOTES_SCHEMA == NAMES.index("fts_glued_words") + 1
-    assert all(s.snapshot_only for s in db.STEPS[db.NOTES_SCHEMA:])
+    assert migrations.NOTES_SCHEMA == NAMES.index("fts_glued_words") + 1
+    assert all(s.snapshot_only for s in migrations.STEPS[migrations.NOTES_SCHEMA:])
 
 
 @pytest.mark.parametrize("newer", ["step", "user_version"])
@@ -139,7 +139,7 @@ def test_an_index_a_newer_zmem_wrote_is_refused(ws, newer):
         if newer == "step":  # a step this zmem does not know, however many it counts
             conn.execute("INSERT INTO _migrations(name, applied_at) VALUES('a_future_step', datetime('now'))")
         else:
-            conn.execute(f"PRAGMA user_version = {db.SCHEMA_VERSION + 1}")
+            conn.execute(f"PRAGMA user_version = {migrations.SCHEMA_VERSION + 1}")
     schema = _schema(conn)
     conn.close()
     res = run(["-C", str(ws), "recall", "Ana"])
@@ -148,7 +148,7 @@ def test_an_index_a_newer_zmem_wrote_is_refused(ws, newer):
     assert ("a_future_step" in res.stderr) == (newer == "step")
     assert "Traceback" not in res.output
     with pytest.raises(IndexError_, match="newer zmem"):  # read-only, too
-        db.connect_readonly_index(path, "a read-only file system", hint="h")
+        migrations.connect_readonly_index(path, "a read-only file system", hint="h")
     conn = db.connect(path)
     assert _schema(conn) == schema  # left as it was
     conn.close()
@@ -160,11 +160,11 @@ def test_an_older_zmem_refuses_this_zmems_index_by_its_user_version(tmp_path, mo
     """A zmem before named steps reads only user_version (no _migrations): this zmem's index counts
     more steps than one that knows fewer, which refuses it."""
     conn = db.connect(tmp_path / "index.sqlite")
-    db.migrate(conn)
+    migrations.migrate(conn)
     with db.write_transaction(conn):
         conn.execute("DROP TABLE _migrations")  # what such a zmem cannot see
-    monkeypatch.setattr(db, "STEPS", db.STEPS[:-1])
-    monkeypatch.setattr(db, "SCHEMA_VERSION", len(db.STEPS))
+    monkeypatch.setattr(migrations, "STEPS", migrations.STEPS[:-1])
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", len(migrations.STEPS))
     with pytest.raises(IndexError_, match=rf"newer zmem \(schema {len(NAMES)}; this zmem knows {len(NAMES) - 1}\)"):
-        db.migrate(conn)
+        migrations.migrate(conn)
     conn.close()

@@ -181,7 +181,7 @@ def _cjk_columns_v1(text: str) -> tuple[str, str]:
 
 
 def convert_rows(conn) -> None:
-    """Schema step fts_words_against_cjk (db.STEPS; the caller holds the write transaction): the history and
+    """Schema step fts_words_against_cjk (migrations.STEPS; the caller holds the write transaction): the history and
     session full-text rows an older zmem wrote are deleted with the old columns (FTS_VERSION 1) and
     inserted with FTS_VERSION 2's (a contentless table deletes a row only given exactly what it
     indexed); fts_glued_words takes them on to the current form. The notes' own rows need nothing here: the new schema number changes the index fingerprint, so the next
@@ -447,7 +447,7 @@ def fold(text: str) -> str:
     return _MARK.sub("", unicodedata.normalize("NFKD", text.lower()))
 
 
-TOKENIZER = "porter unicode61 remove_diacritics 2"  # the FTS tables' tokenizer (db.py)
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # the FTS tables' tokenizer (migrations.py)
 _tokens: dict[str, tuple[str, ...]] = {}
 _tokens_lock = threading.Lock()
 _tokens_conn = None

@@ -19,7 +19,7 @@ from zmem import db
 from zmem.dates import commit_time, day_end
 from zmem.entities import FactRow, fact_citation
 from zmem.errors import ZmemError
-from zmem.history_build import HistoryUpdate, insert_windows, update_history
+from zmem.history_build import HistoryUpdate, add_blob, insert_windows, update_history
 from zmem.markdown import day_from_path
 from zmem.retain import entity_key, fact_id
 from zmem.snapshot import git_blob_id
@@ -142,7 +142,7 @@ def versions_at(ws: Workspace, conn, at: AsOf, notes: list[str] | None = None) -
     elif missing:
         with db.write_transaction(conn):
             for rel, blob in missing:
-                _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
+                add_blob(ws, conn, rel, blob, repo.read_blob(blob))
     return files
 
 

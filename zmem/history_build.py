@@ -86,7 +86,7 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
                 conn.execute("INSERT INTO hist_versions(path, blob, from_seq, to_seq) VALUES(?,?,?,NULL)",
                              (rel, blob, seq))
                 if blob not in parsed:
-                    _add_blob(ws, conn, rel, blob, repo.read_blob(blob))
+                    add_blob(ws, conn, rel, blob, repo.read_blob(blob))
                     parsed.add(blob)
                     out.blobs += 1
             if progress:
@@ -97,7 +97,7 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
     return out
 
 
-def _add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
+def add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
     c = ws.config
     text, _ = decode_note(rel, data, c.max_file_mb)
     lines = (text.count("\n") + (0 if text.endswith("\n") else 1)) if text else 0

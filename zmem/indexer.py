@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from zmem.repo import Repo
 
-from zmem import db
+from zmem import db, migrations
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import IndexError_
 from zmem.fts import FTS_VERSION, cjk_columns, delete_rows
@@ -201,7 +201,7 @@ def write_denied(ws: Workspace) -> str | None:
 def fingerprint(ws: Workspace) -> str:
     """Everything that changes chunk boundaries or the set of sources; a change re-scans all."""
     c = ws.config
-    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={db.NOTES_SCHEMA};tokens={c.chunk_tokens};"
+    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={migrations.NOTES_SCHEMA};tokens={c.chunk_tokens};"
             f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
 
 
@@ -215,10 +215,10 @@ def open_index(ws: Workspace):
     if why is not None:
         if not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
             raise IndexError_(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
-        return db.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
+        return migrations.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
     conn = db.connect(ws.index_path)
     try:
-        db.migrate(conn)
+        migrations.migrate(conn)
     except BaseException:
         conn.close()
         raise
@@ -679,7 +679,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
             try:
                 conn = db.connect(tmp)
                 try:
-                    db.migrate(conn)
+                    migrations.migrate(conn)
                     result = _catch_up(ws, repo, conn, None, progress)
                     _carry_over_cache(conn, ws.index_path)
                     conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
