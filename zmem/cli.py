@@ -1338,7 +1338,7 @@ def completion(shell):
     bash: `zmem completion bash > ~/.local/share/bash-completion/completions/zmem`;
     zsh: `zmem completion zsh > "${fpath[1]}/_zmem"`; fish: `zmem completion fish > ~/.config/fish/completions/zmem.fish`.
     """
-    from zmem.docgen import render_completion
+    from zmem.completion import render_completion
     click.echo(render_completion(cli, shell, prog="zmem"), nl=False)
 
 

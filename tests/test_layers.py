@@ -1,0 +1,135 @@
+"""The package's architecture, drawn by its imports: no import cycles, and layers that read bottom
+to top, each module importing only from its own layer or those below. Imports inside functions and
+under TYPE_CHECKING count too: a lazy import is still a dependency, only a later one."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "zmem"
+
+# Bottom to top. A new module goes into the lowest layer whose modules it needs (the test names
+# modules that are in no layer).
+LAYERS = [
+    ("base", {"zmem", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue"}),
+    ("text", {"dates", "chunking", "retain", "opinions"}),
+    ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
+    ("store", {"db", "fts", "migrations", "vectors"}),
+    ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
+                   "embedders.llama", "embedders", "modelimport", "summarize"}),
+    ("git", {"repo", "hooks", "scaffold"}),
+    ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch"}),
+    ("query", {"entities", "search", "reading", "sessions"}),
+    ("history", {"history", "blame", "timeline"}),
+    ("reflect", {"reflect"}),
+    ("front", {"api", "status", "completion", "mcp_server", "cli", "__main__"}),
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("zmem", *parts))
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """module -> {zmem module it imports: the first line doing so}, modules named as `zmem.x.y`.
+    `from zmem.x import y` imports the module zmem.x.y when there is one, else (a name) zmem.x."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+    def resolve(name: str) -> str:
+        while name not in files:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, dict[str, int]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = graph[module] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: from the package, or `level - 1` packages up
+                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in files else source
+                           for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target == "zmem" or target.startswith("zmem."):
+                    target = resolve(target)
+                    if target != module:
+                        edges.setdefault(target, node.lineno)
+    return graph
+
+
+def find_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def _layer_of() -> dict[str, int]:
+    return {("zmem" if m == "zmem" else f"zmem.{m}"): n for n, (_, modules) in enumerate(LAYERS) for m in modules}
+
+
+def test_the_package_has_no_import_cycles():
+    graph = import_graph()
+    described = []
+    for cycle in find_cycles(graph):
+        arrows = [f"  {a} line {line} imports {b}" for a in cycle for b, line in sorted(graph[a].items()) if b in cycle]
+        described.append(" <-> ".join(cycle) + "\n" + "\n".join(arrows))
+    assert not described, "import cycles:\n" + "\n".join(described)
+
+
+def test_every_module_imports_only_from_its_layer_or_below():
+    graph = import_graph()
+    layer = _layer_of()
+    assert sorted(set(graph) - set(layer)) == [], "modules in no layer of LAYERS (place them)"
+    assert sorted(set(layer) - set(graph)) == [], "LAYERS names modules that do not exist"
+    upward = [f"{a} ({LAYERS[layer[a]][0]}) line {line} imports {b} ({LAYERS[layer[b]][0]})"
+              for a in sorted(graph) for b, line in sorted(graph[a].items()) if layer[b] > layer[a]]
+    assert upward == [], "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_checker_sees_imports_inside_functions_relative_imports_and_cycles():
+    """The graph is the one the tests above judge: a lazy import and a relative one are edges, and
+    a cycle through them is found."""
+    graph = import_graph()
+    assert "zmem.indexer" in graph["zmem.cli"]  # imported inside command functions only
+    assert "zmem.embedders.base" in graph["zmem.embedders"]
+    assert find_cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
