@@ -326,10 +326,10 @@ def test_rows_an_older_process_writes_after_the_conversion_are_converted_before_
     it goes on writing history and session rows in form 2 (fts_form NULL, schema step fts_form): they are converted
     before a rewritten transcript's rows are deleted by value (else the index is corrupt), and before
     history is extended (else their glued words are never found)."""
-    from zmem import history, sessions
+    from zmem import history_build, sessions
     f = _glued_index(ws)
     with monkeypatch.context() as old:  # the older process's write paths: form 2, no fts_form, no conversion
-        for module in (sessions, history):
+        for module in (sessions, history_build):
             old.setattr(module, "cjk_columns", fts._cjk_columns_v2)
             old.setattr(module, "FTS_VERSION", None)
             old.setattr(module, "convert_old_form_rows", lambda conn: None)
