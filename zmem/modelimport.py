@@ -365,7 +365,9 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         import numpy as np
         import safetensors  # noqa: F401 - checked here so the error names the extra
     except ImportError as e:
-        raise ZmemError(f"`zmem model import` needs {e.name}", hint="pip install 'zmem[local]'") from None
+        raise ZmemError(f"`zmem model import` needs {e.name}",
+                        hint="pip install 'zmem[local]', or write an ONNX model instead: pip install 'zmem[semantic]' "
+                             "and pass --format onnx") from None
     if outtype not in OUTTYPES:
         raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
     src, out = _check_paths(src, out, force)
