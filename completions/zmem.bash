@@ -17,8 +17,9 @@ _zmem() {
         "|-C") kind="dir" ;;
         "init|ARG") kind="dir" ;;
         "demo|ARG") kind="dir" ;;
+        "model import|--format") kind="choices:gguf onnx" ;;
         "model import|--out") kind="file" ;;
-        "model import|--outtype") kind="choices:f16 f32 q8_0" ;;
+        "model import|--outtype") kind="choices:f16 f32 q8_0 int8" ;;
         "recall|-k") kind="any" ;;
         "recall|--k") kind="any" ;;
         "recall|--since") kind="any" ;;
@@ -87,7 +88,7 @@ _zmem_words() {
         "embed") words="--quiet -q --background --json --help" ;;
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
-        "model import") words="--out --outtype --force --help" ;;
+        "model import") words="--format --out --outtype --force --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;

@@ -424,34 +424,42 @@ def trust(ctx, revoke):
 
 @cli.group()
 def model():
-    """Local embedding models: convert a sentence-transformers model to GGUF for provider = "local"."""
+    """Local embedding models: convert a sentence-transformers model for provider = "local" (GGUF) or "onnx"."""
 
 
 @model.command("import")
 @click.argument("source")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Where to write the GGUF (default: ~/.cache/zmem/models/<name>.<outtype>.gguf).")
-@click.option("--outtype", type=click.Choice(["f16", "f32", "q8_0"]), default="f16", show_default=True,
-              help="Precision of the weight matrices (q8_0: a quarter of f32's size, slightly less exact).")
-@click.option("--force", is_flag=True, help="Replace an existing output file (never a file of the model itself).")
-def model_import(source, out, outtype, force):
-    """Convert a BERT-family sentence-transformers model directory into a GGUF that the local
-    provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
+@click.option("--format", "fmt", type=click.Choice(["gguf", "onnx"]), default="gguf", show_default=True,
+              help="gguf: a file for provider = \"local\" (llama.cpp); onnx: a directory for provider = \"onnx\" "
+                   "(ONNX Runtime, no compiler).")
+@click.option("--out", type=click.Path(), default=None,
+              help="Where to write (default: ~/.cache/zmem/models/<name>.<outtype>.gguf, or <name>.onnx/ for onnx).")
+@click.option("--outtype", type=click.Choice(["f16", "f32", "q8_0", "int8"]), default=None,
+              help="Precision of the weight matrices: gguf f16 (default), f32 or q8_0 (a quarter of f32's size, "
+                   "slightly less exact); onnx f32 (default) or int8.")
+@click.option("--force", is_flag=True, help="Replace an existing output (never a file of the model itself).")
+def model_import(source, fmt, out, outtype, force):
+    """Convert a BERT-family sentence-transformers model directory (safetensors weights) into what a
+    local provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
     cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
     """
     from zmem.config import user_cache_dir, user_config_path
-    from zmem.modelimport import import_model, model_name, resolve_model_source
+    from zmem.modelimport import import_model, import_onnx, model_name, resolve_model_source
     src = resolve_model_source(source)
+    outtype = outtype or ("f32" if fmt == "onnx" else "f16")
     if out is None:
-        out = user_cache_dir() / "models" / f"{model_name(src)}.{outtype}.gguf"
-    info = import_model(src, Path(out), outtype=outtype, force=force)
+        name = f"{model_name(src)}.{outtype}" if fmt == "gguf" or outtype != "f32" else model_name(src)
+        out = user_cache_dir() / "models" / f"{name}.{fmt}"
+    convert = import_onnx if fmt == "onnx" else import_model
+    info = convert(src, Path(out), outtype=outtype, force=force)
     for warning in info["warnings"]:
         click.echo(f"zmem: warning: {warning}", err=True)
     click.echo(f"wrote {info['out']} ({info['arch']}, {info['dimensions']} dimensions, {info['layers']} layers, "
                f"{info['pooling']} pooling)")
     # JSON's string escaping suits a TOML basic string too (a path with quotes or backslashes)
     model_path = json.dumps(info["out"], ensure_ascii=False)
-    click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "local"\nmodel_path = {model_path}')
+    provider = "onnx" if fmt == "onnx" else "local"
+    click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "{provider}"\nmodel_path = {model_path}')
 
 
 # ----------------------------------------------------------------------------- recall / get

@@ -53,17 +53,18 @@ DEFAULT_TOML = """\
 [embeddings]
 # Semantic recall. Settings here that send notes off this machine or load code (this whole
 # section) apply only after `zmem trust`; your own ~/.config/zmem/config.toml needs no trust.
-# provider = "none"        # none | auto | local | openai | gemini
+# provider = "none"        # none | auto | local | onnx | openai | gemini
 # model = "text-embedding-3-small"
 # base_url = "http://127.0.0.1:11434/v1"   # any OpenAI-compatible endpoint (Ollama, vLLM, ...)
 # api_key_env = "OPENAI_API_KEY"           # the key is read from this environment variable
 # model_path = "~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf"   # for provider = "local"
+#                          # (provider = "onnx": the model directory `zmem model import --format onnx` writes)
 # api = "native"           # provider = "gemini": the native API, or "openai" for its compatible endpoint
 # headers = { "X-Title" = "zmem" }         # extra HTTP headers (openai, gemini)
 # dimensions = 768         # what the model returns (checked); some endpoints shorten vectors to it
 # query_prefix = ""        # text put before queries: "query: " for e5, "search_query: " for nomic
 # document_prefix = ""     # ... and before notes: "passage: " for e5, "search_document: " for nomic
-# threads = 8              # provider = "local": CPU threads (at most the machine's cores)
+# threads = 8              # local, onnx: CPU threads (at most the machine's cores; onnx default: up to 4)
 # batch_size = 32          # texts per provider call (local: 16; gemini: its maximum)
 # timeout = 30             # seconds per provider call (recall's query deadline is shorter)
 # give_up_after = 5        # seconds `zmem index` and background jobs spend on a failing provider in all,
@@ -145,7 +146,8 @@ _KEYS = {
 }
 _SECTIONS = {"index", "recall", "hooks", "cache", "scopes", "watch"}
 EMBEDDING_KEYS = {
-    "provider": ("none", "auto", "local", "openai", "gemini"), "fallback": ("none", "local", "openai", "gemini"),
+    "provider": ("none", "auto", "local", "onnx", "openai", "gemini"),
+    "fallback": ("none", "local", "onnx", "openai", "gemini"),
     "model": str, "dimensions": int, "base_url": str, "api_key_env": str, "model_path": str,
     "query_prefix": str, "document_prefix": str, "batch_size": int, "timeout": (int, float), "headers": dict,
     "give_up_after": (int, float),

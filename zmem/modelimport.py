@@ -301,20 +301,9 @@ def _int(config: dict, key: str, src: Path, default: int | None = None) -> int:
                         hint="is this a complete BERT config.json?") from None
 
 
-# ----------------------------------------------------------------------------- writing the GGUF
-
-def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = False) -> dict:
-    """Convert the BERT sentence-transformers model in `src` into a GGUF at `out` (atomically);
-    an existing `out` is replaced only with `force`, and never when it belongs to `src`."""
-    try:
-        import gguf
-        import numpy as np
-        import safetensors  # noqa: F401 - checked here so the error names the extra
-    except ImportError as e:
-        raise ZmemError(f"`zmem model import` needs {e.name}", hint="pip install 'zmem[local]'") from None
+def _check_paths(src: Path, out: Path, force: bool) -> tuple[Path, Path]:
+    """`src` and `out` made absolute, once `src` is a directory and `out` may be (re)placed."""
     src, out = Path(src).expanduser(), Path(os.path.abspath(Path(out).expanduser()))
-    if outtype not in OUTTYPES:
-        raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
     if not src.is_dir():
         raise ZmemError(f"no model directory at {src}", hint="pass a sentence-transformers model directory")
     not_dir = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
@@ -328,6 +317,11 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
                             hint="write the GGUF somewhere else (--out), e.g. a new name in the same directory")
         if not force:
             raise ZmemError(f"{out} already exists", hint="pass --force to replace it, or choose another --out")
+    return src, out
+
+
+def _read_bert(src: Path) -> dict:
+    """The BERT config numbers, pooling and weights (by name without the export's prefix) in `src`."""
     if not (src / "config.json").is_file():
         raise ZmemError(f"{src} has no config.json", hint="pass a sentence-transformers / Hugging Face model directory")
     config = _read_json(src / "config.json")
@@ -343,18 +337,10 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
     context = _int(config, "max_position_embeddings", src, 512)
     type_vocab = _int(config, "type_vocab_size", src, 2)
     if config.get("hidden_act", "gelu") not in ("gelu", "gelu_new", "gelu_python"):
-        raise ZmemError(f"{src.name} uses activation {config.get('hidden_act')!r}; llama.cpp's BERT uses GELU",
+        raise ZmemError(f"{src.name} uses activation {config.get('hidden_act')!r}; zmem's BERT uses GELU",
                         hint="use a standard BERT-family model")
 
-    tokens = _vocab(src)
-    tok_cfg = _read_json(src / "tokenizer_config.json")
-    special_map = _read_json(src / "special_tokens_map.json")
-    tok_cfg = tok_cfg if isinstance(tok_cfg, dict) else {}
-    special_map = special_map if isinstance(special_map, dict) else {}
     warnings = []
-    if tok_cfg.get("do_lower_case") is False:
-        warnings.append("the model is cased, but llama.cpp's WordPiece tokenizer lower-cases every text: "
-                        "upper-case words will be split differently than in sentence-transformers")
     pooling = _pooling(src)
     tensors = {}
     for hf_name, data in _weights(src).items():
@@ -364,6 +350,39 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         if name.startswith(("pooler.", "cls.", "lm_head.")) or name.endswith(("position_ids", "token_type_ids")):
             continue  # heads and buffers a sentence embedding does not use
         tensors[name] = (hf_name, data)
+
+    return {"config": config, "hidden": hidden, "layers": layers, "heads": heads, "ffn": ffn, "context": context,
+            "type_vocab": type_vocab, "pooling": pooling, "tensors": tensors, "warnings": warnings}
+
+
+# ----------------------------------------------------------------------------- writing the GGUF
+
+def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = False) -> dict:
+    """Convert the BERT sentence-transformers model in `src` into a GGUF at `out` (atomically);
+    an existing `out` is replaced only with `force`, and never when it belongs to `src`."""
+    try:
+        import gguf
+        import numpy as np
+        import safetensors  # noqa: F401 - checked here so the error names the extra
+    except ImportError as e:
+        raise ZmemError(f"`zmem model import` needs {e.name}",
+                        hint="pip install 'zmem[local]', or write an ONNX model instead: pip install 'zmem[semantic]' "
+                             "and pass --format onnx") from None
+    if outtype not in OUTTYPES:
+        raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
+    src, out = _check_paths(src, out, force)
+    bert = _read_bert(src)
+    config, tensors, warnings, pooling = bert["config"], bert["tensors"], bert["warnings"], bert["pooling"]
+    hidden, layers, heads, ffn = bert["hidden"], bert["layers"], bert["heads"], bert["ffn"]
+    context, type_vocab = bert["context"], bert["type_vocab"]
+    tokens = _vocab(src)
+    tok_cfg = _read_json(src / "tokenizer_config.json")
+    special_map = _read_json(src / "special_tokens_map.json")
+    tok_cfg = tok_cfg if isinstance(tok_cfg, dict) else {}
+    special_map = special_map if isinstance(special_map, dict) else {}
+    if tok_cfg.get("do_lower_case") is False:
+        warnings.append("the model is cased, but llama.cpp's WordPiece tokenizer lower-cases every text: "
+                        "upper-case words will be split differently than in sentence-transformers")
 
     name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.BERT, layers)
     mapped: dict[str, tuple[str, object]] = {}
@@ -477,3 +496,178 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
             tmp.unlink(missing_ok=True)
     return {"out": str(out), "arch": ARCH, "dimensions": hidden, "layers": layers, "vocab": rows,
             "context": context, "pooling": pooling, "outtype": outtype, "warnings": warnings}
+
+
+# ----------------------------------------------------------------------------- writing an ONNX model directory
+
+ONNX_OUTTYPES = ("f32", "int8")
+ONNX_OPSET = 17  # LayerNormalization; onnxruntime >= 1.14 runs it
+# copied as they are: what the onnx provider reads besides the graph and the tokenizer
+_ST_FILES = ("config.json", "sentence_bert_config.json", "config_sentence_transformers.json", "tokenizer_config.json",
+             "special_tokens_map.json", "README.md")
+
+
+def bert_graph(bert: dict):
+    """The BERT encoder as an ONNX graph from the weights `_read_bert` found: (input_ids, attention_mask,
+    token_type_ids) -> last_hidden_state [batch, tokens, hidden]; pooling is the provider's."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    t, hidden, heads = bert["tensors"], bert["hidden"], bert["heads"]
+    eps = float(bert["config"].get("layer_norm_eps", 1e-12))
+    missing = [n for n in ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+                           "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias") if n not in t]
+    layer_names = [f"attention.self.{x}" for x in ("query", "key", "value")] + [
+        "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"]
+    missing += [f"encoder.layer.{i}.{n}.{wb}" for i in range(bert["layers"]) for n in layer_names
+                for wb in ("weight", "bias") if f"encoder.layer.{i}.{n}.{wb}" not in t]
+    if missing:
+        raise ZmemError(f"the model lacks {len(missing)} BERT weight(s), e.g. {missing[0]}",
+                        hint="is model.safetensors complete and the config's num_hidden_layers right?")
+    nodes, inits = [], []
+
+    def init(name, array):
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype=array.dtype), name))
+        return name
+
+    def weight(name, transpose=False):
+        data = np.asarray(t[name][1], dtype=np.float32)
+        return init(name, data.T if transpose else data)
+
+    def node(op, inputs, **attrs):
+        out = f"{op.lower()}_{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def linear(x, name):  # torch Linear: x @ W.T + b
+        return node("Add", [node("MatMul", [x, weight(name + ".weight", transpose=True)]), weight(name + ".bias")])
+
+    def layer_norm(x, name):
+        return node("LayerNormalization", [x, weight(name + ".weight"), weight(name + ".bias")], axis=-1, epsilon=eps)
+
+    d = hidden // heads
+    i64 = lambda name, values: init(name, np.array(values, dtype=np.int64))  # noqa: E731
+    f32 = lambda name, value: init(name, np.array(value, dtype=np.float32))  # noqa: E731
+    # embeddings: word + position (0..n-1) + token type, then LayerNorm
+    n = node("Slice", [node("Shape", ["input_ids"]), i64("one", [1]), i64("two", [2])])  # [tokens]
+    positions = node("Slice", [weight("embeddings.position_embeddings.weight"), i64("zero", [0]), n, "zero"])
+    x = node("Add", [node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0), positions])
+    if "embeddings.token_type_embeddings.weight" in t:
+        x = node("Add", [x, node("Gather", [weight("embeddings.token_type_embeddings.weight"), "token_type_ids"],
+                                 axis=0)])
+    x = layer_norm(x, "embeddings.LayerNorm")
+    # padding: a large negative score before the softmax, [batch, 1, 1, tokens]
+    mask = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    mask = node("Mul", [node("Sub", [f32("f_one", 1.0), mask]), f32("f_neg", -1e9)])
+    mask = node("Unsqueeze", [mask, i64("axes_1_2", [1, 2])])
+    split_shape, merge_shape = i64("split_heads", [0, 0, heads, d]), i64("merge_heads", [0, 0, hidden])
+    scale = f32("scale", 1.0 / np.sqrt(d))
+    for i in range(bert["layers"]):
+        p = f"encoder.layer.{i}."
+
+        def heads_of(name, perm):
+            return node("Transpose", [node("Reshape", [linear(x, p + name), split_shape])], perm=perm)
+        q = heads_of("attention.self.query", [0, 2, 1, 3])
+        k = heads_of("attention.self.key", [0, 2, 3, 1])
+        v = heads_of("attention.self.value", [0, 2, 1, 3])
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), mask])
+        ctx = node("MatMul", [node("Softmax", [scores], axis=-1), v])
+        ctx = node("Reshape", [node("Transpose", [ctx], perm=[0, 2, 1, 3]), merge_shape])
+        x = layer_norm(node("Add", [x, linear(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
+        h = linear(x, p + "intermediate.dense")  # erf GELU, as BERT's "gelu"
+        h = node("Mul", [node("Mul", [h, f32("half", 0.5)]),
+                         node("Add", [node("Erf", [node("Div", [h, f32("sqrt2", np.sqrt(2.0))])]), "f_one"])])
+        x = layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
+    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+              for name in ("input_ids", "attention_mask", "token_type_ids")]
+    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", hidden])
+    graph = helper.make_graph(nodes, "bert", inputs, [output], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="zmem")
+    model.ir_version = 8  # readable by every onnxruntime that runs opset 17
+    return model
+
+
+def _tokenizer_json(src: Path, dest: Path) -> None:
+    """tokenizer.json: the model's own, else a BERT WordPiece tokenizer built from vocab.txt."""
+    if (src / "tokenizer.json").is_file():
+        shutil.copyfile(src / "tokenizer.json", dest)
+        return
+    from tokenizers import BertWordPieceTokenizer
+    tok_cfg, special_map = _read_json(src / "tokenizer_config.json"), _read_json(src / "special_tokens_map.json")
+    tok_cfg = tok_cfg if isinstance(tok_cfg, dict) else {}
+    special_map = special_map if isinstance(special_map, dict) else {}
+    tokens = _vocab(src)
+    specials = {kind: _special(tok_cfg, special_map, f"{kind}_token", f"[{kind.upper()}]")
+                for kind in ("cls", "sep", "unk", "pad", "mask")}
+    for kind in ("cls", "sep", "unk"):
+        if specials[kind] not in tokens:
+            raise ZmemError(f"{src.name}: the vocabulary has no {specials[kind]} token",
+                            hint="a BERT vocabulary needs [CLS], [SEP] and [UNK]")
+    lower = tok_cfg.get("do_lower_case", True) is not False
+    tokenizer = BertWordPieceTokenizer({t: i for i, t in enumerate(tokens)}, unk_token=specials["unk"],
+                                       sep_token=specials["sep"], cls_token=specials["cls"],
+                                       pad_token=specials["pad"], mask_token=specials["mask"], lowercase=lower,
+                                       strip_accents=tok_cfg.get("strip_accents"))
+    tokenizer.save(str(dest))
+
+
+def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = False) -> dict:
+    """Write the BERT sentence-transformers model in `src` as a directory the onnx provider runs:
+    model.onnx (or model_quantized.onnx, int8 weights), tokenizer.json and the sentence-transformers
+    configs. Built with onnx.helper from the safetensors weights: no torch. Replaced atomically."""
+    try:
+        import numpy  # noqa: F401 - checked here so the error names the extra
+        import onnx
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError as e:
+        raise ZmemError(f"`zmem model import --format onnx` needs {e.name}", hint="pip install 'zmem[semantic]'") from None
+    if outtype not in ONNX_OUTTYPES:
+        raise ZmemError(f"outtype {outtype!r} is not for ONNX", hint="use " + " or ".join(ONNX_OUTTYPES))
+    src, out = _check_paths(src, out, force)
+    bert = _read_bert(src)
+    if bert["pooling"] == "last":
+        raise ZmemError(f"{src.name} uses last-token pooling", hint="use a model with mean or CLS pooling")
+    model = bert_graph(bert)
+    tmp = old = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # as mkdir would make it, not mkdtemp's 0700
+        _tokenizer_json(src, tmp / "tokenizer.json")
+        for name in _ST_FILES:
+            if (src / name).is_file():
+                shutil.copyfile(src / name, tmp / name)
+        # the pooling the provider applies (no modules.json: it reads 1_Pooling, whatever the source's path)
+        (tmp / "1_Pooling").mkdir()
+        (tmp / "1_Pooling" / "config.json").write_text(json.dumps(
+            {"word_embedding_dimension": bert["hidden"], "pooling_mode_mean_tokens": bert["pooling"] == "mean",
+             "pooling_mode_cls_token": bert["pooling"] == "cls"}, indent=2) + "\n")
+        onnx.save_model(model, str(tmp / "model.onnx"))
+        name = "model.onnx"
+        if outtype == "int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            name = "model_quantized.onnx"
+            import logging
+            logging.disable(logging.WARNING)  # it advises "pre-processing" on the root logger: not the user's to act on
+            try:
+                quantize_dynamic(str(tmp / "model.onnx"), str(tmp / name), weight_type=QuantType.QInt8)
+            finally:
+                logging.disable(logging.NOTSET)
+            (tmp / "model.onnx").unlink()
+        if os.path.lexists(out):  # _check_paths allowed it (force): swap, then drop the old one
+            old = Path(tempfile.mkdtemp(prefix=out.name + ".", suffix=".old", dir=out.parent))
+            os.replace(out, old / "x")
+        os.replace(tmp, out)
+        tmp = None
+    except OSError as e:
+        raise ZmemError(f"cannot write {out}: {e.strerror or e}",
+                        hint="choose an --out in a directory you can write to") from None
+    finally:
+        for path in (tmp, old):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+    return {"out": str(out), "arch": ARCH, "dimensions": bert["hidden"], "layers": bert["layers"],
+            "vocab": int(bert["tensors"]["embeddings.word_embeddings.weight"][1].shape[0]),
+            "context": bert["context"], "pooling": bert["pooling"], "outtype": outtype, "model_file": name,
+            "warnings": bert["warnings"]}

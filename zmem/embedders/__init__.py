@@ -37,6 +37,13 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
                                  hint="import a model with `zmem model import DIR` and set model_path to the .gguf it writes")
         from zmem.embedders.llama import LlamaEmbedder
         embedder = LlamaEmbedder(str(Path(path).expanduser()), threads=settings.get("threads"), **common)
+    elif provider == "onnx":
+        if not settings.get("model_path"):
+            raise EmbeddingError("the onnx provider needs [embeddings] model_path",
+                                 hint="write a model with `zmem model import DIR --format onnx` and set model_path "
+                                      "to the directory it writes")
+        from zmem.embedders.onnx import OnnxEmbedder
+        embedder = OnnxEmbedder(settings["model_path"], threads=settings.get("threads"), **common)
     elif provider == "gemini" and gemini_api(settings) == "native":
         from zmem.embedders.gemini import GeminiNativeEmbedder
         key = _key(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -61,7 +68,7 @@ def make_embedder(settings: dict, provider: str | None = None) -> Embedder | Non
             raise EmbeddingError(f"no API key for the {provider} provider",
                                  hint=f"export {key_env or ('OPENAI_API_KEY' if provider == 'openai' else 'GEMINI_API_KEY')}=…")
     else:
-        raise EmbeddingError(f"unknown embedding provider {provider!r}", hint="use none, auto, local, openai or gemini")
+        raise EmbeddingError(f"unknown embedding provider {provider!r}", hint="use none, auto, local, onnx, openai or gemini")
     if "batch_size" in settings:
         embedder.batch_size = max(1, int(settings["batch_size"]))
         limit = getattr(embedder, "max_batch_size", None)
@@ -87,7 +94,7 @@ def fallback_settings(settings: dict) -> dict | None:
     if isinstance(fb, dict):
         if "provider" not in fb:
             raise EmbeddingError("[embeddings.fallback] has no provider",
-                                 hint='set provider = "openai" (or local, gemini, none) in [embeddings.fallback]')
+                                 hint='set provider = "openai" (or local, onnx, gemini, none) in [embeddings.fallback]')
         return None if fb["provider"] == "none" else dict(fb)
     if fb == "none" or fb == settings.get("provider"):
         return None

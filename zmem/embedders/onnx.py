@@ -1,0 +1,190 @@
+"""The `onnx` provider: a sentence-embedding model run by ONNX Runtime, tokenized by Hugging Face
+`tokenizers` (the optional extra `zmem[semantic]`: wheels on every platform, nothing to compile).
+The only module that imports onnxruntime or tokenizers, and only when a text is first embedded.
+
+A model is a directory: `model.onnx` (or `model_quantized.onnx`, `model_int8.onnx`, also inside an
+`onnx/` folder as Hugging Face exports lay them out), `tokenizer.json`, and the sentence-transformers
+files that say how to pool (`1_Pooling/config.json`), how long a text may be
+(`sentence_bert_config.json`) and which prefixes queries and documents take
+(`config_sentence_transformers.json` "prompts", e.g. e5's "query: " / "passage: ").
+`zmem model import DIR --format onnx` writes one from safetensors weights. The graph returns the
+last hidden state; pooling (mean over the attention mask, or CLS) happens here."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+
+from zmem.embedders.base import Embedder, EmbeddingError
+
+# in order of preference when model_path is a directory
+MODEL_FILES = ("model.onnx", "model_quantized.onnx", "model_int8.onnx", "model_qint8_avx512_vnni.onnx")
+MAX_TOKENS = 512  # BERT-family position tables; zmem's chunks are far shorter
+_HINT = "write one with `zmem model import DIR --format onnx`, and point [embeddings] model_path at its directory"
+
+
+def find_model(path: Path) -> Path:
+    """The .onnx file `path` names, or the preferred one in the directory `path` (or its onnx/)."""
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise EmbeddingError(f"no ONNX model at {path}", hint=_HINT)
+    for folder in (path, path / "onnx"):
+        for name in MODEL_FILES:
+            if (folder / name).is_file():
+                return folder / name
+    raise EmbeddingError(f"{path} holds no model.onnx (nor onnx/model.onnx)", hint=_HINT)
+
+
+def _model_dir(model_file: Path) -> Path:
+    """The directory with tokenizer.json: the model's own, or its parent for an onnx/ export."""
+    here = model_file.parent
+    if not (here / "tokenizer.json").is_file() and here.name == "onnx" and (here.parent / "tokenizer.json").is_file():
+        return here.parent
+    return here
+
+
+def _json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError) as e:
+        raise EmbeddingError(f"cannot read {path}: {e}", hint=_HINT) from None
+    return data if isinstance(data, dict) else {}
+
+
+def read_settings(directory: Path) -> dict:
+    """What the sentence-transformers files say: pooling, max tokens, prefixes."""
+    pooling_path = "1_Pooling"
+    modules = directory / "modules.json"
+    try:
+        for module in json.loads(modules.read_text(encoding="utf-8")) if modules.is_file() else []:
+            if isinstance(module, dict) and str(module.get("type", "")).endswith(".Pooling") and module.get("path"):
+                pooling_path = module["path"]
+    except (OSError, ValueError, TypeError) as e:
+        raise EmbeddingError(f"cannot read {modules}: {e}", hint=_HINT) from None
+    pool = _json(directory / pooling_path / "config.json")
+    if pool.get("pooling_mode_cls_token"):
+        pooling = "cls"
+    elif pool.get("pooling_mode_max_tokens") and not pool.get("pooling_mode_mean_tokens"):
+        raise EmbeddingError(f"{directory.name} uses max pooling, which the onnx provider does not apply",
+                             hint="use a model with mean or CLS pooling (most sentence-transformers models)")
+    else:
+        pooling = "mean"  # also a plain BERT without a pooling module
+    positions = _json(directory / "config.json").get("max_position_embeddings")
+    limit = _json(directory / "sentence_bert_config.json").get("max_seq_length")
+    max_tokens = min(int(v) for v in (positions, limit, MAX_TOKENS) if isinstance(v, int) and v > 0)
+    prompts = _json(directory / "config_sentence_transformers.json").get("prompts") or {}
+    prompts = prompts if isinstance(prompts, dict) else {}
+    return {"pooling": pooling, "max_tokens": max_tokens, "query_prefix": prompts.get("query") or "",
+            "document_prefix": prompts.get("document") or prompts.get("passage") or ""}
+
+
+def model_id(model_file: Path, directory: Path, settings: dict) -> str:
+    """Name plus a hash of the graph's size and ends, the tokenizer and the pooling settings:
+    changes when any of what shapes a vector does."""
+    h = hashlib.sha256()
+    size = model_file.stat().st_size
+    h.update(str(size).encode())
+    with open(model_file, "rb") as f:
+        h.update(f.read(1 << 20))
+        if size > 1 << 20:
+            f.seek(-(1 << 20), os.SEEK_END)
+            h.update(f.read(1 << 20))
+    h.update((directory / "tokenizer.json").read_bytes())
+    h.update(json.dumps(settings, sort_keys=True).encode())
+    return f"{directory.name}/{model_file.name}@{h.hexdigest()[:12]}"
+
+
+def default_threads() -> int:
+    """The machine's cores, up to 4: more rarely helps a model this small and starves the rest."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+class OnnxEmbedder(Embedder):
+    provider = "onnx"
+    batch_size = 16
+
+    def __init__(self, model_path: str, *, dimensions: int | None = None, query_prefix: str | None = None,
+                 document_prefix: str | None = None, threads: int | None = None, timeout: float = 30.0):
+        path = Path(model_path).expanduser()
+        self.model_file = find_model(path)
+        self.directory = _model_dir(self.model_file)
+        if not (self.directory / "tokenizer.json").is_file():
+            raise EmbeddingError(f"{self.directory} has no tokenizer.json", hint=_HINT)
+        self.settings = read_settings(self.directory)
+        try:
+            mid = model_id(self.model_file, self.directory, self.settings)
+        except OSError as e:
+            raise EmbeddingError(f"cannot read {self.model_file}: {e}", hint="check the files' permissions") from None
+        # the model's own prompts unless the config sets prefixes (even to "")
+        super().__init__(mid, dimensions,
+                         query_prefix=self.settings["query_prefix"] if query_prefix is None else query_prefix,
+                         document_prefix=self.settings["document_prefix"] if document_prefix is None else document_prefix,
+                         timeout=timeout)
+        cores = os.cpu_count() or 1
+        self.threads = min(threads, cores) if threads and threads > 0 else default_threads()
+        self._session = self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def endpoint(self) -> str:
+        return "onnxruntime"
+
+    def _load(self):
+        if self._session is not None:
+            return self._session, self._tokenizer
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise EmbeddingError(f"the onnx provider needs {e.name}", hint="pip install 'zmem[semantic]'") from None
+        try:
+            tokenizer = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
+        except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
+            raise EmbeddingError(f"cannot load {self.directory / 'tokenizer.json'}: {e}", hint=_HINT) from None
+        tokenizer.no_padding()  # padding is done here, per batch, to the longest text
+        tokenizer.enable_truncation(max_length=self.settings["max_tokens"])
+        ort.set_default_logger_severity(3)  # errors only: agents read stderr
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(str(self.model_file), options, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise EmbeddingError(f"onnxruntime cannot load {self.model_file}: {first}", hint=_HINT) from None
+        self._inputs = {i.name for i in session.get_inputs()}
+        if "input_ids" not in self._inputs:
+            raise EmbeddingError(f"{self.model_file.name} takes no input_ids: not a text embedding model", hint=_HINT)
+        self._session, self._tokenizer = session, tokenizer
+        return session, tokenizer
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+        with self._lock:
+            session, tokenizer = self._load()
+            encodings = tokenizer.encode_batch(texts)
+            width = max(len(e.ids) for e in encodings)
+            ids = np.zeros((len(texts), width), dtype=np.int64)
+            mask = np.zeros((len(texts), width), dtype=np.int64)
+            types = np.zeros((len(texts), width), dtype=np.int64)
+            for row, e in enumerate(encodings):
+                n = len(e.ids)
+                ids[row, :n], mask[row, :n], types[row, :n] = e.ids, e.attention_mask, e.type_ids
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            try:
+                hidden = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+            except Exception as e:  # noqa: BLE001
+                raise EmbeddingError(f"onnxruntime failed to embed with {self.model_file.name}: {e}",
+                                     hint=_HINT) from None
+        if hidden.ndim == 2:  # a graph that pools itself
+            pooled = hidden
+        elif self.settings["pooling"] == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask[:, :, None].astype(hidden.dtype)
+            pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+        return pooled.astype(np.float64).tolist()  # Embedder.embed normalises
