@@ -16,7 +16,7 @@ LAYERS = [
     ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
     ("store", {"db", "fts", "migrations", "vectors"}),
     ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
-                   "embedders.llama", "embedders", "modelimport", "summarize"}),
+                   "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize"}),
     ("git", {"repo", "hooks", "scaffold"}),
     ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch"}),
     ("query", {"entities", "search", "reading", "sessions"}),
