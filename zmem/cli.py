@@ -176,6 +176,8 @@ def init(ctx, directory, no_hooks):
         click.echo(f"created {rel}")
     if report.gitignore_updated:
         click.echo("added .zmem/ to .gitignore")
+    if report.gitattributes_updated:
+        click.echo("added `memory/**/*.md merge=union` to .gitattributes (daily logs merge without conflicts)")
     for note in report.skipped:
         warn(note)
     if not no_hooks:
