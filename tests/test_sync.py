@@ -296,3 +296,18 @@ def test_a_persons_real_conflict_stops_with_the_files_named_and_a_clean_tree(tmp
     # the local commits stay: the append, and the sync's commit of the hand edit
     assert git(b, "log", "-2", "--format=%s").splitlines() == ["zmem sync: MEMORY.md", "zmem append: " +
                                                                next((b / "memory").glob("2*.md")).relative_to(b).as_posix()]
+
+
+def test_a_push_the_hub_refuses_is_not_retried_and_says_why(tmp_path):
+    (a,) = _hub(tmp_path, 1)
+    hook = tmp_path / "hub.git/hooks/pre-receive"
+    hook.write_text("#!/bin/sh\necho 'main is protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    _zmem("-C", str(a), "append", "kept locally")
+    proc = _sync(a, ok=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == ("zmem: origin/main refused the push: [remote rejected] (pre-receive hook declined); "
+                        "your notes stay committed here")
+    assert lines[1].startswith("hint: the remote's rules decide")
+    assert "kept locally" in git(a, "log", "-p", "-1")

@@ -177,8 +177,14 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
         if proc.returncode == 0:
             result.pushed = True
             break
-        if "[rejected]" not in proc.stdout:  # not "another clone pushed first": retrying will not help
+        refused = _refusal(proc.stdout)
+        if refused is None:
             raise _unreachable(up, proc, _count(root, "HEAD", theirs))
+        racing, reason = refused
+        if not racing:  # a hook, a protected branch, permissions: retrying will not help
+            raise ZmemError(f"{up.name} refused the push: {reason}; your notes stay committed here",
+                            hint="the remote's rules decide (a protected branch, a server hook, permissions): ask "
+                                 "its owner, or sync with another remote: zmem sync REMOTE")
         if attempt == tries:
             raise ZmemError(f"the push to {up.name} was rejected {tries} times: other clones keep pushing first",
                             hint="nothing was lost (your notes are committed here); run zmem sync again")
@@ -190,6 +196,18 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     from zmem.indexer import catch_up
     result.warnings += catch_up(ws).warnings
     return result
+
+
+def _refusal(porcelain: str) -> tuple[bool, str] | None:
+    """(another clone got there first?, git's reason) when the remote refused the update, else None.
+    Besides a non-fast-forward, two pushes at the same moment lose the ref lock on the hub."""
+    for line in porcelain.splitlines():
+        if line.startswith("!\t"):
+            reason = line.rsplit("\t", 1)[-1]
+            racing = reason.startswith("[rejected]") or any(
+                s in reason for s in ("cannot lock ref", "failed to update ref", "incorrect old value"))
+            return racing, reason
+    return None
 
 
 def _commit_pending(ws: Workspace, repo, result: SyncResult) -> None:
