@@ -264,6 +264,8 @@ def test_no_remote_and_no_upstream_say_how_to_set_one(tmp_path, ws):
     assert "git push --set-upstream origin main" in proc.stderr and "zmem sync origin" in proc.stderr
     out = _sync(ws, "origin")
     assert out["pushed"] and git(hub, "rev-parse", "main") == git(ws, "rev-parse", "HEAD")
+    assert git(ws, "rev-parse", "--abbrev-ref", "@{u}") == "origin/main"  # tracked from then on
+    assert _sync(ws)["merge"] == "none"
 
 
 def test_sync_status_says_ahead_and_behind_without_changing_anything(tmp_path):

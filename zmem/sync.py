@@ -176,6 +176,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
         proc = _git(root, "push", "--porcelain", up.remote, f"HEAD:refs/heads/{up.branch}")
         if proc.returncode == 0:
             result.pushed = True
+            _track(root, up)
             break
         refused = _refusal(proc.stdout)
         if refused is None:
@@ -196,6 +197,14 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     from zmem.indexer import catch_up
     result.warnings += catch_up(ws).warnings
     return result
+
+
+def _track(root: Path, up: Upstream) -> None:
+    """After a first `zmem sync REMOTE` from a branch with no upstream, make it the upstream (as
+    `git push --set-upstream` would), so that a plain `zmem sync` and `git pull` find it."""
+    if _out(root, "config", f"branch.{up.local}.remote") is None:
+        _git(root, "config", f"branch.{up.local}.remote", up.remote)
+        _git(root, "config", f"branch.{up.local}.merge", f"refs/heads/{up.branch}")
 
 
 def _refusal(porcelain: str) -> tuple[bool, str] | None:
