@@ -81,7 +81,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch mcp status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch sync mcp status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
@@ -101,6 +101,7 @@ _zmem_words() {
         "log") words="--since --reverse --json --help" ;;
         "diff") words="--entity --json --help" ;;
         "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --verbose -v --json --help" ;;
+        "sync") words="--status --no-fetch --json --help" ;;
         "mcp") words="--scope --query-timeout --help" ;;
         "status") words="--json --help" ;;
         "doctor") words="--help" ;;

@@ -23,7 +23,14 @@ def _refused(res, message: str) -> None:
     assert "Traceback" not in res.output
 
 
+def _no_union(ws) -> None:
+    """A workspace from before `zmem init` wrote .gitattributes: two edits of a log can conflict."""
+    (ws / ".gitattributes").unlink()
+    commit_all(ws, "no union merge")
+
+
 def test_refuses_during_a_merge_with_the_log_in_conflict(ws):
+    _no_union(ws)
     write(ws, _today(), f"# {dt.date.today()}\n\n## Notes\n\n- base\n")
     commit_all(ws, "base")
     git(ws, "switch", "-q", "-c", "other")
@@ -55,6 +62,7 @@ def test_refuses_during_a_rebase_in_a_linked_worktree_only(ws, tmp_path):
 
 
 def test_refuses_a_log_left_in_conflict_by_stash_pop(ws):
+    _no_union(ws)
     assert run(["-C", str(ws), "append", "first"]).exit_code == 0
     (ws / _today()).write_text((ws / _today()).read_text() + "- stashed\n")
     git(ws, "stash", "-q")

@@ -176,6 +176,8 @@ def init(ctx, directory, no_hooks):
         click.echo(f"created {rel}")
     if report.gitignore_updated:
         click.echo("added .zmem/ to .gitignore")
+    if report.gitattributes_updated:
+        click.echo("added `memory/**/*.md merge=union` to .gitattributes (daily logs merge without conflicts)")
     for note in report.skipped:
         warn(note)
     if not no_hooks:
@@ -1146,6 +1148,66 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
     if watcher.commit and watcher.pending:
         warn(f"{len(watcher.pending)} changed memory files were left uncommitted (stopped before --commit-after)")
     raise click.exceptions.Exit(code)
+
+
+# ----------------------------------------------------------------------------- sync
+
+
+@cli.command("sync")
+@click.argument("remote", required=False)
+@click.option("--status", "show_status", is_flag=True,
+              help="Only say how far HEAD is ahead of and behind the upstream branch (after a fetch); change nothing.")
+@click.option("--no-fetch", is_flag=True, help="With --status: compare with what the last fetch saw, offline.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
+                   "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
+                   "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
+                   "uncommitted.")
+@click.pass_context
+def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
+    """Share memory through a git remote: commit, fetch, merge, push, reindex.
+
+    Commits the changed memory files, fetches the upstream branch (or REMOTE's branch of the same
+    name), merges it (daily logs merge by union, see .gitattributes), pushes, and retries a few times
+    when another clone pushed first. Then it catches up the index and says what came in and what
+    went out. Uses git's own remotes and credentials. A conflict in a file a person wrote stops
+    the sync with the merge undone and the files named; nothing is lost.
+    """
+    from zmem import sync
+    if no_fetch and not show_status:
+        raise click.UsageError("--no-fetch goes with --status")
+    ws = _workspace(ctx)
+    if show_status:
+        st = sync.status(ws, remote, do_fetch=not no_fetch)
+        if as_json:
+            echo_json(st)
+            return
+        where = "" if st["fetched"] else " (as of the last fetch)"
+        echo(f"{st['upstream']}{where}: {st['ahead']} commits ahead, {st['behind']} behind"
+             + (f"; {len(st['uncommitted'])} memory files not committed yet" if st["uncommitted"] else ""))
+        return
+    res = sync.sync(ws, remote)
+    for w in res.warnings:
+        warn(w)
+    if as_json:
+        echo_json(res.to_json())
+        return
+    if res.committed:
+        echo(f"committed {len(res.committed_files)} memory file{'s' if len(res.committed_files) != 1 else ''} "
+             f"as {res.committed[:10]}")
+    came, went = res.incoming, res.outgoing
+    if came["commits"] or came["files"]:
+        facts = f", {len(came['facts_added'])} facts added, {len(came['facts_removed'])} removed" \
+            if came["facts_added"] or came["facts_removed"] else ""
+        echo(f"in from {res.upstream.name} ({res.merge}): {came['commits']} commits, {len(came['files'])} files"
+             f"{facts}: {', '.join(came['files'][:5])}{' …' if len(came['files']) > 5 else ''}")
+        if came["entities"]:
+            echo(f"  entities: {', '.join(came['entities'])}")
+    if res.pushed:
+        retried = f" (after {res.push_attempts - 1} rejected pushes)" if res.push_attempts > 1 else ""
+        echo(f"out to {res.upstream.name}: {went['commits']} commits, {len(went['files'])} files{retried}")
+    if not (came["commits"] or came["files"] or res.pushed):
+        echo(f"up to date with {res.upstream.name}")
 
 
 # ----------------------------------------------------------------------------- mcp

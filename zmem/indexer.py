@@ -546,7 +546,22 @@ def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_
             for c in chunks]
     day = day_from_path(rel)
     facts, fact_warnings = parse_facts(text, rel, day) if text else ([], [])
-    return Prepared(rel, day, lines, warnings + fact_warnings, rows, facts)
+    return Prepared(rel, day, lines, warnings + fact_warnings + conflict_markers(rel, text), rows, facts)
+
+
+# git's conflict markers at a line start (not `=======`, which is also a Markdown heading underline)
+_CONFLICT = re.compile(r"^(<<<<<<<|>>>>>>>)(?: |$)", re.MULTILINE)
+
+
+def conflict_markers(rel: str, text: str | None) -> list[str]:
+    """A warning naming the first conflict marker of an unresolved merge left in a note: its lines
+    are indexed like any others, but they are not memory until a person resolves them."""
+    m = _CONFLICT.search(text) if text and ("<<<<<<<" in text or ">>>>>>>" in text) else None
+    if m is None:
+        return []
+    line = text.count("\n", 0, m.start()) + 1
+    return [f"{rel}:{line}: git conflict markers ({m.group(1)}): an unresolved merge; resolve the conflict "
+            "(keep the lines that are true, delete the markers) and commit"]
 
 
 def _prepare_args(args):

@@ -28,6 +28,7 @@ class InitReport:
     git_init: bool = False
     created: list[str] = field(default_factory=list)
     gitignore_updated: bool = False
+    gitattributes_updated: bool = False  # added the union merge line for the daily logs
     skipped: list[str] = field(default_factory=list)  # why a file was not created (a symlink on its way)
 
 
@@ -71,7 +72,37 @@ def _init_layout(root: Path) -> InitReport:
         report.skipped.append(f"{link} is a symlink (to {os.readlink(root / link)}); zmem writes nothing through "
                               f"it: {', '.join(rels)} not created")
     report.gitignore_updated = _ignore_state_dir(root, report)
+    report.gitattributes_updated = _union_merge_logs(root, report)
     return report
+
+
+# Daily logs are append-only: git's union driver keeps both sides' new lines when two clones append
+# to the same day, instead of a conflict. The pattern is relative to the workspace's own
+# .gitattributes (git reads one in any directory), so a workspace in a subdirectory works too.
+UNION_LOGS = "memory/**/*.md merge=union"
+
+
+def logs_merge_driver(root: Path) -> str | None:
+    """The merge attribute git applies to a daily log here ("union", "unspecified", a user's own
+    driver...), whichever .gitattributes sets it; None when git cannot say."""
+    proc = run_git(["check-attr", "merge", "--", "memory/2000-01-01.md"], cwd=root, capture_output=True, text=True)
+    return proc.stdout.strip().rpartition(": merge: ")[2] or None if proc.returncode == 0 else None
+
+
+def _union_merge_logs(root: Path, report: InitReport) -> bool:
+    path = root / ".gitattributes"
+    if path.is_symlink():
+        report.skipped.append(f".gitattributes is a symlink (to {os.readlink(path)}); zmem writes nothing through "
+                              f"it: add `{UNION_LOGS}` to it yourself, or two clones appending to one day conflict")
+        return False
+    driver = logs_merge_driver(root)
+    if driver != "unspecified":  # union already, or the user's own choice: never override it
+        return False
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    sep = "" if not text or text.endswith("\n") else "\n"
+    write_file_in(root, ".gitattributes", (sep + "# zmem: daily logs are append-only; a merge keeps both sides' lines\n"
+                                           + UNION_LOGS + "\n").encode("utf-8"), append=True)
+    return True
 
 
 def _ignore_state_dir(root: Path, report: InitReport) -> bool:

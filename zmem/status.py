@@ -181,6 +181,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                        + " — run `zmem hooks install` (every command still catches up by itself)"))
     else:
         checks.append(("ok", "hooks", hooks_line(st["hooks"])))
+    checks.append(_merge_check(ws))
     emb = st["embeddings"]
     if emb["provider"] == "none":
         # none configured is the documented default (said here once, not by every recall); a configured
@@ -211,6 +212,18 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
     for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
     return checks + _fts_checks(ws) + _opinion_checks(ws) + _marker_checks(ws)
+
+
+def _merge_check(ws: Workspace) -> tuple[str, str, str]:
+    """Two clones appending to one day's log merge cleanly only with git's union driver."""
+    from zmem.scaffold import UNION_LOGS, logs_merge_driver
+    driver = logs_merge_driver(ws.root)
+    if driver == "union":
+        return ("ok", "merge", "daily logs merge by union (.gitattributes): concurrent appends never conflict")
+    fix = ("run `zmem init` to add it" if driver == "unspecified" else
+           f"merge={driver} is set in a .gitattributes; zmem leaves your choice alone")
+    return ("warn", "merge", f"daily logs are not merged by union (`{UNION_LOGS}` in .gitattributes): two clones "
+            f"appending to the same day conflict on sync; {fix}")
 
 
 def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
