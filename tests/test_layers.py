@@ -18,7 +18,7 @@ LAYERS = [
     ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
                    "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize"}),
     ("git", {"repo", "hooks", "scaffold"}),
-    ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch"}),
+    ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch", "sync"}),
     ("query", {"entities", "search", "reading", "sessions"}),
     ("history", {"history", "blame", "timeline"}),
     ("reflect", {"reflect"}),
