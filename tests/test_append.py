@@ -313,7 +313,7 @@ def test_a_multi_line_append_cites_all_its_lines(ws):
 def test_mcp_append_cites_all_its_lines(ws):
     pytest.importorskip("mcp")
     import asyncio
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
 
     async def go():
         async with session(ws) as s:

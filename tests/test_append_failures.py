@@ -18,9 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, write, zmem_exe, zmem_proc
-from test_freshness_races import unprivileged
 
-FIXTURES = (unprivileged,)  # the workspace as `nobody` (the kernel's permission checks, even as root)
 
 TODAY = f"memory/{dt.date.today().isoformat()}.md"
 
@@ -130,7 +128,7 @@ def test_a_full_disk_before_the_note_is_written_is_an_error_that_leaves_nothing_
 
 def test_mcp_append_on_a_corrupt_index_is_no_tool_error(ws):
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
     assert zmem_proc("-C", str(ws), "index").returncode == 0
     os.truncate(ws / ".zmem" / "index.sqlite", 8192)
 
@@ -259,7 +257,7 @@ def test_watch_commit_when_git_goes_away_says_so_and_keeps_watching(ws, tmp_path
 
 def test_mcp_arguments_as_a_model_sends_them(ws):
     pytest.importorskip("mcp")
-    from test_mcp import call, error, session
+    from helpers.mcp_client import call, error, session
 
     async def go():
         async with session(ws) as s:

@@ -35,8 +35,6 @@ def _tree(root: Path, rev: str = "HEAD") -> set[str]:
     return set(git(root, "ls-tree", "-r", "--name-only", rev).splitlines())
 
 
-
-
 # ----------------------------------------------------------------------------- 1. watch --commit
 
 
@@ -115,7 +113,7 @@ def test_append_keeps_tabs_and_newlines(ws):
 
 def test_mcp_append_with_nul_is_an_error_result(ws):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
 
     async def go():
         async with session(ws) as s:

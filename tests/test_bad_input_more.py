@@ -78,7 +78,7 @@ def test_get_and_blame_of_a_name_too_long_for_the_file_system_are_no_such_file(w
 
 def test_memory_get_and_memory_blame_over_mcp_with_a_name_too_long(ws):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
 
     async def go():
         async with session(ws) as s:

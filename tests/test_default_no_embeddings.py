@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from pathlib import Path
 
-from conftest import zmem_proc
+from conftest import user_config, zmem_proc
 
 NO_PROVIDER = "no embedding provider configured"
-
-
-def user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def test_recall_in_the_default_setup_prints_no_warning(ws):
@@ -56,7 +48,7 @@ def test_status_and_doctor_say_it_once(ws):
 def test_mcp_memory_search_has_no_warning_in_the_default_setup(ws):
     import pytest
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
 
     async def go():
         async with session(ws) as s:

@@ -8,41 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write, zmem_proc
-from embed_server import EmbeddingServer
+from conftest import commit_all, git, recall_json, run, use_server, user_config, write, zmem_proc
+from helpers.embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
-
-
-def user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def use_server(server, extra="") -> None:
-    user_config(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
-                f'api_key_env = "ZMEM_TEST_KEY"\n{extra}')
-    os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
-
-
-@pytest.fixture
-def semantic_ws(ws, server):
-    write(ws, "bank/world.md", "# World\n\n- The gateway lives on the Mac Studio in the office.\n\n"
-          "- Ana drinks espresso every morning.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
 
 
 def test_batching_and_auth_header(server):
@@ -199,7 +170,7 @@ def test_untrusted_zmem_toml_cannot_choose_an_endpoint(ws, server):
 
 def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     from zmem.vectors import VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
     assert store.vec_loaded, store.detail
@@ -219,7 +190,7 @@ def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(
     connection could not see new vectors). An index made before the partitions still answers, and
     is rebuilt with them by the next embedding run or vector write."""
     from zmem.vectors import SCAN_PARTS, VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     words = ["gateway", "espresso", "Lisbon", "backup", "router", "garden", "piano", "invoice", "tram", "cat"]
     for i in range(30):
         write(ws, f"memory/2025-10-{i + 1:02d}.md",
@@ -272,7 +243,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
     stored vectors change (another process embedded a new note)."""
     pytest.importorskip("numpy")
     from zmem.vectors import VectorMatrix, VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     matrix = VectorMatrix()
     q = concept_vector("which computer runs the relay")
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
@@ -295,7 +266,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
 
 def test_similarities_in_sql_and_in_process_agree(semantic_ws):
     from zmem.vectors import VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
     q = concept_vector("which computer runs the relay")
@@ -330,7 +301,7 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
 
 def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
     pytest.importorskip("llama_cpp")
-    from tiny_bert import make_tiny_bert
+    from helpers.tiny_bert import make_tiny_bert
     from zmem.modelimport import import_model
     model = import_model(make_tiny_bert(tmp_path / "tiny"), tmp_path / "tiny.gguf")["out"]
     server.require_key = "the-right-key"

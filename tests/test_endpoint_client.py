@@ -12,18 +12,10 @@ from email.utils import formatdate
 
 import pytest
 
-from conftest import run
-from embed_server import EmbeddingServer
-from test_embeddings import semantic_ws, use_server  # noqa: F401 (a fixture)
+from conftest import run, use_server
 from zmem.embedders import jsonhttp
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
 
 
 def embedder(server, **kw) -> OpenAIEmbedder:
@@ -142,7 +134,7 @@ def test_reflect_llm_speaks_chat_completions_and_retries_5xx_with_the_servers_me
     """`reflect --llm` used the SDK too; it shares the stdlib client now."""
     from types import SimpleNamespace
 
-    from test_reflect_llm import ChatServer
+    from helpers.chat_server import ChatServer
     from zmem.errors import ZmemError
     from zmem.summarize import ChatSettings, Summarizer
     fact = SimpleNamespace(day="2025-11-24", kind="W", confidence=None, text="Lives in Lisbon.")

@@ -6,10 +6,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -127,52 +125,6 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
 
 
 # --- a note that cannot be read ------------------------------------------------------------------
-# root reads a chmod 000 file anyway: as root, the workspace belongs to `nobody` and every zmem and
-# git command runs as nobody (setpriv), so the permission denial is the kernel's.
-
-def _as_user() -> list[str] | None:
-    if os.geteuid() != 0:
-        return []
-    if not shutil.which("setpriv"):
-        return None
-    try:
-        import pwd
-        pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-@pytest.fixture
-def unprivileged(tmp_path):
-    """(workspace root, run(*argv) as a user to whom chmod 000 means no)."""
-    prefix = _as_user()
-    if prefix is None:
-        pytest.skip("running as root without setpriv and a `nobody` user")
-    # /tmp itself, not pytest's tmp_path: its parents are closed to other users
-    top = Path(tempfile.mkdtemp(prefix="zmem-unreadable-"))
-    os.chmod(top, 0o755)
-    home = top / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    root = top / "ws"
-
-    def as_user(*argv, check=True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([*prefix, *argv], cwd=top, capture_output=True, text=True, env=env, timeout=120)
-        if check and proc.returncode:
-            raise AssertionError(f"{argv} failed: {proc.stderr}")
-        return proc
-    if prefix:
-        shutil.chown(top, "nobody")
-        shutil.chown(home, "nobody")
-        shutil.chown(home / ".gitconfig", "nobody")
-    as_user(zmem_exe(), "init", "--no-hooks", str(root))
-    yield root, as_user
-    shutil.rmtree(top, ignore_errors=True)
-
-
 def test_a_note_that_could_not_be_read_once_is_indexed_when_it_can_be_again(unprivileged):
     root, as_user = unprivileged
 

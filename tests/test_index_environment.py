@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import recall_json, run, zmem_exe, zmem_proc
-from test_freshness_races import unprivileged
-
-FIXTURES = (unprivileged,)  # the workspace as `nobody`: chmod binds (the kernel's permission checks, even as root)
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:

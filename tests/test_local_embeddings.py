@@ -16,7 +16,7 @@ pytest.importorskip("gguf")
 pytest.importorskip("safetensors")
 
 from conftest import commit_all, recall_json, run, write  # noqa: E402
-from tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
 from zmem.modelimport import import_model, model_name, resolve_model_source  # noqa: E402

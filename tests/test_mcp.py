@@ -10,43 +10,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from conftest import commit_all, git, run, write, zmem_proc
-
-pytest.importorskip("mcp")
-
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from helpers.mcp_client import call, error, session  # skips this module without the MCP SDK
 
 TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of"}
-
-
-@asynccontextmanager
-async def session(root: Path, *args: str, errlog=None):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "zmem", "-C", str(root), "mcp", *args],
-                                   env=dict(os.environ))
-    async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write_):
-        async with ClientSession(read, write_) as s:
-            await s.initialize()
-            yield s
-
-
-async def call(s, tool: str, /, **arguments) -> dict:
-    res = await s.call_tool(tool, arguments)
-    assert not res.is_error, res.content[0].text
-    out = json.loads(res.content[0].text)
-    assert out == res.structured_content
-    return out
-
-
-async def error(s, tool: str, /, **arguments) -> str:
-    res = await s.call_tool(tool, arguments)
-    assert res.is_error, res.content
-    return res.content[0].text
 
 
 def lines_of(root: Path, rel: str, a: int, b: int) -> str:
@@ -153,7 +124,7 @@ def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     """`zmem model import --force` over the configured model_path, then `zmem embed`: the running
     server embeds queries with the new model (the stored vectors are its), not the one it loaded."""
     pytest.importorskip("llama_cpp")
-    from tiny_bert import make_tiny_bert
+    from helpers.tiny_bert import make_tiny_bert
     from zmem.modelimport import import_model
     model = tmp_path / "models" / "current.gguf"
     import_model(make_tiny_bert(tmp_path / "a", seed=1), model)
@@ -311,7 +282,7 @@ def _use_and_embed(ws, server) -> None:
 
 
 def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)  # every chunk embedded
 
@@ -378,7 +349,7 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
     # the endpoint accepts the query and never answers: a call that returns at all gave up at its
     # timeout, so no clock is read (these machines are shared and noisy); the request counts prove
     # that nothing retried or waited again
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)
         # the library (what the CLI calls): one attempt bounded by the timeout, no retry

@@ -122,7 +122,7 @@ def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
 
     import pytest
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
     sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
     from conftest import commit_all
@@ -161,7 +161,6 @@ def test_redaction_of_assignments_json_keys_and_phrases():
                  "Remember to rotate the token and change your password tomorrow.",
                  "The monkey: banana. A key: idea of the plan."):
         assert redact(text) == text
-
 
 
 # "password <noun> is X" is about a password manager/policy/field, not a password; the value is

@@ -5,16 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from conftest import commit_all, git, recall_json, run, write
-from embed_server import EmbeddingServer
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
 
 
 def _settings(server, sessions: Path) -> str:

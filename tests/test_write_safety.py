@@ -111,7 +111,7 @@ def test_append_is_refused_when_the_log_becomes_a_symlink_after_the_check(ws, ou
 
 def test_mcp_memory_append_refuses_a_symlinked_memory_dir(ws, outside):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
     os.rename(ws / "memory", ws / "memory.real")
     os.symlink(outside, ws / "memory")
     before = _tree(outside)
