@@ -170,13 +170,14 @@ def indexed_paths(root: Path) -> set[str]:
         conn.close()
 
 
-def wait_for(predicate, timeout=30.0) -> bool:
-    """Poll until predicate() holds (background work: hooks, watchers), at most `timeout` seconds."""
+def wait_for(predicate, timeout=30.0, interval=0.05) -> bool:
+    """Poll until predicate() holds (background work: hooks, watchers), at most `timeout` seconds;
+    instead of a fixed sleep, which is either too short on a busy machine or wastes time."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.05)
+        time.sleep(interval)
     return predicate()
 
 

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import commit_all, git, write, zmem_proc
+from conftest import commit_all, git, wait_for, write, zmem_proc
 
 
 def recall(root, query, *extra) -> tuple[dict, str]:
@@ -172,10 +172,8 @@ def test_a_transcript_rewritten_in_place_at_the_same_size_starts_over(ws):
     # recall sees it is due (the old messages must go) without waiting for the thresholds
     _, err = recall(ws, "buzzard", "--source", "sessions")
     assert "being indexed in the background" in err
-    deadline = time.monotonic() + 30
-    while _session_hits(ws, "buzzard") != [(i + 1, f"new message {i} about buzzard") for i in range(6)]:
-        assert time.monotonic() < deadline, "the rewrite was not indexed"
-        time.sleep(0.2)
+    rewritten = [(i + 1, f"new message {i} about buzzard") for i in range(6)]
+    assert wait_for(lambda: _session_hits(ws, "buzzard") == rewritten, 30, interval=0.2), "the rewrite was not indexed"
     assert _session_hits(ws, "pelican") == []
 
 
@@ -203,10 +201,8 @@ def test_a_final_line_without_newline_is_indexed_once_quiet_and_never_respawns(w
     os.utime(b, (old, old))  # quiet for a while: a complete line
     _, err = recall(ws, "toucan", "--source", "sessions")
     assert "1 session files have new messages, being indexed in the background" in err
-    deadline = time.monotonic() + 30
-    while _session_hits(ws, "toucan") != [(1, "final toucan message")]:
-        assert time.monotonic() < deadline, "the final line was not indexed"
-        time.sleep(0.2)
+    assert wait_for(lambda: _session_hits(ws, "toucan") == [(1, "final toucan message")], 30, interval=0.2), \
+        "the final line was not indexed"
     for _ in range(2):  # nothing left to index: no warning, no background indexer
         _, err = recall(ws, "toucan", "--source", "sessions")
         assert "being indexed" not in err

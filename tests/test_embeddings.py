@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, use_server, user_config, write, zmem_proc
+from conftest import commit_all, git, recall_json, run, use_server, user_config, wait_for, write, zmem_proc
 from helpers.embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
@@ -360,17 +360,16 @@ def test_commit_hook_embeds_in_the_background(tmp_path, server):
     use_server(server, "")
     write(root, "memory/2025-12-11.md", "# x\n\n- the relay box lives in the office\n")
     commit_all(root)
-    deadline = time.monotonic() + 30
-    pending = None
-    while time.monotonic() < deadline:
+
+    def embedded() -> bool:
         conn = db.connect(root / ".zmem" / "index.sqlite")
-        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        pending = conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
-        conn.close()
-        if chunks and pending == 0:
-            break
-        time.sleep(0.1)
-    assert pending == 0 and server.embedding_calls()
+        try:
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            return chunks and conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN "
+                                           "(SELECT chunk_id FROM chunk_vectors)").fetchone()[0] == 0
+        finally:
+            conn.close()
+    assert wait_for(embedded, 30, interval=0.1) and server.embedding_calls()
 
 
 def test_as_of_recall_is_hybrid_through_the_cached_vectors_of_past_versions(semantic_ws, server):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import indexed_paths, recall_json, roll_back_schema, run, write, zmem_exe
+from conftest import indexed_paths, recall_json, roll_back_schema, run, wait_for, write, zmem_exe
 from zmem import db
 
 
@@ -43,9 +43,7 @@ def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time
         proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "recall", "apples", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # it has checked the files and now waits for the lock
-        deadline = time.monotonic() + 30
-        while not _has_open(proc.pid, lock_path) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: _has_open(proc.pid, lock_path) or proc.poll() is not None, 30, interval=0.01)
         assert proc.poll() is None, proc.communicate()
         write(ws, "memory/2026-01-02.md", "# 2026-01-02\n\n- second note about bananas\n")
     finally:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import run, sessions_config, write
+from conftest import run, sessions_config, wait_for, write
 
 
 def _msg(role, text, ts=1764237600000):
@@ -24,13 +23,13 @@ def _recall(ws, *args):
 
 
 def _wait_indexed(ws, query, want, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got, _ = _recall(ws, query, "--source", "sessions")
-        if len(got["results"]) >= want:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{query!r}: not indexed within {timeout} s")
+    got: list = []
+
+    def indexed() -> bool:
+        got[:] = [_recall(ws, query, "--source", "sessions")[0]]
+        return len(got[0]["results"]) >= want
+    assert wait_for(indexed, timeout, interval=0.2), f"{query!r}: not indexed within {timeout} s"
+    return got[0]
 
 
 def test_transcripts_are_indexed_redacted_and_cited(ws):
