@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, run, write, zmem_proc
-from helpers.mcp_client import call, error, session  # skips this module without the MCP SDK
+
+pytest.importorskip("mcp")
+
+from helpers.mcp_client import call, error, session  # noqa: E402
 
 TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of"}
 
