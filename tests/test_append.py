@@ -80,6 +80,7 @@ def test_git_missing_from_path_writes_nothing(ws, tmp_path, monkeypatch):
     assert not (ws / _today()).exists()
 
 
+@pytest.mark.slow
 def test_a_huge_note_from_stdin_is_committed(ws):
     res = run(["-C", str(ws), "append", "-", "--json"], input="y" * 4_000_000)
     assert res.exit_code == 0, res.stderr
@@ -224,6 +225,7 @@ def test_a_present_log_outside_the_sparse_checkout_keeps_its_lines(ws):
 # -- appends racing other committers and other writers
 
 
+@pytest.mark.slow
 def test_appends_racing_a_committing_watcher_all_report_committed(ws, watch):
     import subprocess
     import time
@@ -265,6 +267,7 @@ print(n)
 """
 
 
+@pytest.mark.slow
 def test_direct_writes_during_appends_are_kept(ws, tmp_path):
     import subprocess
     import sys
@@ -310,6 +313,7 @@ def test_a_multi_line_append_cites_all_its_lines(ws):
     assert human.stdout.startswith(f"{_today()}#L9-L10  - e\n  f"), human.stdout
 
 
+@pytest.mark.slow
 def test_mcp_append_cites_all_its_lines(ws):
     pytest.importorskip("mcp")
     import asyncio

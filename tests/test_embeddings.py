@@ -62,6 +62,7 @@ def test_fingerprint_has_no_secrets_and_changes_with_model(server):
     assert a.fingerprint() != OpenAIEmbedder("m2", base_url="http://127.0.0.1:9/v1").fingerprint()
 
 
+@pytest.mark.slow
 def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     query = "which computer runs the relay"
     assert recall_json(semantic_ws, query, "--mode", "bm25")["results"] == []
@@ -78,11 +79,13 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     assert not any("BM25" in w for w in hybrid["warnings"])
 
 
+@pytest.mark.slow
 def test_keyword_hits_survive_fusion(semantic_ws):
     out = recall_json(semantic_ws, "espresso")
     assert out["results"][0]["path"] == "bank/world.md" and "espresso" in out["results"][0]["snippet"]
 
 
+@pytest.mark.slow
 def test_cache_means_unchanged_text_is_never_embedded_twice(semantic_ws, server):
     calls = len(server.embedding_calls())
     res = run(["-C", str(semantic_ws), "index", "--full", "--json"])
@@ -95,6 +98,7 @@ def test_cache_means_unchanged_text_is_never_embedded_twice(semantic_ws, server)
     assert out["embeddings"]["embedded"] == 1 and out["embeddings"]["pending"] == 0
 
 
+@pytest.mark.slow
 def test_model_change_reembeds_and_keeps_bm25_meanwhile(semantic_ws, server):
     use_server(server, 'query_prefix = "query: "\n')
     out = recall_json(semantic_ws, "espresso", "--mode", "hybrid")
@@ -106,6 +110,7 @@ def test_model_change_reembeds_and_keeps_bm25_meanwhile(semantic_ws, server):
     assert recall_json(semantic_ws, "which computer runs the relay")["mode"] == "hybrid"
 
 
+@pytest.mark.slow
 def test_server_dying_mid_index_loses_nothing(ws, server):
     for i in range(40):
         write(ws, f"memory/2025-09-{i % 28 + 1:02d}-{i}.md", f"# n{i}\n\n- note number {i} about topic {i}\n")
@@ -299,6 +304,7 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     assert "OPENAI_API_KEY" in err.value.hint
 
 
+@pytest.mark.slow
 def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
     pytest.importorskip("llama_cpp")
     from helpers.tiny_bert import make_tiny_bert
@@ -353,6 +359,7 @@ def test_cache_is_bounded_least_recently_used_first(ws, server):
     conn.close()
 
 
+@pytest.mark.slow
 def test_commit_hook_embeds_in_the_background(tmp_path, server):
     from conftest import zmem_proc
     root = tmp_path / "hooked"
@@ -430,6 +437,7 @@ def _left_pending(out: dict, err: str, chunks: int) -> None:
     assert f"{chunks} chunks await embedding: `zmem embed` retries" in err, err
 
 
+@pytest.mark.slow
 def test_index_gives_up_on_a_hanging_endpoint_after_a_few_seconds(ws, server):
     """Before: 5 requests of 30 s each (168 s in all); now one request, cut at give_up_after (5 s)."""
     out, err, chunks = _failing_index(ws, server, ("hang",))
@@ -440,6 +448,7 @@ def test_index_gives_up_on_a_hanging_endpoint_after_a_few_seconds(ws, server):
 
 
 @pytest.mark.parametrize("fault, most", [(("429", 3), 2), (("500",), 4)])
+@pytest.mark.slow
 def test_index_gives_up_on_429_and_500_within_its_budget(ws, server, fault, most):
     """Retry-After 3 s: one wait fits in 5 s, a second does not (before: 4 waits, 12 s); 500: the
     backoff 0.5 + 1 + 2 s fits, the next 4 s does not (before: 5 requests, 7.5 s)."""
@@ -448,6 +457,7 @@ def test_index_gives_up_on_429_and_500_within_its_budget(ws, server, fault, most
     assert 1 <= len(server.embedding_calls()) <= most, len(server.embedding_calls())
 
 
+@pytest.mark.slow
 def test_index_gives_up_on_a_refused_connection_and_embed_catches_up_later(ws, server):
     out, err, chunks = _failing_index(ws, server, None)
     _left_pending(out, err, chunks)
@@ -457,6 +467,7 @@ def test_index_gives_up_on_a_refused_connection_and_embed_catches_up_later(ws, s
         assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
 
 
+@pytest.mark.slow
 def test_give_up_after_bounds_one_embedder_in_all(server):
     e = OpenAIEmbedder("fake", base_url=server.base_url)
     e.give_up_after = 1.0

@@ -114,6 +114,7 @@ def test_base_url_query_and_credentials_reach_the_server_properly(server):
     assert "p%40ss" not in e.fingerprint()
 
 
+@pytest.mark.slow
 def test_fresh_hybrid_recall_never_imports_the_openai_sdk(semantic_ws, server):  # noqa: F811
     """`import openai` was 1.3-1.5 s of a 2.0 s fresh hybrid recall. -X importtime lists every module
     the process imported; the query must still be embedded through the endpoint."""

@@ -33,6 +33,7 @@ def memory_indexed(root: Path) -> set[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the process wait for the lock")
+@pytest.mark.slow
 def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time(ws):
     assert recall_json(ws, "gateway")["results"]
     lock_path = ws / ".zmem" / "lock"
@@ -58,6 +59,7 @@ def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time
     assert memory_indexed(ws) == memory_on_disk(ws)
 
 
+@pytest.mark.slow
 def test_notes_written_during_a_stream_of_catch_ups_are_all_indexed(ws):
     """A writer makes new notes while catch-ups run, a burst in one directory after another: what a
     catch-up's listing of a directory missed, its snapshot must not vouch for (a later note in the
@@ -82,6 +84,7 @@ def test_notes_written_during_a_stream_of_catch_ups_are_all_indexed(ws):
     assert memory_indexed(ws) == memory_on_disk(ws)
 
 
+@pytest.mark.slow
 def test_a_new_note_in_a_directory_whose_mtime_was_put_back_is_seen(ws):
     """tar, rsync -a and unzip restore a directory's mtime after adding entries; its ctime moves."""
     time.sleep(2.1)  # past the window in which a directory's recent signature is not trusted anyway
@@ -123,6 +126,7 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
 
 
 # --- a note that cannot be read ------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_note_that_could_not_be_read_once_is_indexed_when_it_can_be_again(unprivileged):
     root, as_user = unprivileged
 
@@ -149,6 +153,7 @@ def test_a_note_that_could_not_be_read_once_is_indexed_when_it_can_be_again(unpr
     assert not status["stale"] and not any("cannot read" in w for w in status["file_warnings"])
 
 
+@pytest.mark.slow
 def test_a_new_note_that_cannot_be_read_yet_is_indexed_once_it_can(unprivileged):
     root, as_user = unprivileged
     assert as_user(zmem_exe(), "-C", str(root), "recall", "x", "--json").returncode == 0

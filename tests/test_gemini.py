@@ -80,6 +80,7 @@ def test_task_type_differs_for_query_and_document(server):
     assert types == ["RETRIEVAL_DOCUMENT", "RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT"]
 
 
+@pytest.mark.slow
 def test_429_honours_retry_after_and_5xx_is_retried(server):
     e = embedder(server)
     server.faults = [("429", 0.3), ("500",), ("503",)]
@@ -234,6 +235,7 @@ def test_fallback_table_with_its_own_settings_answers_when_the_primary_is_down(s
     assert any("fallback provider" in w for w in out["warnings"])
 
 
+@pytest.mark.slow
 def test_fallback_table_can_be_an_openai_endpoint(semantic_ws, server, monkeypatch, fast_retries):
     from helpers.embed_server import EmbeddingServer
     monkeypatch.setenv("GEMINI_API_KEY", KEY)

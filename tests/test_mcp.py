@@ -27,6 +27,7 @@ def lines_of(root: Path, rel: str, a: int, b: int) -> str:
     return "\n".join((root / rel).read_text(encoding="utf-8").split("\n")[a - 1:b])
 
 
+@pytest.mark.slow
 def test_tools_are_listed_with_descriptions_for_a_model(ws):
     async def go():
         async with session(ws) as s:
@@ -42,6 +43,7 @@ def test_tools_are_listed_with_descriptions_for_a_model(ws):
     assert tools["memory_search"].annotations.read_only_hint and not tools["memory_append"].annotations.read_only_hint
 
 
+@pytest.mark.slow
 def test_search_then_get_reads_exactly_the_cited_lines(ws):
     async def go():
         async with session(ws) as s:
@@ -77,6 +79,7 @@ def test_search_then_get_reads_exactly_the_cited_lines(ws):
     assert none["results"] == []
 
 
+@pytest.mark.slow
 def test_files_written_behind_the_servers_back_are_found_at_once(ws):
     """The server skips the stat sweep only while nothing changed: writes, deletes, new directories
     and commits made by other processes are seen by the very next call."""
@@ -100,6 +103,7 @@ def test_files_written_behind_the_servers_back_are_found_at_once(ws):
     assert paths == [[], ["memory/2025-12-01.md"], [], ["bank/zoo/animals.md"], [], ["bank/zoo/animals.md"]]
 
 
+@pytest.mark.slow
 def test_ignore_rule_changes_reach_the_running_server(ws):
     """.gitignore in a watched directory and .git/info/exclude (outside every watched directory):
     a file they newly ignore drops out of the very next answer, and comes back when un-ignored."""
@@ -123,6 +127,7 @@ def test_ignore_rule_changes_reach_the_running_server(ws):
     assert paths == [["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"]]
 
 
+@pytest.mark.slow
 def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     """`zmem model import --force` over the configured model_path, then `zmem embed`: the running
     server embeds queries with the new model (the stored vectors are its), not the one it loaded."""
@@ -148,6 +153,7 @@ def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     assert not any("different embedding model" in w for w in second["warnings"]), second["warnings"]
 
 
+@pytest.mark.slow
 def test_append_then_search_finds_it_and_commits(ws):
     today = dt.date.today().isoformat()
     async def go():
@@ -178,6 +184,7 @@ def test_append_then_search_finds_it_and_commits(ws):
     assert git(ws, "status", "--porcelain") == f"M memory/{today}.md"
 
 
+@pytest.mark.slow
 def test_group_scope_never_returns_memory_md(ws):
     write(ws, "MEMORY.md", "# Memory\n\n- The alarm code is zebra-4411.\n\n## Retain\n\n- R @Peter married_to @Ana\n")
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n- Saw a zebra at the zoo.\n\n## Retain\n\n"
@@ -210,6 +217,7 @@ def test_group_scope_never_returns_memory_md(ws):
     assert [r["path"] for r in group["blame_query"]["ranges"]] == ["memory/2025-11-28.md"]
 
 
+@pytest.mark.slow
 def test_errors_are_tool_errors_and_the_server_keeps_answering(ws):
     async def go(errlog):
         async with session(ws, errlog=errlog) as s:
@@ -245,6 +253,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_answering(ws):
     assert "Traceback" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_blame_and_recall_as_of_return_real_history(ws):
     write(ws, "memory/2025-11-01.md", "# 2025-11-01\n\n- Peter lives in Lisbon\n")
     a = commit_all(ws, "lisbon", date="2025-11-01T10:00:00+00:00")
@@ -284,6 +293,7 @@ def _use_and_embed(ws, server) -> None:
     assert run(["-C", str(ws), "index"]).exit_code == 0
 
 
+@pytest.mark.slow
 def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
     from helpers.embed_server import EmbeddingServer
     with EmbeddingServer() as server:
@@ -348,6 +358,7 @@ def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
         memory.close()
 
 
+@pytest.mark.slow
 def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_for_again(ws):
     # the endpoint accepts the query and never answers: a call that returns at all gave up at its
     # timeout, so no clock is read (these machines are shared and noisy); the request counts prove
@@ -391,6 +402,7 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
     assert n3 == n2 == n1
 
 
+@pytest.mark.slow
 def test_group_scope_graph_search_treats_private_facts_as_nonexistent(ws):
     write(ws, "MEMORY.md", "# Memory\n\n## Retain\n\n- W @Zora @Peter: Zora is Peter's therapist.\n"
           "- W @Peter @Lisbon: Peter's private Lisbon address.\n")
@@ -419,6 +431,7 @@ def test_group_scope_graph_search_treats_private_facts_as_nonexistent(ws):
     assert "MEMORY.md" not in blob and "bank/people" not in blob and "therapist" not in blob
 
 
+@pytest.mark.slow
 def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_hint(ws):
     async def go():
         async with session(ws) as s:

@@ -21,6 +21,7 @@ def chat():
         yield server
 
 
+@pytest.mark.slow
 def test_reflect_llm_summary(ws, chat):
     write(ws, "memory/2025-11-24.md", "## Retain\n- W @Peter: Lives in Lisbon.\n- O(c=0.7) @Peter: Prefers tea.\n")
     commit_all(ws, "facts", date="2025-11-24T10:00:00+00:00")

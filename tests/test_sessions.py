@@ -62,6 +62,7 @@ def test_transcripts_are_indexed_redacted_and_cited(ws):
     assert run(["-C", str(ws), "get", str(log)]).exit_code == 1
 
 
+@pytest.mark.slow
 def test_incremental_by_offset_and_thresholds(ws):
     sessions = sessions_config("delta_messages = 5\ndelta_bytes = 100000\n")
     log = sessions / "s.jsonl"
@@ -116,6 +117,7 @@ def test_kind_entity_and_as_of_search_memory_by_default_with_sessions_enabled(ws
         assert res.exit_code == 1 and "session transcripts" in res.stderr and "--source memory" in res.stderr
 
 
+@pytest.mark.slow
 def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
     import asyncio
 

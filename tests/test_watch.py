@@ -29,6 +29,7 @@ def _index_has(root: Path, word: str) -> bool:
 
 
 @pytest.mark.parametrize("mode", ["inotify", "poll"])
+@pytest.mark.slow
 def test_new_text_is_indexed_after_the_debounce_without_a_commit(ws, watch, mode):
     if mode == "inotify" and not sys.platform.startswith("linux"):
         pytest.skip("inotify is Linux-only")
@@ -75,6 +76,7 @@ def test_commit_commits_only_the_changed_memory_files(ws, watch):
     assert "memory/2025-12-02.md" not in status and "bank/world.md" not in status
 
 
+@pytest.mark.slow
 def test_commit_waits_while_a_merge_is_in_progress(ws, watch):
     git_dir = Path(git(ws, "rev-parse", "--absolute-git-dir"))
     head = git(ws, "rev-parse", "HEAD")
@@ -91,6 +93,7 @@ def test_commit_waits_while_a_merge_is_in_progress(ws, watch):
 
 
 @pytest.mark.parametrize("how", ["moved", "deleted", "deleted-poll"])
+@pytest.mark.slow
 def test_moving_or_deleting_the_workspace_exits_1_with_a_hint(ws, watch, tmp_path, how):
     w = watch(ws, *(["--poll"] if how.endswith("poll") else []))
     w.ready()
@@ -115,6 +118,7 @@ def _drain(w: WatchProc) -> list[dict]:
 
 
 @linux_only
+@pytest.mark.slow
 def test_open_descriptors_do_not_grow_with_the_number_of_files(ws, watch):
     w = watch(ws, "--debounce", "0.5")
     w.ready()
@@ -156,6 +160,7 @@ def test_signals_stop_it_cleanly(ws, watch, sig, code):
     assert rc == code and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_exit_after_and_max_events_end_it_for_scripts(ws, watch):
     t0 = time.monotonic()
     w = watch(ws, "--exit-after", "0.5")
@@ -168,6 +173,7 @@ def test_exit_after_and_max_events_end_it_for_scripts(ws, watch):
     assert [e["event"] for e in w.seen + _drain(w)] == ["watching", "indexed"]
 
 
+@pytest.mark.slow
 def test_verbose_prints_one_line_per_reindex_on_stderr(ws):
     proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "watch", "--verbose", "--debounce", "0.2",
                              "--max-events", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -217,6 +223,7 @@ def test_without_inotify_it_polls_and_says_so_once(ws, monkeypatch):
     assert [e.backend for e in events if e.event == "watching"] == ["polling"]
 
 
+@pytest.mark.slow
 def test_commit_includes_memory_files_already_uncommitted_at_start(ws, watch):
     head = git(ws, "rev-parse", "HEAD")
     with (ws / "memory/2025-11-24.md").open("a") as f:
