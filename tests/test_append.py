@@ -262,7 +262,7 @@ while n < 300 or not os.path.exists(stop):
     with open(path, "a") as f:  # what `echo "- x" >> memory/today.md` does
         f.write(f"- direct {n}\\n")
     n += 1
-    time.sleep(0.0005)
+    time.sleep(0.0005)  # a gap between writes: the appends run among them, not after one burst
 print(n)
 """
 
