@@ -1,6 +1,6 @@
 """Fresh-process hybrid recall through an OpenAI-compatible endpoint: CPU (user+sys) and wall per
 `zmem recall --mode hybrid` process, against `--mode bm25` in the same workspace, with the loopback
-server of the tests (tests/embed_server.py) as the endpoint. `--baseline DIR` runs the same processes
+server of the tests (tests/helpers/embed_server.py) as the endpoint. `--baseline DIR` runs the same processes
 with another checkout's zmem first on PYTHONPATH (an A/B in one sitting, same server and workspace).
 
     python bench/bench_endpoint.py --runs 9 --baseline /work/main
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=300)
     ap.add_argument("--baseline", type=Path, help="another checkout to compare with (its zmem/ is imported)")
     args = ap.parse_args()
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
 
     tmp = Path(tempfile.mkdtemp(prefix="zmem-endpoint-"))
     env = {**os.environ, "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "ZMEM_BENCH_KEY": "sk-bench",

@@ -94,7 +94,7 @@ def embed_history(ws) -> tuple:
     """Vectors for the current files, and every past version's windows in the embedding cache."""
     import os
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     from zmem import history
     from zmem.chunking import chunk_windows, text_hash
     from zmem.embedding import providers, run_embed_job, vector_fingerprint

@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -111,6 +112,38 @@ def sessions_config(extra: str = "") -> Path:
     return sessions
 
 
+def user_config(text: str) -> None:
+    """The user's config.toml (under the test's own XDG_CONFIG_HOME)."""
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def server():
+    """A loopback OpenAI-compatible embeddings server (helpers.embed_server)."""
+    from helpers.embed_server import EmbeddingServer
+    with EmbeddingServer() as s:
+        yield s
+
+
+def use_server(server, extra="") -> None:
+    user_config(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
+                f'api_key_env = "ZMEM_TEST_KEY"\n{extra}')
+    os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
+
+
+@pytest.fixture
+def semantic_ws(ws, server):
+    write(ws, "bank/world.md", "# World\n\n- The gateway lives on the Mac Studio in the office.\n\n"
+          "- Ana drinks espresso every morning.\n")
+    commit_all(ws)
+    use_server(server)
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    return ws
+
+
 def recall_json(root, query, *extra) -> dict:
     res = run(["-C", str(root), "recall", query, "--json", *extra])
     assert res.exit_code == 0, res.output + res.stderr
@@ -137,20 +170,21 @@ def indexed_paths(root: Path) -> set[str]:
         conn.close()
 
 
-def wait_for(predicate, timeout=30.0) -> bool:
-    """Poll until predicate() holds (background work: hooks, watchers), at most `timeout` seconds."""
+def wait_for(predicate, timeout=30.0, interval=0.05) -> bool:
+    """Poll until predicate() holds (background work: hooks, watchers), at most `timeout` seconds;
+    instead of a fixed sleep, which is either too short on a busy machine or wastes time."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.05)
+        time.sleep(interval)
     return predicate()
 
 
 @pytest.fixture
 def watch():
-    """Start `zmem watch` processes (test_watch.WatchProc); all are stopped after the test."""
-    from test_watch import WatchProc
+    """Start `zmem watch` processes (helpers.watch.WatchProc); all are stopped after the test."""
+    from helpers.watch import WatchProc
     started: list = []
 
     def start(root, *args):
@@ -189,3 +223,50 @@ def classic_fts(conn) -> None:
         fts.rebuild_tables(conn)
     finally:
         fts.can_delete_by_rowid = saved
+
+
+# A workspace whose permission bits bind (unreadable notes, read-only indexes). root reads a chmod 000
+# file anyway: as root, the workspace belongs to `nobody` and every zmem and git command runs as
+# nobody (setpriv), so the permission denial is the kernel's.
+
+def _as_user() -> list[str] | None:
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        return None
+    try:
+        import pwd
+        pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def unprivileged(tmp_path):
+    """(workspace root, run(*argv) as a user to whom chmod 000 means no)."""
+    prefix = _as_user()
+    if prefix is None:
+        pytest.skip("running as root without setpriv and a `nobody` user")
+    # /tmp itself, not pytest's tmp_path: its parents are closed to other users
+    top = Path(tempfile.mkdtemp(prefix="zmem-unreadable-"))
+    os.chmod(top, 0o755)
+    home = top / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    root = top / "ws"
+
+    def as_user(*argv, check=True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([*prefix, *argv], cwd=top, capture_output=True, text=True, env=env, timeout=120)
+        if check and proc.returncode:
+            raise AssertionError(f"{argv} failed: {proc.stderr}")
+        return proc
+    if prefix:
+        shutil.chown(top, "nobody")
+        shutil.chown(home, "nobody")
+        shutil.chown(home / ".gitconfig", "nobody")
+    as_user(zmem_exe(), "init", "--no-hooks", str(root))
+    yield root, as_user
+    shutil.rmtree(top, ignore_errors=True)

@@ -88,6 +88,7 @@ def test_git_missing_from_path_writes_nothing(ws, tmp_path, monkeypatch):
     assert not (ws / _today()).exists()
 
 
+@pytest.mark.slow
 def test_a_huge_note_from_stdin_is_committed(ws):
     res = run(["-C", str(ws), "append", "-", "--json"], input="y" * 4_000_000)
     assert res.exit_code == 0, res.stderr
@@ -232,6 +233,7 @@ def test_a_present_log_outside_the_sparse_checkout_keeps_its_lines(ws):
 # -- appends racing other committers and other writers
 
 
+@pytest.mark.slow
 def test_appends_racing_a_committing_watcher_all_report_committed(ws, watch):
     import subprocess
     import time
@@ -268,11 +270,12 @@ while n < 300 or not os.path.exists(stop):
     with open(path, "a") as f:  # what `echo "- x" >> memory/today.md` does
         f.write(f"- direct {n}\\n")
     n += 1
-    time.sleep(0.0005)
+    time.sleep(0.0005)  # a gap between writes: the appends run among them, not after one burst
 print(n)
 """
 
 
+@pytest.mark.slow
 def test_direct_writes_during_appends_are_kept(ws, tmp_path):
     import subprocess
     import sys
@@ -318,10 +321,11 @@ def test_a_multi_line_append_cites_all_its_lines(ws):
     assert human.stdout.startswith(f"{_today()}#L9-L10  - e\n  f"), human.stdout
 
 
+@pytest.mark.slow
 def test_mcp_append_cites_all_its_lines(ws):
     pytest.importorskip("mcp")
     import asyncio
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
 
     async def go():
         async with session(ws) as s:

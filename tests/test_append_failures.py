@@ -18,9 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, write, zmem_exe, zmem_proc
-from test_freshness_races import unprivileged
 
-FIXTURES = (unprivileged,)  # the workspace as `nobody` (the kernel's permission checks, even as root)
 
 TODAY = f"memory/{dt.date.today().isoformat()}.md"
 
@@ -41,6 +39,7 @@ def leftovers(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "memory").iterdir() if p.name.startswith(".zmem-"))
 
 
+@pytest.mark.slow
 def test_a_corrupt_index_is_a_warning_once_the_note_is_committed(ws):
     assert zmem_proc("-C", str(ws), "index").returncode == 0
     os.truncate(ws / ".zmem" / "index.sqlite", 8192)  # a torn copy, a bad disk
@@ -56,6 +55,7 @@ def test_a_corrupt_index_is_a_warning_once_the_note_is_committed(ws):
     assert found["results"][0]["path"] == out["path"] and "dentist" in found["results"][0]["snippet"]
 
 
+@pytest.mark.slow
 def test_an_index_lock_that_is_a_directory_is_no_crash(ws):
     lock = ws / ".zmem" / "lock"
     if lock.exists():
@@ -73,6 +73,7 @@ def test_an_index_lock_that_is_a_directory_is_no_crash(ws):
         assert not (ws / TODAY).exists() and git(ws, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_a_read_only_index_is_a_warning(unprivileged):
     root, as_user = unprivileged
     as_user(zmem_exe(), "-C", str(root), "index")
@@ -97,6 +98,7 @@ def _zmem_limited(root: Path, limit: int, *args: str) -> subprocess.CompletedPro
                           preexec_fn=_file_size_limit(limit), timeout=120)
 
 
+@pytest.mark.slow
 def test_a_full_disk_after_the_note_is_written_leaves_it_written_and_says_so(ws):
     # enough tracked files that git's index outgrows the limit: the note (a new small log) fits,
     # git's commit and the index's writes do not
@@ -114,6 +116,7 @@ def test_a_full_disk_after_the_note_is_written_leaves_it_written_and_says_so(ws)
     assert "Traceback" not in proc.stderr and "zmem:" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_full_disk_before_the_note_is_written_is_an_error_that_leaves_nothing_behind(ws):
     log = write(ws, TODAY, f"# {TODAY[7:17]}\n\n## Notes\n\n" + "".join(f"- note {i} " + "x" * 60 + "\n"
                                                                         for i in range(60)))
@@ -128,9 +131,10 @@ def test_a_full_disk_before_the_note_is_written_is_an_error_that_leaves_nothing_
     assert git(ws, "status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_mcp_append_on_a_corrupt_index_is_no_tool_error(ws):
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
     assert zmem_proc("-C", str(ws), "index").returncode == 0
     os.truncate(ws / ".zmem" / "index.sqlite", 8192)
 
@@ -146,6 +150,7 @@ def test_mcp_append_on_a_corrupt_index_is_no_tool_error(ws):
 # --- places this user cannot write: exit 1 with the path, the cause and a hint; nothing lost -------
 
 
+@pytest.mark.slow
 def test_a_read_only_workspace_is_a_clear_error(unprivileged):
     root, as_user = unprivileged
     as_user("chmod", "-R", "a-w", str(root))
@@ -160,6 +165,7 @@ def test_a_read_only_workspace_is_a_clear_error(unprivileged):
         as_user("chmod", "-R", "u+w", str(root))
 
 
+@pytest.mark.slow
 def test_an_unwritable_memory_directory_is_a_clear_error(unprivileged):
     root, as_user = unprivileged
     os.chmod(root / "memory", 0o555)
@@ -173,6 +179,7 @@ def test_an_unwritable_memory_directory_is_a_clear_error(unprivileged):
     assert as_user(zmem_exe(), "-C", str(root), "append", "x", check=False).returncode == 0
 
 
+@pytest.mark.slow
 def test_an_unwritable_append_lock_does_not_stop_a_writable_memory_directory(unprivileged):
     root, as_user = unprivileged
     assert as_user(zmem_exe(), "-C", str(root), "append", "first").returncode == 0  # makes append.lock
@@ -210,6 +217,7 @@ GIT_COMMANDS = [["blame", "MEMORY.md#L1"], ["blame", "memory/2025-11-24.md#L5"],
 
 
 @pytest.mark.parametrize("args", GIT_COMMANDS, ids=" ".join)
+@pytest.mark.slow
 def test_commands_that_run_git_say_it_is_missing(ws, no_git, args):
     write(ws, "memory/2025-11-24.md", (ws / "memory/2025-11-24.md").read_text() + "\n## Retain\n\n- W @Peter: in Lisbon\n")
     commit_all(ws, "facts")
@@ -220,6 +228,7 @@ def test_commands_that_run_git_say_it_is_missing(ws, no_git, args):
                                         "hint: install git, or add the directory that holds it to PATH"]
 
 
+@pytest.mark.slow
 def test_watch_commit_without_git_fails_before_watching(ws, no_git):
     proc = zmem_proc("-C", str(ws), "watch", "--commit", "--commit-after", "0.2", "--exit-after", "5", env=no_git)
     assert proc.returncode == 1, proc.stderr
@@ -257,9 +266,10 @@ def test_watch_commit_when_git_goes_away_says_so_and_keeps_watching(ws, tmp_path
 # --- MCP arguments: the case of retain, a wrong list item, an empty filter ---------------------------
 
 
+@pytest.mark.slow
 def test_mcp_arguments_as_a_model_sends_them(ws):
     pytest.importorskip("mcp")
-    from test_mcp import call, error, session
+    from helpers.mcp_client import call, error, session
 
     async def go():
         async with session(ws) as s:
@@ -291,6 +301,7 @@ def test_mcp_arguments_as_a_model_sends_them(ws):
     assert "either case" in tools["memory_append"].input_schema["properties"]["retain"]["description"]
 
 
+@pytest.mark.slow
 def test_cli_retain_takes_either_case(ws):
     out, _ = append_ok(ws, "Prefers tea", "--retain", "o", "--entity", "Peter", "--confidence", "0.8")
     assert out["text"] == "- O(c=0.8) @Peter: Prefers tea"

@@ -35,12 +35,11 @@ def _tree(root: Path, rev: str = "HEAD") -> set[str]:
     return set(git(root, "ls-tree", "-r", "--name-only", rev).splitlines())
 
 
-
-
 # ----------------------------------------------------------------------------- 1. watch --commit
 
 
 @linux_only
+@pytest.mark.slow
 def test_watch_commits_git_rm_and_git_mv_and_keeps_committing(ws, watch):
     write(ws, "memory/2025-01-01.md", "# d\n\n- one\n")
     write(ws, "memory/2025-01-02.md", "# d\n\n- two\n")
@@ -71,6 +70,7 @@ def test_watch_commits_git_rm_and_git_mv_and_keeps_committing(ws, watch):
 
 
 @linux_only
+@pytest.mark.slow
 def test_watch_commits_the_other_files_and_gives_up_on_one_git_keeps_refusing(ws, watch):
     # a pre-commit hook that refuses any commit touching bad.md: only that file is left behind
     hook = ws / ".git" / "hooks" / "pre-commit"
@@ -93,6 +93,7 @@ def test_watch_commits_the_other_files_and_gives_up_on_one_git_keeps_refusing(ws
 
 
 @pytest.mark.parametrize("text", ["a\0b", "bell\x07", "esc \x1b[31m red", "vt\x0bx"])
+@pytest.mark.slow
 def test_append_refuses_control_characters_and_writes_nothing(ws, text):
     assert zmem_proc("-C", str(ws), "append", "the aardvark digs at night").returncode == 0
     before = (ws / _today()).read_bytes()
@@ -107,15 +108,17 @@ def test_append_refuses_control_characters_and_writes_nothing(ws, text):
     assert [r["path"] for r in out["results"]] == [_today()]  # the log is still a note
 
 
+@pytest.mark.slow
 def test_append_keeps_tabs_and_newlines(ws):
     proc = zmem_proc("-C", str(ws), "append", "-", "--json", input="col\tumn\r\nsecond line\n")
     assert proc.returncode == 0, proc.stderr
     assert "- col\tumn\n  second line\n" in (ws / _today()).read_text()
 
 
+@pytest.mark.slow
 def test_mcp_append_with_nul_is_an_error_result(ws):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
 
     async def go():
         async with session(ws) as s:
@@ -149,6 +152,7 @@ pip install -e .
 """
 
 
+@pytest.mark.slow
 def test_append_never_lands_inside_a_code_fence(ws):
     day = dt.date.today().isoformat()
     write(ws, _today(), FENCED.format(day=day))
@@ -168,6 +172,7 @@ def test_append_never_lands_inside_a_code_fence(ws):
 
 @pytest.mark.parametrize("notes, retain", [("# Notes", "### Retain"), ("## notes:", "#### Reter"),
                                            ("Notes\n-----", "保留\n==")])
+@pytest.mark.slow
 def test_append_uses_existing_sections_of_any_level(ws, notes, retain):
     day = dt.date.today().isoformat()
     write(ws, _today(), f"# {day}\n\n{notes}\n\n- old note\n\n{retain}\n\n- W @Bob: Lives in Porto.\n")
@@ -192,6 +197,7 @@ def bigrepo(tmp_path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_subdirectory_workspaces_are_indexed_by_the_hooks(bigrepo):
     for sub in ("notes/agent", "notes/agent2"):
         proc = zmem_proc("init", sub, cwd=bigrepo)
@@ -206,6 +212,7 @@ def test_subdirectory_workspaces_are_indexed_by_the_hooks(bigrepo):
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
 
 
+@pytest.mark.slow
 def test_with_core_hookspath_subdirectory_workspaces_are_registered_and_hooks_never_fail_git(bigrepo):
     git(bigrepo, "config", "core.hooksPath", ".hk")
     hk = bigrepo / ".hk"
@@ -225,6 +232,7 @@ def test_with_core_hookspath_subdirectory_workspaces_are_registered_and_hooks_ne
     assert checkout.returncode == 0 and checkout.stderr == "", checkout.stderr
 
 
+@pytest.mark.slow
 def test_a_broken_registered_workspace_does_not_fail_the_hook_or_hide_the_others(bigrepo):
     assert zmem_proc("init", "--no-hooks", "notes/agent", cwd=bigrepo).returncode == 0
     assert zmem_proc("init", "--no-hooks", "notes/gone", cwd=bigrepo).returncode == 0
@@ -269,6 +277,7 @@ def test_init_under_a_regular_file_is_an_error_with_a_hint(tmp_path):
 # ----------------------------------------------------------------------------- 7. symlinks in history
 
 
+@pytest.mark.slow
 def test_committed_symlinks_are_not_notes_in_history(ws):
     write(ws, "memory/2025-06-01.md", "# 2025-06-01\n\n- the narwhal tusk is a tooth\n")
     write(ws, "memory/2025-06-04.md", "# 2025-06-04\n\n- a real note about the narwhal first\n")

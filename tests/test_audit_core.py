@@ -7,6 +7,8 @@ import json
 import shutil
 import subprocess
 
+import pytest
+
 from conftest import commit_all, recall_json, run, write, zmem_exe, zmem_proc
 
 
@@ -14,6 +16,7 @@ def _spawn(*args):
     return subprocess.Popen([zmem_exe(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_two_full_rebuilds_at_once_both_succeed(ws):
     for i in range(40):  # enough work that the two overlap
         write(ws, f"memory/2025-02-{i % 28 + 1:02d}-{i}.md", f"# n{i}\n\n- note {i} about the garden\n" * 20)
@@ -26,6 +29,7 @@ def test_two_full_rebuilds_at_once_both_succeed(ws):
     assert recall_json(ws, "garden")["results"]
 
 
+@pytest.mark.slow
 def test_first_use_by_several_processes_at_once_creates_the_schema_once(ws, tmp_path):
     for attempt in range(3):
         copy = tmp_path / f"copy{attempt}"
@@ -37,6 +41,7 @@ def test_first_use_by_several_processes_at_once_creates_the_schema_once(ws, tmp_
         assert all(json.loads(o[0])["results"] for o in outs)
 
 
+@pytest.mark.slow
 def test_a_held_git_lock_is_named_not_the_note(ws):
     (ws / ".git" / "index.lock").touch()
     try:
@@ -79,6 +84,7 @@ def test_an_empty_date_range_is_an_error(ws):
     assert res.exit_code == 1 and "since 2025-12-01 is after until 2025-11-01" in res.stderr and "hint:" in res.stderr
 
 
+@pytest.mark.slow
 def test_a_cloned_repository_cannot_run_its_own_zmem_package(ws, tmp_path, monkeypatch):
     """zmem starts zmem children (hooks, background index and embedding, a model's first run) with
     the workspace as working directory; Python must not import a `zmem/` committed there."""

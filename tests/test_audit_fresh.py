@@ -8,7 +8,9 @@ import os
 import time
 from pathlib import Path
 
-from conftest import commit_all, git, write, zmem_proc
+import pytest
+
+from conftest import commit_all, git, wait_for, write, zmem_proc
 
 
 def recall(root, query, *extra) -> tuple[dict, str]:
@@ -38,6 +40,7 @@ NOTE = "# d\n\n- secretword\n"
 HIT = ["memory/2025-01-01.md#L3-L3"]  # the matching line, not the whole note
 
 
+@pytest.mark.slow
 def test_a_gitignore_change_removes_and_restores_an_indexed_file(ws):
     write(ws, "memory/2025-01-01.md", NOTE)
     assert cited(ws, "secretword") == HIT
@@ -53,6 +56,7 @@ def test_a_gitignore_change_removes_and_restores_an_indexed_file(ws):
     assert cited(ws, "secretword") == HIT
 
 
+@pytest.mark.slow
 def test_ignore_rules_from_memory_dirs_info_exclude_and_the_excludes_file(ws):
     write(ws, "memory/2025-01-01.md", NOTE)
     assert cited(ws, "secretword") == HIT
@@ -79,6 +83,7 @@ def test_ignore_rules_from_memory_dirs_info_exclude_and_the_excludes_file(ws):
     assert cited(ws, "secretword") == []
 
 
+@pytest.mark.slow
 def test_ignore_rules_above_a_workspace_in_a_subdirectory(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -95,6 +100,7 @@ def test_ignore_rules_above_a_workspace_in_a_subdirectory(tmp_path):
     assert cited(ws, "secretword") == HIT
 
 
+@pytest.mark.slow
 def test_a_committed_file_ignored_later_leaves_the_index_the_same_way_a_rebuild_does(ws):
     write(ws, "memory/2025-01-01.md", NOTE)
     commit_all(ws, "note")
@@ -106,6 +112,7 @@ def test_a_committed_file_ignored_later_leaves_the_index_the_same_way_a_rebuild_
     assert cited(ws, "secretword") == []
 
 
+@pytest.mark.slow
 def test_the_no_op_check_stays_cheap_with_ignore_rules_recorded(ws):
     from zmem.indexer import catch_up
     from zmem.workspace import find_workspace
@@ -160,6 +167,7 @@ def test_a_transcript_replaced_by_a_larger_one_starts_over(ws):
     assert hits == [(i + 1, f"new conversation line {i} about flamingo") for i in range(12)]
 
 
+@pytest.mark.slow
 def test_a_transcript_rewritten_in_place_at_the_same_size_starts_over(ws):
     sessions = _sessions(ws)
     a = sessions / "a.jsonl"
@@ -172,13 +180,12 @@ def test_a_transcript_rewritten_in_place_at_the_same_size_starts_over(ws):
     # recall sees it is due (the old messages must go) without waiting for the thresholds
     _, err = recall(ws, "buzzard", "--source", "sessions")
     assert "being indexed in the background" in err
-    deadline = time.monotonic() + 30
-    while _session_hits(ws, "buzzard") != [(i + 1, f"new message {i} about buzzard") for i in range(6)]:
-        assert time.monotonic() < deadline, "the rewrite was not indexed"
-        time.sleep(0.2)
+    rewritten = [(i + 1, f"new message {i} about buzzard") for i in range(6)]
+    assert wait_for(lambda: _session_hits(ws, "buzzard") == rewritten, 30, interval=0.2), "the rewrite was not indexed"
     assert _session_hits(ws, "pelican") == []
 
 
+@pytest.mark.slow
 def test_an_append_by_atomic_replace_keeps_what_was_indexed(ws):
     sessions = _sessions(ws, "delta_messages = 1\n")
     a = sessions / "a.jsonl"
@@ -192,6 +199,7 @@ def test_an_append_by_atomic_replace_keeps_what_was_indexed(ws):
     assert [line for line, _ in _session_hits(ws, "kestrel")] == [1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_a_final_line_without_newline_is_indexed_once_quiet_and_never_respawns(ws):
     sessions = _sessions(ws)
     b = sessions / "b.jsonl"
@@ -203,10 +211,8 @@ def test_a_final_line_without_newline_is_indexed_once_quiet_and_never_respawns(w
     os.utime(b, (old, old))  # quiet for a while: a complete line
     _, err = recall(ws, "toucan", "--source", "sessions")
     assert "1 session files have new messages, being indexed in the background" in err
-    deadline = time.monotonic() + 30
-    while _session_hits(ws, "toucan") != [(1, "final toucan message")]:
-        assert time.monotonic() < deadline, "the final line was not indexed"
-        time.sleep(0.2)
+    assert wait_for(lambda: _session_hits(ws, "toucan") == [(1, "final toucan message")], 30, interval=0.2), \
+        "the final line was not indexed"
     for _ in range(2):  # nothing left to index: no warning, no background indexer
         _, err = recall(ws, "toucan", "--source", "sessions")
         assert "being indexed" not in err
@@ -217,6 +223,7 @@ def test_a_final_line_without_newline_is_indexed_once_quiet_and_never_respawns(w
     assert _session_hits(ws, "toucan") == [(1, "final toucan message"), (2, "second toucan")]
 
 
+@pytest.mark.slow
 def test_an_unparsable_tail_never_respawns_the_indexer(ws):
     sessions = _sessions(ws)
     c = sessions / "c.jsonl"
@@ -231,6 +238,7 @@ def test_an_unparsable_tail_never_respawns_the_indexer(ws):
 
 # ----------------------------------------------------------------------------- status
 
+@pytest.mark.slow
 def test_status_and_doctor_after_an_uncommitted_delete(ws):
     write(ws, "memory/2025-01-01.md", NOTE)
     commit_all(ws, "note")
@@ -246,6 +254,7 @@ def test_status_and_doctor_after_an_uncommitted_delete(ws):
 
 # ----------------------------------------------------------------------------- config
 
+@pytest.mark.slow
 def test_unknown_config_keys_are_warnings_naming_the_file_and_key(ws):
     toml = ws / "zmem.toml"
     toml.write_text(toml.read_text().replace("[recall]\n", "[recall]\nbogus = 1\nmdoe = \"bm25\"\n", 1))
@@ -262,6 +271,7 @@ def test_unknown_config_keys_are_warnings_naming_the_file_and_key(ws):
     assert doctor.returncode == 0  # a warning, not a failure
 
 
+@pytest.mark.slow
 def test_a_top_level_key_under_the_last_table_says_where_it_belongs(ws):
     toml = ws / "zmem.toml"
     with open(toml, "a") as f:  # after the generated file's last table, [llm]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import unicodedata
 
+import pytest
+
 from conftest import commit_all, git, run, write, zmem_proc
 
 RETAIN = "# {day}\n\n## Retain\n\n{facts}\n"
@@ -22,6 +24,7 @@ def _json(args, env=None):
     return json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_as_of_and_diff_days_are_local_days_like_git(ws):
     write(ws, "memory/2025-07-09.md", "# d\n\n- morning note\n")
     first = commit_all(ws, "morning", date="2025-07-09T10:00:00-07:00")

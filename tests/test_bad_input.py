@@ -7,6 +7,7 @@ import json
 import os
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def test_binary_file_named_md_is_skipped_with_a_warning(ws):
     assert "memory/2025-12-02.md" in res.stdout
 
 
+@pytest.mark.slow
 def test_a_20_mb_note_is_indexed(ws):
     line = "- a long log line about routine operations and nothing in particular\n"
     body = line * (20 * 1024 * 1024 // len(line))
@@ -77,6 +79,7 @@ def test_a_line_longer_than_a_snippet_is_shown_around_the_query_word(ws):
     assert hit["snippet"].strip("…") in whole  # the cited line holds what the snippet shows
 
 
+@pytest.mark.slow
 def test_fifty_thousand_bullets_with_exact_line_numbers(ws):
     lines = ["# many", ""] + [f"- bullet {i}" for i in range(50_000)]
     lines[49_000] = "- the rare ocelot bullet"
@@ -134,6 +137,7 @@ HOSTILE = ['"', '"unbalanced', "(((", "a AND b OR NOT c", "NEAR(a b)", "*", "-",
            "!!!", "a" * 5000, " ".join(["word"] * 1000), "'; DROP TABLE chunks; --", "col:val AND (x", "\\", "\x00"]
 
 
+@pytest.mark.slow
 def test_hostile_queries_never_raise(ws):
     for q in HOSTILE:
         res = run(["-C", str(ws), "recall", q, "--json"])
@@ -141,6 +145,7 @@ def test_hostile_queries_never_raise(ws):
         assert isinstance(json.loads(res.stdout)["results"], list)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(min_size=1, max_size=200))
 def test_any_text_is_a_safe_query(ws, query):
@@ -184,6 +189,7 @@ def test_get_refusals_are_clear(ws, tmp_path):
         "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
 
 
+@pytest.mark.slow
 def test_arguments_that_are_not_utf8_are_a_usage_error_and_write_nothing(ws):
     from conftest import zmem_proc
     today = ws / "memory" / f"{dt.date.today().isoformat()}.md"

@@ -76,9 +76,10 @@ def test_get_and_blame_of_a_name_too_long_for_the_file_system_are_no_such_file(w
     assert "workspace directory does not exist" in _err(run(["-C", str(ws / LONG), "status"]))
 
 
+@pytest.mark.slow
 def test_memory_get_and_memory_blame_over_mcp_with_a_name_too_long(ws):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
 
     async def go():
         async with session(ws) as s:
@@ -98,6 +99,7 @@ def test_get_of_an_empty_path_or_the_workspace_itself_says_so(ws):
     assert "escapes the workspace" in _err(run(["-C", str(ws), "get", "../x.md"]))
 
 
+@pytest.mark.slow
 def test_an_entity_name_too_long_for_a_file_name_gets_a_shortened_page(ws):
     from zmem.retain import MAX_SLUG_BYTES, entity_key, entity_slug
     long_b, long_c = "b" * 300, "b" * 299 + "c"
@@ -127,6 +129,7 @@ def test_an_entity_name_too_long_for_a_file_name_gets_a_shortened_page(ws):
     assert entity_slug("short name") == "short-name"  # short names are as they were
 
 
+@pytest.mark.slow
 def test_a_deleted_current_directory_is_an_error_with_a_hint(ws, tmp_path):
     gone = tmp_path / "gone"
     gone.mkdir()
@@ -217,6 +220,7 @@ def test_a_failing_hook_says_why_in_words_not_a_class_name(ws, tmp_path):
 @pytest.mark.parametrize("args", [["watch", "--exit-after", "nan"], ["watch", "--debounce", "nan"],
                                   ["watch", "--commit-after", "inf"], ["watch", "--debounce", "inf"],
                                   ["mcp", "--query-timeout", "nan"], ["mcp", "--query-timeout", "inf"]])
+@pytest.mark.slow
 def test_nan_and_inf_seconds_are_usage_errors_naming_the_option(ws, args):
     proc = subprocess.run([zmem_exe(), "-C", str(ws), *args], capture_output=True, text=True, timeout=30,
                           stdin=subprocess.DEVNULL)

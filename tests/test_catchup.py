@@ -69,6 +69,7 @@ def test_dirty_and_untracked_files_are_searchable_and_reverts_are_seen(ws):
     assert recall_json(ws, "kumquat")["results"] == [] and recall_json(ws, "quokka")["results"] == []
 
 
+@pytest.mark.slow
 def test_same_size_rewrite_with_its_mtime_put_back_is_seen(ws):
     """mtime can be set back (touch -r, rsync --inplace -t); ctime cannot."""
     import time
@@ -92,6 +93,7 @@ def test_touch_without_change_is_cheap_and_correct(ws):
     assert recall_json(ws, "Mac Studio")["results"]
 
 
+@pytest.mark.slow
 def test_history_rewrites(ws):
     write(ws, "memory/2025-12-03.md", "# a\n\n- first version about narwhals\n")
     commit_all(ws, "narwhal")
@@ -206,6 +208,7 @@ def test_deleting_the_state_dir_loses_nothing(ws):
     assert recall_json(ws, "Mac Studio")["results"]
 
 
+@pytest.mark.slow
 def test_concurrent_writers_and_a_reader_during_rebuild(ws):
     for i in range(200):
         write(ws, f"memory/2024-{i // 28 % 12 + 1:02d}-{i % 28 + 1:02d}-{i}.md", f"# {i}\n\n- bulk note {i} on topic {i % 7}\n")

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
+import pytest
 
 from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
 from zmem.cli import cli
@@ -170,6 +171,7 @@ def test_append_no_commit_leaves_file_dirty_but_indexed(ws):
     assert recall_json(ws, "zebra")["results"]
 
 
+@pytest.mark.slow
 def test_concurrent_appends_lose_nothing(ws):
     def one(i):
         return zmem_proc("-C", str(ws), "append", f"parallel note number {i}", "--json")
@@ -208,6 +210,7 @@ def test_errors_have_hint_and_exit_codes(tmp_path):
             f"hint: see `{where} --help` for the arguments and options", (args, res.stderr)
 
 
+@pytest.mark.slow
 def test_console_scripts_and_git_subcommand(ws):
     proc = zmem_proc("recall", "gateway", "--json", cwd=ws / "memory")
     assert proc.returncode == 0, proc.stderr
@@ -221,6 +224,7 @@ def test_console_scripts_and_git_subcommand(ws):
     assert proc.returncode == 1 and "hint:" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_demo_runs_end_to_end(tmp_path):
     proc = zmem_proc("demo", str(tmp_path / "demo"))
     assert proc.returncode == 0, proc.stderr
@@ -247,6 +251,7 @@ def test_every_command_and_option_has_help():
         assert res.exit_code == 0 and "Usage:" in res.stdout
 
 
+@pytest.mark.slow
 def test_append_after_an_entry_with_a_heading_line_keeps_both_intact(ws):
     first = json.loads(run(["-C", str(ws), "append", "Plan:\n## Steps\n- buy milk", "--json"]).stdout)
     second = json.loads(run(["-C", str(ws), "append", "next note", "--json"]).stdout)

@@ -59,6 +59,7 @@ EXPECTED = [duplicate_message("Marrakech", "Marrakesh", 88.9), duplicate_message
 
 @pytest.mark.parametrize("args", [["entity", "Peter"], ["entity", "Petter", "--json"], ["reflect", "--dry-run"],
                                   ["reflect", "--no-commit"], ["doctor"]])
+@pytest.mark.slow
 def test_duplicate_entity_check_runs_without_numpy(demo_with_duplicates, no_numpy, args):
     res = zmem_proc("-C", str(demo_with_duplicates), *args, env=no_numpy)
     assert res.returncode == 0, res.stderr
@@ -118,6 +119,7 @@ def _git_dir() -> str:
     return str(Path(shutil.which("git")).parent)
 
 
+@pytest.mark.slow
 def test_demo_next_command_works_after_the_try_it_install(tmp_path):
     """`.venv/bin/zmem demo DIR` with zmem not on PATH: the printed command runs this zmem by its path."""
     from conftest import zmem_exe
@@ -130,6 +132,7 @@ def test_demo_next_command_works_after_the_try_it_install(tmp_path):
     _works_as_written(command, env, elsewhere)
 
 
+@pytest.mark.slow
 def test_demo_next_command_says_zmem_when_path_finds_this_zmem(tmp_path):
     from conftest import zmem_exe
     exe = Path(zmem_exe())
@@ -138,6 +141,7 @@ def test_demo_next_command_says_zmem_when_path_finds_this_zmem(tmp_path):
     _works_as_written(command, env, tmp_path)
 
 
+@pytest.mark.slow
 def test_the_suite_collects_without_the_optional_packages(tmp_path):
     """`pip install -e '.[test]'` (no `local`, no `mcp` extra): modules that need them are skipped, never
     a collection error."""
@@ -150,6 +154,7 @@ def test_the_suite_collects_without_the_optional_packages(tmp_path):
     assert {"test_local_embeddings.py", "test_mcp.py"} <= {Path(s).name for s in skipped}, proc.stdout
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_the_man_pages(tmp_path):
     """`man zmem` and `git zmem --help` (= `man git-zmem`) after pip install: both pages are data files
     under share/man/man1, and git-zmem.1 shows zmem.1."""

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from pathlib import Path
 
-from conftest import zmem_proc
+import pytest
+
+from conftest import user_config, zmem_proc
 
 NO_PROVIDER = "no embedding provider configured"
 
 
-def user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
+@pytest.mark.slow
 def test_recall_in_the_default_setup_prints_no_warning(ws):
     for fmt in ("text", "json", "table", "md"):
         res = zmem_proc("-C", str(ws), "recall", "gateway Mac Studio", "--format", fmt)
@@ -27,6 +22,7 @@ def test_recall_in_the_default_setup_prints_no_warning(ws):
     assert out["mode"] == "bm25" and out["warnings"] == [] and out["results"]
 
 
+@pytest.mark.slow
 def test_asking_for_vectors_without_a_provider_still_warns(ws):
     for mode in ("hybrid", "vector"):
         res = zmem_proc("-C", str(ws), "recall", "gateway", "--mode", mode, "--json")
@@ -36,6 +32,7 @@ def test_asking_for_vectors_without_a_provider_still_warns(ws):
     assert NO_PROVIDER in zmem_proc("-C", str(ws), "recall", "gateway").stderr
 
 
+@pytest.mark.slow
 def test_a_configured_provider_that_cannot_run_still_warns(ws):
     user_config('[embeddings]\nprovider = "local"\nmodel_path = "/nonexistent/model.gguf"\n')
     res = zmem_proc("-C", str(ws), "recall", "gateway")
@@ -53,10 +50,11 @@ def test_status_and_doctor_say_it_once(ws):
     assert emb == ["[ok  ] embeddings: " + line.split(":", 1)[1].strip()], doctor.stdout
 
 
+@pytest.mark.slow
 def test_mcp_memory_search_has_no_warning_in_the_default_setup(ws):
     import pytest
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
 
     async def go():
         async with session(ws) as s:

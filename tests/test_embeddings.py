@@ -8,41 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write, zmem_proc
-from embed_server import EmbeddingServer
+from conftest import commit_all, git, recall_json, run, use_server, user_config, wait_for, write, zmem_proc
+from helpers.embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
-
-
-def user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-def use_server(server, extra="") -> None:
-    user_config(f'[embeddings]\nprovider = "openai"\nmodel = "fake-embed"\nbase_url = "{server.base_url}"\n'
-                f'api_key_env = "ZMEM_TEST_KEY"\n{extra}')
-    os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
-
-
-@pytest.fixture
-def semantic_ws(ws, server):
-    write(ws, "bank/world.md", "# World\n\n- The gateway lives on the Mac Studio in the office.\n\n"
-          "- Ana drinks espresso every morning.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
 
 
 def test_batching_and_auth_header(server):
@@ -91,6 +62,7 @@ def test_fingerprint_has_no_secrets_and_changes_with_model(server):
     assert a.fingerprint() != OpenAIEmbedder("m2", base_url="http://127.0.0.1:9/v1").fingerprint()
 
 
+@pytest.mark.slow
 def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     query = "which computer runs the relay"
     assert recall_json(semantic_ws, query, "--mode", "bm25")["results"] == []
@@ -107,11 +79,13 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     assert not any("BM25" in w for w in hybrid["warnings"])
 
 
+@pytest.mark.slow
 def test_keyword_hits_survive_fusion(semantic_ws):
     out = recall_json(semantic_ws, "espresso")
     assert out["results"][0]["path"] == "bank/world.md" and "espresso" in out["results"][0]["snippet"]
 
 
+@pytest.mark.slow
 def test_cache_means_unchanged_text_is_never_embedded_twice(semantic_ws, server):
     calls = len(server.embedding_calls())
     res = run(["-C", str(semantic_ws), "index", "--full", "--json"])
@@ -124,6 +98,7 @@ def test_cache_means_unchanged_text_is_never_embedded_twice(semantic_ws, server)
     assert out["embeddings"]["embedded"] == 1 and out["embeddings"]["pending"] == 0
 
 
+@pytest.mark.slow
 def test_model_change_reembeds_and_keeps_bm25_meanwhile(semantic_ws, server):
     use_server(server, 'query_prefix = "query: "\n')
     out = recall_json(semantic_ws, "espresso", "--mode", "hybrid")
@@ -135,6 +110,7 @@ def test_model_change_reembeds_and_keeps_bm25_meanwhile(semantic_ws, server):
     assert recall_json(semantic_ws, "which computer runs the relay")["mode"] == "hybrid"
 
 
+@pytest.mark.slow
 def test_server_dying_mid_index_loses_nothing(ws, server):
     for i in range(40):
         write(ws, f"memory/2025-09-{i % 28 + 1:02d}-{i}.md", f"# n{i}\n\n- note number {i} about topic {i}\n")
@@ -199,7 +175,7 @@ def test_untrusted_zmem_toml_cannot_choose_an_endpoint(ws, server):
 
 def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
     from zmem.vectors import VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
     assert store.vec_loaded, store.detail
@@ -219,7 +195,7 @@ def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(
     connection could not see new vectors). An index made before the partitions still answers, and
     is rebuilt with them by the next embedding run or vector write."""
     from zmem.vectors import SCAN_PARTS, VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     words = ["gateway", "espresso", "Lisbon", "backup", "router", "garden", "piano", "invoice", "tram", "cat"]
     for i in range(30):
         write(ws, f"memory/2025-10-{i + 1:02d}.md",
@@ -272,7 +248,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
     stored vectors change (another process embedded a new note)."""
     pytest.importorskip("numpy")
     from zmem.vectors import VectorMatrix, VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     matrix = VectorMatrix()
     q = concept_vector("which computer runs the relay")
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
@@ -295,7 +271,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
 
 def test_similarities_in_sql_and_in_process_agree(semantic_ws):
     from zmem.vectors import VectorStore
-    from embed_server import concept_vector
+    from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
     q = concept_vector("which computer runs the relay")
@@ -328,9 +304,10 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     assert "OPENAI_API_KEY" in err.value.hint
 
 
+@pytest.mark.slow
 def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
     pytest.importorskip("llama_cpp")
-    from tiny_bert import make_tiny_bert
+    from helpers.tiny_bert import make_tiny_bert
     from zmem.modelimport import import_model
     model = import_model(make_tiny_bert(tmp_path / "tiny"), tmp_path / "tiny.gguf")["out"]
     server.require_key = "the-right-key"
@@ -382,6 +359,7 @@ def test_cache_is_bounded_least_recently_used_first(ws, server):
     conn.close()
 
 
+@pytest.mark.slow
 def test_commit_hook_embeds_in_the_background(tmp_path, server):
     from conftest import zmem_proc
     root = tmp_path / "hooked"
@@ -389,17 +367,16 @@ def test_commit_hook_embeds_in_the_background(tmp_path, server):
     use_server(server, "")
     write(root, "memory/2025-12-11.md", "# x\n\n- the relay box lives in the office\n")
     commit_all(root)
-    deadline = time.monotonic() + 30
-    pending = None
-    while time.monotonic() < deadline:
+
+    def embedded() -> bool:
         conn = db.connect(root / ".zmem" / "index.sqlite")
-        chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        pending = conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors)").fetchone()[0]
-        conn.close()
-        if chunks and pending == 0:
-            break
-        time.sleep(0.1)
-    assert pending == 0 and server.embedding_calls()
+        try:
+            chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            return chunks and conn.execute("SELECT count(*) FROM chunks WHERE id NOT IN "
+                                           "(SELECT chunk_id FROM chunk_vectors)").fetchone()[0] == 0
+        finally:
+            conn.close()
+    assert wait_for(embedded, 30, interval=0.1) and server.embedding_calls()
 
 
 def test_as_of_recall_is_hybrid_through_the_cached_vectors_of_past_versions(semantic_ws, server):
@@ -460,6 +437,7 @@ def _left_pending(out: dict, err: str, chunks: int) -> None:
     assert f"{chunks} chunks await embedding: `zmem embed` retries" in err, err
 
 
+@pytest.mark.slow
 def test_index_gives_up_on_a_hanging_endpoint_after_a_few_seconds(ws, server):
     """Before: 5 requests of 30 s each (168 s in all); now one request, cut at give_up_after (5 s)."""
     out, err, chunks = _failing_index(ws, server, ("hang",))
@@ -470,6 +448,7 @@ def test_index_gives_up_on_a_hanging_endpoint_after_a_few_seconds(ws, server):
 
 
 @pytest.mark.parametrize("fault, most", [(("429", 3), 2), (("500",), 4)])
+@pytest.mark.slow
 def test_index_gives_up_on_429_and_500_within_its_budget(ws, server, fault, most):
     """Retry-After 3 s: one wait fits in 5 s, a second does not (before: 4 waits, 12 s); 500: the
     backoff 0.5 + 1 + 2 s fits, the next 4 s does not (before: 5 requests, 7.5 s)."""
@@ -478,6 +457,7 @@ def test_index_gives_up_on_429_and_500_within_its_budget(ws, server, fault, most
     assert 1 <= len(server.embedding_calls()) <= most, len(server.embedding_calls())
 
 
+@pytest.mark.slow
 def test_index_gives_up_on_a_refused_connection_and_embed_catches_up_later(ws, server):
     out, err, chunks = _failing_index(ws, server, None)
     _left_pending(out, err, chunks)
@@ -487,6 +467,7 @@ def test_index_gives_up_on_a_refused_connection_and_embed_catches_up_later(ws, s
         assert res.exit_code == 0 and json.loads(res.stdout)["pending"] == 0
 
 
+@pytest.mark.slow
 def test_give_up_after_bounds_one_embedder_in_all(server):
     e = OpenAIEmbedder("fake", base_url=server.base_url)
     e.give_up_after = 1.0

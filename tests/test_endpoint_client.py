@@ -12,18 +12,10 @@ from email.utils import formatdate
 
 import pytest
 
-from conftest import run
-from embed_server import EmbeddingServer
-from test_embeddings import semantic_ws, use_server  # noqa: F401 (a fixture)
+from conftest import run, use_server
 from zmem.embedders import jsonhttp
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
 
 
 def embedder(server, **kw) -> OpenAIEmbedder:
@@ -122,6 +114,7 @@ def test_base_url_query_and_credentials_reach_the_server_properly(server):
     assert "p%40ss" not in e.fingerprint()
 
 
+@pytest.mark.slow
 def test_fresh_hybrid_recall_never_imports_the_openai_sdk(semantic_ws, server):  # noqa: F811
     """`import openai` was 1.3-1.5 s of a 2.0 s fresh hybrid recall. -X importtime lists every module
     the process imported; the query must still be embedded through the endpoint."""
@@ -142,7 +135,7 @@ def test_reflect_llm_speaks_chat_completions_and_retries_5xx_with_the_servers_me
     """`reflect --llm` used the SDK too; it shares the stdlib client now."""
     from types import SimpleNamespace
 
-    from test_reflect_llm import ChatServer
+    from helpers.chat_server import ChatServer
     from zmem.errors import ZmemError
     from zmem.summarize import ChatSettings, Summarizer
     fact = SimpleNamespace(day="2025-11-24", kind="W", confidence=None, text="Lives in Lisbon.")

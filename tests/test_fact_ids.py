@@ -4,6 +4,8 @@ are two facts to reflect. Evidence an older zmem recorded in bank/opinions.md ci
 it to the fact about the opinion's entities — also when a same-worded fact about someone else stays."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
 
 from zmem import db, migrations
@@ -83,6 +85,7 @@ def _fids(root) -> set[tuple[str, str | None, int]]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_evidence_an_older_zmem_recorded_keeps_resolving_after_the_migration(ws, monkeypatch):
     write(ws, DAY, NOTE)
     commit_all(ws, "day", date="2025-11-24T10:00:00+00:00")

@@ -6,16 +6,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import indexed_paths, recall_json, roll_back_schema, run, write, zmem_exe
+from conftest import indexed_paths, recall_json, roll_back_schema, run, wait_for, write, zmem_exe
 from zmem import db, migrations
 
 
@@ -35,6 +33,7 @@ def memory_indexed(root: Path) -> set[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the process wait for the lock")
+@pytest.mark.slow
 def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time(ws):
     assert recall_json(ws, "gateway")["results"]
     lock_path = ws / ".zmem" / "lock"
@@ -45,9 +44,7 @@ def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time
         proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "recall", "apples", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # it has checked the files and now waits for the lock
-        deadline = time.monotonic() + 30
-        while not _has_open(proc.pid, lock_path) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: _has_open(proc.pid, lock_path) or proc.poll() is not None, 30, interval=0.01)
         assert proc.poll() is None, proc.communicate()
         write(ws, "memory/2026-01-02.md", "# 2026-01-02\n\n- second note about bananas\n")
     finally:
@@ -62,6 +59,7 @@ def test_a_note_written_while_a_catch_up_waits_for_the_lock_is_indexed_next_time
     assert memory_indexed(ws) == memory_on_disk(ws)
 
 
+@pytest.mark.slow
 def test_notes_written_during_a_stream_of_catch_ups_are_all_indexed(ws):
     """A writer makes new notes while catch-ups run, a burst in one directory after another: what a
     catch-up's listing of a directory missed, its snapshot must not vouch for (a later note in the
@@ -86,6 +84,7 @@ def test_notes_written_during_a_stream_of_catch_ups_are_all_indexed(ws):
     assert memory_indexed(ws) == memory_on_disk(ws)
 
 
+@pytest.mark.slow
 def test_a_new_note_in_a_directory_whose_mtime_was_put_back_is_seen(ws):
     """tar, rsync -a and unzip restore a directory's mtime after adding entries; its ctime moves."""
     time.sleep(2.1)  # past the window in which a directory's recent signature is not trusted anyway
@@ -127,52 +126,7 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
 
 
 # --- a note that cannot be read ------------------------------------------------------------------
-# root reads a chmod 000 file anyway: as root, the workspace belongs to `nobody` and every zmem and
-# git command runs as nobody (setpriv), so the permission denial is the kernel's.
-
-def _as_user() -> list[str] | None:
-    if os.geteuid() != 0:
-        return []
-    if not shutil.which("setpriv"):
-        return None
-    try:
-        import pwd
-        pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-@pytest.fixture
-def unprivileged(tmp_path):
-    """(workspace root, run(*argv) as a user to whom chmod 000 means no)."""
-    prefix = _as_user()
-    if prefix is None:
-        pytest.skip("running as root without setpriv and a `nobody` user")
-    # /tmp itself, not pytest's tmp_path: its parents are closed to other users
-    top = Path(tempfile.mkdtemp(prefix="zmem-unreadable-"))
-    os.chmod(top, 0o755)
-    home = top / "home"
-    home.mkdir()
-    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    root = top / "ws"
-
-    def as_user(*argv, check=True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([*prefix, *argv], cwd=top, capture_output=True, text=True, env=env, timeout=120)
-        if check and proc.returncode:
-            raise AssertionError(f"{argv} failed: {proc.stderr}")
-        return proc
-    if prefix:
-        shutil.chown(top, "nobody")
-        shutil.chown(home, "nobody")
-        shutil.chown(home / ".gitconfig", "nobody")
-    as_user(zmem_exe(), "init", "--no-hooks", str(root))
-    yield root, as_user
-    shutil.rmtree(top, ignore_errors=True)
-
-
+@pytest.mark.slow
 def test_a_note_that_could_not_be_read_once_is_indexed_when_it_can_be_again(unprivileged):
     root, as_user = unprivileged
 
@@ -199,6 +153,7 @@ def test_a_note_that_could_not_be_read_once_is_indexed_when_it_can_be_again(unpr
     assert not status["stale"] and not any("cannot read" in w for w in status["file_warnings"])
 
 
+@pytest.mark.slow
 def test_a_new_note_that_cannot_be_read_yet_is_indexed_once_it_can(unprivileged):
     root, as_user = unprivileged
     assert as_user(zmem_exe(), "-C", str(root), "recall", "x", "--json").returncode == 0

@@ -41,6 +41,7 @@ def _fts_table():
 # --- the glue set --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_stored_glue_ranges_are_what_the_live_sqlite_glues():
     """fts_glue.RANGES holds only characters unicode61 keeps in a token, and every such character
     zmem does not read as part of a word (a newer Python may know more letters: those may stay)."""
@@ -246,6 +247,7 @@ def _old_rows(ws, table: str) -> int:
         conn.close()
 
 
+@pytest.mark.slow
 def test_an_index_from_before_glued_words_is_converted_and_stays_sound(ws):
     f = _glued_index(ws)
     _v2_index(ws)

@@ -139,6 +139,7 @@ def _stdlib_version(env) -> tuple[int, ...]:
     return tuple(int(x) for x in m.groups()[1:])
 
 
+@pytest.mark.slow
 def test_the_stdlib_sqlite_keeps_deleting_by_value_correctly(ws, stdlib_env):
     if _stdlib_version(stdlib_env) >= fts.CONTENTLESS_DELETE:
         pytest.skip("this Python's sqlite3 has contentless_delete")
@@ -158,6 +159,7 @@ def test_the_stdlib_sqlite_keeps_deleting_by_value_correctly(ws, stdlib_env):
 
 
 @needs_rowid_deletes
+@pytest.mark.slow
 def test_an_index_the_stdlib_sqlite_cannot_read_says_so_and_rebuilds(ws, stdlib_env):
     if _stdlib_version(stdlib_env) >= fts.CONTENTLESS_DELETE:
         pytest.skip("this Python's sqlite3 has contentless_delete")

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import socket
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, recall_json, run, write
-from gemini_server import GeminiServer, gemini_vector
+from conftest import commit_all, recall_json, run, user_config, write
+from helpers.gemini_server import GeminiServer, gemini_vector
 from zmem.config import load_config
 from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
@@ -31,12 +29,6 @@ def server():
 @pytest.fixture
 def fast_retries(monkeypatch):
     monkeypatch.setattr(Embedder, "backoff_base", 0.001)
-
-
-def user_config(text: str) -> None:
-    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def dead_url() -> str:
@@ -88,6 +80,7 @@ def test_task_type_differs_for_query_and_document(server):
     assert types == ["RETRIEVAL_DOCUMENT", "RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT"]
 
 
+@pytest.mark.slow
 def test_429_honours_retry_after_and_5xx_is_retried(server):
     e = embedder(server)
     server.faults = [("429", 0.3), ("500",), ("503",)]
@@ -242,8 +235,9 @@ def test_fallback_table_with_its_own_settings_answers_when_the_primary_is_down(s
     assert any("fallback provider" in w for w in out["warnings"])
 
 
+@pytest.mark.slow
 def test_fallback_table_can_be_an_openai_endpoint(semantic_ws, server, monkeypatch, fast_retries):
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_FB_KEY", "sk-fallback")
     with EmbeddingServer() as oai:

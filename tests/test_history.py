@@ -8,6 +8,8 @@ import json
 import random
 import subprocess
 
+import pytest
+
 from conftest import commit_all, git, run, write
 
 WORDS = ["lisbon", "porto", "gateway", "tea", "coffee", "studio", "marrakech", "birthday", "deploy", "garden"]
@@ -31,6 +33,7 @@ def _oracle(root, sha: str, word: str) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_as_of_recall_matches_a_brute_force_oracle(ws):
     rng = random.Random(3)
     shas = []

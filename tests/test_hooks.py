@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, run, write
+from conftest import commit_all, git, run, wait_for as wait_until, write
 from zmem import hooks
 from zmem.errors import ZmemError
 
@@ -42,13 +42,11 @@ def calls(log: Path) -> list[str]:
 
 def wait_for(log: Path, line: str, count: int = 1, timeout: float = 10.0) -> list[str]:
     """The shim runs zmem in the background: wait until `line` was logged `count` times."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [c for c in calls(log) if c.startswith(line)]
-        if len(found) >= count:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"{line!r} not logged {count} time(s); log: {calls(log)}")
+    def found() -> list[str]:
+        return [c for c in calls(log) if c.startswith(line)]
+    if not wait_until(lambda: len(found()) >= count, timeout, interval=0.02):
+        raise AssertionError(f"{line!r} not logged {count} time(s); log: {calls(log)}")
+    return found()
 
 
 def hook_path(repo: Path, name: str) -> Path:
@@ -187,7 +185,7 @@ def test_copied_shim_as_previous_hook_does_not_loop(repo, fake_python):
     write(repo, "e.md", "e\n")
     commit_all(repo, "e")
     wait_for(log, "post-commit")
-    time.sleep(0.5)  # a second, looping call would have arrived by now
+    time.sleep(0.5)  # a second, looping call would have arrived by now (an absence: nothing to wait for)
     assert calls(log).count("post-commit") == 1
 
 
@@ -272,7 +270,7 @@ def test_wrapper_that_calls_the_hook_back_does_not_loop(repo, fake_python):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     wait_for(log, "post-commit")
-    time.sleep(0.5)
+    time.sleep(0.5)  # a second, looping call would have arrived by now (an absence: nothing to wait for)
     assert calls(log).count("post-commit") == 1
 
 

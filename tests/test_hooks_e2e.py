@@ -30,6 +30,7 @@ def hooked(tmp_path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_init_installs_hooks(hooked):
     proc = zmem_proc("-C", str(hooked), "hooks", "status", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -52,6 +53,7 @@ def _at_head(root) -> bool:
     return wait_for(lambda: _indexed_commit(root) == head)
 
 
+@pytest.mark.slow
 def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     write(hooked, "memory/2025-12-01.md", "# a\n\n- main note\n")
     commit_all(hooked, "main note")
@@ -80,6 +82,7 @@ def test_checkout_rebase_amend_merge_keep_index_at_head(hooked):
     assert "memory/2025-12-02.md" not in indexed_paths(hooked)
 
 
+@pytest.mark.slow
 def test_large_commit_is_indexed_by_a_detached_process(hooked):
     (hooked / "zmem.toml").write_text("[hooks]\ninline_max_files = 5\n")
     for i in range(30):
@@ -90,6 +93,7 @@ def test_large_commit_is_indexed_by_a_detached_process(hooked):
     assert len([p for p in indexed_paths(hooked) if p.startswith("memory/2025-10-")]) == 30
 
 
+@pytest.mark.slow
 def test_two_hooks_at_once_do_not_corrupt(hooked):
     write(hooked, "memory/2025-12-05.md", "# x\n\n- concurrent hooks\n")
     commit_all(hooked, "x")
@@ -107,6 +111,7 @@ def test_hook_outside_a_workspace_is_silent_and_succeeds(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
 
 
+@pytest.mark.slow
 def test_hook_ignores_zmem_workspace_env_pointing_elsewhere(hooked, tmp_path):
     other = tmp_path / "other"
     assert zmem_proc("init", "--no-hooks", str(other)).returncode == 0

@@ -8,7 +8,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 import zmem
+
 from conftest import commit_all, git, wait_for, write, zmem_proc
 
 
@@ -29,6 +32,7 @@ def _hooks(root) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_hooks_from_another_venv_are_installed_and_a_gone_interpreter_is_reported(ws, tmp_path):
     python = _venv(tmp_path / "other venv")
     proc = subprocess.run([str(python), "-m", "zmem", "-C", str(ws), "hooks", "install"], capture_output=True,

@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 
 from conftest import recall_json, run, zmem_exe, zmem_proc
-from test_freshness_races import unprivileged
-
-FIXTURES = (unprivileged,)  # the workspace as `nobody`: chmod binds (the kernel's permission checks, even as root)
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:
@@ -37,6 +34,7 @@ def _error_lines(err: str) -> tuple[str, str]:
 
 # --- 2: a read-only workspace --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_read_only_workspace_is_answered_from_its_index_and_says_when_it_may_be_stale(unprivileged):
     root, as_user = unprivileged
     zmem = zmem_exe()
@@ -86,6 +84,7 @@ def test_a_read_only_workspace_is_answered_from_its_index_and_says_when_it_may_b
     assert out["results"] and not out["stale"]  # writable again: caught up
 
 
+@pytest.mark.slow
 def test_a_read_only_workspace_without_an_index_is_a_clear_error(unprivileged):
     root, as_user = unprivileged
     subprocess.run(["rm", "-rf", str(root / ".zmem")], check=True)
@@ -103,6 +102,7 @@ def test_a_read_only_workspace_without_an_index_is_a_clear_error(unprivileged):
 
 # --- 3: errors that name their cause, hints that help ------------------------------------------
 
+@pytest.mark.slow
 def test_a_zmem_directory_closed_to_us_is_named_as_the_problem(unprivileged):
     root, as_user = unprivileged
     as_user(zmem_exe(), "-C", str(root), "recall", "x")
@@ -119,6 +119,7 @@ def test_a_zmem_directory_closed_to_us_is_named_as_the_problem(unprivileged):
     assert not list((root / "memory").glob("*.md")), "the append must not have written its note"
 
 
+@pytest.mark.slow
 def test_a_rebuild_past_the_file_size_limit_names_the_limit_and_keeps_the_old_index(ws):
     assert zmem_proc("index", "--full", "--no-embed", cwd=ws).returncode == 0
     before = recall_json(ws, "gateway")["results"]
@@ -148,6 +149,7 @@ def test_a_rebuild_that_fails_for_an_unknown_reason_does_not_suggest_itself(ws, 
 # --- 4: a directory where .zmem keeps a file -----------------------------------------------------
 
 @pytest.mark.parametrize("name", ["index.sqlite", "index.sqlite-wal", "index.sqlite-journal", "lock"])
+@pytest.mark.slow
 def test_a_directory_in_place_of_a_state_file_is_named_with_a_fix(ws, name):
     assert zmem_proc("recall", "gateway", cwd=ws).returncode == 0
     target = ws / ".zmem" / name
@@ -168,6 +170,7 @@ def test_a_directory_in_place_of_a_state_file_is_named_with_a_fix(ws, name):
 
 # --- 5: status and an unreadable uncommitted note ------------------------------------------------
 
+@pytest.mark.slow
 def test_status_agrees_with_catch_up_about_a_note_it_cannot_read(unprivileged):
     root, as_user = unprivileged
     note = root / "memory" / "2025-12-02.md"

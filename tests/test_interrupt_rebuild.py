@@ -17,8 +17,9 @@ import pytest
 from conftest import commit_all, run, wait_for, zmem_exe, zmem_proc
 from zmem import indexer
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
-                                reason="needs /proc and at least two cores (the pool is used from two workers)")
+pytestmark = [pytest.mark.slow,  # pooled full rebuilds of a big workspace, interrupted again and again
+              pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                                 reason="needs /proc and at least two cores (the pool is used from two workers)")]
 
 WORDS = ("gateway relay backup replica webhook limiter certificate staging deploy runner vector cron "
          "Lisbon Porto Madrid Berlin Peter Ana Lucía Priya roadmap benchmark socket handler retries").split()

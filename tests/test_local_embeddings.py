@@ -16,7 +16,7 @@ pytest.importorskip("gguf")
 pytest.importorskip("safetensors")
 
 from conftest import commit_all, recall_json, run, write  # noqa: E402
-from tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
 from zmem.modelimport import import_model, model_name, resolve_model_source  # noqa: E402
@@ -91,6 +91,7 @@ def test_llama_cpp_tokenizes_like_bert(tiny, tiny_gguf):
 
 
 @pytest.mark.parametrize("outtype,minimum", [("f32", 0.999), ("f16", 0.99), ("q8_0", 0.98)])
+@pytest.mark.slow
 def test_llama_cpp_matches_the_reference(tiny, tmp_path, outtype, minimum):
     pytest.importorskip("llama_cpp")
     from zmem.embedders.llama import LlamaEmbedder
@@ -286,6 +287,7 @@ def test_a_reranker_gguf_is_refused_and_huge_thread_counts_are_capped(tiny, tmp_
     assert max(abs(a - b) for a, b in zip(plain[0], many[0])) < 1e-5
 
 
+@pytest.mark.slow
 def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_path):
     pytest.importorskip("llama_cpp")
     out = tmp_path / "models" / "tiny.gguf"

@@ -1,6 +1,7 @@
 """Block scanning and chunking: exact line ranges, fences kept whole, CJK-aware token counts."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -150,6 +151,7 @@ def test_day_from_path():
     assert day_from_path("memory/notes.md") is None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["# h", "## h2", "- item", "  cont", "1. one", "```", "~~~", "> q", "text",
                                  "", "---", "===", "    code", "中文行", "\r", "\t- x", "|a|b|"]), max_size=60))

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -19,40 +18,16 @@ from conftest import commit_all, git, run, write, zmem_proc
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from helpers.mcp_client import call, error, session  # noqa: E402
 
 TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of"}
-
-
-@asynccontextmanager
-async def session(root: Path, *args: str, errlog=None):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "zmem", "-C", str(root), "mcp", *args],
-                                   env=dict(os.environ))
-    async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write_):
-        async with ClientSession(read, write_) as s:
-            await s.initialize()
-            yield s
-
-
-async def call(s, tool: str, /, **arguments) -> dict:
-    res = await s.call_tool(tool, arguments)
-    assert not res.is_error, res.content[0].text
-    out = json.loads(res.content[0].text)
-    assert out == res.structured_content
-    return out
-
-
-async def error(s, tool: str, /, **arguments) -> str:
-    res = await s.call_tool(tool, arguments)
-    assert res.is_error, res.content
-    return res.content[0].text
 
 
 def lines_of(root: Path, rel: str, a: int, b: int) -> str:
     return "\n".join((root / rel).read_text(encoding="utf-8").split("\n")[a - 1:b])
 
 
+@pytest.mark.slow
 def test_tools_are_listed_with_descriptions_for_a_model(ws):
     async def go():
         async with session(ws) as s:
@@ -103,6 +78,7 @@ def test_search_then_get_reads_exactly_the_cited_lines(ws):
     assert none["results"] == []
 
 
+@pytest.mark.slow
 def test_files_written_behind_the_servers_back_are_found_at_once(ws):
     """The server skips the stat sweep only while nothing changed: writes, deletes, new directories
     and commits made by other processes are seen by the very next call."""
@@ -126,6 +102,7 @@ def test_files_written_behind_the_servers_back_are_found_at_once(ws):
     assert paths == [[], ["memory/2025-12-01.md"], [], ["bank/zoo/animals.md"], [], ["bank/zoo/animals.md"]]
 
 
+@pytest.mark.slow
 def test_ignore_rule_changes_reach_the_running_server(ws):
     """.gitignore in a watched directory and .git/info/exclude (outside every watched directory):
     a file they newly ignore drops out of the very next answer, and comes back when un-ignored."""
@@ -149,11 +126,12 @@ def test_ignore_rule_changes_reach_the_running_server(ws):
     assert paths == [["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"], [], ["memory/2025-12-02.md"]]
 
 
+@pytest.mark.slow
 def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     """`zmem model import --force` over the configured model_path, then `zmem embed`: the running
     server embeds queries with the new model (the stored vectors are its), not the one it loaded."""
     pytest.importorskip("llama_cpp")
-    from tiny_bert import make_tiny_bert
+    from helpers.tiny_bert import make_tiny_bert
     from zmem.modelimport import import_model
     model = tmp_path / "models" / "current.gguf"
     import_model(make_tiny_bert(tmp_path / "a", seed=1), model)
@@ -174,6 +152,7 @@ def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     assert not any("different embedding model" in w for w in second["warnings"]), second["warnings"]
 
 
+@pytest.mark.slow
 def test_append_then_search_finds_it_and_commits(ws):
     today = dt.date.today().isoformat()
     async def go():
@@ -204,6 +183,7 @@ def test_append_then_search_finds_it_and_commits(ws):
     assert git(ws, "status", "--porcelain") == f"M memory/{today}.md"
 
 
+@pytest.mark.slow
 def test_group_scope_never_returns_memory_md(ws):
     write(ws, "MEMORY.md", "# Memory\n\n- The alarm code is zebra-4411.\n\n## Retain\n\n- R @Peter married_to @Ana\n")
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n- Saw a zebra at the zoo.\n\n## Retain\n\n"
@@ -236,6 +216,7 @@ def test_group_scope_never_returns_memory_md(ws):
     assert [r["path"] for r in group["blame_query"]["ranges"]] == ["memory/2025-11-28.md"]
 
 
+@pytest.mark.slow
 def test_errors_are_tool_errors_and_the_server_keeps_answering(ws):
     async def go(errlog):
         async with session(ws, errlog=errlog) as s:
@@ -271,6 +252,7 @@ def test_errors_are_tool_errors_and_the_server_keeps_answering(ws):
     assert "Traceback" not in stderr, stderr
 
 
+@pytest.mark.slow
 def test_blame_and_recall_as_of_return_real_history(ws):
     write(ws, "memory/2025-11-01.md", "# 2025-11-01\n\n- Peter lives in Lisbon\n")
     a = commit_all(ws, "lisbon", date="2025-11-01T10:00:00+00:00")
@@ -310,8 +292,9 @@ def _use_and_embed(ws, server) -> None:
     assert run(["-C", str(ws), "index"]).exit_code == 0
 
 
+@pytest.mark.slow
 def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)  # every chunk embedded
 
@@ -374,11 +357,12 @@ def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
         memory.close()
 
 
+@pytest.mark.slow
 def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_for_again(ws):
     # the endpoint accepts the query and never answers: a call that returns at all gave up at its
     # timeout, so no clock is read (these machines are shared and noisy); the request counts prove
     # that nothing retried or waited again
-    from embed_server import EmbeddingServer
+    from helpers.embed_server import EmbeddingServer
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)
         # the library (what the CLI calls): one attempt bounded by the timeout, no retry
@@ -417,6 +401,7 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
     assert n3 == n2 == n1
 
 
+@pytest.mark.slow
 def test_group_scope_graph_search_treats_private_facts_as_nonexistent(ws):
     write(ws, "MEMORY.md", "# Memory\n\n## Retain\n\n- W @Zora @Peter: Zora is Peter's therapist.\n"
           "- W @Peter @Lisbon: Peter's private Lisbon address.\n")
@@ -445,6 +430,7 @@ def test_group_scope_graph_search_treats_private_facts_as_nonexistent(ws):
     assert "MEMORY.md" not in blob and "bank/people" not in blob and "therapist" not in blob
 
 
+@pytest.mark.slow
 def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_hint(ws):
     async def go():
         async with session(ws) as s:

@@ -9,19 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from embed_server import EmbeddingServer
 from conftest import zmem_exe
-from test_freshness_races import unprivileged
-
-FIXTURES = (unprivileged,)
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
 
 
 def _state(root: Path) -> dict:

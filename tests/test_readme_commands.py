@@ -26,6 +26,7 @@ def _block(*lines: str) -> str:
     return "# zmem\n\n## Commands\n\nSome text.\n\n```sh\n" + "\n".join(lines) + "\n```\n\n## Next\n"
 
 
+@pytest.mark.slow
 def test_every_readme_command_runs_on_the_demo_workspace():
     proc = subprocess.run([sys.executable, str(SMOKE), "--zmem", zmem_exe()], capture_output=True, text=True,
                           timeout=1800)
@@ -65,6 +66,7 @@ def test_a_command_list_the_script_cannot_read_is_an_error(readme):
         smoke.readme_commands(readme)
 
 
+@pytest.mark.slow
 def test_a_readme_command_that_fails_fails_the_smoke_test(tmp_path):
     """Not a no-op: an unexpected error exit, an unknown placeholder and bad usage are reported."""
     readme = tmp_path / "README.md"

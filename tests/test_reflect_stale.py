@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import commit_all, get_text, git, reflect_json, run, run_json, write
 
 from zmem import opinions as op_mod
@@ -69,6 +71,7 @@ def test_a_shift_and_a_retraction_redo_pages_and_re_cite_opinions(ws):
     _unchanged(ws)
 
 
+@pytest.mark.slow
 def test_retracted_evidence_stops_counting_and_counts_again_when_restored(ws):
     for day, body in (("2025-11-24", "- O(c=0.6) @Peter: Prefers concise replies on WhatsApp.\n"),
                       ("2025-11-25", "- O(c=0.9) @Peter: prefers concise replies on WhatsApp!\n"),

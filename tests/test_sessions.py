@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import run, sessions_config, write
+from conftest import run, sessions_config, wait_for, write
 
 
 def _msg(role, text, ts=1764237600000):
@@ -24,13 +23,13 @@ def _recall(ws, *args):
 
 
 def _wait_indexed(ws, query, want, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got, _ = _recall(ws, query, "--source", "sessions")
-        if len(got["results"]) >= want:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{query!r}: not indexed within {timeout} s")
+    got: list = []
+
+    def indexed() -> bool:
+        got[:] = [_recall(ws, query, "--source", "sessions")[0]]
+        return len(got[0]["results"]) >= want
+    assert wait_for(indexed, timeout, interval=0.2), f"{query!r}: not indexed within {timeout} s"
+    return got[0]
 
 
 def test_transcripts_are_indexed_redacted_and_cited(ws):
@@ -63,6 +62,7 @@ def test_transcripts_are_indexed_redacted_and_cited(ws):
     assert run(["-C", str(ws), "get", str(log)]).exit_code == 1
 
 
+@pytest.mark.slow
 def test_incremental_by_offset_and_thresholds(ws):
     sessions = sessions_config("delta_messages = 5\ndelta_bytes = 100000\n")
     log = sessions / "s.jsonl"
@@ -117,12 +117,13 @@ def test_kind_entity_and_as_of_search_memory_by_default_with_sessions_enabled(ws
         assert res.exit_code == 1 and "session transcripts" in res.stderr and "--source memory" in res.stderr
 
 
+@pytest.mark.slow
 def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
     import asyncio
 
     import pytest
     pytest.importorskip("mcp")
-    from test_mcp import call, session
+    from helpers.mcp_client import call, session
     sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
     from conftest import commit_all
@@ -161,7 +162,6 @@ def test_redaction_of_assignments_json_keys_and_phrases():
                  "Remember to rotate the token and change your password tomorrow.",
                  "The monkey: banana. A key: idea of the plan."):
         assert redact(text) == text
-
 
 
 # "password <noun> is X" is about a password manager/policy/field, not a password; the value is

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import commit_all, git, run, write, zmem_proc
 
 DAY1 = """# 2025-11-24
@@ -166,6 +168,7 @@ def test_broken_markers_leave_the_page_alone(ws):
 # ----------------------------------------------------------------------------- defects fixed later
 
 
+@pytest.mark.slow
 def test_entity_names_never_become_paths_outside_the_entity_dir(ws):
     _log(ws, "2025-11-24", "- W @[../../../escaped]: t\n- W @[a/b]: t2\n- W @[..\\\\evil]: t3\n",
          "2025-11-24T10:00:00+00:00")

@@ -81,6 +81,7 @@ def test_get_on_a_terminal_shows_control_characters_escaped(hostile):
 
 
 @pytest.mark.parametrize("fmt", ["text", "md", "table", "json"])
+@pytest.mark.slow
 def test_recall_on_a_terminal_in_every_format(hostile, fmt):
     out = on_terminal("-C", str(hostile), "recall", "zebracrossing", "--format", fmt)
     assert_safe(out)
@@ -104,6 +105,7 @@ def test_recall_piped_keeps_the_notes_characters(hostile):
     ["recall", "zebrafact", "--entity", "Peter"], ["entity", "Peter"], ["entity", "Peter", "--json"],
     ["log", "@Peter"], ["log", "memory/2025-11-25.md"], ["blame", "memory/2025-11-25.md#L5"],
     ["diff", "HEAD~1", "HEAD"], ["reflect", "--dry-run"]])
+@pytest.mark.slow
 def test_every_command_that_prints_notes_escapes_them_on_a_terminal(hostile, args):
     out = on_terminal("-C", str(hostile), *args)
     assert_safe(out)

@@ -8,13 +8,6 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, recall_json, run, write
-from embed_server import EmbeddingServer
-
-
-@pytest.fixture
-def server():
-    with EmbeddingServer() as s:
-        yield s
 
 
 def _settings(server, sessions: Path) -> str:
@@ -72,6 +65,7 @@ def test_without_a_setting_anywhere_the_hint_says_where_to_add_it(ws):
     assert message == "zmem: session transcripts are not enabled" and "add [sessions] enabled = true" in hint
 
 
+@pytest.mark.slow
 def test_a_pull_that_changes_a_trusted_zmem_toml_says_it_changed_since_you_trusted_it(ws, server, tmp_path):
     sessions = tmp_path / "sessions"
     sessions.mkdir()

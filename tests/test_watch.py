@@ -1,78 +1,20 @@
 """`zmem watch`: the real command as a subprocess on a real workspace, with real file writes."""
 from __future__ import annotations
 
-import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import git, recall_json, write, zmem_exe
-
-TIMEOUT = 60.0  # generous: CI machines are noisy; tests poll, they never assert timings
+from helpers.watch import TIMEOUT, WatchProc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify")
-
-
-class WatchProc:
-    """`zmem watch --json …` running in the background; its JSON lines are read by a thread."""
-
-    def __init__(self, root: Path, *args: str):
-        self.proc = subprocess.Popen([zmem_exe(), "-C", str(root), "watch", "--json", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-        self.events: queue.Queue = queue.Queue()
-        self.seen: list[dict] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.events.put(json.loads(line))
-
-    def wait_for(self, predicate, timeout: float = TIMEOUT) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                event = self.events.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None and self.events.empty():
-                    raise AssertionError(f"zmem watch exited {self.proc.returncode}: {self.proc.stderr.read()}")
-                continue
-            self.seen.append(event)
-            if predicate(event):
-                return event
-        raise AssertionError(f"no matching event within {timeout} s; seen: {self.seen}")
-
-    def wait_indexed(self, *paths: str, timeout: float = TIMEOUT) -> None:
-        """Until every path was in some `indexed` event (earlier ones count)."""
-        def done(_e) -> bool:
-            seen = {p for e in self.seen if e["event"] == "indexed" for p in e["files"]}
-            return set(paths) <= seen
-        if not done(None):
-            self.wait_for(done, timeout)
-
-    def ready(self) -> dict:
-        return self.wait_for(lambda e: e["event"] == "watching")
-
-    def finish(self, timeout: float = TIMEOUT) -> tuple[int, str]:
-        """Wait for the process to exit by itself: (exit code, stderr)."""
-        code = self.proc.wait(timeout=timeout)
-        self._reader.join(timeout=5)
-        return code, self.proc.stderr.read()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
 
 
 def _index_has(root: Path, word: str) -> bool:
@@ -87,6 +29,7 @@ def _index_has(root: Path, word: str) -> bool:
 
 
 @pytest.mark.parametrize("mode", ["inotify", "poll"])
+@pytest.mark.slow
 def test_new_text_is_indexed_after_the_debounce_without_a_commit(ws, watch, mode):
     if mode == "inotify" and not sys.platform.startswith("linux"):
         pytest.skip("inotify is Linux-only")
@@ -133,6 +76,7 @@ def test_commit_commits_only_the_changed_memory_files(ws, watch):
     assert "memory/2025-12-02.md" not in status and "bank/world.md" not in status
 
 
+@pytest.mark.slow
 def test_commit_waits_while_a_merge_is_in_progress(ws, watch):
     git_dir = Path(git(ws, "rev-parse", "--absolute-git-dir"))
     head = git(ws, "rev-parse", "HEAD")
@@ -149,6 +93,7 @@ def test_commit_waits_while_a_merge_is_in_progress(ws, watch):
 
 
 @pytest.mark.parametrize("how", ["moved", "deleted", "deleted-poll"])
+@pytest.mark.slow
 def test_moving_or_deleting_the_workspace_exits_1_with_a_hint(ws, watch, tmp_path, how):
     w = watch(ws, *(["--poll"] if how.endswith("poll") else []))
     w.ready()
@@ -173,6 +118,7 @@ def _drain(w: WatchProc) -> list[dict]:
 
 
 @linux_only
+@pytest.mark.slow
 def test_open_descriptors_do_not_grow_with_the_number_of_files(ws, watch):
     w = watch(ws, "--debounce", "0.5")
     w.ready()
@@ -214,6 +160,7 @@ def test_signals_stop_it_cleanly(ws, watch, sig, code):
     assert rc == code and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_exit_after_and_max_events_end_it_for_scripts(ws, watch):
     t0 = time.monotonic()
     w = watch(ws, "--exit-after", "0.5")
@@ -226,14 +173,18 @@ def test_exit_after_and_max_events_end_it_for_scripts(ws, watch):
     assert [e["event"] for e in w.seen + _drain(w)] == ["watching", "indexed"]
 
 
+@pytest.mark.slow
 def test_verbose_prints_one_line_per_reindex_on_stderr(ws):
     proc = subprocess.Popen([zmem_exe(), "-C", str(ws), "watch", "--verbose", "--debounce", "0.2",
-                             "--exit-after", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+                             "--max-events", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = [proc.stderr.readline()]  # the first catch-up's line, then "watching …": from then on it watches
+    while said[-1] and not said[-1].startswith("watching "):
+        said.append(proc.stderr.readline())
+    assert said[-1], "".join(said)  # it exited before watching
     write(ws, "memory/2025-12-05.md", "- verbose\n")
     out, err = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 0 and out == ""
-    assert "\nwatching " in "\n" + err and "indexed 1 file in " in err and "memory/2025-12-05.md" in err
+    assert "indexed 1 file in " in err and "memory/2025-12-05.md" in err
 
 
 def test_the_debounce_waits_for_quiet_with_an_injected_clock(ws):
@@ -272,6 +223,7 @@ def test_without_inotify_it_polls_and_says_so_once(ws, monkeypatch):
     assert [e.backend for e in events if e.event == "watching"] == ["polling"]
 
 
+@pytest.mark.slow
 def test_commit_includes_memory_files_already_uncommitted_at_start(ws, watch):
     head = git(ws, "rev-parse", "HEAD")
     with (ws / "memory/2025-11-24.md").open("a") as f:

@@ -60,6 +60,7 @@ def test_append_refuses_a_symlinked_memory_dir(ws, outside):
     assert _tree(outside) == before
 
 
+@pytest.mark.slow
 def test_append_refuses_a_symlinked_daily_log(ws, outside):
     target = outside / "victim.md"
     target.write_text("# victim\n")
@@ -109,9 +110,10 @@ def test_append_is_refused_when_the_log_becomes_a_symlink_after_the_check(ws, ou
     assert target.read_text() == "# victim\n"
 
 
+@pytest.mark.slow
 def test_mcp_memory_append_refuses_a_symlinked_memory_dir(ws, outside):
     pytest.importorskip("mcp")
-    from test_mcp import error, session
+    from helpers.mcp_client import error, session
     os.rename(ws / "memory", ws / "memory.real")
     os.symlink(outside, ws / "memory")
     before = _tree(outside)
@@ -125,6 +127,7 @@ def test_mcp_memory_append_refuses_a_symlinked_memory_dir(ws, outside):
     assert _tree(outside) == before
 
 
+@pytest.mark.slow
 def test_reflect_refuses_a_symlinked_entity_dir_and_writes_nothing(ws, outside):
     write(ws, "memory/2025-11-25.md", "# 2025-11-25\n\n## Retain\n\n- W @Peter: Moved to Porto.\n"
           "- O(c=0.8) @Peter: Likes short answers.\n")
@@ -186,6 +189,7 @@ def test_init_writes_nothing_through_symlinked_dirs(tmp_path, outside):
     assert (root / "MEMORY.md").is_file() and (root / "zmem.toml").is_file()  # the rest is created
 
 
+@pytest.mark.slow
 def test_demo_does_not_overwrite_through_a_symlinked_memory_file(tmp_path, outside):
     root = tmp_path / "demo"
     assert zmem_proc("demo", str(root)).returncode == 0

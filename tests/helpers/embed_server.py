@@ -65,7 +65,9 @@ class LoopbackServer:
     def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop to look up: 0.5 s by default, at the end of every test with a server
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
 
     def __enter__(self):
         self.thread.start()

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 
-from embed_server import JsonHandler, LoopbackServer, concept_vector
+from helpers.embed_server import JsonHandler, LoopbackServer, concept_vector
 
 NATIVE_DIMS = 256
 MODELS = {"gemini-embedding-001", "text-embedding-004"}
