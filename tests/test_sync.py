@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import commit_all, git, run, write, zmem_proc
 
 LOG = "memory/2025-11-24.md"
@@ -157,6 +159,7 @@ def _assert_converged(clones: list[Path], notes: list[str]) -> None:
         assert not st["stale"] and st["indexed_commit"] == head and not st["dirty"], st
 
 
+@pytest.mark.slow
 def test_three_clones_append_and_sync_to_one_memory(tmp_path):
     clones = _hub(tmp_path, 3)
     notes = []
@@ -176,6 +179,7 @@ def test_three_clones_append_and_sync_to_one_memory(tmp_path):
     assert all(s.startswith(("zmem append", "zmem sync")) for s in first_parents)
 
 
+@pytest.mark.slow
 def test_sync_reports_facts_and_entities_that_came_in(tmp_path):
     a, b = _hub(tmp_path, 2)
     _zmem("-C", str(a), "append", "--retain", "W", "@Peter lives in Lisbon")
@@ -188,6 +192,7 @@ def test_sync_reports_facts_and_entities_that_came_in(tmp_path):
     assert text.strip() == "up to date with origin/main"
 
 
+@pytest.mark.slow
 def test_concurrent_syncs_from_three_clones_converge(tmp_path):
     import threading
     clones = _hub(tmp_path, 3)
@@ -212,6 +217,7 @@ def test_concurrent_syncs_from_three_clones_converge(tmp_path):
     assert "parallel note 2.1" in out["results"][0]["snippet"]
 
 
+@pytest.mark.slow
 def test_a_push_rejected_because_another_clone_pushed_first_is_retried(tmp_path):
     a, b = _hub(tmp_path, 2)
     _zmem("-C", str(b), "append", "from b before")
@@ -268,6 +274,7 @@ def test_no_remote_and_no_upstream_say_how_to_set_one(tmp_path, ws):
     assert _sync(ws)["merge"] == "none"
 
 
+@pytest.mark.slow
 def test_sync_status_says_ahead_and_behind_without_changing_anything(tmp_path):
     a, b = _hub(tmp_path, 2)
     _zmem("-C", str(a), "append", "one")
@@ -281,6 +288,7 @@ def test_sync_status_says_ahead_and_behind_without_changing_anything(tmp_path):
     assert git(b, "rev-parse", "HEAD") == head and git(tmp_path / "hub.git", "rev-parse", "main") != head
 
 
+@pytest.mark.slow
 def test_a_persons_real_conflict_stops_with_the_files_named_and_a_clean_tree(tmp_path):
     a, b = _hub(tmp_path, 2)
     write(a, "MEMORY.md", "# Memory\n\n- The gateway runs on the Mac Studio.\n")
