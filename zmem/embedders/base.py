@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from typing import Literal
 
 from zmem.errors import ZmemError
+
+
+def hash_file_ends(h, path) -> None:
+    """Feed h a model file's size and its first and last MB: a cheap identity of a file of hundreds
+    of MB that changes when the model does (llama's GGUF, onnx's graph)."""
+    size = os.stat(path).st_size
+    h.update(str(size).encode())
+    with open(path, "rb") as f:
+        h.update(f.read(1 << 20))
+        if size > 1 << 20:
+            f.seek(-(1 << 20), os.SEEK_END)
+            h.update(f.read(1 << 20))
+
 
 Kind = Literal["document", "query"]
 

@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from zmem.embedders.base import Embedder, EmbeddingError
+from zmem.embedders.base import Embedder, EmbeddingError, hash_file_ends
 
 MAX_TOKENS = 2048  # cap for long-context GGUFs: bounds the compute buffers; zmem's windows are far shorter
 
@@ -23,13 +23,7 @@ MAX_TOKENS = 2048  # cap for long-context GGUFs: bounds the compute buffers; zme
 def model_id(path: Path) -> str:
     """Name plus a hash of the size and the first and last MB: changes when the model does."""
     h = hashlib.sha256()
-    size = path.stat().st_size
-    h.update(str(size).encode())
-    with open(path, "rb") as f:
-        h.update(f.read(1 << 20))
-        if size > 1 << 20:
-            f.seek(-(1 << 20), os.SEEK_END)
-            h.update(f.read(1 << 20))
+    hash_file_ends(h, path)
     return f"{path.name}@{h.hexdigest()[:12]}"
 
 

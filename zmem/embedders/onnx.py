@@ -17,7 +17,7 @@ import os
 import threading
 from pathlib import Path
 
-from zmem.embedders.base import Embedder, EmbeddingError
+from zmem.embedders.base import Embedder, EmbeddingError, hash_file_ends
 
 # in order of preference when model_path is a directory
 MODEL_FILES = ("model.onnx", "model_quantized.onnx", "model_int8.onnx", "model_qint8_avx512_vnni.onnx")
@@ -87,13 +87,7 @@ def model_id(model_file: Path, directory: Path, settings: dict) -> str:
     """Name plus a hash of the graph's size and ends, the tokenizer and the pooling settings:
     changes when any of what shapes a vector does."""
     h = hashlib.sha256()
-    size = model_file.stat().st_size
-    h.update(str(size).encode())
-    with open(model_file, "rb") as f:
-        h.update(f.read(1 << 20))
-        if size > 1 << 20:
-            f.seek(-(1 << 20), os.SEEK_END)
-            h.update(f.read(1 << 20))
+    hash_file_ends(h, model_file)
     h.update((directory / "tokenizer.json").read_bytes())
     h.update(json.dumps(settings, sort_keys=True).encode())
     return f"{directory.name}/{model_file.name}@{h.hexdigest()[:12]}"
