@@ -241,6 +241,19 @@ def _special(tok_cfg: dict, special_map: dict, key: str, default: str) -> str:
     return default
 
 
+def _bert_specials(src: Path, tok_cfg: dict, special_map: dict, tokens) -> dict[str, str]:
+    """The model's cls/sep/unk/pad/mask tokens (its own names, else BERT's); an error when the
+    vocabulary lacks one a BERT tokenizer cannot do without."""
+    specials = {kind: _special(tok_cfg, special_map, f"{kind}_token", f"[{kind.upper()}]")
+                for kind in ("cls", "sep", "unk", "pad", "mask")}
+    known = set(tokens)
+    for kind in ("cls", "sep", "unk"):
+        if specials[kind] not in known:
+            raise ZmemError(f"{src.name}: the vocabulary has no {specials[kind]} token",
+                            hint="a BERT vocabulary needs [CLS], [SEP] and [UNK]")
+    return specials
+
+
 def _phantom(token: str) -> str:
     """llama.cpp's WordPiece form: a leading ▁ marks the start of a word, `##` continuations lose it."""
     if token.startswith("[") and token.endswith("]"):
@@ -412,13 +425,8 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
     if mapped["position_embd.weight"][1].shape[0] < context:
         context = int(mapped["position_embd.weight"][1].shape[0])
     ids = {t: i for i, t in enumerate(tokens)}
-    unk = _special(tok_cfg, special_map, "unk_token", "[UNK]")
-    specials = {kind: _special(tok_cfg, special_map, f"{kind}_token", f"[{kind.upper()}]")
-                for kind in ("cls", "sep", "unk", "pad", "mask")}
-    for kind in ("cls", "sep", "unk"):
-        if specials[kind] not in ids:
-            raise ZmemError(f"{src.name}: the vocabulary has no {specials[kind]} token",
-                            hint="a BERT vocabulary needs [CLS], [SEP] and [UNK]")
+    specials = _bert_specials(src, tok_cfg, special_map, tokens)
+    unk = specials["unk"]
     special_set = set(specials.values())
     types = []
     for t in tokens:
@@ -597,12 +605,7 @@ def _tokenizer_json(src: Path, dest: Path) -> None:
     tok_cfg = tok_cfg if isinstance(tok_cfg, dict) else {}
     special_map = special_map if isinstance(special_map, dict) else {}
     tokens = _vocab(src)
-    specials = {kind: _special(tok_cfg, special_map, f"{kind}_token", f"[{kind.upper()}]")
-                for kind in ("cls", "sep", "unk", "pad", "mask")}
-    for kind in ("cls", "sep", "unk"):
-        if specials[kind] not in tokens:
-            raise ZmemError(f"{src.name}: the vocabulary has no {specials[kind]} token",
-                            hint="a BERT vocabulary needs [CLS], [SEP] and [UNK]")
+    specials = _bert_specials(src, tok_cfg, special_map, tokens)
     lower = tok_cfg.get("do_lower_case", True) is not False
     tokenizer = BertWordPieceTokenizer({t: i for i, t in enumerate(tokens)}, unk_token=specials["unk"],
                                        sep_token=specials["sep"], cls_token=specials["cls"],
