@@ -365,3 +365,15 @@ def test_reflect_keeps_different_opinions_apart(ws):
     by = {o["statement"]: o for o in res["opinions"]}
     assert by["Likes coffee."]["new"] and by["Prefers email."]["after"] > by["Prefers email."]["before"]
     assert by["Prefers email."]["evidence"] == ["supports memory/2025-11-25.md#L5"]
+
+
+def test_table_cells_that_look_like_numbers_stay_as_written(ws):
+    # tabulate reads any cell as a number unless told: a commit id like 2425273e94 printed as
+    # 2.42527e+100; only the confidence and score columns are numbers
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Retain\n\n- O(c=0.80) @Peter: 1e10\n- W @Peter: 007\n")
+    commit_all(ws, "numbers")
+    for args in (["facts"], ["facts", "--origin"], ["recall", "Peter", "--kind", "W", "--format", "table"]):
+        out = run(["-C", str(ws), *args, "--format", "table"] if args[0] == "facts" else ["-C", str(ws), *args]).stdout
+        assert "1e+10" not in out and "  7" not in out.replace("007", ""), out
+    out = run(["-C", str(ws), "facts", "--format", "table"]).stdout
+    assert "1e10" in out and "007" in out and " 0.8 " in out, out  # the confidence is still a number

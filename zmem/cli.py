@@ -529,7 +529,7 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     elif fmt == "table":
         from zmem.search import one_line_snippet
         rows = [(h.citation, f"{h.score:.4g}", h.day or "", one_line_snippet(h.snippet, text, 70)) for h in res.results]
-        echo_table(rows, ["citation", "score", "day", "snippet"])
+        echo_table(rows, ["citation", "score", "day", "snippet"], numeric=(1,))
     elif fmt == "md":
         for i, h in enumerate(res.results, 1):
             echo(f"{i}. **{h.citation}** (score {h.score:.4g}{', ' + h.day if h.day else ''})\n")
@@ -622,7 +622,7 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
     if fmt == "table":
         rows = [(cites[i], f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
                  ", ".join(f.entities), _one_line(f.text, 60)) for i, f in enumerate(facts)]
-        echo_table(rows, ["source", "kind", "c", "day", "entities", "text"])
+        echo_table(rows, ["source", "kind", "c", "day", "entities", "text"], numeric=(2,))
         return
     for i, f in enumerate(facts):
         conf = f" c={f.confidence:.2f}" if f.confidence is not None else ""
@@ -682,7 +682,7 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
             [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
               ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
               commit_time(f.time).strftime("%Y-%m-%d %H:%M") if f.time else "")
-             for f in rows], ["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"])
+             for f in rows], ["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"], numeric=(2,))
     else:
         _render_facts(rows, fmt)
         if origin:

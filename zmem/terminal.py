@@ -66,13 +66,14 @@ def echo(*parts: str, nl: bool = True) -> None:
     click.echo(line, nl=nl, color=True)  # color=True: click strips nothing, a pipe gets the note's own bytes
 
 
-def echo_table(rows, headers: list[str]) -> None:
+def echo_table(rows, headers: list[str], numeric: tuple[int, ...] = ()) -> None:
     """rows as a table; on a terminal each cell escaped before the columns are measured, so the
-    escapes keep them aligned."""
+    escapes keep them aligned. Only the numeric columns are read as numbers (right-aligned): in any
+    other a commit id such as 2425273e94 or a note saying 1e10 is text, not 2.42527e+100."""
     from tabulate import tabulate
     if stdout_is_terminal():
         rows = [[visible(str(c)) for c in row] for row in rows]
-    echo(tabulate(rows, headers=headers))
+    echo(tabulate(rows, headers=headers, disable_numparse=[i for i in range(len(headers)) if i not in numeric]))
 
 
 def echo_json(data, indent: int | None = 2) -> None:
