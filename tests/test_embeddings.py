@@ -304,6 +304,7 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     assert "OPENAI_API_KEY" in err.value.hint
 
 
+@pytest.mark.llama
 @pytest.mark.slow
 def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
     pytest.importorskip("llama_cpp")

@@ -81,6 +81,7 @@ def test_gguf_layout_follows_llama_cpp_conventions(tiny_gguf):
     assert field("bert.attention.causal") is False
 
 
+@pytest.mark.llama
 def test_llama_cpp_tokenizes_like_bert(tiny, tiny_gguf):
     pytest.importorskip("llama_cpp")
     from zmem.embedders.llama import LlamaEmbedder
@@ -90,6 +91,7 @@ def test_llama_cpp_tokenizes_like_bert(tiny, tiny_gguf):
         assert emb.tokens(text) == wordpiece(vocab, text), text
 
 
+@pytest.mark.llama
 @pytest.mark.parametrize("outtype,minimum", [("f32", 0.999), ("f16", 0.99), ("q8_0", 0.98)])
 @pytest.mark.slow
 def test_llama_cpp_matches_the_reference(tiny, tmp_path, outtype, minimum):
@@ -105,6 +107,7 @@ def test_llama_cpp_matches_the_reference(tiny, tmp_path, outtype, minimum):
     assert (want @ want.T)[np.triu_indices(len(TEXTS), 1)].min() < 0.99
 
 
+@pytest.mark.llama
 def test_cls_pooling_matches_the_reference(tmp_path):
     pytest.importorskip("llama_cpp")
     from zmem.embedders.llama import LlamaEmbedder
@@ -116,6 +119,7 @@ def test_cls_pooling_matches_the_reference(tmp_path):
     assert cos.min() >= 0.999, cos
 
 
+@pytest.mark.llama
 def test_a_long_text_does_not_crash_the_process(tiny, tiny_gguf):
     """800+ tokens against a 128-position model: cut to [CLS] + 126 + [SEP], not SIGABRT."""
     pytest.importorskip("llama_cpp")
@@ -134,6 +138,7 @@ def test_a_long_text_does_not_crash_the_process(tiny, tiny_gguf):
     assert float(got @ reference_embed(tiny, [text])[0]) >= 0.999
 
 
+@pytest.mark.llama
 def test_the_fingerprint_follows_the_model_file(tiny_gguf, tmp_path):
     pytest.importorskip("llama_cpp")
     from zmem.embedders.llama import LlamaEmbedder
@@ -229,6 +234,7 @@ def test_embedder_errors(tmp_path, tiny_gguf, monkeypatch):
     assert "llama-cpp-python" in e.value.message and "zmem[local]" in e.value.hint
 
 
+@pytest.mark.llama
 def test_a_file_that_is_not_a_model_is_an_embedding_error(tmp_path):
     pytest.importorskip("llama_cpp")
     from zmem.embedders.llama import LlamaEmbedder
@@ -238,6 +244,7 @@ def test_a_file_that_is_not_a_model_is_an_embedding_error(tmp_path):
         LlamaEmbedder(str(junk)).embed(["x"])
 
 
+@pytest.mark.llama
 def test_a_gguf_that_crashes_llama_cpp_is_an_error_not_a_dead_process(tiny, tmp_path, monkeypatch):
     """F16 position embeddings (as another converter might write them) make llama.cpp abort the
     process at the first embed: the model is run once in a child process first, so this one lives."""
@@ -256,6 +263,7 @@ def test_a_gguf_that_crashes_llama_cpp_is_an_error_not_a_dead_process(tiny, tmp_
     assert len(list((Path(os.environ["HOME"]) / ".cache" / "zmem" / "checked-models").iterdir())) == 1
 
 
+@pytest.mark.llama
 def test_a_model_without_a_pooling_type_is_not_taken_for_an_embedding_model(tiny, tmp_path, monkeypatch):
     """Chat and completion GGUFs declare no pooling type; their mean-pooled states are no embeddings."""
     pytest.importorskip("llama_cpp")
@@ -268,6 +276,7 @@ def test_a_model_without_a_pooling_type_is_not_taken_for_an_embedding_model(tiny
     assert "declares no pooling type: not an embedding model" in e.value.message
 
 
+@pytest.mark.llama
 def test_a_reranker_gguf_is_refused_and_huge_thread_counts_are_capped(tiny, tmp_path, monkeypatch):
     """A rank-pooling GGUF returns one score per text where zmem would read n_embd floats (garbage
     past the buffer); a thread count far above the cores made llama.cpp abort (bad_alloc)."""
@@ -287,6 +296,7 @@ def test_a_reranker_gguf_is_refused_and_huge_thread_counts_are_capped(tiny, tmp_
     assert max(abs(a - b) for a, b in zip(plain[0], many[0])) < 1e-5
 
 
+@pytest.mark.llama
 @pytest.mark.slow
 def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_path):
     pytest.importorskip("llama_cpp")
