@@ -11,7 +11,7 @@ import pytest
 
 from conftest import zmem_exe
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / ".ci" / "readme_smoke.py"
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import zmem_proc
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.fixture(scope="module")

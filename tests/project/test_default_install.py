@@ -16,7 +16,7 @@ import pytest
 from conftest import commit_all, write, zmem_proc
 from zmem.entities import duplicate_message, suspected_duplicates
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = ("numpy", "llama_cpp", "gguf", "safetensors", "mcp")
 
 

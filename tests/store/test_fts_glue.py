@@ -15,7 +15,7 @@ from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run
 
 from zmem import db, fts, migrations
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import gen_fts_glue  # noqa: E402
 
 NOTE = ("# 2025-01-01\n\n## Notes\n\n- great work 👍🏽zqword today\n- party at the office with Ana🥳 tonight\n"

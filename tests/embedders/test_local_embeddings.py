@@ -128,7 +128,7 @@ def test_a_long_text_does_not_crash_the_process(tiny, tiny_gguf):
             f"e = LlamaEmbedder({str(tiny_gguf)!r}); print(len(e.tokens(sys.argv[1]))); "
             "print(json.dumps(e.embed([sys.argv[1]])[0]))")
     proc = subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == ""  # llama.cpp's logging is silenced
     n_tokens, vector = proc.stdout.splitlines()

@@ -13,10 +13,10 @@ from zmem import __version__
 from zmem.cli import cli
 from zmem.completion import commands
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from docgen import COMPLETION_FILES, rendered  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generated_files_match_the_cli():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "zmem"
+PACKAGE = Path(__file__).resolve().parents[2] / "zmem"
 
 # Bottom to top. A new module goes into the lowest layer whose modules it needs (the test names
 # modules that are in no layer).
