@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs inotify")
 

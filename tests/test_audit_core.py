@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import commit_all, recall_json, run, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, recall_json, run, write, zmem_exe, zmem_proc
 
 
 def _spawn(*args):
@@ -97,7 +97,7 @@ def test_a_cloned_repository_cannot_run_its_own_zmem_package(ws, tmp_path, monke
     assert zmem_proc("-C", str(clone), "hooks", "install").returncode == 0
     write(clone, "memory/2025-12-03.md", "# d\n\n- a note that fires the hooks\n")
     commit_all(clone, "note")  # post-commit: python -P -m zmem.hookrun, in the clone's top directory
-    from conftest import wait_for
+    from helpers.workspace import wait_for
     assert wait_for(lambda: "memory/2025-12-03.md" in {r["path"] for r in recall_json(clone, "fires")["results"]})
     monkeypatch.chdir(clone)
     from zmem.spawn import zmem_command

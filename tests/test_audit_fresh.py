@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, wait_for, write, zmem_proc
+from helpers.workspace import commit_all, git, wait_for, write, zmem_proc
 
 
 def recall(root, query, *extra) -> tuple[dict, str]:

@@ -9,7 +9,7 @@ import unicodedata
 
 import pytest
 
-from conftest import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, run, write, zmem_proc
 
 RETAIN = "# {day}\n\n## Retain\n\n{facts}\n"
 

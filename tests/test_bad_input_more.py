@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import recall_json, run, sessions_config, zmem_exe
+from helpers.workspace import recall_json, run, sessions_config, zmem_exe
 
 
 def _msg(role, text, **extra):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import commit_all, run, run_json, write
+from helpers.workspace import commit_all, run, run_json, write
 
 
 def test_status_without_commits_says_the_working_tree_is_indexed(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
 from zmem.cli import cli
 
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import commit_all, run, run_json, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, run, run_json, write, zmem_exe, zmem_proc
 
 # what a hostile note may hold: set the window title (OSC), clear the screen (CSI), a C1 CSI, a
 # right-to-left override, a carriage return that would hide what comes before it, a tab (kept)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import user_config, zmem_proc
+from helpers.workspace import user_config, zmem_proc
 
 NO_PROVIDER = "no embedding provider configured"
 

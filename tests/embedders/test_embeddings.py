@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, use_server, user_config, wait_for, write, zmem_proc
+from helpers.workspace import commit_all, git, recall_json, run, use_server, user_config, wait_for, write, zmem_proc
 from helpers.embed_server import EmbeddingServer
 from zmem import db
 from zmem.embedders import make_embedder
@@ -362,7 +362,7 @@ def test_cache_is_bounded_least_recently_used_first(ws, server):
 
 @pytest.mark.slow
 def test_commit_hook_embeds_in_the_background(tmp_path, server):
-    from conftest import zmem_proc
+    from helpers.workspace import zmem_proc
     root = tmp_path / "hooked"
     assert zmem_proc("init", str(root)).returncode == 0
     use_server(server, "")

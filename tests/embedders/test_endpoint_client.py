@@ -12,7 +12,7 @@ from email.utils import formatdate
 
 import pytest
 
-from conftest import run, use_server
+from helpers.workspace import run, use_server
 from zmem.embedders import jsonhttp
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import commit_all, recall_json, run, user_config, write
+from helpers.workspace import commit_all, recall_json, run, user_config, write
 from helpers.gemini_server import GeminiServer, gemini_vector
 from zmem.config import load_config
 from zmem.embedders import fallback_settings, make_embedder

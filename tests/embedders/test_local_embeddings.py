@@ -15,7 +15,7 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("gguf")
 pytest.importorskip("safetensors")
 
-from conftest import commit_all, recall_json, run, write  # noqa: E402
+from helpers.workspace import commit_all, recall_json, run, write  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402

@@ -15,7 +15,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from conftest import commit_all, recall_json, run, write, zmem_proc  # noqa: E402
+from helpers.workspace import commit_all, recall_json, run, write, zmem_proc  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert, reference_embed  # noqa: E402
 from zmem.embedders import make_embedder  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402

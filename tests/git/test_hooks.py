@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, run, wait_for as wait_until, write
+from helpers.workspace import commit_all, git, run, wait_for as wait_until, write
 from zmem import hooks
 from zmem.errors import ZmemError
 

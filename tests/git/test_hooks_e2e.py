@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
 
 
 def _indexed_commit(root: Path) -> str | None:

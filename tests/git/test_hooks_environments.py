@@ -12,7 +12,7 @@ import pytest
 
 import zmem
 
-from conftest import commit_all, git, wait_for, write, zmem_proc
+from helpers.workspace import commit_all, git, wait_for, write, zmem_proc
 
 
 def _venv(where: Path) -> Path:

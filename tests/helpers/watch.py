@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import zmem_exe
+from helpers.workspace import zmem_exe
 
 TIMEOUT = 60.0  # generous: CI machines are noisy; tests poll, they never assert timings
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import commit_all, git, run, write
+from helpers.workspace import commit_all, git, run, write
 
 WORDS = ["lisbon", "porto", "gateway", "tea", "coffee", "studio", "marrakech", "birthday", "deploy", "garden"]
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from conftest import commit_all, git, run, write
+from helpers.workspace import commit_all, git, run, write
 from zmem.append import insert_entry
 
 
@@ -237,7 +237,7 @@ def test_a_present_log_outside_the_sparse_checkout_keeps_its_lines(ws):
 def test_appends_racing_a_committing_watcher_all_report_committed(ws, watch):
     import subprocess
     import time
-    from conftest import zmem_exe
+    from helpers.workspace import zmem_exe
     w = watch(ws, "--commit", "--commit-after", "0", "--debounce", "0.1")
     w.ready()
     procs = [subprocess.Popen([zmem_exe(), "-C", str(ws), "append", f"wc {i}", "--json"], stdout=subprocess.PIPE,
@@ -279,7 +279,7 @@ print(n)
 def test_direct_writes_during_appends_are_kept(ws, tmp_path):
     import subprocess
     import sys
-    from conftest import zmem_exe
+    from helpers.workspace import zmem_exe
     # a long log: reading and rewriting it takes a while, as it does for a busy agent's day
     write(ws, _today(), f"# {dt.date.today()}\n\n## Notes\n\n" + "".join(f"- earlier {i}\n" for i in range(3000)))
     commit_all(ws, "a long day")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, write, zmem_exe, zmem_proc
 
 
 TODAY = f"memory/{dt.date.today().isoformat()}.md"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
 from zmem import db
 
 

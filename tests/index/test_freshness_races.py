@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import indexed_paths, recall_json, roll_back_schema, run, wait_for, write, zmem_exe
+from helpers.workspace import indexed_paths, recall_json, roll_back_schema, run, wait_for, write, zmem_exe
 from zmem import db, migrations
 
 

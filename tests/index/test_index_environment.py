@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import recall_json, run, zmem_exe, zmem_proc
+from helpers.workspace import recall_json, run, zmem_exe, zmem_proc
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:

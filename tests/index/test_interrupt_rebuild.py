@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, run, wait_for, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, run, wait_for, zmem_exe, zmem_proc
 from zmem import indexer
 
 pytestmark = [pytest.mark.slow,  # pooled full rebuilds of a big workspace, interrupted again and again

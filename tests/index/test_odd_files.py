@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import commit_all, git, recall_json, run, write
+from helpers.workspace import commit_all, git, recall_json, run, write
 
 
 def index_warnings(root) -> list[str]:
@@ -191,7 +191,7 @@ def test_get_refusals_are_clear(ws, tmp_path):
 
 @pytest.mark.slow
 def test_arguments_that_are_not_utf8_are_a_usage_error_and_write_nothing(ws):
-    from conftest import zmem_proc
+    from helpers.workspace import zmem_proc
     today = ws / "memory" / f"{dt.date.today().isoformat()}.md"
     for args in (["recall", "x", "--path", b"\xff".decode("utf-8", "surrogateescape")],
                  ["append", b"caf\xe9".decode("utf-8", "surrogateescape")]):

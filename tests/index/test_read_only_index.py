@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from conftest import zmem_exe
+from helpers.workspace import zmem_exe
 
 
 def _state(root: Path) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, run, write, zmem_proc
 
 LOG = "memory/2025-11-24.md"
 

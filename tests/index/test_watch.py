@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, recall_json, write, zmem_exe
+from helpers.workspace import git, recall_json, write, zmem_exe
 from helpers.watch import TIMEOUT, WatchProc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, run, write, zmem_proc
 
 pytest.importorskip("mcp")
 

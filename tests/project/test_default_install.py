@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, write, zmem_proc
+from helpers.workspace import commit_all, write, zmem_proc
 from zmem.entities import duplicate_message, suspected_duplicates
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def _git_dir() -> str:
 @pytest.mark.slow
 def test_demo_next_command_works_after_the_try_it_install(tmp_path):
     """`.venv/bin/zmem demo DIR` with zmem not on PATH: the printed command runs this zmem by its path."""
-    from conftest import zmem_exe
+    from helpers.workspace import zmem_exe
     exe = Path(zmem_exe())
     venv = exe.parent.parent
     command, env = _demo_next(tmp_path, str(exe.relative_to(venv.parent)), venv.parent, [_git_dir(), "/usr/bin", "/bin"])
@@ -134,7 +134,7 @@ def test_demo_next_command_works_after_the_try_it_install(tmp_path):
 
 @pytest.mark.slow
 def test_demo_next_command_says_zmem_when_path_finds_this_zmem(tmp_path):
-    from conftest import zmem_exe
+    from helpers.workspace import zmem_exe
     exe = Path(zmem_exe())
     command, env = _demo_next(tmp_path, "zmem", tmp_path, [str(exe.parent), _git_dir(), "/usr/bin", "/bin"])
     assert command == f'cd {tmp_path / "demo"} && zmem recall "Peter" && zmem get memory/2025-11-24.md'

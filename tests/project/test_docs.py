@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run
+from helpers.workspace import run
 from zmem import __version__
 from zmem.cli import cli
 from zmem.completion import commands

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zmem_exe
+from helpers.workspace import zmem_exe
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / ".ci" / "readme_smoke.py"

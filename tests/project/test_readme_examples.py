@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import zmem_proc
+from helpers.workspace import zmem_proc
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

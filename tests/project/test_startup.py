@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import commit_all, run, sessions_config, write
+from helpers.workspace import commit_all, run, sessions_config, write
 
 # Runs the CLI in a fresh interpreter, then writes what it loaded to the file named by its first
 # argument (the command owns stdout and stderr).

@@ -9,7 +9,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write
+from helpers.workspace import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
 MIXED = "# 2025-12-01\n\n## Notes\n\n- 我买了iPhone手机\n- 会议定在2025年12月\n- 用MacBook写代码\n"
 

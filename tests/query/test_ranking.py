@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from conftest import commit_all, get_text, recall_json, run, write
+from helpers.workspace import commit_all, get_text, recall_json, run, write
 
 ROUTINE = [
     "- Call with Peter about the warelay release; he wants it before Friday.",

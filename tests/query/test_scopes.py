@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commit_all, run, write
+from helpers.workspace import commit_all, run, write
 
 
 def _paths(ws, *args):

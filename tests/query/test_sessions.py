@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, sessions_config, wait_for, write
+from helpers.workspace import run, sessions_config, wait_for, write
 
 
 def _msg(role, text, ts=1764237600000):
@@ -103,7 +103,7 @@ def test_sessions_from_an_untrusted_zmem_toml_are_ignored(ws):
 def test_kind_entity_and_as_of_search_memory_by_default_with_sessions_enabled(ws):
     sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
-    from conftest import commit_all
+    from helpers.workspace import commit_all
     commit_all(ws, "facts")
     got, _ = _recall(ws, "kestrel", "--entity", "Peter")
     assert got["results"] and all(r["path"] == "memory/2025-11-28.md" for r in got["results"])
@@ -126,7 +126,7 @@ def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
     from helpers.mcp_client import call, session
     sessions_config()
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- W @Peter: Peter adopted a kestrel.\n")
-    from conftest import commit_all
+    from helpers.workspace import commit_all
     commit_all(ws, "facts")
 
     async def go():

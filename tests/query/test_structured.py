@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, run, write, zmem_proc
 
 DAY1 = """# 2025-11-24
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
+from helpers.workspace import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
 
 from zmem import db, migrations
 from zmem.retain import Fact, fact_id, legacy_fact_id

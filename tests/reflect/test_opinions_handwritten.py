@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commit_all, reflect_json, run, run_json, write
+from helpers.workspace import commit_all, reflect_json, run, run_json, write
 
 FACTS = ("# 2025-11-24\n\n## Retain\n\n- O(c=0.9) @Peter: Prefers tea over coffee.\n"
          "- O(c=0.8) @Ana: Likes long walks by the sea.\n- O @Peter: Trusts the Lisbon office.\n"

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import commit_all, get_text, git, reflect_json, run, run_json, write
+from helpers.workspace import commit_all, get_text, git, reflect_json, run, run_json, write
 
 
 def _unchanged(root):

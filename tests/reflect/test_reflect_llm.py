@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, run, write
+from helpers.workspace import commit_all, run, write
 from helpers.chat_server import ChatServer
 
 

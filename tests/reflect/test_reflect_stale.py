@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import commit_all, get_text, git, reflect_json, run, run_json, write
+from helpers.workspace import commit_all, get_text, git, reflect_json, run, run_json, write
 
 from zmem import opinions as op_mod
 

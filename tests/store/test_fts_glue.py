@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write
+from helpers.workspace import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
 from zmem import db, fts, migrations
 

@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from conftest import classic_fts, commit_all, recall_json, roll_back_schema, run, write, zmem_proc
+from helpers.workspace import classic_fts, commit_all, recall_json, roll_back_schema, run, write, zmem_proc
 
 from zmem import db, fts, indexer, migrations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import commit_all, roll_back_schema, run, write
+from helpers.workspace import commit_all, roll_back_schema, run, write
 
 from zmem import db, migrations
 from zmem.errors import IndexError_

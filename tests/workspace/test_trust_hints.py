@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit_all, git, recall_json, run, write
+from helpers.workspace import commit_all, git, recall_json, run, write
 
 
 def _settings(server, sessions: Path) -> str:
