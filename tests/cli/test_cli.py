@@ -5,6 +5,7 @@ import datetime as dt
 import json
 import os
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -263,3 +264,47 @@ def test_append_after_an_entry_with_a_heading_line_keeps_both_intact(ws):
     assert lines[second["line"] - 1] == "- next note" and lines[third["line"] - 1] == "- third note"
     assert fact["text"] == "- W: Ana likes tea" and lines.index("## Notes") < lines.index("## Retain")
     assert lines[lines.index("## Retain") + 2] == "- W: Ana likes tea"
+
+
+@pytest.mark.slow
+def test_a_deleted_current_directory_is_an_error_with_a_hint(ws, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = ("import os, subprocess, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+              "r = subprocess.run([sys.argv[2], *sys.argv[3:]], capture_output=True, text=True); "
+              "print(r.returncode); print(r.stderr, end='')")
+    for args in (["recall", "x"], ["status"], ["get", "memory/2025-11-24.md"], ["init"], ["-C", "rel", "status"]):
+        gone.mkdir(exist_ok=True)
+        out = subprocess.run([sys.executable, "-c", script, str(gone), zmem_exe(), *args],
+                             capture_output=True, text=True, timeout=120).stdout
+        code, *err = out.splitlines()
+        assert code == "1", (args, out)
+        assert err == ["zmem: the current directory no longer exists",
+                       "hint: cd to an existing directory, or pass the workspace with -C DIR"], (args, out)
+    gone.mkdir(exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", script, str(gone), zmem_exe(),
+                          "-C", str(ws), "status"], capture_output=True, text=True, timeout=120).stdout
+    assert out.splitlines()[0] == "0", out  # an absolute -C needs no current directory
+
+
+@pytest.mark.parametrize("args", [["watch", "--exit-after", "nan"], ["watch", "--debounce", "nan"],
+                                  ["watch", "--commit-after", "inf"], ["watch", "--debounce", "inf"],
+                                  ["mcp", "--query-timeout", "nan"], ["mcp", "--query-timeout", "inf"]])
+@pytest.mark.slow
+def test_nan_and_inf_seconds_are_usage_errors_naming_the_option(ws, args):
+    proc = subprocess.run([zmem_exe(), "-C", str(ws), *args], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stderr
+    first, hint = proc.stderr.strip().splitlines()
+    assert f"'{args[1]}'" in first and "finite" in first and hint.startswith("hint: "), proc.stderr
+
+
+@pytest.mark.slow
+def test_arguments_that_are_not_utf8_are_a_usage_error_and_write_nothing(ws):
+    from helpers.workspace import zmem_proc
+    today = ws / "memory" / f"{dt.date.today().isoformat()}.md"
+    for args in (["recall", "x", "--path", b"\xff".decode("utf-8", "surrogateescape")],
+                 ["append", b"caf\xe9".decode("utf-8", "surrogateescape")]):
+        proc = zmem_proc("-C", str(ws), *args)
+        assert proc.returncode == 2 and proc.stderr.startswith("zmem: an argument is not valid UTF-8"), proc.stderr
+    assert not today.exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, git, indexed_paths, wait_for, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, indexed_paths, run, wait_for, write, zmem_exe, zmem_proc
 
 
 def _indexed_commit(root: Path) -> str | None:
@@ -120,3 +120,84 @@ def test_hook_ignores_zmem_workspace_env_pointing_elsewhere(hooked, tmp_path):
     subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=hooked, check=True,
                    env={**os.environ, "ZMEM_WORKSPACE": str(other)})
     assert _at_head(hooked)
+
+
+@pytest.fixture
+def bigrepo(tmp_path) -> Path:
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q")
+    return root
+
+
+@pytest.mark.slow
+def test_subdirectory_workspaces_are_indexed_by_the_hooks(bigrepo):
+    for sub in ("notes/agent", "notes/agent2"):
+        proc = zmem_proc("init", sub, cwd=bigrepo)
+        assert proc.returncode == 0, proc.stderr
+    assert git(bigrepo, "config", "--get-all", "zmem.workspace").splitlines() == ["notes/agent", "notes/agent2"]
+    write(bigrepo, "notes/agent/memory/2025-02-01.md", "# x\n\n- the okapi lives in the forest\n")
+    write(bigrepo, "notes/agent2/memory/2025-02-02.md", "# x\n\n- the quokka smiles\n")
+    commit_all(bigrepo, "notes")  # the installed hooks catch up both, in the background
+    assert wait_for(lambda: "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")
+                     and "memory/2025-02-02.md" in indexed_paths(bigrepo / "notes/agent2"))
+    proc = zmem_proc("hook", "post-commit", cwd=bigrepo)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+@pytest.mark.slow
+def test_with_core_hookspath_subdirectory_workspaces_are_registered_and_hooks_never_fail_git(bigrepo):
+    git(bigrepo, "config", "core.hooksPath", ".hk")
+    hk = bigrepo / ".hk"
+    hk.mkdir()
+    for name in ("post-checkout", "post-commit"):  # what the README tells husky users to add
+        (hk / name).write_text(f"#!/bin/sh\n'{zmem_exe()}' hook {name} \"$@\"\n")
+        (hk / name).chmod(0o755)
+    proc = zmem_proc("init", "notes/agent", cwd=bigrepo)
+    assert proc.returncode == 0 and "core.hooksPath" in proc.stderr, proc.stderr
+    assert git(bigrepo, "config", "--get-all", "zmem.workspace") == "notes/agent"
+    write(bigrepo, "notes/agent/memory/2025-02-01.md", "# x\n\n- the pangolin rolls up\n")
+    git(bigrepo, "add", "-A")
+    commit = subprocess.run(["git", "commit", "-q", "-m", "notes"], cwd=bigrepo, capture_output=True, text=True)
+    assert commit.returncode == 0, commit.stderr
+    assert "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")  # `zmem hook` runs in the foreground
+    checkout = subprocess.run(["git", "checkout", "-q", "-b", "y"], cwd=bigrepo, capture_output=True, text=True)
+    assert checkout.returncode == 0 and checkout.stderr == "", checkout.stderr
+
+
+@pytest.mark.slow
+def test_a_broken_registered_workspace_does_not_fail_the_hook_or_hide_the_others(bigrepo):
+    assert zmem_proc("init", "--no-hooks", "notes/agent", cwd=bigrepo).returncode == 0
+    assert zmem_proc("init", "--no-hooks", "notes/gone", cwd=bigrepo).returncode == 0
+    for sub in ("notes/gone", "notes/agent", "notes/agent", "notes/deleted"):  # by hand: twice, and a stale one
+        git(bigrepo, "config", "--add", "zmem.workspace", sub)
+    write(bigrepo, "notes/gone/zmem.toml", "this is [not toml\n")
+    write(bigrepo, "notes/agent/memory/2025-02-01.md", "# x\n\n- the tapir swims\n")
+    proc = zmem_proc("hook", "post-commit", cwd=bigrepo)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert "memory/2025-02-01.md" in indexed_paths(bigrepo / "notes/agent")
+    assert "skipped:" in (bigrepo / "notes/gone/.zmem/hook.log").read_text()
+
+
+def test_run_hook_never_raises_even_when_finding_workspaces_fails(tmp_path, monkeypatch, capsys):
+    from zmem import hookrun
+
+    def boom(_directory):
+        raise RuntimeError("simulated failure")
+    monkeypatch.setattr(hookrun, "_workspaces", boom)
+    (tmp_path / ".zmem").mkdir()
+    hookrun.run_hook(str(tmp_path), "post-commit", [])  # does not raise
+    assert "simulated failure" in (tmp_path / ".zmem" / "hook.log").read_text()
+    assert "hook post-commit failed" in capsys.readouterr().err
+
+
+def test_a_failing_hook_says_why_in_words_not_a_class_name(ws, tmp_path):
+    state = ws / ".zmem"
+    state.rename(tmp_path / "state")
+    state.write_text("not a directory")
+    res = run(["-C", str(ws), "hook", "post-commit"])
+    assert res.exit_code == 0  # a hook never fails git
+    err = res.stderr.strip().splitlines()
+    assert "IndexError_" not in res.stderr and "Error" not in res.stderr, res.stderr
+    assert err[0] == f"zmem: hook post-commit failed: {state} is not a directory; zmem keeps its index there", err
+    assert err[1].startswith("hint: move it aside"), err

@@ -3,6 +3,7 @@ process, user config files, and reading the index's SQLite file. Fixtures that u
 tests/conftest.py."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -156,3 +157,43 @@ def classic_fts(conn) -> None:
         fts.rebuild_tables(conn)
     finally:
         fts.can_delete_by_rowid = saved
+
+
+def recall_proc(root, query, *extra) -> tuple[dict, str]:
+    """`zmem recall QUERY --json` as a process (it must succeed): (its parsed stdout, its stderr)."""
+    proc = zmem_proc("-C", str(root), "recall", query, "--json", *extra)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+def still_works(root):
+    """The `ws` fixture's notes are still found: bad input elsewhere loses nothing."""
+    assert recall_json(root, "Mac Studio")["results"], "the good files must still be indexed"
+
+
+def refused(proc: subprocess.CompletedProcess, message: str) -> None:
+    """A zmem process refused with exit 1: `zmem: ...message...`, then a hint, no traceback."""
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("zmem: ") and message in lines[0], proc.stderr
+    assert any(line.startswith("hint: ") for line in lines[1:]), proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def user_error(res, code=1) -> str:
+    """An in-process CLI result that is a user's error (exit `code`) ending in `zmem: ...` and `hint: ...`,
+    never an internal error; returns its stderr."""
+    assert res.exit_code == code, (res.exit_code, res.output, res.stderr)
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert lines[-2].startswith("zmem: ") and lines[-1].startswith("hint: "), res.stderr
+    return res.stderr
+
+
+# A daily log with a Retain section: RETAIN.format(day="2025-11-25", facts="- W @Peter: Lives in Lisbon.")
+RETAIN = "# {day}\n\n## Retain\n\n{facts}\n"
+
+
+def today_log() -> str:
+    """Today's daily log, where `zmem append` writes."""
+    return f"memory/{dt.date.today().isoformat()}.md"

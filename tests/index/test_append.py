@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from helpers.workspace import commit_all, git, run, write
+from helpers.workspace import commit_all, git, refused, run, write, zmem_proc
 from zmem.append import insert_entry
 
 
@@ -332,3 +332,82 @@ def test_mcp_append_cites_all_its_lines(ws):
             return await call(s, "memory_append", text="one\ntwo")
     out = asyncio.run(go())
     assert (out["line"], out["end_line"], out["citation"]) == (5, 6, f"{_today()}#L5-L6")
+
+
+@pytest.mark.parametrize("text", ["a\0b", "bell\x07", "esc \x1b[31m red", "vt\x0bx"])
+@pytest.mark.slow
+def test_append_refuses_control_characters_and_writes_nothing(ws, text):
+    assert zmem_proc("-C", str(ws), "append", "the aardvark digs at night").returncode == 0
+    before = (ws / _today()).read_bytes()
+    head = git(ws, "rev-parse", "HEAD")
+    refused(zmem_proc("-C", str(ws), "append", "-", input=text), "control character")
+    if "\0" not in text:  # argv cannot carry a NUL
+        refused(zmem_proc("-C", str(ws), "append", text), "control character")
+        refused(zmem_proc("-C", str(ws), "append", "ok", "--retain", "W", "--entity", text), "control character")
+    assert (ws / _today()).read_bytes() == before
+    assert git(ws, "rev-parse", "HEAD") == head and git(ws, "status", "--porcelain") == ""
+    out = json.loads(zmem_proc("-C", str(ws), "recall", "aardvark", "--json").stdout)
+    assert [r["path"] for r in out["results"]] == [_today()]  # the log is still a note
+
+
+@pytest.mark.slow
+def test_append_keeps_tabs_and_newlines(ws):
+    proc = zmem_proc("-C", str(ws), "append", "-", "--json", input="col\tumn\r\nsecond line\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "- col\tumn\n  second line\n" in (ws / _today()).read_text()
+
+
+FENCED = """# {day}
+
+## Notes
+
+- set up the build
+
+```sh
+# install deps
+pip install -e .
+```
+
+## Retain
+
+- W @Bob: Lives in Porto.
+
+~~~~
+# comment
+~~~
+~~~~
+"""
+
+
+@pytest.mark.slow
+def test_append_never_lands_inside_a_code_fence(ws):
+    day = dt.date.today().isoformat()
+    write(ws, _today(), FENCED.format(day=day))
+    commit_all(ws, "fenced")
+    note = json.loads(zmem_proc("-C", str(ws), "append", "new note", "--json").stdout)
+    fact = json.loads(zmem_proc("-C", str(ws), "append", "Ana prefers coffee", "--retain", "O", "--entity", "Ana",
+                                "--json").stdout)
+    lines = (ws / _today()).read_text().split("\n")
+    assert lines[note["line"] - 1] == "- new note" and lines[note["line"] - 2] == "```"  # after the fence
+    assert lines.index("## Retain") > note["line"]
+    assert lines[fact["line"] - 1] == "- O @Ana: Ana prefers coffee" and lines[fact["line"] - 2] == "~~~~"
+    assert lines.count("## Notes") == 1 and lines.count("## Retain") == 1
+    facts = json.loads(zmem_proc("-C", str(ws), "facts", "--entity", "Ana", "--json").stdout)
+    assert [f["text"] for f in facts["facts"]] == ["Ana prefers coffee"]
+    assert git(ws, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("notes, retain", [("# Notes", "### Retain"), ("## notes:", "#### Reter"),
+                                           ("Notes\n-----", "保留\n==")])
+@pytest.mark.slow
+def test_append_uses_existing_sections_of_any_level(ws, notes, retain):
+    day = dt.date.today().isoformat()
+    write(ws, _today(), f"# {day}\n\n{notes}\n\n- old note\n\n{retain}\n\n- W @Bob: Lives in Porto.\n")
+    commit_all(ws, "levels")
+    assert zmem_proc("-C", str(ws), "append", "a second note").returncode == 0
+    assert zmem_proc("-C", str(ws), "append", "Likes walks", "--retain", "W", "--entity", "Bob").returncode == 0
+    text = (ws / _today()).read_text()
+    assert text == (f"# {day}\n\n{notes}\n\n- old note\n- a second note\n\n{retain}\n\n"
+                    "- W @Bob: Lives in Porto.\n- W @Bob: Likes walks\n")
+    facts = json.loads(zmem_proc("-C", str(ws), "facts", "--entity", "Bob", "--json").stdout)
+    assert sorted(f["text"] for f in facts["facts"]) == ["Likes walks", "Lives in Porto."]

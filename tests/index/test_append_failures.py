@@ -305,3 +305,17 @@ def test_mcp_arguments_as_a_model_sends_them(ws):
 def test_cli_retain_takes_either_case(ws):
     out, _ = append_ok(ws, "Prefers tea", "--retain", "o", "--entity", "Peter", "--confidence", "0.8")
     assert out["text"] == "- O(c=0.8) @Peter: Prefers tea"
+
+
+@pytest.mark.slow
+def test_a_held_git_lock_is_named_not_the_note(ws):
+    (ws / ".git" / "index.lock").touch()
+    try:
+        proc = zmem_proc("-C", str(ws), "append", "the note to keep", "--json")
+    finally:
+        (ws / ".git" / "index.lock").unlink()
+    out = json.loads(proc.stdout)
+    [warning] = [w for w in out["warnings"] if "not committed" in w]
+    assert "index.lock" in warning and "another git process" in warning
+    assert "remove the file manually" not in warning  # git's advice about the lock read like advice about the note
+    assert "the note to keep" in (ws / out["path"]).read_text(encoding="utf-8")

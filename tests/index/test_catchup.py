@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
+from helpers.workspace import commit_all, git, recall_json, run, still_works, write, zmem_exe, zmem_proc
 from zmem import db
 
 
@@ -287,3 +287,44 @@ def test_fast_path_sees_new_files_in_new_directories(ws):
     assert recall_json(ws, "axolotls")["results"]
     write(ws, "MEMORY.md", "# Memory\n\n- curated fact about okapis\n")
     assert recall_json(ws, "okapis")["results"]
+
+
+def test_new_chunk_settings_re_chunk_files_whose_content_did_not_change(ws):
+    write(ws, "memory/2025-04-02.md", "# d\n\n" + "".join(f"- line {i} about the orchard and its trees\n"
+                                                          for i in range(120)))
+    commit_all(ws, "long note")
+
+    def chunks():
+        import sqlite3
+        conn = sqlite3.connect(ws / ".zmem" / "index.sqlite")
+        try:
+            return conn.execute("SELECT count(*) FROM chunks WHERE path = 'memory/2025-04-02.md'").fetchone()[0]
+        finally:
+            conn.close()
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    before = chunks()
+    toml = (ws / "zmem.toml").read_text(encoding="utf-8")
+    (ws / "zmem.toml").write_text(toml.replace("# chunk_tokens = 400", "chunk_tokens = 100"), encoding="utf-8")
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0 and "memory/2025-04-02.md" in json.loads(res.stdout)["updated"]
+    assert chunks() > 2 * before
+    hit = recall_json(ws, "line 117 orchard")["results"][0]
+    assert hit["end_line"] - hit["start_line"] < 30  # cited from a small chunk
+
+
+def test_a_directory_named_like_a_note_may_become_a_file_and_back(ws):
+    """The stat snapshot records directories: one that vanished or turned into a file, or a note
+    that turned into a directory, counts as changed, and the catch-up indexes what is there now."""
+    import shutil
+    (ws / "memory/odd.md").mkdir()
+    assert run(["-C", str(ws), "index", "--full"]).exit_code == 0  # records memory/odd.md as a directory
+    (ws / "memory/odd.md").rmdir()
+    write(ws, "memory/odd.md", "- a note about wombats\n")
+    assert recall_json(ws, "wombats")["results"][0]["path"] == "memory/odd.md"
+    (ws / "memory/odd.md").unlink()
+    write(ws, "memory/odd.md/inner.md", "- a note about quokkas\n")
+    assert recall_json(ws, "quokkas")["results"][0]["path"] == "memory/odd.md/inner.md"
+    assert not recall_json(ws, "wombats")["results"]
+    shutil.rmtree(ws / "memory/odd.md")
+    assert not recall_json(ws, "quokkas")["results"]
+    still_works(ws)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import recall_json, run, zmem_exe, zmem_proc
+from helpers.workspace import recall_json, run, still_works, zmem_exe, zmem_proc
 
 
 def _chmod_tree(root: Path, writable: bool) -> None:
@@ -184,3 +184,14 @@ def test_status_agrees_with_catch_up_about_a_note_it_cannot_read(unprivileged):
     os.chmod(note, 0o600)  # readable again (nobody owns it): its stat changed, so it is due again
     status = json.loads(as_user(zmem_exe(), "-C", str(root), "status", "--json").stdout)
     assert status["stale"]
+
+
+def test_state_dir_that_is_a_file_is_a_clear_error(ws):
+    import shutil
+    shutil.rmtree(ws / ".zmem", ignore_errors=True)
+    (ws / ".zmem").write_text("not a directory\n")
+    for args in (["recall", "Mac"], ["index"], ["status"]):
+        res = run(["-C", str(ws), *args])
+        assert res.exit_code == 1 and ".zmem" in res.stderr and "move it aside" in res.stderr, (args, res.output)
+    (ws / ".zmem").unlink()
+    still_works(ws)

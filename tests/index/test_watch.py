@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import git, recall_json, write, zmem_exe
+from helpers.workspace import commit_all, git, recall_json, refused, write, zmem_exe
 from helpers.watch import TIMEOUT, WatchProc
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and inotify")
@@ -241,3 +241,66 @@ def test_commit_includes_memory_files_already_uncommitted_at_start(ws, watch):
     write(ws, "memory/2025-12-04.md", "# 2025-12-04\n\n- After start.\n")
     event = w.wait_for(lambda e: e["event"] == "committed")
     assert event["files"] == ["memory/2025-12-04.md"]
+
+
+def _tree(root: Path, rev: str = "HEAD") -> set[str]:
+    return set(git(root, "ls-tree", "-r", "--name-only", rev).splitlines())
+
+
+@linux_only
+@pytest.mark.slow
+def test_watch_commits_git_rm_and_git_mv_and_keeps_committing(ws, watch):
+    write(ws, "memory/2025-01-01.md", "# d\n\n- one\n")
+    write(ws, "memory/2025-01-02.md", "# d\n\n- two\n")
+    write(ws, "memory/2025-01-05.md", "# d\n\n- five\n")
+    commit_all(ws, "three logs")
+    w = watch(ws, "--commit", "--commit-after", "0.5", "--debounce", "0.2")
+    w.ready()
+
+    def committed(path):
+        return lambda e: e["event"] == "committed" and path in e["files"]
+
+    git(ws, "rm", "-q", "memory/2025-01-01.md")  # gone from the index and the work tree
+    w.wait_for(committed("memory/2025-01-01.md"))
+    assert "memory/2025-01-01.md" not in _tree(ws)
+
+    git(ws, "mv", "memory/2025-01-02.md", "memory/2025-01-03.md")  # a staged rename
+    w.wait_for(committed("memory/2025-01-03.md"))
+    assert {"memory/2025-01-03.md"} <= _tree(ws) and "memory/2025-01-02.md" not in _tree(ws)
+
+    os.rename(ws / "memory/2025-01-05.md", ws / "memory/2025-01-06.md")  # a plain mv
+    w.wait_for(committed("memory/2025-01-06.md"))
+    with open(ws / "memory/2025-01-06.md", "a") as f:  # and later changes are still committed
+        f.write("- six\n")
+    w.wait_for(lambda e: e["event"] == "committed" and e["files"] == ["memory/2025-01-06.md"])
+    assert "- six" in git(ws, "show", "HEAD:memory/2025-01-06.md")
+    assert git(ws, "status", "--porcelain", "--", "memory") == ""
+    assert not [e for e in w.seen if e["event"] == "error"], w.seen
+
+
+@linux_only
+@pytest.mark.slow
+def test_watch_commits_the_other_files_and_gives_up_on_one_git_keeps_refusing(ws, watch):
+    # a pre-commit hook that refuses any commit touching bad.md: only that file is left behind
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ngit diff --cached --name-only | grep -q 'bad.md' && exit 1\nexit 0\n")
+    hook.chmod(0o755)
+    w = watch(ws, "--commit", "--commit-after", "0.3", "--debounce", "0.1")
+    w.ready()
+    write(ws, "bank/bad.md", "# bad\n\n- refused by the hook\n")
+    write(ws, "bank/good.md", "# good\n\n- fine\n")
+    w.wait_for(lambda e: e["event"] == "committed" and e["files"] == ["bank/good.md"])
+    gave_up = w.wait_for(lambda e: e["event"] == "error" and "gave up" in e["message"])
+    assert gave_up["files"] == ["bank/bad.md"]
+    write(ws, "bank/good.md", "# good\n\n- fine\n- still committed after a failure\n")
+    w.wait_for(lambda e: e["event"] == "committed" and e["files"] == ["bank/good.md"])  # the next one
+    assert "still committed" in git(ws, "show", "HEAD:bank/good.md")
+    assert "bank/bad.md" not in _tree(ws)
+
+
+def test_watch_outside_a_git_repository_fails_before_watching(tmp_path):
+    (tmp_path / "memory").mkdir()
+    proc = subprocess.run([zmem_exe(), "watch", "--json", "--exit-after", "5"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    refused(proc, "not a git repository")
+    assert "watching" not in proc.stdout

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, run, today_log, write, zmem_proc
 
 pytest.importorskip("mcp")
 
@@ -469,3 +469,31 @@ def test_errors_name_tool_parameters_and_validation_errors_are_one_line_with_a_h
     assert "from" in out["unknown_get"].split("\nhint: ")[1]
     desc = tools["memory_search"].description
     assert "memory_get cannot read back" in desc and ".jsonl" in desc
+
+
+@pytest.mark.slow
+def test_mcp_append_with_nul_is_an_error_result(ws):
+    pytest.importorskip("mcp")
+    from helpers.mcp_client import error, session
+
+    async def go():
+        async with session(ws) as s:
+            return await error(s, "memory_append", text="null\u0000byte")
+    assert "control character" in asyncio.run(go())
+    assert not (ws / today_log()).exists() and git(ws, "status", "--porcelain") == ""
+
+
+LONG = "a" * 300
+
+
+@pytest.mark.slow
+def test_memory_get_and_memory_blame_over_mcp_with_a_name_too_long(ws):
+    pytest.importorskip("mcp")
+    from helpers.mcp_client import error, session
+
+    async def go():
+        async with session(ws) as s:
+            return [await error(s, "memory_get", path=f"memory/{LONG}.md"),
+                    await error(s, "memory_blame", target=f"memory/{LONG}.md#L1")]
+    for text in asyncio.run(go()):
+        assert "no such memory file" in text and "hint:" in text and "internal error" not in text, text

@@ -202,3 +202,14 @@ def test_rows_an_older_zmem_wrote_into_a_converted_index_are_replaced_cleanly(ws
     write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- 什么都没有\n")
     commit_all(ws)
     assert recall_json(ws, "iPhone")["results"] == [] and only_hit(ws, "什么")["path"] == "memory/2025-12-01.md"
+
+
+def test_languages(ws):
+    write(ws, "memory/2025-12-08.md", "# x\n\n- 東京で会議がありました。\n- El aniversário de la abuela.\n"
+          "- The gateway crashed twice yesterday.\n")
+    assert recall_json(ws, "北京")["results"][0]["path"] == "memory/2025-11-27.md"
+    assert recall_json(ws, "東京")["results"][0]["path"] == "memory/2025-12-08.md"
+    assert recall_json(ws, "会議")["results"][0]["path"] == "memory/2025-12-08.md"
+    assert recall_json(ws, "aniversario")["results"][0]["path"] == "memory/2025-12-08.md"  # accents folded
+    assert recall_json(ws, "crashes")["results"][0]["path"] == "memory/2025-12-08.md"  # English stemming
+    assert recall_json(ws, "esta marrakech")["results"][0]["path"] == "memory/2025-11-27.md"

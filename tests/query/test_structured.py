@@ -3,10 +3,11 @@ entities and the graph, opinions, and `zmem reflect` as one reviewable commit.""
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
-from helpers.workspace import commit_all, git, run, write, zmem_proc
+from helpers.workspace import RETAIN, commit_all, git, run, write, zmem_proc
 
 DAY1 = """# 2025-11-24
 
@@ -377,3 +378,71 @@ def test_table_cells_that_look_like_numbers_stay_as_written(ws):
         assert "1e+10" not in out and "  7" not in out.replace("007", ""), out
     out = run(["-C", str(ws), "facts", "--format", "table"]).stdout
     assert "1e10" in out and "007" in out and " 0.8 " in out, out  # the confidence is still a number
+
+
+def test_entity_names_keep_their_combining_marks(ws):
+    nfd = unicodedata.normalize("NFD", "José")
+    write(ws, "memory/2025-03-01.md", RETAIN.format(day="2025-03-01", facts=(
+        "- W @राहुल: Lives in Pune.\n"
+        f"- W @{nfd}: Plays the guitar.\n"
+        "- W @José: Lives in Madrid.")))
+    commit_all(ws, "facts")
+    rows = _json(["-C", str(ws), "facts", "--json"])[0]["facts"]
+    assert {tuple(r["entities"]) for r in rows} >= {("राहुल",)}
+    ent = _json(["-C", str(ws), "entity", "राहुल", "--json"])[0]
+    assert [f["text"] for f in ent["facts"]] == ["Lives in Pune."]
+    jose = _json(["-C", str(ws), "entity", "José", "--json"])[0]  # decomposed and composed: one entity
+    assert sorted(f["text"] for f in jose["facts"]) == ["Lives in Madrid.", "Plays the guitar."]
+
+
+def test_bracketed_names_work_as_arguments_and_opinions_names_unknown_entities(ws):
+    write(ws, "memory/2025-03-02.md", RETAIN.format(day="2025-03-02", facts=(
+        "- O(c=0.8) @[João Silva]: Prefers email to calls.\n- W @[João Silva]: Lives in Porto.")))
+    commit_all(ws, "facts")
+    ent = _json(["-C", str(ws), "entity", "@[João Silva]", "--json"])[0]
+    assert ent["entity"]["name"] == "João Silva"
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    ops = _json(["-C", str(ws), "opinions", "--entity", "@[João Silva]", "--json"])[0]["opinions"]
+    assert [o["statement"] for o in ops] == ["Prefers email to calls."]
+    res = run(["-C", str(ws), "opinions", "--entity", "Nobody"])
+    assert res.exit_code == 1 and "no entity named 'Nobody'" in res.stderr and "hint:" in res.stderr
+
+
+def test_multi_line_fact_sources_use_the_citation_format(ws):
+    write(ws, "memory/2025-04-01.md", RETAIN.format(day="2025-04-01", facts=(
+        "- W @Ana: Moved to Porto in March\n  and started a new job there.")))
+    commit_all(ws, "facts")
+    row = _json(["-C", str(ws), "facts", "--json"])[0]["facts"][0]
+    assert row["source"] == "memory/2025-04-01.md#L5-L6"
+    back = _json(["-C", str(ws), "get", row["source"], "--json"])[0]
+    assert "Moved to Porto" in back["text"] and "new job" in back["text"]
+
+
+@pytest.mark.slow
+def test_an_entity_name_too_long_for_a_file_name_gets_a_shortened_page(ws):
+    from zmem.retain import MAX_SLUG_BYTES, entity_key, entity_slug
+    long_b, long_c = "b" * 300, "b" * 299 + "c"
+    for name in (long_b, long_c):
+        res = run(["-C", str(ws), "append", f"hi from {name[-1]}", "--retain", "W", "--entity", name])
+        assert res.exit_code == 0, res.output + res.stderr
+    res = run(["-C", str(ws), "reflect", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    pages = sorted(p["path"] for p in json.loads(res.stdout)["pages"])
+    assert pages == sorted(f"bank/entities/{entity_slug(n)}.md" for n in (long_b, long_c))
+    assert len(set(pages)) == 2  # names that begin alike do not share a page
+    for p in pages:
+        assert len(p.split("/")[-1].encode()) <= MAX_SLUG_BYTES + 3 and (ws / p).is_file()
+    # the same entity in another spelling gets the same page; the page is known as that entity's
+    assert entity_slug("B" * 300).lower() == entity_slug(long_b).lower()
+    assert entity_key(entity_slug("B" * 300)) == entity_key(entity_slug(long_b))
+    got = json.loads(run(["-C", str(ws), "entity", long_b, "--json"]).stdout)
+    assert got["entity"]["page"] == f"bank/entities/{entity_slug(long_b)}.md" and len(got["facts"]) == 1
+    # later facts update that page instead of failing or making another
+    assert run(["-C", str(ws), "append", "more", "--retain", "W", "--entity", "B" * 300]).exit_code == 0
+    res = run(["-C", str(ws), "reflect", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert [(p["path"], p["created"]) for p in json.loads(res.stdout)["pages"]] == [
+        (f"bank/entities/{entity_slug(long_b)}.md", False)]
+    assert "more" in (ws / f"bank/entities/{entity_slug(long_b)}.md").read_text()
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    assert entity_slug("short name") == "short-name"  # short names are as they were

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers.workspace import commit_all, get_text, git, reflect_json, run, run_json, write
+from helpers.workspace import RETAIN, commit_all, get_text, git, reflect_json, run, run_json, write
 
 from zmem import opinions as op_mod
 
@@ -194,3 +194,13 @@ def test_opinions_parse_and_render_retracted_evidence():
     o.confidence = op_mod.derive(o.evidence)
     assert o.retracted and o.confidence == 0.0
     assert parsed.render(set(), {0}) == text.replace("0.60\n", "0.00\n").replace("c=0.60)", "c=0.60, retracted)")
+
+
+def test_reflect_says_evidence_was_re_cited_when_only_a_line_moved(ws):
+    write(ws, "memory/2025-11-26.md", RETAIN.format(day="2025-11-26", facts="- O(c=0.8) @Peter: Prefers tea."))
+    commit_all(ws, "opinion")
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    write(ws, "memory/2025-11-26.md", "# 2025-11-26\n\n- a note above\n\n## Retain\n\n- O(c=0.8) @Peter: Prefers tea.\n")
+    commit_all(ws, "shift")
+    res = run(["-C", str(ws), "reflect"])
+    assert res.exit_code == 0 and "opinion c 0.80, evidence re-cited: Prefers tea." in res.stdout, res.stdout

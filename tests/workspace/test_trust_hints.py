@@ -1,7 +1,9 @@
 """Settings of a committed zmem.toml that await `zmem trust` say so (run `zmem trust`, or move them to
-your own config), and a trusted zmem.toml that a pull changed says it changed since you trusted it."""
+your own config), and a trusted zmem.toml that a pull changed says it changed since you trusted it; a damaged trust list
+reads as empty and `zmem trust` rewrites it."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -91,3 +93,17 @@ def test_a_pull_that_changes_a_trusted_zmem_toml_says_it_changed_since_you_trust
     assert not any("zmem.toml" in w for w in recall_json(clone, "gateway")["warnings"])
     assert run(["-C", str(clone), "trust", "--revoke"]).exit_code == 0  # revoked: not trusted, not "changed"
     assert "changed since" not in _trust_warning(clone) and "run `zmem trust`" in _trust_warning(clone)
+
+
+@pytest.mark.parametrize("store", ["[" * 100000, "[1, 2]", "{broken"])
+def test_a_damaged_trust_list_is_read_as_empty_and_trust_rewrites_it(ws, store):
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "trusted.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(store)
+    (ws / "zmem.toml").write_text('[embeddings]\nprovider = "local"\nmodel_path = "m.gguf"\n')
+    res = run(["-C", str(ws), "recall", "anything", "--json"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert "zmem trust" in " ".join(json.loads(res.stdout)["warnings"])
+    res = run(["-C", str(ws), "trust"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert list(json.loads(path.read_text())) == [str((ws / "zmem.toml").resolve())]

@@ -1,0 +1,45 @@
+"""`zmem get` refuses what is not a memory file with one clear line and a hint: paths that escape the
+workspace, symlinks, other files, names too long for the file system, an empty path, bad line ranges."""
+from __future__ import annotations
+
+import os
+
+from helpers.workspace import run, user_error, write
+
+LONG = "a" * 300
+
+
+def test_get_and_blame_of_a_name_too_long_for_the_file_system_are_no_such_file(ws):
+    for args in (["get", f"memory/{LONG}.md"], ["get", f"memory/{LONG}/x.md"], ["blame", f"memory/{LONG}.md#L1"],
+                 ["get", f"memory/{LONG}.md@HEAD"], ["get", f"{ws}/memory/{LONG}.md"]):
+        err = user_error(run(["-C", str(ws), *args]))
+        assert "no such memory file" in err or "does not exist at" in err, (args, err)
+    assert "too long" in user_error(run(["-C", str(ws), "get", f"memory/{LONG}.md"]))
+    assert "workspace directory does not exist" in user_error(run(["-C", str(ws / LONG), "status"]))
+
+
+def test_get_of_an_empty_path_or_the_workspace_itself_says_so(ws):
+    err = user_error(run(["-C", str(ws), "get", ""]))
+    assert "the path is empty" in err and "escapes" not in err
+    for path in (".", "./", str(ws), "memory/.."):
+        err = user_error(run(["-C", str(ws), "get", path]))
+        assert "is the workspace directory" in err or "escapes" in err and path == "memory/..", (path, err)
+    assert "is the workspace directory" in user_error(run(["-C", str(ws), "get", "."]))
+    assert "escapes the workspace" in user_error(run(["-C", str(ws), "get", "../x.md"]))
+
+
+def test_get_refusals_are_clear(ws, tmp_path):
+    write(tmp_path, "outside.md", "x\n")
+    write(ws, "README.md", "x\n")
+    write(ws, "memory/x.txt", "x\n")
+    os.symlink(ws / "memory/2025-11-24.md", ws / "memory/link.md")
+    for path, word in [("../outside.md", "escapes"), (str(tmp_path / "outside.md"), "outside"),
+                       ("memory/link.md", "symlink"), ("memory/x.txt", "Markdown"), ("README.md", "not a memory file"),
+                       ("memory/nope.md", "no such"), ("memory/2025-11-24.md#Lx", "bad line range")]:
+        res = run(["-C", str(ws), "get", path])
+        assert res.exit_code == 1 and word in res.stderr and "hint:" in res.stderr, (path, res.stderr)
+        assert "Traceback" not in res.output
+    res = run(["-C", str(ws), "get", "memory/2025-11-24.md", "--from", "999"])
+    assert res.exit_code == 1 and "hint:" in res.stderr
+    assert run(["-C", str(ws), "get", "memory/2025-11-24.md#L3-L5"]).stdout == \
+        "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
