@@ -38,6 +38,18 @@ def _by_rowid(ws) -> dict[str, bool]:
         conn.close()
 
 
+def _indexed_in_the_old_form(ws) -> None:
+    """NOTE committed and indexed, in full-text tables as SQLite < 3.43 makes them (or an index converted
+    by one): a delete is given what was indexed."""
+    write(ws, "memory/2025-01-01.md", NOTE)
+    commit_all(ws)
+    assert recall_json(ws, "Ana")["results"]
+    conn = _index(ws)
+    with db.write_transaction(conn):
+        classic_fts(conn)
+    conn.close()
+
+
 def _rewrite_as_an_older_process(ws, monkeypatch) -> None:
     """The note changes and is re-indexed by a process whose CJK columns are the previous release's
     (FTS_VERSION 2: no words glued to newer emoji): it deletes the old rows with the values it
@@ -55,13 +67,7 @@ def _doctor(ws) -> list[str]:
 
 
 def test_a_delete_with_other_values_damages_an_old_table_and_doctor_repairs_it(ws, monkeypatch):
-    write(ws, "memory/2025-01-01.md", NOTE)
-    commit_all(ws)
-    assert recall_json(ws, "Ana")["results"]
-    conn = _index(ws)
-    with db.write_transaction(conn):
-        classic_fts(conn)  # as SQLite < 3.43 makes them (or an index converted by one)
-    conn.close()
+    _indexed_in_the_old_form(ws)
     assert _problems(ws) == []
     _rewrite_as_an_older_process(ws, monkeypatch)
     damaged = dict(_problems(ws))
@@ -97,13 +103,7 @@ def test_under_the_new_form_a_delete_is_exact_whatever_the_values(ws, monkeypatc
 def test_an_old_form_index_is_converted_and_repaired_when_opened(ws, monkeypatch):
     """An index from before schema step contentless_delete_fts (tables that delete by value), already damaged by such a
     delete: the first command of this zmem rebuilds its tables from the stored rows."""
-    write(ws, "memory/2025-01-01.md", NOTE)
-    commit_all(ws)
-    assert recall_json(ws, "Ana")["results"]
-    conn = _index(ws)
-    with db.write_transaction(conn):
-        classic_fts(conn)
-    conn.close()
+    _indexed_in_the_old_form(ws)
     _rewrite_as_an_older_process(ws, monkeypatch)
     assert _problems(ws)
     conn = _index(ws)
@@ -124,11 +124,15 @@ def test_an_old_form_index_is_converted_and_repaired_when_opened(ws, monkeypatch
 
 @pytest.fixture
 def stdlib_env(tmp_path):
-    """The environment of a zmem process that cannot import pysqlite3, so it runs the stdlib sqlite3."""
+    """The environment of a zmem process that cannot import pysqlite3, so it runs the stdlib sqlite3; the
+    test is skipped when that sqlite3 has contentless_delete (nothing old to check then)."""
     blocker = tmp_path / "no-pysqlite3" / "pysqlite3"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('pysqlite3 is hidden by the test')\n")
-    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")]))}
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")]))}
+    if _stdlib_version(env) >= fts.CONTENTLESS_DELETE:
+        pytest.skip("this Python's sqlite3 has contentless_delete")
+    return env
 
 
 def _stdlib_version(env) -> tuple[int, ...]:
@@ -141,8 +145,6 @@ def _stdlib_version(env) -> tuple[int, ...]:
 
 @pytest.mark.slow
 def test_the_stdlib_sqlite_keeps_deleting_by_value_correctly(ws, stdlib_env):
-    if _stdlib_version(stdlib_env) >= fts.CONTENTLESS_DELETE:
-        pytest.skip("this Python's sqlite3 has contentless_delete")
     write(ws, "memory/2025-01-01.md", NOTE)
     commit_all(ws)
     res = zmem_proc("-C", str(ws), "index", "--full", env=stdlib_env)
@@ -161,8 +163,6 @@ def test_the_stdlib_sqlite_keeps_deleting_by_value_correctly(ws, stdlib_env):
 @needs_rowid_deletes
 @pytest.mark.slow
 def test_an_index_the_stdlib_sqlite_cannot_read_says_so_and_rebuilds(ws, stdlib_env):
-    if _stdlib_version(stdlib_env) >= fts.CONTENTLESS_DELETE:
-        pytest.skip("this Python's sqlite3 has contentless_delete")
     assert recall_json(ws, "gateway")["results"]  # made by pysqlite3: contentless_delete tables
     res = zmem_proc("-C", str(ws), "recall", "gateway", env=stdlib_env)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
@@ -182,13 +182,7 @@ def test_an_index_the_stdlib_sqlite_cannot_read_says_so_and_rebuilds(ws, stdlib_
 
 
 def test_doctor_on_a_read_only_index_reports_without_repairing(ws, monkeypatch):
-    write(ws, "memory/2025-01-01.md", NOTE)
-    commit_all(ws)
-    assert recall_json(ws, "Ana")["results"]
-    conn = _index(ws)
-    with db.write_transaction(conn):
-        classic_fts(conn)
-    conn.close()
+    _indexed_in_the_old_form(ws)
     _rewrite_as_an_older_process(ws, monkeypatch)
     monkeypatch.setattr(indexer, "write_denied", lambda ws: "no permission to write (the test says so)")
     lines = _doctor(ws)
