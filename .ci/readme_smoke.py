@@ -40,7 +40,7 @@ EXPECTED_ERRORS = {
                           "the README's ./all-MiniLM-L6-v2 is a model directory the smoke test does not have"),
     ("mcp",): (lambda python: not _importable(python, "mcp"),
                "the `mcp` package is an extra (pip install 'zmem[mcp]'), not in this install"),
-    ("sync",): (lambda python: True, "the demo workspace has no git remote (tests/test_sync.py syncs real clones)"),
+    ("sync",): (lambda python: True, "the demo workspace has no git remote (tests/index/test_sync.py syncs real clones)"),
 }
 # optional positional arguments in [BRACKETS]: what to pass for them (fresh directories)
 PLACEHOLDERS = {"DIR": lambda base, n: str(base / f"dir-{n}")}

@@ -3,7 +3,7 @@ this checkout (not part of the installed package):
 
     .venv/bin/python tools/docgen.py
 
-tests/test_docs.py fails when the committed files drift from what this renders for the current CLI.
+tests/project/test_docs.py fails when the committed files drift from what this renders for the current CLI.
 """
 from __future__ import annotations
 

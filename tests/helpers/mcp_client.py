@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
+# a submodule: tests/ is on sys.path, and where the SDK is missing its tests/mcp/ directory alone would
+# pass for an `mcp` package
+pytest.importorskip("mcp.client.stdio")
 
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
