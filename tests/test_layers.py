@@ -22,7 +22,7 @@ LAYERS = [
     ("query", {"entities", "search", "reading", "sessions"}),
     ("history", {"history", "blame", "timeline"}),
     ("reflect", {"reflect"}),
-    ("front", {"status", "memory", "zmem", "completion", "mcp_server", "cli", "__main__"}),
+    ("front", {"status", "results", "memory", "zmem", "completion", "mcp_server", "cli", "__main__"}),
 ]
 
 

@@ -1,6 +1,7 @@
 """zmem: a git-native memory for AI agents.
 
-The Python API is zmem.Memory (see zmem.memory) and the typed results its methods return:
+The Python API is zmem.Memory (see zmem.memory) and the typed results its methods return
+(zmem.results, and search.Recall, reading.Lines, reflect.ReflectResult):
 
     import zmem
     with zmem.Memory.open("path/to/workspace") as mem:
@@ -23,8 +24,12 @@ def __getattr__(name: str):
         from zmem import reflect as module
     elif name == "ZmemError":
         from zmem import errors as module
-    elif name in __all__ and name != "__version__":
+    elif name == "Memory":
         from zmem import memory as module
+    elif name == "Lines":
+        from zmem import reading as module
+    elif name in __all__ and name != "__version__":
+        from zmem import results as module
     else:
         raise AttributeError(f"module 'zmem' has no attribute {name!r}")
     value = getattr(module, name)

@@ -303,7 +303,7 @@ def embed(ctx, quiet, background, as_json):
     re-embeds everything. If another embedding job is running, this one waits for it and then embeds
     what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
-    from zmem.memory import embed_json
+    from zmem.results import embed_json
     report = _memory(ctx).embed(background=background, progress=None if quiet else _progress("embedding"))
     for w in report.warnings if report else ():
         warn(w)

@@ -18,235 +18,23 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from zmem.blame import BlamedRange
     from zmem.embedding import EmbedReport
-    from zmem.entities import Entity, FactRow
-    from zmem.history_build import HistoryUpdate
     from zmem.indexer import CatchUp
-    from zmem.opinions import Opinion
+    from zmem.reading import Lines
     from zmem.reflect import ReflectResult
+    from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
+                              Neighbourhood, Opinions, Status)
     from zmem.search import Recall
-    from zmem.sessions import SessionUpdate
     from zmem.workspace import Workspace
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 SCOPES = ("private", "group")
-
-
-# ----------------------------------------------------------------------------- results
-
-
-@dataclass
-class Lines:
-    """Exactly the cited lines of a memory file (`zmem get`), now or at a commit (rev)."""
-    path: str
-    start: int
-    end_line: int
-    lines: int               # how many lines text holds
-    total_lines: int
-    text: str
-    citation: str
-    rev: str | None = None
-
-    def to_json(self) -> dict:
-        out = {"path": self.path, "from": self.start, "end_line": self.end_line, "lines": self.lines,
-               "total_lines": self.total_lines, "text": self.text, "citation": self.citation}
-        if self.rev:
-            out["rev"] = self.rev
-        return out
-
-
-@dataclass
-class Appended:
-    """What `zmem append` wrote: lines line..end_line of path, and whether it was committed."""
-    path: str
-    line: int
-    end_line: int
-    citation: str
-    text: str
-    committed: bool
-    commit: str | None
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "line": self.line, "end_line": self.end_line, "citation": self.citation,
-                "text": self.text, "committed": self.committed, "commit": self.commit, "warnings": self.warnings}
-
-
-@dataclass
-class Facts:
-    """Typed facts of `## Retain` sections, newest first; warnings: what indexing said about files."""
-    facts: list[FactRow]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"facts": [f.to_json() for f in self.facts]}
-
-
-@dataclass
-class EntityReport:
-    """Everything `zmem entity NAME` shows: the entity, its page, its facts newest first, its
-    opinions, its related entities, and suspected duplicate spellings of it."""
-    entity: Entity
-    page_text: str | None
-    facts: list[FactRow]
-    opinions: list[Opinion]
-    related: list[dict]
-    suspected_duplicates: list[tuple[str, str, float]]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"entity": self.entity.to_json(), "page_text": self.page_text, "facts": [f.to_json() for f in self.facts],
-                "opinions": [o.to_json() for o in self.opinions], "related": self.related,
-                "suspected_duplicates": self.suspected_duplicates}
-
-
-@dataclass
-class Neighbourhood:
-    """An entity, the entities within `depth` hops of it, and the edges among them (`zmem graph`).
-    private: with a group scope, what tells a private file (its evidence is left out of to_json)."""
-    entity: Entity
-    depth: int
-    entities: dict = field(default_factory=dict)
-    reached: set = field(default_factory=set)
-    edges: list = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    private: Callable[[str], bool] | None = None
-
-    def to_json(self) -> dict:
-        """What `zmem graph NAME --json` prints (the MCP tool graph_search adds the warnings)."""
-        out = {"entity": self.entity.to_json(), "depth": self.depth,
-               "nodes": [self.entities[k].to_json() for k in sorted(self.reached) if k in self.entities],
-               "edges": [e.to_json(self.entities) for e in self.edges]}
-        return _public_graph(self.private, out) if self.private else out
-
-
-@dataclass
-class Opinions:
-    """The opinions of bank/opinions.md (about one entity, or all), and how many `O` facts await
-    `zmem reflect`. exists: whether bank/opinions.md exists."""
-    opinions: list[Opinion]
-    awaiting_reflect: int
-    exists: bool
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"opinions": [o.to_json() for o in self.opinions], "awaiting_reflect": self.awaiting_reflect}
-
-
-@dataclass
-class Blame:
-    """Who wrote each line of the target, when, in which commit; with the evidence chain."""
-    target: str
-    ranges: list[BlamedRange]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"target": self.target, "ranges": [r.to_json() for r in self.ranges], "warnings": self.warnings}
-
-
-@dataclass
-class Log:
-    """A timeline (`zmem log`): of an entity (type "entity") or of a memory file (type "file", path
-    its workspace-relative path), newest first unless reversed."""
-    target: str
-    type: str
-    events: list[dict]
-    path: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"target": self.target, "type": self.type, "events": self.events, "warnings": self.warnings}
-
-
-@dataclass
-class BeliefDiff:
-    """What memory believed differently at one commit than at another (`zmem diff`): since and
-    until are {"commit", "date"}, facts the added/retracted/changed/confidence/moved lists."""
-    since: dict
-    until: dict
-    facts: dict
-    opinions: list[dict]
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"from": self.since, "to": self.until, "facts": self.facts, "opinions": self.opinions,
-                "warnings": self.warnings}
-
-
-@dataclass
-class IndexReport:
-    """What `zmem index` did: the catch-up (or rebuild), and the embeddings, session transcripts
-    and history it brought up to date (None: not run)."""
-    catch_up: CatchUp
-    full: bool
-    warnings: list[str] = field(default_factory=list)
-    embeddings: EmbedReport | None = None
-    sessions: SessionUpdate | None = None
-    history: HistoryUpdate | None = None
-    sessions_only: bool = False
-
-    def to_json(self) -> dict:
-        result, sess, hist = self.catch_up, self.sessions, self.history
-        return {"head": result.head, "previous": result.previous, "full": self.full or result.full_scan,
-                "updated": result.updated, "removed": result.removed, "warnings": self.warnings,
-                "stale": result.stale, "seconds": round(result.seconds, 4),
-                "embeddings": embed_json(self.embeddings),
-                "sessions": None if sess is None else {"files": sess.files, "messages": sess.messages,
-                                                        "bytes": sess.bytes, "seconds": round(sess.seconds, 3)},
-                "history": None if hist is None else {"commits": hist.commits, "blobs": hist.blobs,
-                                                      "rewound": hist.rewound, "shallow": hist.shallow,
-                                                      "seconds": round(hist.seconds, 3)}}
-
-
-def embed_json(report: EmbedReport | None) -> dict | None:
-    """An embedding run as `zmem embed --json` (and `index --json`'s "embeddings") print it."""
-    if report is None:
-        return None
-    return {"provider": report.provider, "embedded": report.embedded, "from_cache": report.from_cache,
-            "pending": report.pending, "error": report.error, "reembedded_all": report.reset}
-
-
-@dataclass
-class Status:
-    """The workspace and its index as they are (`zmem status`; nothing is caught up)."""
-    workspace: str
-    head: str | None
-    indexed_commit: str | None
-    indexed: bool
-    stale: bool
-    read_only: bool
-    read_only_reason: str | None
-    dirty: list[str]
-    files: int
-    chunks: int
-    db_bytes: int
-    driver: str
-    sqlite_version: str
-    vector_store: str
-    sqlite_vec: bool
-    shallow: bool
-    hooks: dict
-    file_warnings: list[str]
-    embeddings: dict
-    sessions: dict
-
-    def to_json(self) -> dict:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Check:
-    """One line of `zmem doctor`: level ok, warn or fail."""
-    level: str
-    name: str
-    detail: str
 
 
 Progress = Callable[[str], Callable[[int, int], None] | None]  # a stage's label -> its progress callback
@@ -503,6 +291,7 @@ class Memory:
         """Exactly the cited lines of a memory file. path may carry a citation (path#L3-L5, or
         path@REV#L3-L5 for the file at a commit); start (1-based) and count override its range.
         Reads the file itself: no index, no catch-up."""
+        from zmem.reading import Lines
         from zmem.reading import read_lines
         out = read_lines(self.workspace, path, start=start, count=count, rev=rev, scope=self._scope(scope))
         return Lines(path=out["path"], start=out["from"], end_line=out["end_line"], lines=out["lines"],
@@ -519,6 +308,7 @@ class Memory:
               until: str | None = None, limit: int | None = None, origin: bool = False) -> Facts:
         """The typed facts of `## Retain` sections, newest first; origin adds the commit, author and
         time that added each (git blame). warnings: every malformed bullet, with file and line."""
+        from zmem.results import Facts
         from zmem.entities import normalize_kind, query_facts, resolve_entity
         from zmem.search import parse_when
         ws, conn = self.workspace, self.conn
@@ -534,6 +324,7 @@ class Memory:
     def entity(self, name: str) -> EntityReport:
         """What memory holds about the entity NAME (@ optional); a ZmemError suggesting close
         spellings when it is unknown."""
+        from zmem.results import EntityReport
         from zmem import opinions as op_mod
         from zmem.entities import all_entities, neighbourhood, page_text, query_facts, resolve_entity, \
             suspected_duplicates
@@ -560,6 +351,7 @@ class Memory:
         edges among them; a ZmemError with suggestions if unknown. scope "group": facts and pages in
         private files count as nonexistent (an entity only they mention is unknown; fact counts,
         edges, weights and evidence come from the other files)."""
+        from zmem.results import Neighbourhood
         from zmem.entities import all_entities, neighbourhood, resolve_entity
         scope = self._scope(scope)
         ws, conn = self.workspace, self.conn
@@ -579,6 +371,7 @@ class Memory:
 
     def opinions(self, entity: str | None = None) -> Opinions:
         """The opinions of bank/opinions.md, of one entity or all, and the `O` facts awaiting reflect."""
+        from zmem.results import Opinions
         from zmem import opinions as op_mod
         from zmem.entities import awaiting_reflect, resolve_entity
         from zmem.retain import entity_key
@@ -603,6 +396,7 @@ class Memory:
         path@REV#Lx-Ly, a fact id, or a query (its top k hits). follow: also blame the daily-log
         lines that lines `zmem reflect` wrote cite (the evidence chain). A shallow clone says in
         warnings that older lines are credited to its oldest commit."""
+        from zmem.results import Blame
         from zmem.blame import blame
         from zmem.history import workspace_shallow_notes
         scope = self._scope(scope)
@@ -621,6 +415,7 @@ class Memory:
     def log(self, target: str, *, since: str | None = None, reverse: bool = False) -> Log:
         """The timeline of @ENTITY (facts and opinions added, changed, retracted; the history index
         is built on first use) or of a memory file (renames followed), newest first."""
+        from zmem.results import Log
         from zmem.history import workspace_shallow_notes
         from zmem.search import parse_when
         ws = self.workspace
@@ -650,6 +445,7 @@ class Memory:
     def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None) -> BeliefDiff:
         """What memory believed differently at rev2 than at rev1 (commits, branches, tags or dates):
         facts added, retracted, changed, moved; opinions added, removed, and confidence changes."""
+        from zmem.results import BeliefDiff
         from zmem.history import resolve_history_entity, workspace_shallow_notes
         from zmem.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
@@ -667,6 +463,7 @@ class Memory:
         Only what fails before the note is written is an error. Once it is in the file, the append
         has happened: a commit or an index that cannot be updated is a warning, never an error (an
         agent told the append failed would write the note again)."""
+        from zmem.results import Appended
         from zmem.append import append
         ws = self.workspace
         res = append(ws, text, retain=retain.upper() if retain else None, entities=entities or (),
@@ -709,6 +506,7 @@ class Memory:
         session transcripts when enabled (sessions alone: only them), and embeddings (unless not
         embed). notice receives each warning as it arises (the CLI prints them at once);
         IndexReport.warnings lists those `zmem index --json` reports."""
+        from zmem.results import IndexReport
         from zmem.errors import ZmemError
         from zmem.indexer import CatchUp, rebuild
         from zmem.session_settings import settings_for
@@ -779,6 +577,7 @@ class Memory:
     def status(self) -> Status:
         """The workspace, HEAD against the indexed commit, dirty memory files, the index and the
         providers, as they are: status does not catch up."""
+        from zmem.results import Status
         from zmem.status import workspace_status
         return Status(**workspace_status(self.workspace, self.conn))
 
@@ -786,6 +585,7 @@ class Memory:
         """Checks of git, the SQLite driver, sqlite-vec, the hooks, the config, the index (a damaged
         full-text table is rebuilt), opinions, entity pages, and suspected duplicate entities.
         Also runs where no workspace is found (that is then a failed check)."""
+        from zmem.results import Check
         from zmem.entities import duplicate_warnings
         from zmem.status import run_doctor
         self._close_conn()  # the checks open their own connections, and may rebuild tables
@@ -820,22 +620,6 @@ def _public_range(ws: Workspace, r: BlamedRange) -> BlamedRange | None:
     if ws.is_private(r.path):
         return None
     return replace(r, evidence=[e for e in (_public_range(ws, x) for x in r.evidence) if e is not None])
-
-
-def _public_graph(private: Callable[[str], bool], g: dict) -> dict:
-    """The neighbourhood as the non-private files show it: evidence from private files dropped,
-    edges left without evidence dropped, and the nodes they alone reached."""
-    def public(citation: str) -> bool:
-        return not private(citation.split("#", 1)[0])
-    edges = []
-    for e in g["edges"]:
-        evidence = [c for c in e["evidence"] if public(c)]
-        if evidence:
-            edges.append({**e, "evidence": evidence, "count": len(evidence)})
-    keep = {g["entity"]["key"]} | {e["source"] for e in edges} | {e["target"] for e in edges}
-    scrub = lambda n: {**n, "page": n["page"] if n["page"] and public(n["page"]) else None}  # noqa: E731
-    return {**g, "entity": scrub(g["entity"]), "nodes": [scrub(n) for n in g["nodes"] if n["key"] in keep],
-            "edges": edges}
 
 
 # ----------------------------------------------------------------------------- recall's parts
