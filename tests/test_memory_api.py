@@ -154,6 +154,7 @@ def test_a_group_scope_never_returns_private_files(ws):
         assert "MEMORY.md" in [h.path for h in mem.recall("gateway", scope="private").results]
 
 
+@pytest.mark.slow
 def test_the_readme_python_example_runs_on_the_demo(tmp_path):
     import re
     from pathlib import Path
@@ -165,3 +166,25 @@ def test_the_readme_python_example_runs_on_the_demo(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("memory/") and any(line.startswith("world Moved to Porto. memory/") for line in lines)
     assert lines[-1].startswith("{'target': 'memory/") and "'ranges': [{" in lines[-1]
+
+
+@pytest.mark.slow
+def test_the_cli_and_the_mcp_server_blame_alike_shallow_clone_notes_included(tmp_path, ws):
+    """Both front ends go through Memory.blame: the MCP tool used to leave out the shallow-clone
+    warning the CLI gives."""
+    import asyncio
+    pytest.importorskip("mcp")
+    from helpers.mcp_client import call, session
+    for day in ("01", "02", "03"):
+        write(ws, f"memory/2025-12-{day}.md", f"# 2025-12-{day}\n\n- garden note {day}\n")
+        commit_all(ws, f"day {day}")
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{ws}", str(shallow)], check=True)
+    target = "memory/2025-12-03.md#L3"
+    cli, _ = run_json(["-C", str(shallow), "blame", target, "--json"])
+    assert any("shallow clone" in w for w in cli["warnings"]), cli
+
+    async def go():
+        async with session(shallow) as s:
+            return await call(s, "memory_blame", target=target)
+    assert asyncio.run(asyncio.wait_for(go(), 120)) == cli

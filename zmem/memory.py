@@ -74,10 +74,11 @@ class Memory:
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, **options) -> Memory:
+    def open(cls, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
+             watch: bool = False) -> Memory:
         """The Memory of the workspace at path, found now. Use it as a context manager (or call
         close()) so that its index connection is closed."""
-        memory = cls(path, **options)
+        memory = cls(path, scope=scope, query_timeout=query_timeout, watch=watch)
         memory.workspace  # noqa: B018 - no workspace is an error here, not at the first call
         return memory
 
