@@ -686,9 +686,7 @@ def opinions(ctx, entity, as_json):
     bullet, `- O(c=0.7) @Peter: statement`. Says how many `O` facts await `zmem reflect`.
     """
     from zmem import opinions as op_mod
-    found = _memory(ctx).opinions(entity)
-    for w in found.warnings:
-        warn(w)
+    found = _memory(ctx).opinions(entity, notice=warn)
     rows, waiting = found.opinions, found.awaiting_reflect
     if as_json:
         echo_json(found.to_json())
@@ -859,10 +857,7 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
     retracted and changed, opinions added and removed, confidence changes with their evidence.
     REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day).
     """
-    found = _memory(ctx).diff(rev1, rev2, entity=entity)
-    for w in found.warnings:
-        warn(w)
-    d = found.to_json()
+    d = _memory(ctx).diff(rev1, rev2, entity=entity, notice=warn).to_json()
     if as_json:
         echo_json(d)
         return

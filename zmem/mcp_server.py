@@ -2,10 +2,10 @@
 Cursor, Codex, OpenClaw …) uses zmem's memory as tools. The only module that imports the `mcp`
 SDK (the optional extra `zmem[mcp]`); the CLI imports this module only for `zmem mcp`.
 
-The server keeps one zmem.Memory for its session (watch=True), so it keeps what a CLI process
-rebuilds every time: the workspace (reloaded
-when zmem.toml or the user config changes), one index connection (reopened when `zmem index --full`
-swaps the file) and the embedding providers (a local model is loaded once). Every call answers from
+The server keeps one zmem.Memory for its session (watch=True), and with it what a CLI process
+rebuilds every time: the workspace (reloaded when zmem.toml or the user config changes), one index
+connection (reopened when `zmem index --full` swaps the file) and the embedding providers (a local
+model is loaded once). Every call answers from
 a fresh index, as every zmem command does: where inotify exists, the server watches the memory
 directories (one descriptor, a watch per directory, as `zmem watch`) and runs the catch-up only when
 a memory file or an ignore rule changed or HEAD moved since the last one; elsewhere it catches up before every call

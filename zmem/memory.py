@@ -370,8 +370,9 @@ class Memory:
         self.fresh()
         return export_graph(self.workspace, self.conn)
 
-    def opinions(self, entity: str | None = None) -> Opinions:
-        """The opinions of bank/opinions.md, of one entity or all, and the `O` facts awaiting reflect."""
+    def opinions(self, entity: str | None = None, *, notice: Callable[[str], None] | None = None) -> Opinions:
+        """The opinions of bank/opinions.md, of one entity or all, and the `O` facts awaiting reflect.
+        notice receives the warnings as soon as they are known (before an unknown entity fails)."""
         from zmem.results import Opinions
         from zmem import opinions as op_mod
         from zmem.entities import awaiting_reflect, resolve_entity
@@ -381,6 +382,8 @@ class Memory:
         warnings = list(parsed.warnings)
         conn = self.conn
         warnings += self.fresh().warnings
+        for w in warnings if notice else ():
+            notice(w)
         key = None
         if entity:
             key = entity_key(entity)
@@ -443,14 +446,19 @@ class Memory:
         ent = resolve_history_entity(ws, conn, target)
         return Log(target, "entity", entity_log(ws, conn, ent.key, since=since_day, reverse=reverse), None, warnings)
 
-    def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None) -> BeliefDiff:
+    def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None,
+             notice: Callable[[str], None] | None = None) -> BeliefDiff:
         """What memory believed differently at rev2 than at rev1 (commits, branches, tags or dates):
-        facts added, retracted, changed, moved; opinions added, removed, and confidence changes."""
+        facts added, retracted, changed, moved; opinions added, removed, and confidence changes.
+        notice receives the warnings as soon as they are known, before the comparison (which may
+        fail on an unknown revision or entity)."""
         from zmem.results import BeliefDiff
         from zmem.history import resolve_history_entity, workspace_shallow_notes
         from zmem.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
         warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
+        for w in warnings if notice else ():
+            notice(w)
         key = resolve_history_entity(ws, conn, entity).key if entity else None
         d = belief_diff(ws, conn, rev1, rev2, entity=key)
         return BeliefDiff(d["from"], d["to"], d["facts"], d["opinions"], warnings)
