@@ -909,9 +909,8 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
 @click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
-@click.option("--json", "as_json", is_flag=True,
-              help='One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
-                   '"files": [...], "commit": ..., "seconds": ...}.')
+@json_option('One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
+             '"files": [...], "commit": ..., "seconds": ...}.')
 @click.pass_context
 def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, verbose, as_json):
     """Keep the index fresh while agents write memory files without committing.
@@ -964,11 +963,10 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
 @click.option("--status", "show_status", is_flag=True,
               help="Only say how far HEAD is ahead of and behind the upstream branch (after a fetch); change nothing.")
 @click.option("--no-fetch", is_flag=True, help="With --status: compare with what the last fetch saw, offline.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
-                   "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
-                   "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
-                   "uncommitted.")
+@json_option("Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
+             "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
+             "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
+             "uncommitted.")
 @click.pass_context
 def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     """Share memory through a git remote: commit, fetch, merge, push, reindex.
