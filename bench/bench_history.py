@@ -69,21 +69,21 @@ def make_deep_repo(root: Path, files: int, commits: int, seed: int = 0) -> None:
 
 
 def compare_recall(ws, mid: str, runs: int, mode: str) -> None:
-    from zmem.api import recall_workspace
-    from zmem.embedding import providers
-    provs = providers(ws)  # built once, as a long-running caller (the MCP server) does
+    from zmem.memory import Memory
+    memory = Memory(ws.root, watch=True)  # providers built once, as a long-running caller (the MCP server) does
     for q in QUERIES:  # warm both paths once
-        recall_workspace(ws, q, mode=mode, providers=provs)
-        recall_workspace(ws, q, as_of=mid, mode=mode, providers=provs)
+        memory.recall(q, mode=mode)
+        memory.recall(q, as_of=mid, mode=mode)
     cur, past = [], []
     for _ in range(runs):
         for q in QUERIES:
             t0 = time.perf_counter()
-            now = recall_workspace(ws, q, mode=mode, providers=provs)
+            now = memory.recall(q, mode=mode)
             cur.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            then = recall_workspace(ws, q, as_of=mid, mode=mode, providers=provs)
+            then = memory.recall(q, as_of=mid, mode=mode)
             past.append(time.perf_counter() - t0)
+    memory.close()
     assert now.mode == then.mode == mode, (now.mode, then.mode, now.warnings, then.warnings)
     ratio = statistics.median(past) / statistics.median(cur)
     print(f"{mode} recall (current view):  {median_ms(cur)}")
@@ -143,7 +143,6 @@ def main() -> None:
     ap.add_argument("--hybrid", action="store_true", help="also time hybrid recall, current and as-of")
     a = ap.parse_args()
     from zmem import history
-    from zmem.api import recall_workspace
     from zmem.blame import blame
     from zmem.indexer import catch_up, open_index
     from zmem.workspace import find_workspace

@@ -61,12 +61,13 @@ async def over_mcp(root: Path, calls: int, warmup: int, env: dict) -> tuple[list
 
 
 def in_process(root: Path, calls: int, warmup: int) -> list[float]:
-    from zmem.mcp_server import Memory
-    memory = Memory(str(root), "private", 5.0)
+    from zmem.mcp_server import search
+    from zmem.memory import Memory
+    memory = Memory(root, query_timeout=5.0, watch=True)  # as the server keeps it
     samples = []
     for i in range(warmup + calls):
         t = time.perf_counter()
-        memory.search(QUERIES[i % len(QUERIES)], max_results=6, min_score=0.0)
+        search(memory, QUERIES[i % len(QUERIES)], max_results=6, min_score=0.0)
         if i >= warmup:
             samples.append(time.perf_counter() - t)
     memory.close()

@@ -7,7 +7,7 @@ naming 1-3 of the entities; some opinions repeat and some contradict), indexes i
 - `reflect` over everything (first run: every entity page and opinion written, one commit),
 - `reflect` again (idempotent: nothing to change),
 - `reflect --since 7d`-style run after one more day of facts (git blame of the touched files),
-- `entity_report` and `neighbourhood(depth=2)` in-process (median of repeated runs, warm).
+- `Memory.entity` and `neighbourhood(depth=2)` in-process (median of repeated runs, warm).
 Targets (issue): reflect ≤ 10 s for ≈1,800 facts / 200 entities; entity and graph ≤ 50 ms.
 """
 from __future__ import annotations
@@ -84,7 +84,8 @@ def main() -> None:
     ap.add_argument("--dir", default=None)
     ap.add_argument("--repeat", type=int, default=30)
     a = ap.parse_args()
-    from zmem.entities import entity_report, neighbourhood
+    from zmem.entities import neighbourhood
+    from zmem.memory import Memory
     from zmem.indexer import catch_up, open_index
     from zmem.reflect import reflect
     from zmem.workspace import find_workspace
@@ -118,12 +119,14 @@ def main() -> None:
     keys = [k for k, in conn.execute("SELECT entity FROM fact_entities GROUP BY entity ORDER BY count(*) DESC")]
     targets = [keys[0], keys[len(keys) // 2], keys[-1]]
     t_entity, t_graph = [], []
+    memory = Memory(ws.root)
     for i in range(a.repeat):
         key = targets[i % len(targets)]
-        t_entity.append(timed(entity_report, ws, key)[1])
+        t_entity.append(timed(memory.entity, key)[1])
         t_graph.append(timed(neighbourhood, conn, key, 2)[1])
+    memory.close()
     conn.close()
-    print(f"entity_report:          median {statistics.median(t_entity) * 1000:6.1f} ms  "
+    print(f"Memory.entity:          median {statistics.median(t_entity) * 1000:6.1f} ms  "
           f"p90 {sorted(t_entity)[int(len(t_entity) * 0.9)] * 1000:6.1f} ms")
     print(f"graph depth 2:          median {statistics.median(t_graph) * 1000:6.1f} ms  "
           f"p90 {sorted(t_graph)[int(len(t_graph) * 0.9)] * 1000:6.1f} ms")

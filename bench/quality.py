@@ -58,7 +58,8 @@ def main() -> None:
     configure(args)
 
     from zmem.embedding import run_embed_job
-    from zmem.api import _query_vector
+    from zmem.embedding import providers
+    from zmem.memory import _query_vector
     from zmem.indexer import catch_up, open_index
     from zmem.search import recall
     from zmem.workspace import find_workspace
@@ -88,7 +89,7 @@ def main() -> None:
         for q in qs:
             qvec = store = None
             if args.model_path:
-                qvec, store, notes = _query_vector(ws, conn, q["question"], 30, False)
+                qvec, store, notes = _query_vector(ws, conn, q["question"], 30, False, lambda: providers(ws))
             for mode, fusion in runs:
                 t = time.perf_counter()
                 res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,

@@ -119,16 +119,30 @@ def _progress(label: str):
     return report
 
 
-def _workspace(ctx):
-    from zmem.workspace import find_workspace
-    return find_workspace(ctx.obj.get("dir"))
+def _memory(ctx, directory=None):
+    """The command's zmem.Memory (of -C DIR, or directory), closed when the command ends."""
+    from zmem.memory import Memory
+    return ctx.with_resource(Memory.open(directory or ctx.obj.get("dir")))
 
 
-def _catch_up(ws, *, quiet: bool = False) -> tuple[list[str], bool]:
-    """Catch up before a command that reads the index or just wrote a note: (warnings, stale)."""
-    from zmem.indexer import catch_up
-    result = catch_up(ws, progress=None if quiet else _progress("indexing"))
-    return result.warnings, result.stale
+SCOPE_CHOICE = click.Choice(["private", "group"])
+
+
+def json_option(help: str = "Print a JSON object."):
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def format_option(default: str):
+    """--format text|table|json|md, and --json for --format json."""
+    def decorate(f):
+        f = json_option("Same as --format json.")(f)
+        return click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default=default,
+                            show_default=True, help="Output format.")(f)
+    return decorate
+
+
+def scope_option(help: str):
+    return click.option("--scope", type=SCOPE_CHOICE, default="private", show_default=True, help=help)
 
 
 @click.group(cls=ZmemGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -161,15 +175,14 @@ def init(ctx, directory, no_hooks):
     overwriting anything, ignores .zmem/, installs the git hooks and builds the index. Running it
     again changes nothing.
     """
-    from zmem.indexer import catch_up
     from zmem.scaffold import init_layout, own_command
-    from zmem.workspace import find_workspace
     from zmem.workspace import current_dir
     root = Path(directory or ctx.obj.get("dir") or ".")
     if not root.expanduser().is_absolute():
         current_dir()  # a relative directory needs the current one: say so if it was deleted
     report = init_layout(root)
-    ws = find_workspace(report.root)
+    mem = _memory(ctx, report.root)
+    ws = mem.workspace
     if report.git_init:
         click.echo(f"initialized a git repository in {report.root}")
     for rel in report.created:
@@ -182,51 +195,42 @@ def init(ctx, directory, no_hooks):
         warn(note)
     if not no_hooks:
         _install_hooks(ws.root, quiet_if_unchanged=True)
-    result = catch_up(ws, progress=_progress("indexing"))
+    result = mem.catch_up(progress=_progress("indexing"))
     for w in result.warnings:
         warn(w)
-    click.echo(f"workspace ready: {ws.root} ({_count_files(ws)} memory files indexed)")
+    click.echo(f"workspace ready: {ws.root} ({_count_files(mem)} memory files indexed)")
     if report.created:
         zmem = own_command()[0]
         click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
 
 
-def _count_files(ws) -> int:
-    from zmem.indexer import open_index
-    conn = open_index(ws)
-    try:
-        return conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    finally:
-        conn.close()
+def _count_files(mem) -> int:
+    return mem.conn.execute("SELECT count(*) FROM files").fetchone()[0]
 
 
 @cli.command()
 @click.argument("directory", required=False, default="zmem-demo", type=click.Path(file_okay=False))
-def demo(directory):
+@click.pass_context
+def demo(ctx, directory):
     """Create an example workspace in DIR (default ./zmem-demo), index it, and recall from it.
 
     The example is a git repository of daily logs in English, Portuguese, Spanish and Chinese with
     one commit per day; the hooks are installed, so it behaves like a real workspace afterwards.
     """
-    from zmem.indexer import catch_up, open_index
     from zmem.scaffold import DEMO_QUERIES, own_command, write_demo
     from zmem.search import recall
-    from zmem.workspace import find_workspace
     root = Path(directory)
     written = write_demo(root)
-    ws = find_workspace(root)
+    mem = _memory(ctx, root)
+    ws = mem.workspace
     _install_hooks(ws.root, quiet_if_unchanged=True, quiet=True)
-    result = catch_up(ws)
+    result = mem.catch_up()
     for w in result.warnings:
         warn(w)
     click.echo(f"demo workspace: {ws.root} ({len(written) or 'existing'} daily logs, git history, index built)")
-    conn = open_index(ws)
-    try:
-        for q in DEMO_QUERIES:
-            click.echo(f"\n$ zmem recall {q!r} --k 2")
-            _render_text(recall(conn, q, k=2).results)
-    finally:
-        conn.close()
+    for q in DEMO_QUERIES:  # the plain keyword recall, whatever the user's configuration
+        click.echo(f"\n$ zmem recall {q!r} --k 2")
+        _render_text(recall(mem.conn, q, k=2).results)
     zmem, bin_dir = own_command()
     click.echo(f"\nnext: cd {_shell_quote(str(ws.root))} && {zmem} recall \"Peter\" && {zmem} get memory/2025-11-24.md")
     if bin_dir:
@@ -251,7 +255,7 @@ def _shell_quote(s: str) -> str:
 @click.option("--sessions", "with_sessions", is_flag=True,
               help="Index only the agent session transcripts of [sessions] (everything new, ignoring the delta "
                    "thresholds); with --full or --history, those too. Without it they are indexed when enabled.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@json_option("Print a JSON summary.")
 @click.pass_context
 def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     """Bring the index up to date with HEAD and the working tree.
@@ -262,80 +266,15 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     memory files, the history index once built, session transcripts when enabled, and embeddings
     (unless --no-embed).
     """
-    from zmem.indexer import CatchUp, catch_up, open_index, rebuild
-    from zmem.session_settings import settings_for
-    ws = _workspace(ctx)
-    progress = None if quiet else _progress("indexing")
-    settings = settings_for(ws)
-    only_sessions = with_sessions and not (full or with_history)  # what recall starts in the background
-    if with_sessions and not settings.enabled:
-        from zmem.config import sessions_off
-        raise sessions_off(ws.config)
-    if only_sessions:
-        result, warnings = CatchUp(), []
-    else:
-        result = rebuild(ws, progress=progress) if full else catch_up(ws, lock_timeout=60, progress=progress)
-        from zmem.status import stored_warnings
-        conn = open_index(ws)
-        try:  # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
-            warnings = result.warnings + [w for w in stored_warnings(conn) if w not in result.warnings]
-        finally:
-            conn.close()
-    for w in warnings:
-        warn(w)
-    hist = None
-    if with_history:
-        from zmem.history import ensure_history
-        conn = open_index(ws)
-        try:
-            hist = ensure_history(ws, conn, progress=None if quiet else _progress("history"))
-        finally:
-            conn.close()
-        if hist is None:
-            raise ZmemError("another zmem process is updating the index", hint="run `zmem index --history` again")
-        if hist.shallow:
-            warn("this is a shallow clone: history before its oldest commit is missing "
-                 "(`git fetch --unshallow` brings it)")
-    sess = None
-    if settings.enabled:
-        from zmem.indexer import IndexLock, LockTimeout
-        from zmem.sessions import index_sessions
-        conn = open_index(ws)
-        try:
-            with IndexLock(ws, 60):
-                sess = index_sessions(conn, settings, force=True)
-        except LockTimeout:
-            raise ZmemError("another zmem process is updating the index", hint="run the command again") from None
-        finally:
-            conn.close()
-        for w in sess.skipped:  # transcript lines not taken (file:line), files that could not be read
-            warn(w)
-            warnings.append(w)
-    report = None
-    if not (no_embed or only_sessions):  # transcripts have no vectors
-        from zmem.embedding import run_embed_job
-        report = run_embed_job(ws, progress=None if quiet else _progress("embedding"))
-        for w in report.warnings if report else ():
-            warn(w)
-            warnings.append(w)
-        if report and report.error:
-            warn(f"embedding stopped: {report.error}; " + (
-                f"{report.pending} chunks await embedding: `zmem embed` retries (BM25 recall finds them meanwhile)"
-                if report.provider else "nothing was embedded"))
+    mem = _memory(ctx)
+    out = mem.index(full=full, embed=not no_embed, history=with_history, sessions=with_sessions,
+                    progress=None if quiet else _progress, notice=warn)
+    result, report, sess, hist = out.catch_up, out.embeddings, out.sessions, out.history
     if as_json:
-        click.echo(json.dumps({
-            "head": result.head, "previous": result.previous, "full": full or result.full_scan,
-            "updated": result.updated, "removed": result.removed, "warnings": warnings,
-            "stale": result.stale, "seconds": round(result.seconds, 4),
-            "embeddings": _embed_json(report),
-            "sessions": None if sess is None else {"files": sess.files, "messages": sess.messages,
-                                                    "bytes": sess.bytes, "seconds": round(sess.seconds, 3)},
-            "history": None if hist is None else {"commits": hist.commits, "blobs": hist.blobs,
-                                                  "rewound": hist.rewound, "shallow": hist.shallow,
-                                                  "seconds": round(hist.seconds, 3)}}, ensure_ascii=False))
+        click.echo(json.dumps(out.to_json(), ensure_ascii=False))
     elif not quiet:
         what = "rebuilt" if full else "NOT brought up to date" if result.stale else "up to date"
-        if not only_sessions:
+        if not out.sessions_only:
             click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files "
                        f"indexed, {len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
         if report and report.provider:  # without one, the warning below says why nothing was embedded
@@ -351,17 +290,10 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
                              "fix that, then run `zmem index` again")
 
 
-def _embed_json(report) -> dict | None:
-    if report is None:
-        return None
-    return {"provider": report.provider, "embedded": report.embedded, "from_cache": report.from_cache,
-            "pending": report.pending, "error": report.error, "reembedded_all": report.reset}
-
-
 @cli.command()
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but warnings and errors.")
 @click.option("--background", is_flag=True, help="Exit at once if another embedding job is running (used by hooks).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@json_option("Print a JSON summary.")
 @click.pass_context
 def embed(ctx, quiet, background, as_json):
     """Embed the chunks that have no vector yet, with the configured provider.
@@ -371,15 +303,12 @@ def embed(ctx, quiet, background, as_json):
     re-embeds everything. If another embedding job is running, this one waits for it and then embeds
     what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
-    from zmem.embedding import give_up_after, run_embed_job
-    ws = _workspace(ctx)
-    _catch_up(ws, quiet=True)
-    report = run_embed_job(ws, progress=None if quiet else _progress("embedding"), wait=not background,
-                           give_up=give_up_after(ws, explicit=not background))
+    from zmem.results import embed_json
+    report = _memory(ctx).embed(background=background, progress=None if quiet else _progress("embedding"))
     for w in report.warnings if report else ():
         warn(w)
     if as_json:
-        click.echo(json.dumps(_embed_json(report)))
+        click.echo(json.dumps(embed_json(report)))
     elif not quiet and (report is None or not report.error):
         if report is None:
             click.echo("nothing to do: no embedding provider configured" +
@@ -413,7 +342,7 @@ def trust(ctx, revoke):
     ~/.config/zmem/config.toml is always trusted.
     """
     from zmem.trust import trust as do_trust, untrust
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     path = ws.root / "zmem.toml"
     if not path.is_file():
         raise ZmemError(f"no zmem.toml in {ws.root}", hint="nothing to trust; `zmem init` writes one")
@@ -484,14 +413,11 @@ def model_import(source, fmt, out, outtype, force):
 @click.option("--as-of", "as_of", metavar="DATE|REV", default=None,
               help="Recall from the memory as it stood at a commit: the last one on this branch at or before "
                    "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
-@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
-              help="group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
+@scope_option("group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
 @click.option("--source", type=click.Choice(["memory", "sessions", "all"]), default=None,
               help="Search memory files, agent session transcripts, or both (default: all when [sessions] "
                    "is enabled, else memory; always memory with --kind, --entity or --as-of).")
-@click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@format_option("text")
 @click.pass_context
 def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, scope, source,
            fmt, as_json):
@@ -508,14 +434,9 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     as it was at that commit (hybrid like a current recall when vectors exist; the history index is
     built on first use).
     """
-    from zmem.api import recall_workspace
-    from zmem.search import parse_when
-    ws = _workspace(ctx)
     text = " ".join(query)
-    res = recall_workspace(ws, text, k=k, since=parse_when(since) if since else None,
-                           until=parse_when(until, end=True) if until else None, path_glob=path_glob,
-                           max_chars=max_chars, mode=mode, explain=explain, kind=kind, entity=entity, as_of=as_of,
-                           scope=scope, source=source)
+    res = _memory(ctx).recall(text, k=k, since=since, until=until, path=path_glob, max_chars=max_chars, mode=mode,
+                              explain=explain, kind=kind, entity=entity, as_of=as_of, scope=scope, source=source)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -561,9 +482,8 @@ def _render_text(hits) -> None:
 @click.option("--from", "start", type=click.IntRange(1, None), default=None, help="First line (1-based; default 1).")
 @click.option("--lines", "count", type=click.IntRange(1, None), default=None, help="Number of lines (default: to the end).")
 @click.option("--rev", metavar="REV", default=None, help="Read the file as it was at this commit, branch or tag.")
-@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
-              help="group: refuse private files (MEMORY.md, [scopes] private).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object with the lines.")
+@scope_option("group: refuse private files (MEMORY.md, [scopes] private).")
+@json_option("Print a JSON object with the lines.")
 @click.pass_context
 def get(ctx, path, start, count, rev, scope, as_json):
     """Print exactly the cited lines of a memory file, now or at a past commit.
@@ -572,13 +492,11 @@ def get(ctx, path, start, count, rev, scope, as_json):
     an as-of citation `memory/2025-11-27.md@1a2b3c4d5e#L3-L5` (same as --rev 1a2b3c4d5e).
     Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused.
     """
-    from zmem.reading import read_lines
-    ws = _workspace(ctx)
-    out = read_lines(ws, path, start=start, count=count, rev=rev, scope=scope)
+    out = _memory(ctx).get(path, start=start, count=count, rev=rev, scope=scope)
     if as_json:
-        echo_json(out, indent=None)
-    elif out["text"] or out["lines"]:
-        echo(out["text"])
+        echo_json(out.to_json(), indent=None)
+    elif out.text or out.lines:
+        echo(out.text)
 
 
 # ----------------------------------------------------------------------------- append
@@ -592,7 +510,7 @@ def get(ctx, path, start, count, rev, scope, as_json):
 @click.option("--entity", "entities", multiple=True, metavar="NAME", help="An entity the entry is about (repeatable).")
 @click.option("--confidence", type=float, default=None, help="Confidence in [0, 1] of an opinion (--retain O).")
 @click.option("--no-commit", is_flag=True, help="Write the file but do not commit it.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object describing what was written.")
+@json_option("Print a JSON object describing what was written.")
 @click.pass_context
 def append(ctx, text, retain, entities, confidence, no_commit, as_json):
     """Append TEXT to today's daily log (memory/YYYY-MM-DD.md) and commit it.
@@ -601,16 +519,15 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
     `## Retain`. The file is created when missing. Concurrent appends queue and lose nothing. TEXT
     `-` reads the text from standard input.
     """
-    from zmem.api import append_note
-    ws = _workspace(ctx)
+    mem = _memory(ctx)
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    out = append_note(ws, body, retain=retain, entities=entities, confidence=confidence, commit=not no_commit)
-    for w in out["warnings"]:
+    out = mem.append(body, retain=retain, entities=entities, confidence=confidence, commit=not no_commit)
+    for w in out.warnings:
         warn(w)
     if as_json:
-        echo_json(out, indent=None)
+        echo_json(out.to_json(), indent=None)
     else:
-        echo(f"{out['citation']}  {out['text']}" + (f"  (committed {out['commit'][:10]})" if out["committed"] else ""))
+        echo(f"{out.citation}  {out.text}" + (f"  (committed {out.commit[:10]})" if out.committed else ""))
 
 
 # ----------------------------------------------------------------------------- facts, entities, opinions
@@ -643,9 +560,7 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
 @click.option("--until", metavar="WHEN", help="Only facts up to this day.")
 @click.option("--limit", type=click.IntRange(1, None), default=None, help="At most this many facts.")
 @click.option("--origin", is_flag=True, help="Also show the commit, author and time that added each fact (git blame).")
-@click.option("--format", "fmt", type=click.Choice(["text", "table", "json", "md"]), default="table",
-              show_default=True, help="Output format.")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@format_option("table")
 @click.pass_context
 def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
     """List the typed facts of `## Retain` sections, newest first.
@@ -654,26 +569,13 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
     observation) or a relation `- R @Subject predicate @Object`. Malformed bullets are reported as
     warnings with file and line, and by `zmem doctor`.
     """
-    from zmem.entities import normalize_kind, query_facts, resolve_entity
-    from zmem.indexer import catch_up, open_index
-    from zmem.search import parse_when
-    ws = _workspace(ctx)
-    conn = open_index(ws)
-    try:
-        from zmem.status import stored_warnings
-        catch_up(ws, conn=conn)
-        for w in stored_warnings(conn):  # every malformed bullet, not only those of files indexed just now
-            warn(w)
-        key = resolve_entity(ws, conn, entity).key if entity else None
-        rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
-                           until=parse_when(until, end=True) if until else None, limit=limit)
-        if origin:
-            from zmem.history import attach_origins
-            attach_origins(ws, conn, rows)
-    finally:
-        conn.close()
+    mem = _memory(ctx)
+    for w in mem.file_warnings():  # every malformed bullet, not only those of files indexed just now
+        warn(w)
+    found = mem.facts(entity=entity, kind=kind, since=since, until=until, limit=limit, origin=origin)
+    rows = found.facts
     if as_json or fmt == "json":
-        echo_json({"facts": [f.to_json() for f in rows]})
+        echo_json(found.to_json())
     elif not rows:
         click.echo("no facts", err=True)
     elif origin and fmt == "table":
@@ -692,17 +594,17 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
 
 @cli.command()
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def entity(ctx, name, as_json):
     """Show what memory holds about the entity NAME: its page, facts (newest first, with
     citations), opinions and related entities.
     """
-    from zmem.entities import duplicate_message, entity_report
-    ws = _workspace(ctx)
-    report = entity_report(ws, name)
-    for w in report.pop("warnings"):
+    from zmem.entities import duplicate_message
+    found = _memory(ctx).entity(name)
+    for w in found.warnings:
         warn(w)
+    report = found.to_json()
     if as_json:
         echo_json(report)
         return
@@ -733,7 +635,7 @@ def entity(ctx, name, as_json):
 @click.option("--depth", type=click.IntRange(1, 5), default=1, show_default=True, help="How many hops to follow.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the whole graph (nodes and edges) as JSON to this file ('-' for stdout).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def graph(ctx, name, depth, export_path, as_json):
     """Show the entities related to NAME, with relation types and evidence, or export the graph.
@@ -741,33 +643,25 @@ def graph(ctx, name, depth, export_path, as_json):
     Edges are explicit relations (`- R @Peter lives_in @Lisbon`) and co-mentions in one fact,
     weighted by count and recency (a mention's weight halves every 90 days before the newest fact).
     """
-    from zmem.api import graph_neighbourhood
-    from zmem.entities import export_graph
-    from zmem.indexer import catch_up, open_index
     if not name and not export_path:
         raise click.UsageError("give an entity NAME, or --export FILE")
-    ws = _workspace(ctx)
-    conn = open_index(ws)
-    try:
-        for w in catch_up(ws, conn=conn).warnings:
-            warn(w)
-        if export_path:
-            data = export_graph(ws, conn)
-            if export_path == "-":
-                echo_json(data)
-            else:
-                try:
-                    Path(export_path).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n",
-                                                 encoding="utf-8")
-                except OSError as e:
-                    raise ZmemError(f"cannot write {export_path}: {e.strerror or e}",
-                                    hint="give a file in an existing, writable directory, or '-' for stdout") from None
-                click.echo(f"wrote {export_path}", err=True)
-            if not name:
-                return
-        hood = graph_neighbourhood(ws, conn, name, depth)
-    finally:
-        conn.close()
+    mem = _memory(ctx)
+    for w in mem.fresh().warnings:
+        warn(w)
+    if export_path:
+        data = mem.graph_export()
+        if export_path == "-":
+            echo_json(data)
+        else:
+            try:
+                Path(export_path).write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+            except OSError as e:
+                raise ZmemError(f"cannot write {export_path}: {e.strerror or e}",
+                                hint="give a file in an existing, writable directory, or '-' for stdout") from None
+            click.echo(f"wrote {export_path}", err=True)
+        if not name:
+            return
+    hood = mem.graph(name, depth)  # its warnings are the freshness check's, said above
     if as_json:
         echo_json(hood.to_json())
         return
@@ -783,7 +677,7 @@ def graph(ctx, name, depth, export_path, as_json):
 
 @cli.command()
 @click.option("--entity", metavar="NAME", default=None, help="Only opinions about this entity.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def opinions(ctx, entity, as_json):
     """List the opinions of bank/opinions.md: statement, confidence, evidence for and against.
@@ -792,34 +686,15 @@ def opinions(ctx, entity, as_json):
     bullet, `- O(c=0.7) @Peter: statement`. Says how many `O` facts await `zmem reflect`.
     """
     from zmem import opinions as op_mod
-    from zmem.entities import awaiting_reflect, resolve_entity
-    from zmem.indexer import catch_up, open_index
-    from zmem.retain import entity_key
-    ws = _workspace(ctx)
-    path = ws.root / op_mod.OPINIONS_PATH
-    parsed = op_mod.read(ws.root)
-    for w in parsed.warnings:
-        warn(w)
-    conn = open_index(ws)
-    try:
-        for w in catch_up(ws, conn=conn).warnings:
-            warn(w)
-        key = None
-        if entity:
-            key = entity_key(entity)
-            if not any(key in o.entity_keys for o in parsed.opinions):  # another spelling, or a typo
-                key = resolve_entity(ws, conn, entity).key
-        waiting = awaiting_reflect(conn, parsed, key)
-    finally:
-        conn.close()
-    rows = [o for o in parsed.opinions if key is None or key in o.entity_keys]
+    found = _memory(ctx).opinions(entity, notice=warn)
+    rows, waiting = found.opinions, found.awaiting_reflect
     if as_json:
-        echo_json({"opinions": [o.to_json() for o in rows], "awaiting_reflect": waiting})
+        echo_json(found.to_json())
         return
     about = " about @" + entity.lstrip("@") if entity else ""
     facts = f"{waiting} `O` fact{'s' * (waiting != 1)}{about}"
     if not rows:
-        where = "" if path.is_file() else f"; {op_mod.OPINIONS_PATH} does not exist yet"
+        where = "" if found.exists else f"; {op_mod.OPINIONS_PATH} does not exist yet"
         click.echo(f"no opinions yet{where}: opinions come from `zmem reflect`, which turns `O` facts "
                    "(`- O(c=0.8) @Name: …` under ## Retain) into them; "
                    + (f"{facts} {'awaits' if waiting == 1 else 'await'} it" if waiting else "there are none to turn into opinions"),
@@ -842,7 +717,7 @@ def opinions(ctx, entity, as_json):
 @click.option("--apply-proposals", is_flag=True, help="Also append the proposed durable facts to MEMORY.md.")
 @click.option("--llm", is_flag=True,
               help="Also write a short prose summary into each updated entity page with the [llm] chat model.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (with the diff).")
+@json_option("Print a JSON summary (with the diff).")
 @click.pass_context
 def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     """Update entity pages and opinions from new Retain facts, as one reviewable git commit.
@@ -853,17 +728,9 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
     days are proposed for MEMORY.md. Refuses to run over uncommitted changes in bank/. A second run
     with no new facts changes nothing and makes no commit.
     """
-    import datetime as dt
-    from zmem.dates import commit_time, day_start
-    from zmem.reflect import opinion_change, reflect as do_reflect
-    from zmem.search import parse_when
-    ws = _workspace(ctx)
-    everything = bool(since) and since.strip().lower() == "all"
-    when = None
-    if since and not everything:
-        when = commit_time(day_start(dt.date.fromisoformat(parse_when(since))))
-    res = do_reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=not no_commit,
-                     apply_proposals=apply_proposals, llm=llm)
+    from zmem.reflect import opinion_change
+    res = _memory(ctx).reflect(since=since, dry_run=dry_run, commit=not no_commit, apply_proposals=apply_proposals,
+                               llm=llm)
     for w in res.warnings:
         warn(w)
     if as_json:
@@ -894,7 +761,7 @@ def reflect(ctx, since, dry_run, no_commit, apply_proposals, llm, as_json):
 @click.option("-k", "--k", "k", type=click.IntRange(1, 20), default=3, show_default=True,
               help="For a query TARGET: how many top hits to blame.")
 @click.option("--no-follow", is_flag=True, help="Do not follow the evidence links of lines `zmem reflect` wrote.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def blame_cmd(ctx, target, k, no_follow, as_json):
     """Show who wrote each line of TARGET, when, and in which commit.
@@ -903,24 +770,13 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
     query in quotes (its top hits are blamed). For lines that `zmem reflect` wrote (entity pages,
     opinions, MEMORY.md), the daily-log lines they cite are blamed too: the evidence chain.
     """
-    from zmem.blame import blame
-    from zmem.indexer import catch_up, open_index
-    from zmem.history import workspace_shallow_notes
-    ws = _workspace(ctx)
-    conn = open_index(ws)
-    try:
-        warnings = catch_up(ws, conn=conn).warnings
-        ranges = blame(ws, conn, target, follow=not no_follow, k=k)
-    finally:
-        conn.close()
-    warnings += workspace_shallow_notes(ws)
-    for w in warnings:
+    found = _memory(ctx).blame(target, follow=not no_follow, k=k)
+    for w in found.warnings:
         warn(w)
     if as_json:
-        from zmem.api import blame_json
-        echo_json({**blame_json(target, ranges), "warnings": warnings})
+        echo_json(found.to_json())
         return
-    for r in ranges:
+    for r in found.ranges:
         _render_blame(r, 0)
 
 
@@ -943,7 +799,7 @@ def _render_blame(r, depth: int) -> None:
 @click.argument("target")
 @click.option("--since", metavar="WHEN", help="Only events from this day on (7d, 2w, YYYY-MM-DD).")
 @click.option("--reverse", is_flag=True, help="Oldest first (default: newest first, like git log).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def log_cmd(ctx, target, since, reverse, as_json):
     """A timeline of @ENTITY (facts and opinions added, changed, retracted) or of a memory file,
@@ -951,43 +807,13 @@ def log_cmd(ctx, target, since, reverse, as_json):
 
     TARGET is `@Name` (or an entity name) or a path such as memory/2025-11-27.md (renames followed).
     """
-    from zmem.indexer import catch_up, open_index
-    from zmem.search import parse_when
-    ws = _workspace(ctx)
-    since_day = parse_when(since) if since else None
-    is_path = target.lower().endswith(".md") and not target.startswith("@")
-    conn = open_index(ws)
-    try:
-        warnings = catch_up(ws, conn=conn).warnings
-        if is_path:
-            from zmem.repo import file_log
-            from zmem.paths import normalize_rel
-            rel = normalize_rel(target)
-            if rel is None or not ws.is_memory_path(rel):
-                raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
-            from zmem.history import workspace_shallow_notes
-            warnings += workspace_shallow_notes(ws)
-            from zmem.timeline import file_fact_changes
-            events = [{**e, "date": _iso_time(e["time"])} for e in file_log(ws.root, rel)]
-            file_fact_changes(ws, events)
-            events = [e for e in events if not since_day or e["date"][:10] >= since_day]
-            events = events[::-1] if reverse else events  # file_log is newest first, as git log
-            kind = "file"
-        else:
-            from zmem.history import resolve_history_entity
-            from zmem.timeline import entity_log, require_history
-            from zmem.history import workspace_shallow_notes
-            warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
-            ent = resolve_history_entity(ws, conn, target)
-            events = entity_log(ws, conn, ent.key, since=since_day, reverse=reverse)
-            kind = "entity"
-    finally:
-        conn.close()
-    for w in warnings:
+    found = _memory(ctx).log(target, since=since, reverse=reverse)
+    for w in found.warnings:
         warn(w)
     if as_json:
-        echo_json({"target": target, "type": kind, "events": events, "warnings": warnings})
+        echo_json(found.to_json())
         return
+    events, kind, rel = found.events, found.type, found.path
     if not events:
         click.echo("no history", err=True)
     for e in events:
@@ -1020,40 +846,20 @@ def log_cmd(ctx, target, since, reverse, as_json):
                    f"{_one_line(e['text'], 60)}{was}  — {e['source']}")
 
 
-def _iso_time(t: int) -> str:
-    from zmem.dates import commit_time
-    return commit_time(t).isoformat()
-
-
 @cli.command("diff")
 @click.argument("rev1")
 @click.argument("rev2", required=False, default="HEAD")
 @click.option("--entity", metavar="NAME", default=None, help="Only beliefs about this entity.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def diff_cmd(ctx, rev1, rev2, entity, as_json):
     """What memory believed differently at REV2 (default HEAD) than at REV1: facts added,
     retracted and changed, opinions added and removed, confidence changes with their evidence.
     REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day).
     """
-    from zmem.indexer import catch_up, open_index
-    from zmem.timeline import belief_diff, require_history
-    ws = _workspace(ctx)
-    conn = open_index(ws)
-    try:
-        from zmem.history import workspace_shallow_notes
-        warnings = catch_up(ws, conn=conn).warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
-        for w in warnings:
-            warn(w)
-        key = None
-        if entity:
-            from zmem.history import resolve_history_entity
-            key = resolve_history_entity(ws, conn, entity).key
-        d = belief_diff(ws, conn, rev1, rev2, entity=key)
-    finally:
-        conn.close()
+    d = _memory(ctx).diff(rev1, rev2, entity=entity, notice=warn).to_json()
     if as_json:
-        echo_json({**d, "warnings": warnings})
+        echo_json(d)
         return
     since = f"{d['from']['commit'][:10]} ({d['from']['date'][:10]})" if d["from"]["commit"] else \
         "before the first commit (memory was empty)"
@@ -1103,9 +909,8 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
 @click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
-@click.option("--json", "as_json", is_flag=True,
-              help='One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
-                   '"files": [...], "commit": ..., "seconds": ...}.')
+@json_option('One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
+             '"files": [...], "commit": ..., "seconds": ...}.')
 @click.pass_context
 def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, verbose, as_json):
     """Keep the index fresh while agents write memory files without committing.
@@ -1117,7 +922,7 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
     or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
     """
     from zmem.watch import Watcher
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     loud = verbose or sys.stderr.isatty()
 
     def emit(e) -> None:
@@ -1158,11 +963,10 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
 @click.option("--status", "show_status", is_flag=True,
               help="Only say how far HEAD is ahead of and behind the upstream branch (after a fetch); change nothing.")
 @click.option("--no-fetch", is_flag=True, help="With --status: compare with what the last fetch saw, offline.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
-                   "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
-                   "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
-                   "uncommitted.")
+@json_option("Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
+             "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
+             "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
+             "uncommitted.")
 @click.pass_context
 def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     """Share memory through a git remote: commit, fetch, merge, push, reindex.
@@ -1176,7 +980,7 @@ def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     from zmem import sync
     if no_fetch and not show_status:
         raise click.UsageError("--no-fetch goes with --status")
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     if show_status:
         st = sync.status(ws, remote, do_fetch=not no_fetch)
         if as_json:
@@ -1214,8 +1018,7 @@ def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
 
 
 @cli.command("mcp")
-@click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
-              help="group: never return MEMORY.md or paths listed under [scopes] private (for shared agents).")
+@scope_option("group: never return MEMORY.md or paths listed under [scopes] private (for shared agents).")
 @click.option("--query-timeout", type=Seconds(0.1, None), default=5.0, show_default=True, metavar="SECONDS",
               help="Longest wait for the embedding provider to embed a query; past it, memory_search answers by "
                    "keywords (BM25) with a warning.")
@@ -1242,16 +1045,14 @@ def mcp_cmd(ctx, scope, query_timeout):
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def status(ctx, as_json):
     """Show the workspace, HEAD versus the indexed commit, dirty memory files and index size.
 
     Unlike the reading commands, status does not catch up: it shows the state as it is.
     """
-    from zmem.status import workspace_status
-    ws = _workspace(ctx)
-    st = workspace_status(ws)
+    st = _memory(ctx).status().to_json()
     if as_json:
         click.echo(json.dumps(st, ensure_ascii=False, indent=2))
         return
@@ -1291,15 +1092,12 @@ def doctor(ctx):
     A full-text table that does not hold what its rows give (damage an older zmem could leave) is
     rebuilt from the stored text, and the check says so. Exits 1 when a check fails.
     """
-    from zmem.status import run_doctor
-    checks = run_doctor(ctx.obj.get("dir"))
-    from zmem.entities import duplicate_warnings
-    checks += [("warn", "entities", w) for w in duplicate_warnings(ctx.obj.get("dir"))]
+    from zmem.memory import Memory
     failed = False
-    for level, name, detail in checks:
-        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[level]
-        click.echo(f"[{mark}] {name}: {detail}")
-        failed |= level == "fail"
+    for check in Memory(ctx.obj.get("dir")).doctor():  # also where no workspace is found: a failed check
+        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[check.level]
+        click.echo(f"[{mark}] {check.name}: {check.detail}")
+        failed |= check.level == "fail"
     if failed:
         raise click.exceptions.Exit(int(ExitCode.ERROR))
 
@@ -1351,7 +1149,7 @@ def _install(root) -> list[str]:
 @click.pass_context
 def hooks_install(ctx):
     """Install the hooks into the repository's common hooks directory (shared by worktrees)."""
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     names = _install(ws.root)
     click.echo(f"installed git hooks: {', '.join(names)}")
 
@@ -1361,18 +1159,18 @@ def hooks_install(ctx):
 def hooks_uninstall(ctx):
     """Remove zmem's hooks only, restoring any hook they had moved aside."""
     from zmem import hooks as hooks_lib
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     names = hooks_lib.uninstall(ws.root)
     click.echo(f"removed git hooks: {', '.join(names)}" if names else "no zmem hooks were installed")
 
 
 @hooks.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@json_option()
 @click.pass_context
 def hooks_status(ctx, as_json):
     """Show, per hook, whether zmem's hook is installed, missing, outdated or foreign."""
     from zmem import hooks as hooks_lib
-    ws = _workspace(ctx)
+    ws = _memory(ctx).workspace
     st = hooks_lib.status(ws.root)
     if as_json:
         click.echo(json.dumps(st))

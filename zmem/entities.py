@@ -466,30 +466,3 @@ def export_graph(ws: Workspace, conn) -> dict:
     entities = all_entities(ws, conn)
     return {"nodes": [e.to_json() for e in sorted(entities.values(), key=lambda e: e.key)],
             "edges": [e.to_json(entities) for e in sorted(edges(conn), key=lambda e: (e.source, e.target, e.type))]}
-
-
-def entity_report(ws: Workspace, name: str) -> dict:
-    """Everything `zmem entity NAME` shows: the entity, its facts newest first, its opinions, its
-    related entities, and suspected duplicate spellings of it."""
-    from zmem import opinions as op_mod
-    from zmem.indexer import catch_up, open_index
-    conn = open_index(ws)
-    try:
-        warnings = list(catch_up(ws, conn=conn).warnings)
-        entities = all_entities(ws, conn)
-        ent = resolve_entity(ws, conn, name, entities)
-        facts = query_facts(conn, entity=ent.key)
-        _, found = neighbourhood(conn, ent.key, 1)
-    finally:
-        conn.close()
-    parsed = op_mod.read(ws.root)
-    related = []
-    for e in found:
-        other = e.target if e.source == ent.key else e.source
-        kind = e.type if e.type == "co-mentioned" or e.source == ent.key else f"{e.type} (of)"
-        related.append({"key": other, "name": _name(entities, other), "type": kind, "count": e.count,
-                        "weight": round(e.weight, 3), "last_day": e.last_day, "evidence": e.evidence})
-    dups = [d for d in suspected_duplicates(entities) if ent.name in d[:2]]
-    return {"entity": ent.to_json(), "page_text": page_text(ws, ent.page), "facts": [f.to_json() for f in facts],
-            "opinions": [o.to_json() for o in parsed.opinions if ent.key in o.entity_keys],
-            "related": related, "suspected_duplicates": dups, "warnings": warnings + parsed.warnings}

@@ -2,9 +2,10 @@
 Cursor, Codex, OpenClaw …) uses zmem's memory as tools. The only module that imports the `mcp`
 SDK (the optional extra `zmem[mcp]`); the CLI imports this module only for `zmem mcp`.
 
-The server is long-lived, so it keeps what a CLI process rebuilds every time: the workspace (reloaded
-when zmem.toml or the user config changes), one index connection (reopened when `zmem index --full`
-swaps the file) and the embedding providers (a local model is loaded once). Every call answers from
+The server keeps one zmem.Memory for its session (watch=True), and with it what a CLI process
+rebuilds every time: the workspace (reloaded when zmem.toml or the user config changes), one index
+connection (reopened when `zmem index --full` swaps the file) and the embedding providers (a local
+model is loaded once). Every call answers from
 a fresh index, as every zmem command does: where inotify exists, the server watches the memory
 directories (one descriptor, a watch per directory, as `zmem watch`) and runs the catch-up only when
 a memory file or an ignore rule changed or HEAD moved since the last one; elsewhere it catches up before every call
@@ -16,8 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import threading
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -27,6 +26,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, ValidationError
 
 from zmem import __version__
 from zmem.errors import ZmemError
+from zmem.memory import Memory
 
 log = logging.getLogger("zmem.mcp")
 
@@ -120,162 +120,20 @@ got when they were embedded; mode says which)."""
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
-class Memory:
-    """The workspace state the tools share, rebuilt only when it changed underneath."""
-
-    def __init__(self, directory: str | None, scope: str, query_timeout: float):
-        self.directory = directory
-        self.scope = scope
-        self.query_timeout = query_timeout
-        self.lock = threading.Lock()
-        self._ws = None
-        self._ws_key = None
-        self._conn = None
-        self._conn_id = None
-        self._providers = None
-        self._models_key = None     # the model files the providers were loaded from, as _model_files saw them
-        self._matrix = None         # the stored vectors in memory (vectors.VectorMatrix)
-        self._watch = None          # inotify on the memory directories, or False where unavailable
-        self._clean_head = None     # HEAD at the last complete catch-up with no file change since
-
-    # -- state
-    def workspace(self):
-        from zmem.config import user_config_path
-        from zmem.workspace import find_workspace
-        if self._ws is not None and self._ws.root.is_dir():
-            key = (_stamp(self._ws.root / "zmem.toml"), _stamp(user_config_path()))
-            if key == self._ws_key:
-                return self._ws
-        self.close()
-        ws = find_workspace(self.directory)
-        self._ws, self._ws_key = ws, (_stamp(ws.root / "zmem.toml"), _stamp(user_config_path()))
-        return ws
-
-    def conn(self, ws):
-        """One connection for the server's life: reopened if the index file was replaced."""
-        from zmem.indexer import open_index
-        current = _stamp(ws.index_path, ino=True)
-        if self._conn is None or current is None or current != self._conn_id:
-            self._close_conn()
-            self._conn = open_index(ws)
-            self._conn_id = _stamp(ws.index_path, ino=True)
-        return self._conn
-
-    def caught_up(self, ws, conn):
-        """The index brought up to date — or known to be, without the stat sweep: no memory file
-        changed (inotify) and HEAD is where it was after the last complete catch-up."""
-        from zmem import db
-        from zmem.indexer import CatchUp, catch_up
-        from zmem.snapshot import ignore_rules_changed, read_head, stored_ignore_record
-        source = self._source(ws)
-        if source:
-            if source.read() or source.needs_sync or source.root_gone:
-                self._clean_head = None
-                if source.needs_sync and not source.root_gone:
-                    source.sync()
-        git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
-        head = read_head(git_dir, common) if git_dir and common else None
-        # ignore rules live partly outside the watched directories (info/exclude, core.excludesFile): ~0.2 ms
-        if source and head is not None and head == self._clean_head \
-                and not ignore_rules_changed(stored_ignore_record(conn)):
-            return CatchUp(head=head, previous=head)
-        result = catch_up(ws, conn=conn)
-        clean = source and not (result.stale or result.deferred) and result.head == head
-        self._clean_head = head if clean else None
-        return result
-
-    def _source(self, ws):
-        if self._watch is None:
-            from zmem.watch import InotifySource, InotifyUnavailable
-            try:
-                self._watch = InotifySource(ws)
-            except (InotifyUnavailable, OSError):
-                self._watch = False  # catch up before every call instead
-        return self._watch
-
-    def providers(self, ws):
-        models = _model_files(ws)
-        if self._providers is not None and models != self._models_key:
-            self._providers = None  # a model file appeared, went or was replaced (`model import --force`)
-        if self._providers is None:
-            from zmem.embedding import providers
-            from zmem.vectors import VectorMatrix
-            self._providers = providers(ws)
-            self._matrix = VectorMatrix()
-            self._models_key = models
-        return self._providers
-
-    def _close_conn(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001 - a broken connection is replaced anyway
-                pass
-        self._conn, self._conn_id, self._clean_head = None, None, None
-
-    def close(self) -> None:
-        self._close_conn()
-        if self._watch:
-            self._watch.close()
-        self._ws, self._ws_key, self._providers, self._matrix, self._watch = None, None, None, None, None
-
-    # -- tools
-    def search(self, query: str, *, max_results: int, min_score: float, since: str | None = None,
-               kind: str | None = None, entity: str | None = None, as_of: str | None = None,
-               path: str | None = None, max_chars: int | None = None) -> dict:
-        from zmem.api import recall_workspace
-        from zmem.search import parse_when
-        ws = self.workspace()
-        conn = self.conn(ws)
-        provs = self.providers(ws)
-        res = recall_workspace(ws, query, k=max_results, since=parse_when(since) if since else None, kind=kind,
-                               entity=entity, as_of=as_of, path_glob=path, max_chars=max_chars,
-                               scope=self.scope, query_timeout=self.query_timeout,
-                               conn=conn, providers=provs, caught_up=self.caught_up(ws, conn),
-                               vector_matrix=self._matrix)
-        active = provs.primary or provs.fallback
-        out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
-               "provider": active.provider if active else "none", "model": active.model if active else None,
-               "mode": res.mode, "warnings": res.warnings}
-        if res.as_of:
-            out["as_of"] = res.as_of
-        return out
-
-    def get(self, path: str, from_line: int | None, lines: int | None) -> dict:
-        from zmem.reading import read_lines
-        return read_lines(self.workspace(), path, start=from_line, count=lines, scope=self.scope)
-
-    def append(self, text: str, retain: str | None, entities: list[str] | None, confidence: float | None,
-               commit: bool) -> dict:
-        from zmem.api import append_note
-        return append_note(self.workspace(), text, retain=retain, entities=entities or (), confidence=confidence,
-                           commit=commit)
-
-    def graph(self, name: str, depth: int) -> dict:
-        from zmem.api import graph_neighbourhood
-        ws = self.workspace()
-        conn = self.conn(ws)
-        warnings = self.caught_up(ws, conn).warnings
-        out = graph_neighbourhood(ws, conn, name, depth, scope=self.scope).to_json()
-        if self.scope == "group":  # private facts are not counted at all; this drops any evidence left
-            out = _public_graph(ws, out)
-        return {**out, "warnings": warnings}
-
-    def blame(self, target: str) -> dict:
-        from zmem.api import blame_json
-        from zmem.blame import blame
-        ws = self.workspace()
-        conn = self.conn(ws)
-        warnings = self.caught_up(ws, conn).warnings
-        ranges = blame(ws, conn, target)
-        out = blame_json(target, ranges)
-        if self.scope == "group":
-            out["ranges"] = [r for r in (_public_range(ws, r) for r in out["ranges"]) if r is not None]
-            if not out["ranges"]:
-                raise ZmemError(f"{target} is in private files only, and this is a group scope",
-                                hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by "
-                                     "--scope private")
-        return {**out, "warnings": warnings}
+def search(memory: Memory, query: str, *, max_results: int, min_score: float, since: str | None = None,
+           kind: str | None = None, entity: str | None = None, as_of: str | None = None, path: str | None = None,
+           max_chars: int | None = None) -> dict:
+    """memory_search and memory_recall_as_of: a recall, with the provider that embedded the query."""
+    res = memory.recall(query, k=max_results, since=since, kind=kind, entity=entity, as_of=as_of, path=path,
+                        max_chars=max_chars)
+    provs = memory.providers
+    active = provs.primary or provs.fallback
+    out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
+           "provider": active.provider if active else "none", "model": active.model if active else None,
+           "mode": res.mode, "warnings": res.warnings}
+    if res.as_of:
+        out["as_of"] = res.as_of
+    return out
 
 
 def search_result(hit) -> dict:
@@ -292,46 +150,6 @@ def search_result(hit) -> dict:
         if d.get("heading"):
             out["heading"] = d["heading"]
     return out
-
-
-def _public_range(ws, r: dict) -> dict | None:
-    """A blamed range with private files (and evidence from them) left out; None if it is private."""
-    if ws.is_private(r["path"]):
-        return None
-    return {**r, "evidence": [e for e in (_public_range(ws, x) for x in r["evidence"]) if e is not None]}
-
-
-def _public_graph(ws, g: dict) -> dict:
-    """The neighbourhood as the non-private files show it: evidence from private files dropped,
-    edges left without evidence dropped, and the nodes they alone reached."""
-    def public(citation: str) -> bool:
-        return not ws.is_private(citation.split("#", 1)[0])
-    edges = []
-    for e in g["edges"]:
-        evidence = [c for c in e["evidence"] if public(c)]
-        if evidence:
-            edges.append({**e, "evidence": evidence, "count": len(evidence)})
-    keep = {g["entity"]["key"]} | {e["source"] for e in edges} | {e["target"] for e in edges}
-    scrub = lambda n: {**n, "page": n["page"] if n["page"] and public(n["page"]) else None}  # noqa: E731
-    return {**g, "entity": scrub(g["entity"]), "nodes": [scrub(n) for n in g["nodes"] if n["key"] in keep],
-            "edges": edges}
-
-
-def _model_files(ws) -> tuple:
-    """Stamps of the local model files the configuration names (primary and fallback)."""
-    from pathlib import Path
-    from zmem.embedders import fallback_settings
-    settings = ws.config.embeddings
-    paths = [s.get("model_path") for s in (settings, fallback_settings(settings) or {})]
-    return tuple(_stamp(Path(p).expanduser(), ino=False) for p in paths if isinstance(p, str))
-
-
-def _stamp(path, ino: bool = False):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if ino else (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _result(out: dict) -> CallToolResult:
@@ -486,7 +304,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     enclosing workspace), resolved on first use so that a problem is a tool error with a hint."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
-    memory = Memory(directory, scope, query_timeout)
+    memory = Memory(directory, scope=scope, query_timeout=query_timeout, watch=True)
     server = _Server("zmem", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     tool = _tool_errors(memory)
 
@@ -514,7 +332,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
                                                description="Total snippet characters at most: results stop "
                                                            "there (a budget for your context).")] = None,
     ) -> dict:
-        return memory.search(query, max_results=max_results, min_score=min_score, since=since, kind=kind,
+        return search(memory, query, max_results=max_results, min_score=min_score, since=since, kind=kind,
                              entity=entity, path=path, max_chars=max_chars)
 
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
@@ -528,7 +346,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         lines: Annotated[int | None, Field(ge=1, description="How many lines to read (default: the cited range, "
                                                              "or to the end of the file).")] = None,
     ) -> dict:
-        return memory.get(path, from_line, lines)
+        return memory.get(path, start=from_line, count=lines).to_json()
 
     @server.tool(description=APPEND_DOC, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
@@ -545,7 +363,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
                                                               "(retain O only).")] = None,
         commit: Annotated[bool, Field(description="Commit the daily log to git (default true).")] = True,
     ) -> dict:
-        return memory.append(text, retain, entities, confidence, commit)
+        return memory.append(text, retain=retain, entities=entities, confidence=confidence, commit=commit).to_json()
 
     @server.tool(description=GRAPH_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
@@ -553,7 +371,8 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         name: Annotated[str, Field(description="The entity's name, @ optional (e.g. Peter).")],
         depth: Annotated[int, Field(ge=1, le=5, description="How many hops to follow (default 1).")] = 1,
     ) -> dict:
-        return memory.graph(name, depth)
+        hood = memory.graph(name, depth)
+        return {**hood.to_json(), "warnings": hood.warnings}
 
     @server.tool(description=BLAME_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
@@ -561,7 +380,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         target: Annotated[str, Field(description='A citation ("bank/entities/Peter.md#L7", "path:LINE", '
                                                  '"path@REV#Lx-Ly"), a fact id, or a query.')],
     ) -> dict:
-        return memory.blame(target)
+        return memory.blame(target).to_json()
 
     @server.tool(description=AS_OF_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
@@ -571,7 +390,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         max_results: Annotated[int, Field(ge=1, le=100, validation_alias=AliasChoices("max_results", "maxResults"),
                                           description="How many results at most (default 6).")] = 6,
     ) -> dict:
-        return memory.search(query, max_results=max_results, min_score=0.0, as_of=as_of)
+        return search(memory, query, max_results=max_results, min_score=0.0, as_of=as_of)
 
     server.memory = memory  # for tests and the benchmark
     return server
@@ -581,7 +400,7 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
     """Run the server on stdin/stdout until the client closes it."""
     server = build_server(directory, scope=scope, query_timeout=query_timeout)
     try:
-        server.memory.workspace()  # say so early on stderr; tools report it again
+        server.memory.workspace  # noqa: B018 - say so early on stderr; tools report it again
     except ZmemError as e:
         log.warning("zmem mcp: %s (%s)", e.message, e.hint)
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from zmem.errors import ZmemError
 from zmem.workspace import Workspace
@@ -38,6 +39,27 @@ def split_citation(spec: str) -> tuple[str, str | None, tuple[int, int] | None]:
     if b < a or a < 1:
         raise ZmemError(f"bad line range in {spec!r}", hint="write it as PATH#L3-L5")
     return path, rev, (a, b)
+
+
+@dataclass
+class Lines:
+    """Exactly the cited lines of a memory file (`zmem get`), now or at a commit (rev)."""
+    path: str
+    start: int
+    end_line: int
+    lines: int               # how many lines text holds
+    total_lines: int
+    text: str
+    citation: str
+    rev: str | None = None
+
+    def to_json(self) -> dict:
+        out = {"path": self.path, "from": self.start, "end_line": self.end_line, "lines": self.lines,
+               "total_lines": self.total_lines, "text": self.text, "citation": self.citation}
+        if self.rev:
+            out["rev"] = self.rev
+        return out
+
 
 
 def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int | None = None,

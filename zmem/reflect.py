@@ -67,9 +67,10 @@ class ReflectResult:
 
 
 def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool = False, dry_run: bool = False,
-            commit: bool = True, apply_proposals: bool = False, llm: bool = False) -> ReflectResult:
+            commit: bool = True, apply_proposals: bool = False, llm: bool = False, conn=None) -> ReflectResult:
     """since: use facts committed after it; None: since the last reflect commit (everything if
-    there was none); everything: all facts (evidence already recorded is still never re-applied)."""
+    there was none); everything: all facts (evidence already recorded is still never re-applied).
+    conn: an open index connection to use (left open)."""
     repo = open_repo(ws.root)
     if not dry_run:
         guarded = [p for p in sorted(repo.dirty_paths())
@@ -88,7 +89,9 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     elif since is None:
         after = last_commit_with_trailer(ws.root, TRAILER)  # by history, not dates: commits may be backdated
     result = ReflectResult(since=since.isoformat() if since else (f"commit {after[:12]}" if after else None))
-    conn = open_index(ws)
+    own = conn is None
+    if own:
+        conn = open_index(ws)
     try:
         result.warnings += catch_up(ws, conn=conn).warnings
         skipped = _committed_view(ws, conn, repo)
@@ -105,7 +108,8 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         _duplicates(ws, conn, new, result)
         _proposals(ws, facts, ops.parsed, result, contents, apply_proposals)
     finally:
-        conn.close()
+        if own:
+            conn.close()
     changed = {p: v for p, v in contents.items() if v[0] != v[1]}
     result.files = sorted(changed)
     result.diff = "".join(_diff(p, *changed[p]) for p in result.files)

@@ -19,12 +19,15 @@ def stored_warnings(conn) -> list[str]:
             for w in ws_.split("\n")]
 
 
-def workspace_status(ws: Workspace) -> dict:
+def workspace_status(ws: Workspace, conn=None) -> dict:
+    """conn: an open index connection to use (left open)."""
     from zmem import hooks as hooks_lib
     from zmem.repo import open_repo  # pygit2 (~100 ms): not for `zmem index`, which only reads stored_warnings
     repo = open_repo(ws.root)
     head = repo.head()
-    conn = open_index(ws)
+    own = conn is None
+    if own:
+        conn = open_index(ws)
     try:
         indexed = db.get_meta(conn, "indexed_commit")
         known = {path: (blob, (mtime, size, ino, ctime)) for path, blob, mtime, size, ino, ctime in
@@ -42,7 +45,8 @@ def workspace_status(ws: Workspace) -> dict:
         sessions = _sessions_status(ws, conn)
         read_only = db.readonly_reason(conn)
     finally:
-        conn.close()
+        if own:
+            conn.close()
     size = sum(p.stat().st_size for p in ws.state_dir.glob("index.sqlite*") if p.is_file()
                and "rebuild" not in p.name)
     try:

@@ -333,15 +333,15 @@ def test_other_commands_do_not_import_the_sdk(ws):
 
 def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
     import zmem.indexer
-    from zmem.mcp_server import Memory
+    from zmem.memory import Memory
     calls = []
     real = zmem.indexer.catch_up
     monkeypatch.setattr(zmem.indexer, "catch_up", lambda *a, **k: calls.append(1) or real(*a, **k))
-    memory = Memory(str(ws), "private", 5.0)
+    memory = Memory(ws, watch=True)  # as the server keeps it
     try:
-        search = lambda q: [r["path"] for r in memory.search(q, max_results=6, min_score=0)["results"]]  # noqa: E731
+        search = lambda q: [r.path for r in memory.recall(q, k=6).results]  # noqa: E731
         assert search("gateway") == ["memory/2025-11-24.md"] and len(calls) == 1
-        if memory._watch is False:
+        if memory._source is False:
             pytest.skip("no inotify here: every call catches up")
         search("gateway")
         search("Peter")
@@ -366,12 +366,11 @@ def test_query_embedding_is_one_attempt_and_a_timed_out_provider_is_not_waited_f
     with EmbeddingServer() as server:
         _use_and_embed(ws, server)
         # the library (what the CLI calls): one attempt bounded by the timeout, no retry
-        from zmem.api import recall_workspace
-        from zmem.workspace import find_workspace
+        from zmem.memory import Memory
         server.faults = [("hang",)] * 4
         before = len(server.embedding_calls())
-        res = recall_workspace(find_workspace(str(ws)), "which machine runs the relay", query_timeout=1.0,
-                               background_embed=False)
+        with Memory.open(ws) as memory:
+            res = memory.recall("which machine runs the relay", query_timeout=1.0, background_embed=False)
         assert res.mode == "bm25"  # gave up at the timeout
         assert len(server.embedding_calls()) == before + 1
         assert any("within 1 s" in w for w in res.warnings), res.warnings

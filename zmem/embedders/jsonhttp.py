@@ -41,7 +41,7 @@ def post_json(url: str, payload, *, headers: dict | None = None, timeout: float)
     import urllib.error
     import urllib.request
 
-    from zmem import __version__
+    from zmem.version import __version__
     head = {"content-type": "application/json", "accept": "application/json", "user-agent": f"zmem/{__version__}",
             **(headers or {})}
     url = _credentials_to_header(url, head)

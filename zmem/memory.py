@@ -1,0 +1,850 @@
+"""`zmem.Memory`: the public Python API and the only front door. The CLI parses, calls a Memory and
+renders what it returns; the MCP server keeps one Memory for its session and returns the same
+results as tool results; an agent written in Python uses it directly:
+
+    with zmem.Memory.open("~/memory") as mem:
+        for hit in mem.recall("where does Peter live", k=3).results:
+            print(hit.citation, hit.snippet)
+
+A Memory finds the workspace, owns one index connection (opened on first need, closed by close()
+or at the end of a `with`), the embedding providers, and the freshness check: the index is brought
+up to date with HEAD and the working tree once per Memory, before its first answer (with
+watch=True, before every answer in which something changed: for a long-lived Memory). Methods
+return typed results whose to_json() is exactly what `zmem … --json` prints; every degradation is
+in their warnings, and user errors are ZmemError (message and hint)."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from zmem.blame import BlamedRange
+    from zmem.embedding import EmbedReport
+    from zmem.indexer import CatchUp
+    from zmem.reading import Lines
+    from zmem.reflect import ReflectResult
+    from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
+                              Neighbourhood, Opinions, Status)
+    from zmem.search import Recall
+    from zmem.workspace import Workspace
+
+NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
+RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
+SCOPES = ("private", "group")
+
+
+Progress = Callable[[str], Callable[[int, int], None] | None]  # a stage's label -> its progress callback
+
+
+# ----------------------------------------------------------------------------- Memory
+
+
+class Memory:
+    """One workspace's memory. Memory.open(path) finds the workspace at once (a ZmemError with a
+    hint when there is none); Memory(path) finds it on first use. path: the workspace or a
+    directory in it (default: $ZMEM_WORKSPACE, else the nearest enclosing workspace). scope:
+    "group" never returns MEMORY.md or the paths the config lists as private (each method may
+    override it). query_timeout: the longest wait, in seconds, for embedding a query. watch: for a
+    long-lived Memory (the MCP server): the freshness check runs before every call, cheaply
+    (inotify where available), and the configuration, the index file and the local model files
+    are reloaded when they change. Not thread-safe: threads sharing one hold its `lock`."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
+                 watch: bool = False):
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}")
+        self.directory = path  # as given: find_workspace says what is wrong with it
+        self.scope = scope
+        self.query_timeout = query_timeout
+        self.watch = watch
+        self.lock = threading.Lock()
+        self._ws = None
+        self._ws_key = None
+        self._conn = None
+        self._conn_id = None
+        self._fresh = None          # the CatchUp of this Memory's freshness check
+        self._providers = None
+        self._models_key = None     # the model files the providers were loaded from, as _model_files saw them
+        self._matrix = None         # stored vectors kept in memory (vectors.VectorMatrix), when watching
+        self._source = None         # inotify on the memory directories, or False where unavailable
+        self._clean_head = None     # HEAD at the last complete catch-up with no file change since
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
+             watch: bool = False) -> Memory:
+        """The Memory of the workspace at path, found now. Use it as a context manager (or call
+        close()) so that its index connection is closed."""
+        memory = cls(path, scope=scope, query_timeout=query_timeout, watch=watch)
+        memory.workspace  # noqa: B018 - no workspace is an error here, not at the first call
+        return memory
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the index connection (and the watch); the Memory reopens them if used again."""
+        self._close_conn()
+        if self._source:
+            self._source.close()
+        self._ws, self._ws_key, self._providers, self._matrix, self._source = None, None, None, None, None
+
+    # -- state
+
+    @property
+    def workspace(self) -> Workspace:
+        from zmem.workspace import find_workspace
+        if self._ws is not None and not self.watch:
+            return self._ws
+        if self._ws is not None and self._ws.root.is_dir() and self._config_key(self._ws) == self._ws_key:
+            return self._ws
+        self.close()  # the configuration changed (or the workspace went): everything is rebuilt
+        ws = find_workspace(self.directory)
+        self._ws, self._ws_key = ws, self._config_key(ws) if self.watch else None
+        return ws
+
+    @staticmethod
+    def _config_key(ws: Workspace) -> tuple:
+        from zmem.config import user_config_path
+        return _stamp(ws.root / "zmem.toml"), _stamp(user_config_path())
+
+    @property
+    def conn(self):
+        """The index connection, opened on first need (and reopened when `zmem index --full`
+        replaced the file)."""
+        from zmem.indexer import open_index
+        ws = self.workspace
+        if self._conn is not None:
+            if self._conn_id is None or _stamp(ws.index_path, ino=True) == self._conn_id:
+                return self._conn
+            self._close_conn()
+        self._conn = open_index(ws)
+        self._conn_id = _stamp(ws.index_path, ino=True)
+        return self._conn
+
+    def _close_conn(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection is replaced anyway
+                pass
+        self._conn, self._conn_id, self._fresh, self._clean_head = None, None, None, None
+
+    @property
+    def providers(self):
+        """The embedding providers (embedding.Providers), built on first need: a local model is
+        loaded once per Memory (with watch, again when its file changes)."""
+        ws = self.workspace
+        models = _model_files(ws) if self.watch else None
+        if self._providers is not None and models != self._models_key:
+            self._providers = None  # a model file appeared, went or was replaced (`model import --force`)
+        if self._providers is None:
+            from zmem.embedding import providers
+            self._providers = providers(ws)
+            self._models_key = models
+            if self.watch:
+                from zmem.vectors import VectorMatrix
+                self._matrix = VectorMatrix()
+        return self._providers
+
+    def catch_up(self, *, progress: Callable[[int, int], None] | None = None, lock_timeout: float = 5.0) -> CatchUp:
+        """Bring the index up to date with HEAD and the working tree now (only what changed is
+        reindexed); what fresh() returns until something changes."""
+        from zmem.indexer import catch_up
+        self._fresh = catch_up(self.workspace, conn=self.conn, progress=progress, lock_timeout=lock_timeout)
+        return self._fresh
+
+    def fresh(self) -> CatchUp:
+        """The freshness check: the index caught up once per Memory (with watch, whenever a memory
+        file, an ignore rule or HEAD changed since the last time). Its warnings say what it could not do."""
+        if self.watch:
+            return self._caught_up_live()
+        return self._fresh if self._fresh is not None else self.catch_up()
+
+    def _caught_up_live(self) -> CatchUp:
+        """The index brought up to date — or known to be, without the stat sweep: no memory file
+        changed (inotify) and HEAD is where it was after the last complete catch-up."""
+        from zmem import db
+        from zmem.indexer import CatchUp, catch_up
+        from zmem.snapshot import ignore_rules_changed, read_head, stored_ignore_record
+        ws, conn = self.workspace, self.conn
+        source = self._watch_source(ws)
+        if source:
+            if source.read() or source.needs_sync or source.root_gone:
+                self._clean_head = None
+                if source.needs_sync and not source.root_gone:
+                    source.sync()
+        git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
+        head = read_head(git_dir, common) if git_dir and common else None
+        # ignore rules live partly outside the watched directories (info/exclude, core.excludesFile): ~0.2 ms
+        if source and head is not None and head == self._clean_head \
+                and not ignore_rules_changed(stored_ignore_record(conn)):
+            return CatchUp(head=head, previous=head)
+        result = self._fresh = catch_up(ws, conn=conn)
+        clean = source and not (result.stale or result.deferred) and result.head == head
+        self._clean_head = head if clean else None
+        return result
+
+    def _watch_source(self, ws: Workspace):
+        if self._source is None:
+            from zmem.watch import InotifySource, InotifyUnavailable
+            try:
+                self._source = InotifySource(ws)
+            except (InotifyUnavailable, OSError):
+                self._source = False  # catch up before every call instead
+        return self._source
+
+    def _scope(self, scope: str | None) -> str:
+        scope = scope or self.scope
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}")
+        return scope
+
+    # -- reading
+
+    def recall(self, query: str, *, k: int | None = None, since: str | None = None, until: str | None = None,
+               path: str | None = None, max_chars: int | None = None, mode: str | None = None,
+               explain: bool = False, kind: str | None = None, entity: str | None = None, as_of: str | None = None,
+               source: str | None = None, scope: str | None = None, query_timeout: float | None = None,
+               background_embed: bool = True) -> Recall:
+        """Recall over notes (search.Recall of Hits with path#Lx-Ly citations, best first); with
+        kind or entity, over Retain facts (FactHit results); with as_of (a date or revision), over
+        the memory as it stood at that commit. since/until: 7d, 2w, 3m, 1y or YYYY-MM-DD (daily
+        logs of those days). path: a glob, a directory or a file. mode: hybrid, bm25 or vector
+        (default: recall.mode). source: memory, sessions or all (default: all when [sessions] is
+        enabled, else memory; always memory with kind, entity or as_of, which an explicit sessions
+        or all refuses)."""
+        from zmem.search import parse_when
+        scope = self._scope(scope)
+        since = parse_when(since) if since else None
+        until = parse_when(until, end=True) if until else None
+        ws = self.workspace
+        from zmem.session_settings import settings_for
+        sessions = settings_for(ws)
+        if source is None:  # facts and the past are in memory files: the default source there is memory
+            source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
+        if source != "memory" and not sessions.enabled:
+            from zmem.config import sessions_off
+            raise sessions_off(ws.config)
+        if source != "memory" and (kind or entity or as_of):
+            from zmem.errors import ZmemError
+            raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
+                            hint="use --source memory (or leave --source out)")
+        exclude = ws.private_globs() if scope == "group" else None
+        if since and until and since > until:
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the range is empty: since {since} is after until {until}",
+                            hint="swap them, or leave one out")
+        if path:
+            from zmem.workspace import path_filter
+            path = path_filter(path)
+        cfg = ws.config
+        timeout = self.query_timeout if query_timeout is None else query_timeout
+        conn = self.conn
+        fresh = self.fresh()
+        if as_of is not None:
+            res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
+                                path_glob=path, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
+                                entity=entity, exclude=exclude, explain=explain, query_timeout=timeout,
+                                providers=lambda: self.providers, asked=_asked(mode, cfg))
+            res.warnings = fresh.warnings + res.warnings
+            res.stale = fresh.stale
+            return res
+        warnings = list(fresh.warnings)
+        warnings += _unsearchable(conn, warnings)
+        requested = mode or cfg.recall_mode
+        qvec, store, mode_used = None, None, "bm25"
+        if requested != "bm25":
+            qvec, store, notes = _query_vector(ws, conn, query, timeout, background_embed, lambda: self.providers,
+                                               lambda: self._matrix, asked=_asked(mode, cfg))
+            warnings += notes
+            if qvec is not None:
+                mode_used = requested
+        if kind or entity:
+            from zmem.entities import normalize_kind, resolve_entity
+            from zmem.search import recall_facts
+            key = resolve_entity(ws, conn, entity).key if entity else None
+            res = recall_facts(conn, query, k=k or cfg.recall_k, kind=normalize_kind(kind), entity=key, since=since,
+                               until=until, path_glob=path, mode=mode_used, query_vector=qvec, store=store,
+                               fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
+                               multiplier=cfg.candidate_multiplier, explain=explain, exclude=exclude)
+        else:
+            from zmem.search import recall
+            res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path,
+                         max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
+                         store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
+                         text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
+                         exclude=exclude)
+        if source != "memory":
+            res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
+        res.warnings = warnings + res.warnings
+        res.stale = fresh.stale
+        return res
+
+    def get(self, path: str, *, start: int | None = None, count: int | None = None, rev: str | None = None,
+            scope: str | None = None) -> Lines:
+        """Exactly the cited lines of a memory file. path may carry a citation (path#L3-L5, or
+        path@REV#L3-L5 for the file at a commit); start (1-based) and count override its range.
+        Reads the file itself: no index, no catch-up."""
+        from zmem.reading import Lines
+        from zmem.reading import read_lines
+        out = read_lines(self.workspace, path, start=start, count=count, rev=rev, scope=self._scope(scope))
+        return Lines(path=out["path"], start=out["from"], end_line=out["end_line"], lines=out["lines"],
+                     total_lines=out["total_lines"], text=out["text"], citation=out["citation"], rev=out.get("rev"))
+
+    def file_warnings(self) -> list[str]:
+        """What indexing said about the memory files (malformed Retain bullets, undecodable bytes…),
+        also of files indexed earlier (by a hook), after the freshness check."""
+        from zmem.status import stored_warnings
+        self.fresh()
+        return stored_warnings(self.conn)
+
+    def facts(self, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
+              until: str | None = None, limit: int | None = None, origin: bool = False) -> Facts:
+        """The typed facts of `## Retain` sections, newest first; origin adds the commit, author and
+        time that added each (git blame). warnings: every malformed bullet, with file and line."""
+        from zmem.results import Facts
+        from zmem.entities import normalize_kind, query_facts, resolve_entity
+        from zmem.search import parse_when
+        ws, conn = self.workspace, self.conn
+        warnings = self.file_warnings()
+        key = resolve_entity(ws, conn, entity).key if entity else None
+        rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
+                           until=parse_when(until, end=True) if until else None, limit=limit)
+        if origin:
+            from zmem.history import attach_origins
+            attach_origins(ws, conn, rows)
+        return Facts(rows, warnings)
+
+    def entity(self, name: str) -> EntityReport:
+        """What memory holds about the entity NAME (@ optional); a ZmemError suggesting close
+        spellings when it is unknown."""
+        from zmem.results import EntityReport
+        from zmem import opinions as op_mod
+        from zmem.entities import all_entities, neighbourhood, page_text, query_facts, resolve_entity, \
+            suspected_duplicates
+        ws, conn = self.workspace, self.conn
+        warnings = list(self.fresh().warnings)
+        entities = all_entities(ws, conn)
+        ent = resolve_entity(ws, conn, name, entities)
+        facts = query_facts(conn, entity=ent.key)
+        _, found = neighbourhood(conn, ent.key, 1)
+        parsed = op_mod.read(ws.root)
+        related = []
+        for e in found:
+            other = e.target if e.source == ent.key else e.source
+            kind = e.type if e.type == "co-mentioned" or e.source == ent.key else f"{e.type} (of)"
+            related.append({"key": other, "name": entities[other].name if other in entities else other, "type": kind,
+                            "count": e.count, "weight": round(e.weight, 3), "last_day": e.last_day,
+                            "evidence": e.evidence})
+        dups = [d for d in suspected_duplicates(entities) if ent.name in d[:2]]
+        return EntityReport(ent, page_text(ws, ent.page), facts, [o for o in parsed.opinions if ent.key in o.entity_keys],
+                            related, dups, warnings + parsed.warnings)
+
+    def graph(self, name: str, depth: int = 1, *, scope: str | None = None) -> Neighbourhood:
+        """The neighbourhood of the entity NAME (@ optional): entities within depth hops and the
+        edges among them; a ZmemError with suggestions if unknown. scope "group": facts and pages in
+        private files count as nonexistent (an entity only they mention is unknown; fact counts,
+        edges, weights and evidence come from the other files)."""
+        from zmem.results import Neighbourhood
+        from zmem.entities import all_entities, neighbourhood, resolve_entity
+        scope = self._scope(scope)
+        ws, conn = self.workspace, self.conn
+        warnings = self.fresh().warnings
+        with _public_only(conn, ws.private_globs() if scope == "group" else None):
+            entities = all_entities(ws, conn)
+            ent = resolve_entity(ws, conn, name, entities)
+            reached, found = neighbourhood(conn, ent.key, depth)
+        return Neighbourhood(ent, depth, entities, reached, found, warnings,
+                             private=ws.is_private if scope == "group" else None)
+
+    def graph_export(self) -> dict:
+        """The whole graph, {"nodes", "edges"}, for other tools to load (`zmem graph --export`)."""
+        from zmem.entities import export_graph
+        self.fresh()
+        return export_graph(self.workspace, self.conn)
+
+    def opinions(self, entity: str | None = None, *, notice: Callable[[str], None] | None = None) -> Opinions:
+        """The opinions of bank/opinions.md, of one entity or all, and the `O` facts awaiting reflect.
+        notice receives the warnings as soon as they are known (before an unknown entity fails)."""
+        from zmem.results import Opinions
+        from zmem import opinions as op_mod
+        from zmem.entities import awaiting_reflect, resolve_entity
+        from zmem.retain import entity_key
+        ws = self.workspace
+        parsed = op_mod.read(ws.root)
+        warnings = list(parsed.warnings)
+        conn = self.conn
+        warnings += self.fresh().warnings
+        for w in warnings if notice else ():
+            notice(w)
+        key = None
+        if entity:
+            key = entity_key(entity)
+            if not any(key in o.entity_keys for o in parsed.opinions):  # another spelling, or a typo
+                key = resolve_entity(ws, conn, entity).key
+        waiting = awaiting_reflect(conn, parsed, key)
+        rows = [o for o in parsed.opinions if key is None or key in o.entity_keys]
+        return Opinions(rows, waiting, (ws.root / op_mod.OPINIONS_PATH).is_file(), warnings)
+
+    # -- history
+
+    def blame(self, target: str, *, follow: bool = True, k: int = 3, scope: str | None = None) -> Blame:
+        """Who wrote each line of target, when, in which commit. target: path#Lx-Ly, path:LINE,
+        path@REV#Lx-Ly, a fact id, or a query (its top k hits). follow: also blame the daily-log
+        lines that lines `zmem reflect` wrote cite (the evidence chain). A shallow clone says in
+        warnings that older lines are credited to its oldest commit."""
+        from zmem.results import Blame
+        from zmem.blame import blame
+        from zmem.history import workspace_shallow_notes
+        scope = self._scope(scope)
+        ws, conn = self.workspace, self.conn
+        warnings = list(self.fresh().warnings)
+        ranges = blame(ws, conn, target, follow=follow, k=k)
+        if scope == "group":
+            ranges = [r for r in (_public_range(ws, r) for r in ranges) if r is not None]
+            if not ranges:
+                from zmem.errors import ZmemError
+                raise ZmemError(f"{target} is in private files only, and this is a group scope",
+                                hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by "
+                                     "--scope private")
+        return Blame(target, ranges, warnings + workspace_shallow_notes(ws))
+
+    def log(self, target: str, *, since: str | None = None, reverse: bool = False) -> Log:
+        """The timeline of @ENTITY (facts and opinions added, changed, retracted; the history index
+        is built on first use) or of a memory file (renames followed), newest first."""
+        from zmem.results import Log
+        from zmem.history import workspace_shallow_notes
+        from zmem.search import parse_when
+        ws = self.workspace
+        since_day = parse_when(since) if since else None
+        conn = self.conn
+        warnings = list(self.fresh().warnings)
+        if target.lower().endswith(".md") and not target.startswith("@"):
+            from zmem.errors import ZmemError
+            from zmem.paths import normalize_rel
+            from zmem.repo import file_log
+            from zmem.timeline import file_fact_changes
+            rel = normalize_rel(target)
+            if rel is None or not ws.is_memory_path(rel):
+                raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
+            warnings += workspace_shallow_notes(ws)
+            events = [{**e, "date": _iso_time(e["time"])} for e in file_log(ws.root, rel)]
+            file_fact_changes(ws, events)
+            events = [e for e in events if not since_day or e["date"][:10] >= since_day]
+            events = events[::-1] if reverse else events  # file_log is newest first, as git log
+            return Log(target, "file", events, rel, warnings)
+        from zmem.history import resolve_history_entity
+        from zmem.timeline import entity_log, require_history
+        warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
+        ent = resolve_history_entity(ws, conn, target)
+        return Log(target, "entity", entity_log(ws, conn, ent.key, since=since_day, reverse=reverse), None, warnings)
+
+    def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None,
+             notice: Callable[[str], None] | None = None) -> BeliefDiff:
+        """What memory believed differently at rev2 than at rev1 (commits, branches, tags or dates):
+        facts added, retracted, changed, moved; opinions added, removed, and confidence changes.
+        notice receives the warnings as soon as they are known, before the comparison (which may
+        fail on an unknown revision or entity)."""
+        from zmem.results import BeliefDiff
+        from zmem.history import resolve_history_entity, workspace_shallow_notes
+        from zmem.timeline import belief_diff, require_history
+        ws, conn = self.workspace, self.conn
+        warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
+        for w in warnings if notice else ():
+            notice(w)
+        key = resolve_history_entity(ws, conn, entity).key if entity else None
+        d = belief_diff(ws, conn, rev1, rev2, entity=key)
+        return BeliefDiff(d["from"], d["to"], d["facts"], d["opinions"], warnings)
+
+    # -- writing
+
+    def append(self, text: str, *, retain: str | None = None, entities=(), confidence: float | None = None,
+               commit: bool = True) -> Appended:
+        """Append to today's log (a note, or a Retain fact of kind retain: W, B, O, S, R), commit
+        it, and catch the index up so it is recallable at once.
+        Only what fails before the note is written is an error. Once it is in the file, the append
+        has happened: a commit or an index that cannot be updated is a warning, never an error (an
+        agent told the append failed would write the note again)."""
+        from zmem.results import Appended
+        from zmem.append import append
+        ws = self.workspace
+        res = append(ws, text, retain=retain.upper() if retain else None, entities=entities or (),
+                     confidence=confidence, commit=commit)
+        try:
+            fresh = self.catch_up()
+            later = list(fresh.warnings)
+            if fresh.stale:  # the index could not take the note in (read-only, locked): it says why above
+                later.append(_saved(res) + "the index could not be updated (see above); `zmem index` takes the note "
+                                           "in once it can")
+        except Exception as e:  # noqa: BLE001 - the note is saved whatever the index does
+            self._close_conn()
+            later = [_not_searchable_yet(res, e)]
+        return Appended(res.path, res.line, res.end_line, res.citation, res.text, res.committed, res.commit,
+                        res.warnings + later)
+
+    def reflect(self, *, since: str | None = None, dry_run: bool = False, commit: bool = True,
+                apply_proposals: bool = False, llm: bool = False) -> ReflectResult:
+        """Update entity pages and opinions from new Retain facts, as one git commit. since: use
+        facts added since then (7d, 2w, YYYY-MM-DD, or "all"; default: since the last reflect
+        commit). llm: also a prose summary per updated page from the [llm] chat model."""
+        import datetime as dt
+        from zmem.reflect import reflect
+        everything = bool(since) and since.strip().lower() == "all"
+        when = None
+        if since and not everything:
+            from zmem.dates import commit_time, day_start
+            from zmem.search import parse_when
+            when = commit_time(day_start(dt.date.fromisoformat(parse_when(since))))
+        ws = self.workspace
+        return reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=commit,
+                       apply_proposals=apply_proposals, llm=llm, conn=self.conn)
+
+    # -- the index
+
+    def index(self, *, full: bool = False, embed: bool = True, history: bool = False, sessions: bool = False,
+              progress: Progress | None = None, notice: Callable[[str], None] | None = None) -> IndexReport:
+        """Bring everything enabled up to date: the memory files (full: rebuilt from scratch into a
+        new file swapped in atomically), the history index once built (history: build it now),
+        session transcripts when enabled (sessions alone: only them), and embeddings (unless not
+        embed). notice receives each warning as it arises (the CLI prints them at once);
+        IndexReport.warnings lists those `zmem index --json` reports."""
+        from zmem.results import IndexReport
+        from zmem.errors import ZmemError
+        from zmem.indexer import CatchUp, rebuild
+        from zmem.session_settings import settings_for
+        say = notice or (lambda _w: None)
+        stage = progress or (lambda _label: None)
+        ws = self.workspace
+        settings = settings_for(ws)
+        only_sessions = sessions and not (full or history)  # what recall starts in the background
+        if sessions and not settings.enabled:
+            from zmem.config import sessions_off
+            raise sessions_off(ws.config)
+        if only_sessions:
+            result, warnings = CatchUp(), []
+        else:
+            if full:
+                self._close_conn()  # the file is replaced: the next use opens the new one
+                result = self._fresh = rebuild(ws, progress=stage("indexing"))
+            else:
+                result = self.catch_up(progress=stage("indexing"), lock_timeout=60)
+            from zmem.status import stored_warnings
+            # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
+            warnings = result.warnings + [w for w in stored_warnings(self.conn) if w not in result.warnings]
+        for w in warnings:
+            say(w)
+        report = IndexReport(result, full, warnings, sessions_only=only_sessions)
+        if history:
+            from zmem.history import ensure_history
+            report.history = ensure_history(ws, self.conn, progress=stage("history"))
+            if report.history is None:
+                raise ZmemError("another zmem process is updating the index", hint="run `zmem index --history` again")
+            if report.history.shallow:
+                say("this is a shallow clone: history before its oldest commit is missing "
+                    "(`git fetch --unshallow` brings it)")
+        if settings.enabled:
+            from zmem.indexer import IndexLock, LockTimeout
+            from zmem.sessions import index_sessions
+            try:
+                with IndexLock(ws, 60):
+                    report.sessions = index_sessions(self.conn, settings, force=True)
+            except LockTimeout:
+                raise ZmemError("another zmem process is updating the index", hint="run the command again") from None
+            for w in report.sessions.skipped:  # transcript lines not taken (file:line), files that could not be read
+                say(w)
+                warnings.append(w)
+        if embed and not only_sessions:  # transcripts have no vectors
+            from zmem.embedding import run_embed_job
+            report.embeddings = run_embed_job(ws, progress=stage("embedding"))
+            emb = report.embeddings
+            for w in emb.warnings if emb else ():
+                say(w)
+                warnings.append(w)
+            if emb and emb.error:
+                say(f"embedding stopped: {emb.error}; " + (
+                    f"{emb.pending} chunks await embedding: `zmem embed` retries (BM25 recall finds them meanwhile)"
+                    if emb.provider else "nothing was embedded"))
+        return report
+
+    def embed(self, *, background: bool = False, progress: Callable[[int, int], None] | None = None) -> EmbedReport | None:
+        """Embed the chunks that have no vector yet with the configured provider, after the
+        freshness check. None when no provider is configured (or, background, another embedding
+        job is running: it then returns at once instead of waiting)."""
+        from zmem.embedding import give_up_after, run_embed_job
+        ws = self.workspace
+        self.fresh()
+        return run_embed_job(ws, progress=progress, wait=not background,
+                             give_up=give_up_after(ws, explicit=not background))
+
+    def status(self) -> Status:
+        """The workspace, HEAD against the indexed commit, dirty memory files, the index and the
+        providers, as they are: status does not catch up."""
+        from zmem.results import Status
+        from zmem.status import workspace_status
+        return Status(**workspace_status(self.workspace, self.conn))
+
+    def doctor(self) -> list[Check]:
+        """Checks of git, the SQLite driver, sqlite-vec, the hooks, the config, the index (a damaged
+        full-text table is rebuilt), opinions, entity pages, and suspected duplicate entities.
+        Also runs where no workspace is found (that is then a failed check)."""
+        from zmem.results import Check
+        from zmem.entities import duplicate_warnings
+        from zmem.status import run_doctor
+        self._close_conn()  # the checks open their own connections, and may rebuild tables
+        checks = [Check(*c) for c in run_doctor(self.directory)]
+        return checks + [Check("warn", "entities", w) for w in duplicate_warnings(self.directory)]
+
+
+def _iso_time(t: int) -> str:
+    from zmem.dates import commit_time
+    return commit_time(t).isoformat()
+
+
+def _stamp(path, ino: bool = False):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if ino else (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _model_files(ws: Workspace) -> tuple:
+    """Stamps of the local model files the configuration names (primary and fallback)."""
+    from zmem.embedders import fallback_settings
+    settings = ws.config.embeddings
+    paths = [s.get("model_path") for s in (settings, fallback_settings(settings) or {})]
+    return tuple(_stamp(Path(p).expanduser()) for p in paths if isinstance(p, str))
+
+
+def _public_range(ws: Workspace, r: BlamedRange) -> BlamedRange | None:
+    """A blamed range with private files (and evidence from them) left out; None if it is private."""
+    from dataclasses import replace
+    if ws.is_private(r.path):
+        return None
+    return replace(r, evidence=[e for e in (_public_range(ws, x) for x in r.evidence) if e is not None])
+
+
+# ----------------------------------------------------------------------------- recall's parts
+
+
+def _unsearchable(conn, already: list[str]) -> list[str]:
+    """Memory files the index holds no text of (too large, binary, unreadable), named by every recall
+    and not only by the catch-up that found them: an answer without them may be missing something."""
+    skipped = [line for (w,) in conn.execute("SELECT warning FROM files WHERE chunks = 0 AND warning LIKE '%skipped:%'")
+               for line in w.split("\n") if "skipped:" in line and line not in already]
+    if not skipped:
+        return []
+    more = f"; and {len(skipped) - 3} more (`zmem status` lists them)" if len(skipped) > 3 else ""
+    return [f"not searchable: {'; '.join(skipped[:3])}{more}"]
+
+
+def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
+    """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
+    from zmem.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning
+    if scope == "group":
+        res.warnings.append("session transcripts are private: not searched with --scope group")
+        return res
+    missing = unmatched_warning(settings)
+    if missing:
+        res.warnings.append(missing)
+    due = pending(conn, settings)
+    if due:
+        spawn_session_index(ws)
+        res.warnings.append(f"{len(due)} session files have new messages, being indexed in the background")
+    hits = search_sessions(conn, query, k, ws.config.snippet_chars)
+    res.results = hits[:k] if source == "sessions" else merge_ranked(res.results, hits, k)
+    return res
+
+
+def _asked(mode: str | None, cfg) -> bool:
+    """Whether vectors were asked for (--mode, or a recall.mode other than the default hybrid), rather
+    than the default, which means "hybrid when there are vectors"."""
+    return mode not in (None, "bm25") or cfg.recall_mode == "vector"
+
+
+def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,
+                  asked: bool = True):
+    """(query vector or None, store, warnings). Vectors are only compared with a query embedded
+    by the provider that made them (same fingerprint). No provider configured is the documented
+    default, not a degradation: a warning only when vectors were asked for (`asked`); `zmem status`
+    and `zmem doctor` say it once. providers and matrix: callables giving the embedding providers and
+    the in-memory vectors (vectors.VectorMatrix or None), asked for only when needed."""
+    from zmem import db
+    from zmem.embedders.base import EmbeddingError
+    from zmem.embedding import pending_count, spawn_embed_job, vector_fingerprint
+    from zmem.vectors import VectorStore
+    provs = providers()
+    notes = list(provs.warnings)
+    if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
+        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER] if asked else [])
+    store = VectorStore(conn, matrix() if matrix else None)
+    stored = store.count()
+    pending = pending_count(conn)
+    fp = store.fingerprint()
+    active = provs.primary or provs.fallback
+    failed = db.get_meta(conn, "embed_error")
+    read_only = db.readonly_reason(conn)  # nothing can be embedded into it
+    if pending or fp != vector_fingerprint(active):
+        ago = time.time() - float(db.get_meta(conn, "embed_failed_at") or "-inf")
+        # after a failed run, not again at every recall: a provider that refuses (wrong dimensions, a
+        # bad key) would be sent a batch of notes each time
+        wait = RECENT_TIMEOUT - ago if failed and 0 <= ago < RECENT_TIMEOUT else 0
+        started = background_embed and not wait and not read_only and spawn_embed_job(ws)
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        if pending:
+            state = (f"the index is read-only: {read_only}" if read_only else
+                     "embedding started in the background" if started else
+                     f"embedding retried in {wait:.0f} s" if wait else "embedding is running")
+            notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only ({state})"
+                         + (f"; the last embedding run failed: {failed} (`zmem embed` shows it)" if failed else ""))
+    embedder = provs.for_fingerprint(fp) if stored else None
+    if embedder is None:
+        if stored:
+            state = (f"re-embedding them failed: {failed} (`zmem embed` shows it)" if failed else
+                     f"the index is read-only ({read_only}), so they are not re-embedded" if read_only else
+                     "they are being re-embedded")
+            return None, None, notes + [f"stored vectors come from a different embedding model; {state}; "
+                                        "keyword (BM25) recall meanwhile"]
+        if not pending:
+            return None, None, notes
+        return None, None, notes + ["no vectors yet: keyword (BM25) recall only"]
+    if embedder is not active:
+        notes.append(f"vectors come from the fallback provider {embedder.provider}")
+    if not store.vec_loaded:
+        notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
+    key = vector_fingerprint(embedder)
+    ago = time.time() - _query_timeouts(ws).get(key, float("-inf"))
+    if 0 <= ago < RECENT_TIMEOUT:  # not waited for again by every recall, in any process
+        return None, None, notes + [f"embedding provider timed out recently or could not be reached ({ago:.0f} s ago; "
+                                    f"tried again in {RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
+    if timeout < embedder.timeout:
+        embedder.timeout = timeout
+    embedder.max_retries = 0  # one attempt: the whole query embedding takes at most the timeout
+    t0 = time.monotonic()
+    try:
+        vector = embedder.embed([query], "query")[0]
+    except EmbeddingError as e:
+        message = e.message.replace(" (gave up after 0 retries)", "")
+        timed_out = time.monotonic() - t0 >= 0.9 * embedder.timeout
+        if timed_out or e.unreachable:  # a refused connection too: each recall would pay for trying
+            _remember_query_timeout(ws, key, time.time())
+            if timed_out:
+                message += f", no answer within {embedder.timeout:g} s"
+        return None, None, notes + [f"query embedding failed ({message}): keyword (BM25) recall only"]
+    _remember_query_timeout(ws, key, None)
+    return vector, store, notes
+
+
+QUERY_TIMEOUTS = "query-timeouts.json"  # in the state dir: {vector fingerprint: time.time() of its last timeout}
+
+
+def _query_timeouts(ws: Workspace) -> dict[str, float]:
+    """When each provider last timed out on a query. Kept in a file because the CLI is a new process
+    per recall: a dead endpoint would otherwise cost every recall the whole timeout."""
+    import json
+    try:
+        marks = json.loads((ws.state_dir / QUERY_TIMEOUTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return {k: v for k, v in marks.items() if isinstance(v, (int, float))} if isinstance(marks, dict) else {}
+
+
+def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None:
+    """Record a timeout (when) or a success (None) of the provider with this fingerprint."""
+    import json
+    import os
+    marks = _query_timeouts(ws)
+    if when is None and key not in marks:
+        return  # the usual case: nothing to write
+    if when is None:
+        del marks[key]
+    else:
+        marks[key] = when
+    path = ws.state_dir / QUERY_TIMEOUTS
+    tmp = path.with_name(f".{QUERY_TIMEOUTS}.{os.getpid()}")
+    try:
+        tmp.write_text(json.dumps(marks), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only state dir: the next recall waits again, nothing worse
+        pass
+
+
+def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
+                  mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
+    from zmem import history
+    from zmem.errors import ZmemError
+    from zmem.history_build import enabled
+    notes = []
+    if not enabled(conn):
+        built = history.ensure_history(ws, conn)
+        if built is None:
+            raise ZmemError("another zmem process is updating the index", hint="run the command again")
+        notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
+                     "later commits extend it as they come")
+    at = history.resolve_as_of(ws, conn, as_of)
+    if kind or entity:
+        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude)
+    else:
+        qvec = store = None
+        if mode != "bm25":  # the provider that made the stored vectors, as for a current recall
+            qvec, store, more = _query_vector(ws, conn, query, query_timeout, False, providers, asked=asked)
+            notes += [m for m in more if "not embedded yet" not in m]  # about the current files, not these
+        cfg = ws.config
+        res = history.recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
+                                   max_chars=max_chars, snippet_chars=cfg.snippet_chars, exclude=exclude,
+                                   mode=mode if qvec is not None else "bm25", query_vector=qvec, store=store,
+                                   fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
+                                   multiplier=cfg.candidate_multiplier, explain=explain)
+    res.warnings = notes + res.warnings
+    return res
+
+
+
+def _not_searchable_yet(res, e: Exception) -> str:
+    """The warning for a note written (and committed or not) that the index could not take in."""
+    from zmem.errors import ZmemError
+    if isinstance(e, ZmemError):
+        why, fix = e.message, e.hint or "run `zmem index` when that is fixed"
+    elif type(e).__module__.startswith(("sqlite3", "pysqlite3")):
+        why, fix = f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files"
+    elif isinstance(e, OSError):
+        why = f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e)
+        fix = ("fix that, then run `zmem index` (the index is derived from the notes: `zmem index --full` "
+               "rebuilds it)")
+    else:
+        why, fix = f"internal error: {type(e).__name__}: {e}", "`zmem index` retries; this is a bug in zmem, please report it"
+    return _saved(res) + f"updating the index failed: {why}; {fix}"
+
+
+def _saved(res) -> str:
+    return f"the note is {'saved and committed' if res.committed else 'saved'} ({res.citation}) but not searchable yet: "
+
+
+
+@contextmanager
+def _public_only(conn, private_globs):
+    """While open, the connection sees only facts (and entity pages) outside private_globs: temporary
+    views named like the tables shadow them (unqualified names resolve to temp first)."""
+    if not private_globs:
+        yield
+        return
+    quoted = " OR ".join("path GLOB '" + g.replace("'", "''") + "'" for g in private_globs)
+    views = {"facts": f"SELECT * FROM main.facts WHERE NOT ({quoted})",
+             "fact_entities": "SELECT * FROM main.fact_entities WHERE fact_id IN (SELECT id FROM temp.facts)",
+             "relations": "SELECT * FROM main.relations WHERE fact_id IN (SELECT id FROM temp.facts)",
+             "files": f"SELECT * FROM main.files WHERE NOT ({quoted})"}
+    try:
+        for view, select in views.items():
+            conn.execute(f"DROP VIEW IF EXISTS temp.{view}")
+            conn.execute(f"CREATE TEMP VIEW {view} AS {select}")
+        yield
+    finally:
+        for view in views:
+            conn.execute(f"DROP VIEW IF EXISTS temp.{view}")
