@@ -52,9 +52,10 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
         from zmem.config import sessions_off
         raise sessions_off(ws.config)
     if source != "memory" and (kind or entity or as_of):
-        from zmem.errors import ZmemError
-        raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
-                        hint="use --source memory (or leave --source out)")
+        from zmem.errors import ZmemError, arg
+        raise ZmemError(f"{arg('kind')}, {arg('entity')} and {arg('as_of')} search memory files, not session "
+                        "transcripts", hint=f"use {arg('source', 'memory')} (or leave {arg('source')} out)",
+                        param="source")
     exclude = ws.private_globs() if scope == "group" else None
     if since and until and since > until:
         from zmem.errors import ZmemError
@@ -130,9 +131,9 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
 
 
 def _asked(mode: str | None, cfg) -> bool:
-    """Whether vectors were asked for (--mode, or a recall.mode other than the default hybrid), rather
-    than the default, which means "hybrid when there are vectors"."""
-    return mode not in (None, "bm25") or cfg.recall_mode == "vector"
+    """Whether vectors were asked for (--mode, or recall.mode set in a config file), rather than the
+    default, which means "hybrid when there are vectors"."""
+    return mode not in (None, "bm25") or (cfg.recall_mode != "bm25" and "recall.mode" in cfg.origins)
 
 
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, provs=None, matrix=None,
@@ -244,13 +245,13 @@ def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
                   mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
     from zmem import history
-    from zmem.errors import ZmemError
+    from zmem.errors import TRY_AGAIN, ZmemError
     from zmem.history_build import enabled
     notes = []
     if not enabled(conn):
         built = history.ensure_history(ws, conn)
         if built is None:
-            raise ZmemError("another zmem process is updating the index", hint="run the command again")
+            raise ZmemError("another zmem process is updating the index", hint=TRY_AGAIN)
         notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
                      "later commits extend it as they come")
     at = history.resolve_as_of(ws, conn, as_of)
@@ -299,17 +300,16 @@ def append_note(ws: Workspace, text: str, *, retain: str | None = None, entities
 
 def _not_searchable_yet(res, e: Exception) -> str:
     """The warning for a note written (and committed or not) that the index could not take in."""
-    from zmem.errors import ZmemError
-    if isinstance(e, ZmemError):
-        why, fix = e.message, e.hint or "run `zmem index` when that is fixed"
-    elif type(e).__module__.startswith(("sqlite3", "pysqlite3")):
-        why, fix = f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files"
-    elif isinstance(e, OSError):
+    from zmem.errors import describe
+    problem = describe(e)
+    if isinstance(e, OSError) and problem.bug:  # the disk, not zmem
         why = f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e)
         fix = ("fix that, then run `zmem index` (the index is derived from the notes: `zmem index --full` "
                "rebuilds it)")
+    elif problem.bug:
+        why, fix = problem.message, "`zmem index` retries; this is a bug in zmem, please report it"
     else:
-        why, fix = f"internal error: {type(e).__name__}: {e}", "`zmem index` retries; this is a bug in zmem, please report it"
+        why, fix = problem.message, problem.hint or "run `zmem index` when that is fixed"
     return _saved(res) + f"updating the index failed: {why}; {fix}"
 
 
