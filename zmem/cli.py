@@ -80,8 +80,8 @@ def _say(message: str, hint: str) -> None:
         click.echo(f"hint: {for_stderr(hint)}", err=True)
 
 
-def _flags(ctx, command: str | None) -> dict[str, str | None]:
-    """Library parameter name -> its option (longest spelling) or None for an argument, from the
+def _flags(ctx, command: str | None) -> dict[str, str]:
+    """Library parameter name -> its option (longest spelling) or an argument's name, from the
     click definitions of `command` ("model import"), or of the command that ran when None (every
     subcommand of a group: the one that ran is not known once its context is gone); then `zmem`'s own."""
     root = ctx.find_root().command
@@ -93,10 +93,11 @@ def _flags(ctx, command: str | None) -> dict[str, str | None]:
         for name in command.split():
             found = found.get_command(ctx, name)
         commands = [found]
-    flags: dict[str, str | None] = {}
+    flags: dict[str, str] = {}
     for cmd in [*commands, root]:
         for p in cmd.params:
-            flags.setdefault(p.name, max(p.opts, key=len) if isinstance(p, click.Option) else None)
+            option = isinstance(p, click.Option)
+            flags.setdefault(p.name, max(p.opts, key=len) if option else p.human_readable_name)
     return flags
 
 

@@ -40,11 +40,11 @@ def example(command: str, **params) -> str:
     return _mention(["example", command, list(params.items())])
 
 
-TRY_AGAIN = _MARK + json.dumps(["again"]) + _MARK  # "run the command again", "call the tool again"
-
-
 def _mention(parts: list) -> str:
     return _MARK + json.dumps(parts, ensure_ascii=False) + _MARK
+
+
+TRY_AGAIN = _mention(["again"])  # "run the command again", "call the tool again"
 
 
 class Surface:
@@ -70,24 +70,24 @@ LIBRARY = Surface()
 
 class CommandLine(Surface):
     """Parameters as the command line takes them. flags(command) maps each library name to its
-    option (`--as-of`), or to None for an argument, for `command` ("recall", "model import"), or
-    for the running command when None; it comes from the click definitions."""
+    option (`--as-of`) or, for an argument, its name (`QUERY`), for `command` ("recall", "model
+    import"), or for the running command when None; it comes from the click definitions."""
 
     again = "run the command again"
 
-    def __init__(self, flags: Callable[[str | None], dict[str, str | None]], prog: str = "zmem"):
+    def __init__(self, flags: Callable[[str | None], dict[str, str]], prog: str = "zmem"):
         super().__init__()
         self.flags, self.prog = flags, prog
 
     def name(self, param: str, *value, command: str | None = None) -> str:
         """`--as-of`, `--as-of 2025-11-30`, `--entity A --entity B`, `--force` (True), `--no-commit`
-        (commit False), `"text"` (an argument)."""
+        (commit False), `QUERY` or `"where"` (an argument)."""
         flags = self.flags(command)
         if value == (False,) and f"no_{param}" in flags:
             return flags[f"no_{param}"]
         option = flags[param] if param in flags else "--" + param.replace("_", "-")
-        if option is None:
-            return f'"{value[0]}"' if value else ""
+        if not option.startswith("-"):  # an argument
+            return f'"{value[0]}"' if value else option
         if not value or value[0] is True:
             return option
         values = value[0] if isinstance(value[0], (list, tuple)) else value
@@ -99,19 +99,21 @@ class CommandLine(Surface):
 
 def render(text: str, surface: Surface = LIBRARY) -> str:
     """A message or hint with its parameter mentions written for `surface`."""
-    if _MARK not in text:
+    if not isinstance(text, str) or _MARK not in text:
         return text
 
     def one(m: re.Match) -> str:
         try:
             kind, *rest = json.loads(m.group(1))
-        except (ValueError, TypeError):
-            return m.group(0)
-        if kind == "arg":
-            return surface.name(*rest)
-        if kind == "example":
-            return surface.example(rest[0], [tuple(p) for p in rest[1]])
-        return surface.again
+            if kind == "arg":
+                return surface.name(*rest)
+            if kind == "example":
+                return surface.example(rest[0], [tuple(p) for p in rest[1]])
+            if kind == "again":
+                return surface.again
+        except (ValueError, TypeError, IndexError):
+            pass
+        return m.group(0)  # not a mention: a NUL in some text the message quotes
     return _MENTION.sub(one, text)
 
 

@@ -357,6 +357,9 @@ class ToolParameters(Surface):
         return super().name(param, *value)
 
 
+TOOL_PARAMETERS = ToolParameters()
+
+
 def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> str:
     """A pydantic validation error as one line and a hint, without pydantic's URLs."""
     problems, fields = [], []
@@ -396,9 +399,6 @@ class _Server(MCPServer):
             if isinstance(e.__cause__, ValidationError) and not isinstance(e, UnexpectedToolError):
                 return _error(_invalid_arguments(name, e.__cause__, mcp_sdk.input_schema(self, name)))
             raise
-
-
-TOOL_PARAMETERS = ToolParameters()
 
 
 def _tool_errors(memory: Memory):

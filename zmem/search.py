@@ -4,7 +4,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import math
-import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
 
