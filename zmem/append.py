@@ -14,7 +14,8 @@ from pathlib import Path
 
 from zmem.errors import ZmemError, arg, describe, example
 from zmem.markdown import scan_blocks, split_lines
-from zmem.retain import KINDS, is_retain_heading, parse_bullet
+from zmem.kinds import KINDS
+from zmem.retain import is_retain_heading, parse_bullet
 from zmem.repo import Repo, commit_paths, open_repo
 from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
 

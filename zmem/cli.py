@@ -14,7 +14,7 @@ import click
 
 from zmem import __version__
 from zmem.errors import CommandLine, ExitCode, ZmemError, describe
-from zmem.retain import KINDS
+from zmem.kinds import KINDS
 from zmem.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."

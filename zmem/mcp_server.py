@@ -28,7 +28,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, ValidationError
 from zmem import __version__
 from zmem import mcp_sdk
 from zmem.errors import Surface, ZmemError, arg, describe, is_sqlite_error
-from zmem.retain import KINDS
+from zmem.kinds import KINDS
 
 log = logging.getLogger("zmem.mcp")
 
