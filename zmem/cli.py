@@ -91,8 +91,8 @@ def _flags(ctx, command: str | None) -> dict[str, str]:
     else:
         found = root
         for name in command.split():
-            found = found.get_command(ctx, name)
-        commands = [found]
+            found = found.get_command(ctx, name) if isinstance(found, click.Group) else None
+        commands = [found] if found else []
     flags: dict[str, str] = {}
     for cmd in [*commands, root]:
         for p in cmd.params:

@@ -169,15 +169,13 @@ class Problem:
     bug: bool = False
 
 
-INDEX_REBUILD_HINT = "run `zmem index --full` to rebuild it from the Markdown files"
-
-
 def is_sqlite_error(e: BaseException) -> bool:
     """SQLite's own exceptions (stdlib or pysqlite3): the derived index failed, not the notes."""
     return type(e).__module__.startswith(("sqlite3", "pysqlite3"))
 
 
 def cwd_error(e: OSError | None = None) -> WorkspaceError:
+    """The current directory is gone (or unusable): anything that needed it fails with this."""
     gone = e is None or e.errno == errno.ENOENT
     what = "the current directory no longer exists" if gone else f"the current directory cannot be used: {e.strerror or e}"
     return WorkspaceError(what, hint="cd to an existing directory, or pass the workspace with -C DIR")
@@ -203,5 +201,6 @@ def describe(e: BaseException, surface: Surface = LIBRARY) -> Problem:
     if isinstance(e, KeyboardInterrupt):
         return Problem("interrupted", "", int(ExitCode.INTERRUPTED))
     if is_sqlite_error(e):  # the index is derived: rebuild it
-        return Problem(f"the index could not be used: {e}", INDEX_REBUILD_HINT, int(ExitCode.ERROR))
+        return Problem(f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files",
+                       int(ExitCode.ERROR))
     return Problem(f"internal error: {type(e).__name__}: {e}", "", int(ExitCode.BUG), bug=True)
