@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import zmem
-from conftest import commit_all, git, run, run_json, write
+from helpers.workspace import commit_all, git, run, run_json, write
 
 
 def test_import_zmem_exports_the_api_and_stays_cheap():

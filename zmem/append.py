@@ -12,9 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, arg, describe, example
 from zmem.markdown import scan_blocks, split_lines
-from zmem.retain import KINDS, is_retain_heading, parse_bullet
+from zmem.kinds import KINDS
+from zmem.retain import is_retain_heading, parse_bullet
 from zmem.repo import Repo, commit_paths, open_repo
 from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
 
@@ -44,14 +45,17 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
     """The Markdown line(s) for one entry. Pure; raises ZmemError on invalid input."""
     _check_characters(text, "the text")
     for name in entities:
-        _check_characters(name, "an --entity name")
+        _check_characters(name, f"an {arg('entities')} name")
     text = text.strip()
     if not text:
-        raise ZmemError("nothing to append: the text is empty", hint='zmem append "Peter moved to Lisbon"')
+        raise ZmemError("nothing to append: the text is empty", hint=example("append", text="Peter moved to Lisbon"),
+                        param="text")
     if confidence is not None and retain != "O":
-        raise ZmemError("--confidence applies only to opinions", hint="use it with --retain O")
+        raise ZmemError(f"{arg('confidence')} applies only to opinions", hint=f"use it with {arg('retain', 'O')}",
+                        param="confidence")
     if confidence is not None and not 0.0 <= confidence <= 1.0:
-        raise ZmemError(f"--confidence {confidence} is outside [0, 1]", hint="e.g. --confidence 0.8")
+        raise ZmemError(f"{arg('confidence')} {confidence} is outside [0, 1]", hint=f"e.g. {arg('confidence', 0.8)}",
+                        param="confidence")
     if retain is None:
         if entities:
             text = " ".join("@" + _slug(e) for e in entities) + ": " + text
@@ -59,8 +63,8 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
         return "- " + "\n  ".join(line for line in lines if line) + "\n"
     kind = retain.upper()
     if kind not in KINDS:
-        raise ZmemError(f"unknown Retain kind {retain!r}",
-                        hint="W world, B experience, O opinion (with --confidence), S observation, R relation")
+        raise ZmemError(f"unknown Retain kind {retain!r}", param="retain",
+                        hint=f"W world, B experience, O opinion (with {arg('confidence')}), S observation, R relation")
     head = kind + (f"(c={confidence:g})" if confidence is not None else "")
     if kind == "R":  # `@Peter lives_in @Lisbon`: the text is the relation itself
         line = f"- {head} {' '.join(text.split())}"
@@ -68,9 +72,9 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
         line = f"- {head}{''.join(' @' + _slug(e) for e in entities)}: {' '.join(text.split())}"
     fact, problem = parse_bullet(line[2:], 1, 1)
     if fact is None:
-        raise ZmemError(f"not a valid Retain fact: {problem}",
-                        hint="e.g. zmem append --retain W --entity Peter \"Moved to Lisbon\"; "
-                             "relations: zmem append --retain R \"@Peter lives_in @Lisbon\"")
+        raise ZmemError(f"not a valid Retain fact: {problem}", param="text",
+                        hint=f"e.g. {example('append', retain='W', entities=['Peter'], text='Moved to Lisbon')}; "
+                             f"relations: {example('append', retain='R', text='@Peter lives_in @Lisbon')}")
     return line + "\n"
 
 
@@ -86,7 +90,7 @@ def _check_characters(text: str, what: str) -> None:
 def _slug(name: str) -> str:
     name = name.strip().lstrip("@")
     if not name:
-        raise ZmemError("an empty --entity name", hint="e.g. --entity Peter")
+        raise ZmemError(f"an empty {arg('entities')} name", hint=f"e.g. {arg('entities', ['Peter'])}", param="entities")
     return re.sub(r"\s+", "-", name)
 
 
@@ -165,9 +169,9 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
             try:
                 _commit(ws, rel, entry, result)
             except Exception as e:  # noqa: BLE001 - a failed commit leaves the note written, uncommitted
-                why = f"{e.message}; {e.hint}" if isinstance(e, ZmemError) else \
-                    f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename and e.strerror else \
-                    f"{type(e).__name__}: {e}"
+                problem = describe(e)
+                why = f"{e.filename}: {e.strerror}" if problem.bug and isinstance(e, OSError) and e.filename \
+                    and e.strerror else "; ".join(filter(None, (problem.message, problem.hint)))
                 result.warnings.append(f"{rel}: written but not committed: {why}")
     return result
 
@@ -245,7 +249,7 @@ def _check_can_write(repo: Repo, root: Path, rel: str, commit: bool) -> None:
         _check_not_tracked(repo, rel)
     if commit and shutil.which("git") is None:
         raise ZmemError("git is not on PATH, so the note could not be committed; it was not written",
-                        hint="install git or fix PATH, or append with --no-commit to write without committing")
+                        hint=f"install git or fix PATH, or append with {arg('commit', False)} to write without committing")
 
 
 def _check_not_tracked(repo: Repo, rel: str) -> None:

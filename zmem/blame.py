@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from zmem.dates import commit_time
 from zmem.errors import ZmemError
-from zmem.history import ZERO_COMMIT
+from zmem.gitcmd import ZERO_COMMIT
 from zmem.workspace import Workspace
 
 # path, an optional @rev (retracted evidence cites where the fact last was), then #Lx[-Ly]

@@ -1,6 +1,8 @@
 """Click commands only: parse -> call the library -> render -> exit code."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import os
@@ -11,7 +13,8 @@ from pathlib import Path
 import click
 
 from zmem import __version__
-from zmem.errors import ExitCode, ZmemError
+from zmem.errors import CommandLine, ExitCode, ZmemError, describe
+from zmem.kinds import KINDS
 from zmem.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
@@ -40,44 +43,62 @@ class ZmemGroup(click.Group):
             _usage_exit(e, None)
 
     def invoke(self, ctx):
-        try:
+        with _error_handler(ctx):
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort):
-            raise
-        except click.UsageError as e:
-            _usage_exit(e, ctx)
-        except click.ClickException as e:
-            click.echo(f"zmem: {e.format_message()}", err=True)
-            click.echo(f"hint: see `{ctx.command_path} --help`", err=True)
-            raise click.exceptions.Exit(e.exit_code)
-        except ZmemError as e:
-            click.echo(f"zmem: {for_stderr(e.message)}", err=True)
-            if e.hint:
-                click.echo(f"hint: {for_stderr(e.hint)}", err=True)
-            raise click.exceptions.Exit(int(e.exit_code))
-        except KeyboardInterrupt:
-            click.echo("zmem: interrupted", err=True)
-            raise click.exceptions.Exit(int(ExitCode.INTERRUPTED))
-        except BrokenPipeError:
-            sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
-            raise click.exceptions.Exit(0)
-        except Exception as e:
-            if isinstance(e, FileNotFoundError) and _cwd_gone() and not os.environ.get("ZMEM_DEBUG"):
-                from zmem.workspace import cwd_error  # anything that needed the current directory
-                err = cwd_error()
-                click.echo(f"zmem: {err.message}", err=True)
-                click.echo(f"hint: {err.hint}", err=True)
-                raise click.exceptions.Exit(int(ExitCode.ERROR))
-            if type(e).__module__.startswith(("sqlite3", "pysqlite3")) and not os.environ.get("ZMEM_DEBUG"):
-                click.echo(f"zmem: the index could not be used: {e}", err=True)  # it is derived: rebuild it
-                click.echo("hint: run `zmem index --full` to rebuild it from the Markdown files", err=True)
-                raise click.exceptions.Exit(int(ExitCode.ERROR))
-            if os.environ.get("ZMEM_DEBUG"):  # a bug: one line, the traceback only on request
-                raise
-            click.echo(f"zmem: internal error: {type(e).__name__}: {e}", err=True)
-            click.echo("hint: this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it",
-                       err=True)
-            raise click.exceptions.Exit(int(ExitCode.BUG))
+
+
+BUG_HINT = "this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it"
+
+
+@contextlib.contextmanager
+def _error_handler(ctx):
+    """The command line's one error handler: every failure as `zmem: message` and `hint: ...` on
+    stderr with its documented exit code, parameters named as flags (errors.describe says what)."""
+    try:
+        yield
+    except (click.exceptions.Exit, click.exceptions.Abort):
+        raise
+    except click.UsageError as e:
+        _usage_exit(e, ctx)
+    except click.ClickException as e:
+        _say(e.format_message(), f"see `{ctx.command_path} --help`")
+        raise click.exceptions.Exit(e.exit_code)
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
+        raise click.exceptions.Exit(0)
+    except (Exception, KeyboardInterrupt) as e:
+        if os.environ.get("ZMEM_DEBUG") and not isinstance(e, (ZmemError, KeyboardInterrupt)):
+            raise  # a bug (or the index failing): one line, the traceback only on request
+        problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
+        _say(problem.message, BUG_HINT if problem.bug else problem.hint)
+        raise click.exceptions.Exit(problem.exit_code)
+
+
+def _say(message: str, hint: str) -> None:
+    click.echo(f"zmem: {for_stderr(message)}", err=True)
+    if hint:
+        click.echo(f"hint: {for_stderr(hint)}", err=True)
+
+
+def _flags(ctx, command: str | None) -> dict[str, str]:
+    """Library parameter name -> its option (longest spelling) or an argument's name, from the
+    click definitions of `command` ("model import"), or of the command that ran when None (every
+    subcommand of a group: the one that ran is not known once its context is gone); then `zmem`'s own."""
+    root = ctx.find_root().command
+    if command is None:
+        ran = root.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+        commands = [ran, *getattr(ran, "commands", {}).values()] if ran else []
+    else:
+        found = root
+        for name in command.split():
+            found = found.get_command(ctx, name) if isinstance(found, click.Group) else None
+        commands = [found] if found else []
+    flags: dict[str, str] = {}
+    for cmd in [*commands, root]:
+        for p in cmd.params:
+            option = isinstance(p, click.Option)
+            flags.setdefault(p.name, max(p.opts, key=len) if option else p.human_readable_name)
+    return flags
 
 
 class Seconds(click.FloatRange):
@@ -91,17 +112,7 @@ class Seconds(click.FloatRange):
         return rv
 
 
-def _cwd_gone() -> bool:
-    try:
-        os.getcwd()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        pass
-    return False
-
-
-KIND_CHOICES = ["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R"]
+KIND_CHOICES = [*KINDS.values(), *KINDS]  # a kind by name or by its one-letter code
 
 
 def warn(message: str) -> None:
@@ -504,7 +515,7 @@ def get(ctx, path, start, count, rev, scope, as_json):
 
 @cli.command()
 @click.argument("text", nargs=-1, required=True)
-@click.option("--retain", type=click.Choice(["W", "B", "O", "S", "R"], case_sensitive=False), default=None,
+@click.option("--retain", type=click.Choice(list(KINDS), case_sensitive=False), default=None,
               help="Add it as a typed fact under ## Retain: W world, B experience, O opinion, S observation, "
                    "R relation (TEXT is `@Subject predicate @Object`).")
 @click.option("--entity", "entities", multiple=True, metavar="NAME", help="An entity the entry is about (repeatable).")

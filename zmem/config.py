@@ -322,6 +322,7 @@ def _apply(values: dict, data: dict, path: Path, origins: dict) -> None:
                 if v not in typ:
                     raise ConfigError(f"{path}: `{where}` must be one of {', '.join(typ)}", hint="fix the value in the file")
                 values[attr] = v
+                origins[where] = str(path)
                 continue
             if isinstance(v, bool) or not isinstance(v, typ):
                 raise ConfigError(f"{path}: `{where}` has the wrong type ({type(v).__name__})",

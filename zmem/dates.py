@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from zmem.errors import ZmemError
 from zmem.lazyre import LazyPattern
 
 _MONTHS = {
@@ -177,3 +178,26 @@ def day_end(day: dt.date) -> int:
     if day == dt.date.max:
         return day_start(day) + 86400
     return day_start(day + dt.timedelta(days=1))
+
+
+def parse_when(value: str, *, today: dt.date | None = None, end: bool = False, param: str = "since") -> str:
+    """`7d`, `2w`, `3m`, `1y`, `today`, `yesterday` or `YYYY-MM-DD` -> an ISO day. param: the
+    parameter the value came in (since, until, as_of), which an error names."""
+    today = today or dt.date.today()
+    v = value.strip().lower()
+    m = re.fullmatch(r"(\d+)\s*([dwmy])", v)
+    if m:
+        n, unit = int(m.group(1)), m.group(2)
+        days = {"d": 1, "w": 7, "m": 30, "y": 365}[unit] * n
+        try:
+            return (today - dt.timedelta(days=days)).isoformat()
+        except OverflowError:
+            raise ZmemError(f"{value!r} reaches before the year 1", param=param,
+                            hint="use a shorter span, e.g. 30d or 5y, or a day like 2025-11-27") from None
+    if v in ("today", "yesterday"):
+        return (today - dt.timedelta(days=v == "yesterday")).isoformat()
+    try:
+        return dt.date.fromisoformat(v).isoformat()
+    except ValueError:
+        raise ZmemError(f"cannot read the date {value!r}", param=param,
+                        hint="use a span like 7d, 2w, 3m, 1y, or a day like 2025-11-27") from None

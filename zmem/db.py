@@ -11,7 +11,7 @@ import importlib.util
 from contextlib import contextmanager
 from pathlib import Path
 
-from zmem.errors import IndexError_
+from zmem.errors import IndexUnusable
 
 try:  # pragma: no cover - which branch runs depends on the platform
     import pysqlite3.dbapi2 as sqlite  # type: ignore[import-not-found]
@@ -39,8 +39,8 @@ def connect(path: Path | str, *, readonly: bool = False):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite.DatabaseError as e:
-        raise IndexError_(f"cannot open the index {path}: {e}",
-                          hint="the index is derived: run `zmem index --full` to rebuild it")
+        raise IndexUnusable(f"cannot open the index {path}: {e}",
+                            hint="the index is derived: run `zmem index --full` to rebuild it")
     return conn
 
 

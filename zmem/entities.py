@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from zmem.dates import commit_time
 from zmem.errors import ZmemError
-from zmem.retain import KIND_CODES, KINDS, entity_key, entity_slug, is_long_name
+from zmem.kinds import KIND_CODES, KINDS
+from zmem.retain import entity_key, entity_slug, is_long_name
 from zmem.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -7,6 +7,7 @@ import subprocess
 from zmem.errors import WorkspaceError
 
 
+ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
 GIT_MISSING_HINT = "install git, or add the directory that holds it to PATH"
 
 
@@ -26,3 +27,27 @@ def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
         if e.filename in (None, "git") or shutil.which("git") is None:
             raise git_missing() from None
         raise
+
+
+def git_error(err: str) -> str:
+    """What git said went wrong, in one line: its `fatal:`/`error:` line, not the last line of
+    advice ("remove the file manually to continue" is about index.lock, not the note). Without
+    one, its last paragraph but the `hint:` advice lines ("Disable this message with …" names a
+    setting, not the problem), which is the last line, or the whole paragraph joined when it
+    introduces a list ("… will not be updated in the index:" and the paths)."""
+    lines = [line.strip() for line in err.splitlines()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    if said and "index.lock" in said[0]:
+        return f"{said[0]} (another git process is running, or one crashed and left the lock file)"
+    if said:
+        return said[0]
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        if line and not line.startswith("hint:"):
+            paragraphs[-1].append(line)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    last = next((p for p in reversed(paragraphs) if p), None)
+    if last is None:  # nothing but advice
+        return next(line for line in reversed(lines) if line)
+    return " ".join(last) if any(line.endswith(":") for line in last[:-1]) else last[-1]

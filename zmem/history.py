@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from zmem import db
 from zmem.dates import commit_time, day_end
 from zmem.entities import FactRow, fact_citation
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, example
+from zmem.gitcmd import ZERO_COMMIT
 from zmem.history_build import HistoryUpdate, add_blob, insert_windows, update_history
 from zmem.markdown import day_from_path
 from zmem.retain import entity_key, fact_id
@@ -28,18 +29,15 @@ from zmem.workspace import Workspace
 if TYPE_CHECKING:
     from zmem.repo import Repo
 
-ZERO_COMMIT = "0" * 40  # what git blame reports for a line not committed yet (repo.ZERO_COMMIT)
-
-
 def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | None:
     """Build or extend the history (under the index lock). None when another writer holds it."""
     from zmem.indexer import IndexLock, LockTimeout, access_hint
     from zmem.repo import open_repo
     why = db.readonly_reason(conn)
     if why is not None:
-        from zmem.errors import IndexError_
-        raise IndexError_(f"the history index is not built, and the index cannot be written ({why})",
-                          hint=access_hint(ws.state_dir))
+        from zmem.errors import IndexUnusable
+        raise IndexUnusable(f"the history index is not built, and the index cannot be written ({why})",
+                            hint=access_hint(ws.state_dir))
     repo = open_repo(ws.root)
     try:
         with IndexLock(ws, 30.0):
@@ -87,7 +85,7 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     """DATE (the last commit at or before the end of that day on the chain) or REV."""
     import datetime as dt
     from zmem.repo import open_repo
-    from zmem.search import parse_when
+    from zmem.dates import parse_when
     repo = open_repo(ws.root)
     if repo.head() is None:
         raise ZmemError("the repository has no commits yet, so there is no history to look at",
@@ -95,7 +93,7 @@ def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     sha = repo.resolve(value)
     if sha is None:
         try:
-            day = dt.date.fromisoformat(parse_when(value))
+            day = dt.date.fromisoformat(parse_when(value, param="as_of"))
         except ZmemError:
             if re.fullmatch(r"\s*\d+\s*[dwmy]\s*", value, re.IGNORECASE):
                 raise  # a span, readable but too long: parse_when's own message says so
@@ -343,7 +341,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     from zmem.search import Recall, assemble_hits, bonus_from_windows, explain_scores, fuse
     from zmem.workspace import glob_to_sql
     if not query.strip():
-        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "Peter" --as-of 2025-11-30')
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', query='Peter', as_of='2025-11-30')}")
     if query_vector is None or store is None:
         mode = "bm25"
     date = commit_time(at.time).isoformat()

@@ -8,7 +8,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, describe
 
 # Git exports these to hooks; a detached `zmem index` must find the repository on its own.
 _GIT_HOOK_ENV = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
@@ -86,15 +86,16 @@ def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
 
 
 def _failed(state_dir: Path | None, name: str, args: list[str], e: Exception) -> None:
-    """Log and say on stderr (git shows it) why the hook did nothing, in the two lines every command
-    uses: a ZmemError by its message and hint; anything else is a bug, its traceback in the log."""
-    if isinstance(e, ZmemError):
-        message, hint = e.message, e.hint or "`zmem index` repairs the index once that is fixed"
-        logged = f"{message} (hint: {hint})"
-    else:
-        message = f"internal error: {type(e).__name__}: {e}"
+    """The hooks' one error handler: log and say on stderr (git shows it) why the hook did nothing,
+    in the two lines every command uses; a bug's traceback goes to the log."""
+    problem = describe(e)
+    message = problem.message
+    if problem.bug:
         hint = "this is a bug in zmem (the traceback is in .zmem/hook.log); `zmem index` repairs the index"
         logged = f"{message}\n{traceback.format_exc()}"
+    else:
+        hint = problem.hint or "`zmem index` repairs the index once that is fixed"
+        logged = f"{message} (hint: {hint})"
     if state_dir is not None:
         _log(state_dir, f"{name} {' '.join(args)}: {logged}")
     try:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from zmem import db, migrations
 from zmem.chunking import CHUNKER_VERSION, chunk_text
-from zmem.errors import IndexError_
+from zmem.errors import TRY_AGAIN, IndexUnusable
 from zmem.fts import FTS_VERSION, cjk_columns, delete_rows
 from zmem.markdown import day_from_path, decode_note
 from zmem.retain import RETAIN_VERSION, Fact, entity_key, legacy_fact_id, parse_facts
@@ -41,7 +41,7 @@ class LockTimeout(Exception):
     pass
 
 
-class LockUnavailable(IndexError_):
+class LockUnavailable(IndexUnusable):
     """The lock file cannot be opened at all (no permission to create it, a read-only file system)."""
 
 
@@ -130,10 +130,10 @@ def _pid_alive(pid: int) -> bool:
 STATE_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "lock")
 
 
-def _not_a_file(path: Path) -> IndexError_:
+def _not_a_file(path: Path) -> IndexUnusable:
     what = "a directory" if path.is_dir() else "not a regular file"
-    return IndexError_(f"{path} is {what}; zmem keeps a file of its own there",
-                       hint=f"remove it (rm -r {path}): everything in {path.parent.name}/ is derived and rebuilt")
+    return IndexUnusable(f"{path} is {what}; zmem keeps a file of its own there",
+                         hint=f"remove it (rm -r {path}): everything in {path.parent.name}/ is derived and rebuilt")
 
 
 def access_hint(state_dir: Path) -> str:
@@ -159,12 +159,12 @@ def ensure_state_dir(ws: Workspace) -> None:
     try:
         d.mkdir(exist_ok=True)
     except (FileExistsError, NotADirectoryError):  # a file (or a broken symlink) took the name
-        raise IndexError_(f"{d} is not a directory; zmem keeps its index there",
-                          hint=f"move it aside (mv {d} {d}.bak): the index is derived "
+        raise IndexUnusable(f"{d} is not a directory; zmem keeps its index there",
+                            hint=f"move it aside (mv {d} {d}.bak): the index is derived "
                                "from the notes and is rebuilt") from None
     except OSError as e:
-        raise IndexError_(f"cannot create {d}: {e.strerror}",
-                          hint=f"zmem keeps its index there: give this user write access to {d.parent} "
+        raise IndexUnusable(f"cannot create {d}: {e.strerror}",
+                            hint=f"zmem keeps its index there: give this user write access to {d.parent} "
                                "(or run zmem as its owner)") from None
     try:
         for name in STATE_FILES:
@@ -176,8 +176,8 @@ def ensure_state_dir(ws: Workspace) -> None:
             ignore.write_text("# derived by zmem; never commit\n*\n")
     except OSError as e:
         if not os.access(d, os.R_OK | os.X_OK):  # .zmem exists, but its own permissions keep us out
-            raise IndexError_(f"cannot use {d}: {e.strerror}",
-                              hint=f"give this user access to it (chmod u+rwx {d}), or delete it: everything "
+            raise IndexUnusable(f"cannot use {d}: {e.strerror}",
+                                hint=f"give this user access to it (chmod u+rwx {d}), or delete it: everything "
                                    "in it is derived and rebuilt") from None
         # readable but not writable: the index is used as it is (open_index says so)
 
@@ -214,7 +214,7 @@ def open_index(ws: Workspace):
     why = write_denied(ws)
     if why is not None:
         if not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
-            raise IndexError_(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
+            raise IndexUnusable(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
         return migrations.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
     conn = db.connect(ws.index_path)
     try:
@@ -306,7 +306,7 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
     if not (indexed is not None and taken and git_dir and common):
         return None, None
-    changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, _tops(ws))
+    changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
     same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
     return (indexed if same else None), changes
 
@@ -332,10 +332,6 @@ def _record_stats(conn, restat: dict[str, tuple[int, int, int, int]]) -> None:
     """Store new stat signatures of files whose content is unchanged (the caller holds the transaction)."""
     conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
                      [(*sig, rel) for rel, sig in restat.items()])
-
-
-def _tops(ws: Workspace) -> list[str]:
-    return ["memory", "bank", *ws.extra_roots()]
 
 
 def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress,
@@ -364,14 +360,14 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     restat: dict[str, tuple[int, int, int, int]] = {}
     old_rules = stored_ignore_record(conn)
     if full or not old_taken:
-        dirs = dir_signatures(ws.root, _tops(ws))  # before the files are listed
+        dirs = dir_signatures(ws.root, ws.memory_roots())  # before the files are listed
         rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
         on_disk = {p for p in ws.memory_files() if not repo.is_ignored(p)}
         candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
         skip = candidates - on_disk  # gone, or git-ignored: not indexed
         full = result.full_scan = True
     else:
-        changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, _tops(ws))
+        changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, ws.memory_roots())
         dirs = changes.dirs
         rules = _ignore_rules(ws, repo, {d for (d,) in conn.execute("SELECT path FROM dirs")} | set(changes.dirs))
         candidates |= changes.files
@@ -687,7 +683,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     ensure_state_dir(ws)
     why = write_denied(ws)
     if why is not None:
-        raise IndexError_(f"cannot rebuild the index: {why}", hint=access_hint(ws.state_dir))
+        raise IndexUnusable(f"cannot rebuild the index: {why}", hint=access_hint(ws.state_dir))
     tmp = ws.state_dir / f"{REBUILD_PREFIX}{os.getpid()}"
     try:
         with IndexLock(ws, lock_timeout):
@@ -701,14 +697,14 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
                 finally:
                     conn.close()
                 _swap_in(ws, tmp)
-            except (db.Error, OSError, IndexError_) as e:
-                cause = e.__context__ if isinstance(e, IndexError_) else e  # db.connect's, around SQLite's
+            except (db.Error, OSError, IndexUnusable) as e:
+                cause = e.__context__ if isinstance(e, IndexUnusable) else e  # db.connect's, around SQLite's
                 if not isinstance(cause, (db.Error, OSError)):
                     raise
                 raise _write_failure(ws, cause, "cannot rebuild the index", tmp) from None
     except LockTimeout:
-        raise IndexError_("another zmem process is updating the index",
-                          hint="wait for it to finish (see .zmem/lock) and run the command again")
+        raise IndexUnusable("another zmem process is updating the index",
+                            hint=f"wait for it to finish (see .zmem/lock) and {TRY_AGAIN}")
     finally:
         _unlink_db(tmp)
     result.warnings[:0] = ws.config.warnings
@@ -716,7 +712,7 @@ def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = N
     return result
 
 
-def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None = None) -> IndexError_:
+def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None = None) -> IndexUnusable:
     """An error saying why writing the index failed — the file size limit, a full disk, permissions —
     and what helps (never `zmem index --full`, which would fail the same way)."""
     import resource
@@ -727,9 +723,9 @@ def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None 
     largest = max((f.stat().st_size for f in files if f.is_file()), default=0)
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and largest + (1 << 20) >= limit:
-        return IndexError_(f"{what}: {detail}: a file reached this process's file size limit "
-                           f"(ulimit -f: {limit} bytes){unchanged}",
-                           hint="raise the limit (`ulimit -f unlimited`) and run the command again")
+        return IndexUnusable(f"{what}: {detail}: a file reached this process's file size limit "
+                             f"(ulimit -f: {limit} bytes){unchanged}",
+                             hint=f"raise the limit (`ulimit -f unlimited`) and {TRY_AGAIN}")
     try:
         st = os.statvfs(d)
         free = st.f_bavail * st.f_frsize
@@ -739,17 +735,17 @@ def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None 
         str(getattr(e, "sqlite_errorname", "")).startswith("SQLITE_FULL") or (free is not None and free < (1 << 20))
     if full:
         need = max(largest, ws.index_path.stat().st_size if ws.index_path.is_file() else 0) * 2
-        return IndexError_(f"{what}: {detail}: the file system holding {d} is full"
-                           + (f" ({free / 1e6:.1f} MB free)" if free is not None else "") + unchanged,
-                           hint="free some space there" + (f" (a rebuild needs about {need / 1e6:.0f} MB)" if need else "")
-                                + " and run the command again")
+        return IndexUnusable(f"{what}: {detail}: the file system holding {d} is full"
+                             + (f" ({free / 1e6:.1f} MB free)" if free is not None else "") + unchanged,
+                             hint="free some space there" + (f" (a rebuild needs about {need / 1e6:.0f} MB)" if need else "")
+                                + f" and {TRY_AGAIN}")
     denied = write_denied(ws)
     if denied is not None or (isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS)):
-        return IndexError_(f"{what}: {detail}" + (f" ({denied})" if denied else "") + unchanged,
-                           hint=access_hint(d))
-    return IndexError_(f"{what}: {detail}{unchanged}",
-                       hint=f"check the disk holding {d} (`dmesg`) and `zmem doctor`; if it persists, delete "
-                            f"{ws.index_path} (it is derived) and run the command again")
+        return IndexUnusable(f"{what}: {detail}" + (f" ({denied})" if denied else "") + unchanged,
+                             hint=access_hint(d))
+    return IndexUnusable(f"{what}: {detail}{unchanged}",
+                         hint=f"check the disk holding {d} (`dmesg`) and `zmem doctor`; if it persists, delete "
+                            f"{ws.index_path} (it is derived) and {TRY_AGAIN}")
 
 
 def _carry_over_cache(conn, live: Path) -> None:
@@ -798,7 +794,7 @@ def _swap_in(ws: Workspace, tmp: Path) -> None:
                 src.backup(dst)
             finally:
                 dst.close()
-        except (db.DatabaseError, IndexError_):  # unreadable: nobody can be reading it either
+        except (db.DatabaseError, IndexUnusable):  # unreadable: nobody can be reading it either
             _unlink_db(live)
             os.replace(tmp, live)
     finally:

@@ -25,7 +25,9 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationError
 
 from zmem import __version__
-from zmem.errors import ZmemError
+from zmem import mcp_sdk
+from zmem.errors import Surface, ZmemError, describe, is_sqlite_error
+from zmem.kinds import KINDS
 from zmem.memory import Memory
 
 log = logging.getLogger("zmem.mcp")
@@ -158,35 +160,22 @@ def _result(out: dict) -> CallToolResult:
                           structured_content=out)
 
 
-# zmem's messages and hints name CLI flags; over MCP they name the tool's parameters instead.
-_PARAMETER_WORDING = {
-    "memory_get": [(r"--lines (\S+)", r"lines=\1"),
-                   (r"--scope private", "a server started with `zmem mcp --scope private`")],
-    "memory_append": [
-        (r"--confidence applies only", "confidence applies only"), (r"use it with --retain O", 'use it with retain="O"'),
-        (r"--confidence (\S+) is outside", r"confidence \1 is outside"),
-        (r"e\.g\. --confidence (\S+)", r"e.g. confidence=\1"),
-        (r"\(with --confidence\)", "(with confidence)"), (r"an empty --entity name", "an empty name in entities"),
-        (r"e\.g\. --entity (\S+)", r'e.g. entities=["\1"]'),
-        (r'e\.g\. zmem append --retain W --entity Peter "Moved to Lisbon"; relations: zmem append --retain R '
-         r'"@Peter lives_in @Lisbon"', 'e.g. retain="W", entities=["Peter"], text="Moved to Lisbon"; relations: '
-                                       'retain="R", text="@Peter lives_in @Lisbon"'),
-        (r'^zmem append "(.*)"$', r'e.g. text="\1"')],
-    "memory_search": [(r'zmem recall --entity (\S+) "(.*?)"', r'entity="\1", query="\2"'),
-                      (r'zmem recall "(.*?)"', r'query="\1"'), (r"--kind", "kind"), (r"--entity", "entity"),
-                      (r"use --source memory \(or leave --source out\)", "leave out kind and entity")],
-    "memory_recall_as_of": [(r'zmem recall "(.*?)" --as-of (\S+)', r'query="\1", as_of="\2"')],
-    "memory_blame": [(r"--scope private", "a server started with `zmem mcp --scope private`")],
-    "graph_search": [],
-}
+class ToolParameters(Surface):
+    """Parameters in an error as the tools name them; the server's own (scope) as the command that
+    starts it."""
+
+    again = "call the tool again"
+
+    def __init__(self):
+        super().__init__({"k": "max_results", "path_glob": "path", "start": "from", "count": "lines"})
+
+    def name(self, param: str, *value) -> str:
+        if param == "scope":
+            return f"a server started with `zmem mcp {' '.join(['--scope', *map(str, value)])}`"
+        return super().name(param, *value)
 
 
-def _for_tool(tool: str, text: str) -> str:
-    """A message or hint written for the CLI, reworded for a model calling `tool`."""
-    import re
-    for pattern, replacement in _PARAMETER_WORDING.get(tool, ()):
-        text = re.sub(pattern, replacement, text)
-    return text.replace("run the command again", "call the tool again")
+TOOL_PARAMETERS = ToolParameters()
 
 
 def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> str:
@@ -214,23 +203,11 @@ class _Server(MCPServer):
     arguments a tool does not have refused: pydantic would drop them, and a filter the model
     believes it set (`path`, `k`) would silently not apply."""
 
-    def _argument_names(self, name: str) -> set[str]:
-        """Every name a tool's arguments are accepted under (field names and their aliases); empty
-        for an unknown tool (the SDK says so)."""
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
-            return set()
-        names = set()
-        for field_name, field in tool.fn_metadata.arg_model.model_fields.items():
-            names.add(field.alias or field_name)
-            alias = field.validation_alias
-            names.update(getattr(alias, "choices", None) or ([alias] if isinstance(alias, str) else []))
-        return names
-
     async def call_tool(self, name, arguments, context=None):
-        unknown = [k for k in arguments or {} if k not in self._argument_names(name)]
-        if unknown and self._argument_names(name):
-            schema = self._tool_input_schema(name) or {}
+        accepted = mcp_sdk.argument_names(self, name)
+        unknown = [k for k in arguments or {} if k not in accepted]
+        if unknown and accepted:
+            schema = mcp_sdk.input_schema(self, name) or {}
             return _error(f"invalid arguments for {name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
                           + ", ".join(repr(k) for k in unknown)
                           + f" (nothing was done)\nhint: {name} takes {', '.join(schema.get('properties', {}))}")
@@ -238,7 +215,7 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if isinstance(e.__cause__, ValidationError) and not isinstance(e, UnexpectedToolError):
-                return _error(_invalid_arguments(name, e.__cause__, self._tool_input_schema(name)))
+                return _error(_invalid_arguments(name, e.__cause__, mcp_sdk.input_schema(self, name)))
             raise
 
 
@@ -252,17 +229,14 @@ def _tool_errors(memory: Memory):
             with memory.lock:
                 try:
                     return _result(fn(*args, **kwargs))
-                except ZmemError as e:
-                    return _error(_for_tool(fn.__name__, e.message)
-                                  + (f"\nhint: {_for_tool(fn.__name__, e.hint)}" if e.hint else ""))
                 except Exception as e:  # noqa: BLE001 - the server must survive anything a tool does
-                    if type(e).__module__.startswith(("sqlite3", "pysqlite3")):
+                    problem = describe(e, TOOL_PARAMETERS)
+                    if is_sqlite_error(e):
                         memory.close()  # reopen next time
-                        return _error(f"the index could not be used: {e}\nhint: run `zmem index --full` to "
-                                      "rebuild it from the Markdown files")
-                    log.exception("zmem mcp: %s failed", fn.__name__)
-                    return _error(f"internal error: {type(e).__name__}: {e}\nhint: this is a bug in zmem; "
-                                  "the server's stderr has the traceback")
+                    if problem.bug:
+                        log.exception("zmem mcp: %s failed", fn.__name__)
+                    hint = "this is a bug in zmem; the server's stderr has the traceback" if problem.bug else problem.hint
+                    return _error(problem.message + (f"\nhint: {hint}" if hint else ""))
         return run
     return decorate
 
@@ -271,9 +245,8 @@ def _error(text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
-Kind = Literal["world", "experience", "opinion", "observation", "relation", "W", "B", "O", "S", "R",
-               "w", "b", "o", "s", "r"]
-RetainKind = Literal["W", "B", "O", "S", "R", "w", "b", "o", "s", "r"]  # either case, as `zmem append --retain`
+Kind = Literal[(*KINDS.values(), *KINDS, *map(str.lower, KINDS))]  # a name, or a code in either case
+RetainKind = Literal[(*KINDS, *map(str.lower, KINDS))]  # either case, as `zmem append --retain`
 
 
 def _blank_is_none(value):
@@ -283,7 +256,6 @@ def _blank_is_none(value):
 
 
 NoneIfBlank = BeforeValidator(_blank_is_none)
-_KIND_NAMES = ("world", "experience", "opinion", "observation", "relation")
 
 
 def _kind_name(value):
@@ -291,7 +263,7 @@ def _kind_name(value):
     one-letter codes stay as they are (either case is accepted)."""
     if isinstance(value, str) and len(value.strip()) > 1:
         name = value.strip().lower()
-        return name[:-1] if name.endswith("s") and name[:-1] in _KIND_NAMES else name
+        return name[:-1] if name.endswith("s") and name[:-1] in KINDS.values() else name
     return value
 
 

@@ -220,7 +220,7 @@ class Memory:
         (default: recall.mode). source: memory, sessions or all (default: all when [sessions] is
         enabled, else memory; always memory with kind, entity or as_of, which an explicit sessions
         or all refuses)."""
-        from zmem.search import parse_when
+        from zmem.dates import parse_when
         scope = self._scope(scope)
         since = parse_when(since) if since else None
         until = parse_when(until, end=True) if until else None
@@ -233,9 +233,10 @@ class Memory:
             from zmem.config import sessions_off
             raise sessions_off(ws.config)
         if source != "memory" and (kind or entity or as_of):
-            from zmem.errors import ZmemError
-            raise ZmemError("--kind, --entity and --as-of search memory files, not session transcripts",
-                            hint="use --source memory (or leave --source out)")
+            from zmem.errors import ZmemError, arg
+            raise ZmemError(f"{arg('kind')}, {arg('entity')} and {arg('as_of')} search memory files, not session "
+                            "transcripts", hint=f"use {arg('source', 'memory')} (or leave {arg('source')} out)",
+                            param="source")
         exclude = ws.private_globs() if scope == "group" else None
         if since and until and since > until:
             from zmem.errors import ZmemError
@@ -311,7 +312,7 @@ class Memory:
         time that added each (git blame). warnings: every malformed bullet, with file and line."""
         from zmem.results import Facts
         from zmem.entities import normalize_kind, query_facts, resolve_entity
-        from zmem.search import parse_when
+        from zmem.dates import parse_when
         ws, conn = self.workspace, self.conn
         warnings = self.file_warnings()
         key = resolve_entity(ws, conn, entity).key if entity else None
@@ -410,10 +411,10 @@ class Memory:
         if scope == "group":
             ranges = [r for r in (_public_range(ws, r) for r in ranges) if r is not None]
             if not ranges:
-                from zmem.errors import ZmemError
+                from zmem.errors import ZmemError, arg
                 raise ZmemError(f"{target} is in private files only, and this is a group scope",
                                 hint="private files (MEMORY.md, [scopes] private in zmem.toml) are blamed by "
-                                     "--scope private")
+                                     + arg("scope", "private"))
         return Blame(target, ranges, warnings + workspace_shallow_notes(ws))
 
     def log(self, target: str, *, since: str | None = None, reverse: bool = False) -> Log:
@@ -421,7 +422,7 @@ class Memory:
         is built on first use) or of a memory file (renames followed), newest first."""
         from zmem.results import Log
         from zmem.history import workspace_shallow_notes
-        from zmem.search import parse_when
+        from zmem.dates import parse_when
         ws = self.workspace
         since_day = parse_when(since) if since else None
         conn = self.conn
@@ -500,7 +501,7 @@ class Memory:
         when = None
         if since and not everything:
             from zmem.dates import commit_time, day_start
-            from zmem.search import parse_when
+            from zmem.dates import parse_when
             when = commit_time(day_start(dt.date.fromisoformat(parse_when(since))))
         ws = self.workspace
         return reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=commit,
@@ -664,9 +665,9 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
 
 
 def _asked(mode: str | None, cfg) -> bool:
-    """Whether vectors were asked for (--mode, or a recall.mode other than the default hybrid), rather
-    than the default, which means "hybrid when there are vectors"."""
-    return mode not in (None, "bm25") or cfg.recall_mode == "vector"
+    """Whether vectors were asked for (--mode, or recall.mode set in a config file), rather than the
+    default, which means "hybrid when there are vectors"."""
+    return mode not in (None, "bm25") or (cfg.recall_mode != "bm25" and "recall.mode" in cfg.origins)
 
 
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,
@@ -779,13 +780,13 @@ def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
                   mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
     from zmem import history
-    from zmem.errors import ZmemError
+    from zmem.errors import TRY_AGAIN, ZmemError
     from zmem.history_build import enabled
     notes = []
     if not enabled(conn):
         built = history.ensure_history(ws, conn)
         if built is None:
-            raise ZmemError("another zmem process is updating the index", hint="run the command again")
+            raise ZmemError("another zmem process is updating the index", hint=TRY_AGAIN)
         notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
                      "later commits extend it as they come")
     at = history.resolve_as_of(ws, conn, as_of)
@@ -809,17 +810,16 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
 
 def _not_searchable_yet(res, e: Exception) -> str:
     """The warning for a note written (and committed or not) that the index could not take in."""
-    from zmem.errors import ZmemError
-    if isinstance(e, ZmemError):
-        why, fix = e.message, e.hint or "run `zmem index` when that is fixed"
-    elif type(e).__module__.startswith(("sqlite3", "pysqlite3")):
-        why, fix = f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files"
-    elif isinstance(e, OSError):
+    from zmem.errors import describe
+    problem = describe(e)
+    if isinstance(e, OSError) and problem.bug:  # the disk, not zmem
         why = f"{e.filename}: {e.strerror or e}" if e.filename else str(e.strerror or e)
         fix = ("fix that, then run `zmem index` (the index is derived from the notes: `zmem index --full` "
                "rebuilds it)")
+    elif problem.bug:
+        why, fix = problem.message, "`zmem index` retries; this is a bug in zmem, please report it"
     else:
-        why, fix = f"internal error: {type(e).__name__}: {e}", "`zmem index` retries; this is a bug in zmem, please report it"
+        why, fix = problem.message, problem.hint or "run `zmem index` when that is fixed"
     return _saved(res) + f"updating the index failed: {why}; {fix}"
 
 

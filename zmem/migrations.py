@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from zmem.db import DRIVER, schema_version, sqlite, write_transaction
-from zmem.errors import IndexError_
+from zmem.errors import IndexUnusable
 
 
 @dataclass(frozen=True)
@@ -357,8 +357,8 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
     try:
         for params in ("", "&immutable=1"):
             if params and wal.exists() and wal.stat().st_size:
-                raise IndexError_(f"cannot read the index {path}: its write-ahead log needs write access ({reason})",
-                                  hint=hint)
+                raise IndexUnusable(f"cannot read the index {path}: its write-ahead log needs write access ({reason})",
+                                    hint=hint)
             try:
                 conn = sqlite.connect(uri + params, uri=True, timeout=10, isolation_level=None,
                                       check_same_thread=False, factory=_ReadOnlyIndex)
@@ -370,24 +370,24 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
                     conn = None
                 error = e
         else:
-            raise IndexError_(f"cannot read the index {path}: {error} ({reason})", hint=hint)
+            raise IndexUnusable(f"cannot read the index {path}: {error} ({reason})", hint=hint)
     except OSError as e:
-        raise IndexError_(f"cannot read the index {path}: {e.strerror} ({reason})", hint=hint) from None
+        raise IndexUnusable(f"cannot read the index {path}: {e.strerror} ({reason})", hint=hint) from None
     conn.readonly_reason = reason
     try:
         _check_fts_support(conn)
-    except IndexError_:
+    except IndexUnusable:
         conn.close()
         raise
     try:
         _refuse_newer(version, _recorded(conn), hint="upgrade zmem")
-    except IndexError_:
+    except IndexUnusable:
         conn.close()
         raise
     if version < SCHEMA_VERSION:
         conn.close()
-        raise IndexError_(f"the index {path} needs converting for this zmem version, and cannot be written "
-                          f"({reason})", hint=hint)
+        raise IndexUnusable(f"the index {path} needs converting for this zmem version, and cannot be written "
+                            f"({reason})", hint=hint)
     conn.execute("PRAGMA busy_timeout = 10000")
     return conn
 
@@ -400,8 +400,8 @@ def migrate(conn) -> None:
         version = schema_version(conn)
         recorded = _recorded(conn)
     except sqlite.DatabaseError as e:
-        raise IndexError_(f"the index is not a readable SQLite database: {e}",
-                          hint="run `zmem index --full` to rebuild it")
+        raise IndexUnusable(f"the index is not a readable SQLite database: {e}",
+                            hint="run `zmem index --full` to rebuild it")
     _refuse_newer(version, recorded,
                   hint="upgrade zmem, or rebuild the index for this version with `zmem index --full`")
     _check_fts_support(conn)
@@ -451,7 +451,7 @@ def _refuse_newer(version: int, recorded: set[str] | None, *, hint: str) -> None
     unknown = sorted((recorded or set()) - {s.name for s in STEPS})
     if version > SCHEMA_VERSION or unknown:
         steps = f" with steps {', '.join(unknown)}" if unknown else ""
-        raise IndexError_(
+        raise IndexUnusable(
             f"the index was written by a newer zmem (schema {version}{steps}; this zmem knows {SCHEMA_VERSION})",
             hint=hint)
 
@@ -464,7 +464,7 @@ def _check_fts_support(conn) -> None:
     if sqlite.sqlite_version_info >= CONTENTLESS_DELETE:
         return
     if conn.execute("SELECT 1 FROM sqlite_master WHERE sql LIKE '%contentless_delete=1%'").fetchone():
-        raise IndexError_(f"the index was written with SQLite 3.43 or newer and this zmem runs {DRIVER} "
-                          f"{sqlite.sqlite_version}, which cannot read its full-text tables",
-                          hint="rebuild it for this SQLite with `zmem index --full` (the index is derived), "
+        raise IndexUnusable(f"the index was written with SQLite 3.43 or newer and this zmem runs {DRIVER} "
+                            f"{sqlite.sqlite_version}, which cannot read its full-text tables",
+                            hint="rebuild it for this SQLite with `zmem index --full` (the index is derived), "
                                "or install pysqlite3-binary")

@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from zmem.config import user_cache_dir
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, arg
 
 ARCH = "bert"
 OUTTYPES = ("f32", "f16", "q8_0")
@@ -321,15 +321,16 @@ def _check_paths(src: Path, out: Path, force: bool) -> tuple[Path, Path]:
         raise ZmemError(f"no model directory at {src}", hint="pass a sentence-transformers model directory")
     not_dir = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
     if not_dir:  # else mkdir's "File exists" would name neither file
-        raise ZmemError(f"cannot write {out}: {not_dir} is not a directory",
-                        hint="choose an --out in a directory you can write to")
+        raise ZmemError(f"cannot write {out}: {not_dir} is not a directory", param="out",
+                        hint=f"choose an {arg('out')} in a directory you can write to")
     if os.path.lexists(out):
         # the directory entry os.replace would swap, whatever it links to
         if (out.parent.resolve() / out.name).is_relative_to(src.resolve()):
             raise ZmemError(f"{out} is a file of the model being imported",
-                            hint="write the GGUF somewhere else (--out), e.g. a new name in the same directory")
+                            hint=f"write the GGUF somewhere else ({arg('out')}), e.g. a new name in the same directory", param="out")
         if not force:
-            raise ZmemError(f"{out} already exists", hint="pass --force to replace it, or choose another --out")
+            raise ZmemError(f"{out} already exists", param="out",
+                            hint=f"pass {arg('force')} to replace it, or choose another {arg('out')}")
     return src, out
 
 
@@ -497,8 +498,8 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         w.close()
         os.replace(tmp, out)
     except OSError as e:
-        raise ZmemError(f"cannot write {out}: {e.strerror or e}",
-                        hint="choose an --out in a directory you can write to") from None
+        raise ZmemError(f"cannot write {out}: {e.strerror or e}", param="out",
+                        hint=f"choose an {arg('out')} in a directory you can write to") from None
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -664,8 +665,8 @@ def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = Fal
         os.replace(tmp, out)
         tmp = None
     except OSError as e:
-        raise ZmemError(f"cannot write {out}: {e.strerror or e}",
-                        hint="choose an --out in a directory you can write to") from None
+        raise ZmemError(f"cannot write {out}: {e.strerror or e}", param="out",
+                        hint=f"choose an {arg('out')} in a directory you can write to") from None
     finally:
         for path in (tmp, old):
             if path is not None:

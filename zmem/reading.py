@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, arg
 from zmem.workspace import Workspace
 
 # path, then optionally @REV, then #Lx[-Ly] or :LINE[-LINE]
@@ -99,7 +99,7 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
                             hint=f"`zmem log {rel}` shows the commits that touched it")
     if scope == "group" and ws.is_private(rel):
         raise ZmemError(f"{rel} is private and this is a group scope",
-                        hint="private files (MEMORY.md, [scopes] private in zmem.toml) are read with --scope private")
+                        hint=f"private files (MEMORY.md, [scopes] private in zmem.toml) are read with {arg('scope', 'private')}")
     text, _ = decode_note(rel, data, float("inf"))
     if text is None:
         raise ZmemError(f"{rel} is not a text file", hint="zmem reads Markdown notes only")

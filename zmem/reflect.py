@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from zmem import opinions as op_mod
 from zmem.entities import (BEGIN, END, ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
                            query_facts, suspected_duplicates)
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, example
 from zmem.indexer import catch_up, insert_facts, open_index
 from zmem.markdown import day_from_path, decode_note
 from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
@@ -78,7 +78,7 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
         if guarded:
             raise ZmemError(f"uncommitted changes in {', '.join(guarded[:3])}{' …' if len(guarded) > 3 else ''}; "
                             "reflect will not write over them",
-                            hint="commit or stash them first, or preview with `zmem reflect --dry-run`")
+                            hint=f"commit or stash them first, or preview with `{example('reflect', dry_run=True)}`")
     summarizer = None
     if llm:
         from zmem.summarize import ChatSettings, Summarizer

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from zmem.errors import WorkspaceError
-from zmem.gitcmd import run_git
+from zmem.gitcmd import git_error, run_git
 from zmem.snapshot import stat_signature
 
 
@@ -356,12 +356,9 @@ def registered_workspaces(repo: Repo) -> list[str]:
     return out
 
 
-ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
-
-
 @dataclass
 class BlameLine:
-    commit: str      # ZERO_COMMIT for a line not committed yet
+    commit: str      # gitcmd.ZERO_COMMIT for a line not committed yet
     author: str
     time: int        # author time, Unix seconds
     summary: str
@@ -443,7 +440,7 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
             # state that is gone): try again with the state as it is now
             raced += 1
             continue
-        return None, _git_error(err) if err else _git_exit(proc.returncode)
+        return None, git_error(err) if err else _git_exit(proc.returncode)
 
 
 def _git_exit(code: int) -> str:
@@ -465,30 +462,6 @@ def _stats(root: Path, paths: list[str]) -> list[tuple | None]:
 
 # commit_paths' second value when it made no commit because HEAD already held the paths as they are
 ALREADY_COMMITTED = "already committed"
-
-
-def _git_error(err: str) -> str:
-    """What git said went wrong, in one line: its `fatal:`/`error:` line, not the last line of
-    advice ("remove the file manually to continue" is about index.lock, not the note). Without
-    one, its last paragraph but the `hint:` advice lines ("Disable this message with …" names a
-    setting, not the problem), which is the last line, or the whole paragraph joined when it
-    introduces a list ("… will not be updated in the index:" and the paths)."""
-    lines = [line.strip() for line in err.splitlines()]
-    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    if said and "index.lock" in said[0]:
-        return f"{said[0]} (another git process is running, or one crashed and left the lock file)"
-    if said:
-        return said[0]
-    paragraphs: list[list[str]] = [[]]
-    for line in lines:
-        if line and not line.startswith("hint:"):
-            paragraphs[-1].append(line)
-        elif paragraphs[-1]:
-            paragraphs.append([])
-    last = next((p for p in reversed(paragraphs) if p), None)
-    if last is None:  # nothing but advice
-        return next(line for line in reversed(lines) if line)
-    return " ".join(last) if any(line.endswith(":") for line in last[:-1]) else last[-1]
 
 
 def last_commit_with_trailer(root: Path, trailer: str) -> str | None:

@@ -21,13 +21,12 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from zmem.dates import context_day, event_range
+from zmem.kinds import KINDS
 from zmem.lazyre import LazyPattern
 from zmem.markdown import LIST_ITEM, QUOTE, scan_blocks, split_lines
 
 RETAIN_VERSION = 5  # bump when parsing changes: the index re-reads every file
 
-KINDS = {"W": "world", "B": "experience", "O": "opinion", "S": "observation", "R": "relation"}
-KIND_CODES = {name: code for code, name in KINDS.items()}
 RETAIN_HEADINGS = ("retain", "reter", "retener", "保留")
 
 # @Name: letters/digits (any script) with inner - _ . ' ; or @[Several Words]

@@ -1,15 +1,13 @@
 """Recall: BM25 over FTS5, filters, snippets with exact line citations, a character budget."""
 from __future__ import annotations
 
-import datetime as dt
 import fnmatch
 import functools
 import math
-import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
 
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, example
 from zmem.chunking import CJK_RE, CUT
 from zmem.fts import _quote, build_match, fold, match_keys, nfc, query_grams
 from zmem.retain import entity_key
@@ -61,28 +59,6 @@ class Recall:
         if self.as_of:
             out["as_of"] = self.as_of
         return out
-
-
-def parse_when(value: str, *, today: dt.date | None = None, end: bool = False) -> str:
-    """`7d`, `2w`, `3m`, `1y`, `today`, `yesterday` or `YYYY-MM-DD` -> an ISO day."""
-    today = today or dt.date.today()
-    v = value.strip().lower()
-    m = re.fullmatch(r"(\d+)\s*([dwmy])", v)
-    if m:
-        n, unit = int(m.group(1)), m.group(2)
-        days = {"d": 1, "w": 7, "m": 30, "y": 365}[unit] * n
-        try:
-            return (today - dt.timedelta(days=days)).isoformat()
-        except OverflowError:
-            raise ZmemError(f"{value!r} reaches before the year 1",
-                            hint="use a shorter span, e.g. 30d or 5y, or a day like 2025-11-27") from None
-    if v in ("today", "yesterday"):
-        return (today - dt.timedelta(days=v == "yesterday")).isoformat()
-    try:
-        return dt.date.fromisoformat(v).isoformat()
-    except ValueError:
-        raise ZmemError(f"cannot read the date {value!r}",
-                        hint="use a span like 7d, 2w, 3m, 1y, or a day like 2025-11-27") from None
 
 
 def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
@@ -415,7 +391,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
-        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall "where does Peter live"')
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', query='where does Peter live')}")
     if mode != "bm25" and (query_vector is None or store is None):
         out.mode = mode = "bm25"
     n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
@@ -645,7 +622,8 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
     from zmem.entities import query_facts
     out = Recall(query=query, mode=mode if query_vector is not None and store is not None else "bm25")
     if not query.strip():
-        raise ZmemError("the query is empty", hint='say what to look for, e.g. zmem recall --entity Peter "where"')
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', entity='Peter', query='where')}")
     allowed = {f.row: f for f in query_facts(conn, entity=entity, kind=kind, since=since, until=until,
                                              path_glob=glob_to_sql(path_glob) if path_glob else None)
                if not (exclude and any(fnmatch.fnmatchcase(f.path, g) for g in exclude))}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.errors import ZmemError
-from zmem.gitcmd import run_git
+from zmem.gitcmd import git_error, run_git
 from zmem.workspace import Workspace
 
 PUSH_TRIES = 5  # a push rejected because another clone pushed first: fetch, merge and push again
@@ -77,9 +77,8 @@ def _out(root: Path, *args: str) -> str | None:
 
 
 def _said(proc: subprocess.CompletedProcess) -> str:
-    from zmem.repo import _git_error
     err = (proc.stderr or proc.stdout or "").strip()
-    return _git_error(err) if err else f"git exited {proc.returncode}"
+    return git_error(err) if err else f"git exited {proc.returncode}"
 
 
 def upstream(root: Path, remote: str | None = None) -> Upstream:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from zmem import opinions as op_mod
 from zmem.dates import commit_time
 from zmem.entities import FactRow
-from zmem.errors import ZmemError
+from zmem.errors import TRY_AGAIN, ZmemError
 from zmem.history import AsOf, ensure_history, entity_filter, facts_at, resolve_as_of
 from zmem.history_build import enabled
 from zmem.markdown import day_from_path
@@ -31,7 +31,7 @@ def require_history(ws: Workspace, conn) -> list[str]:
         return []
     built = ensure_history(ws, conn)
     if built is None:
-        raise ZmemError("another zmem process is updating the index", hint="run the command again")
+        raise ZmemError("another zmem process is updating the index", hint=TRY_AGAIN)
     notes = [f"built the history index first ({built.commits} commits, {built.seconds:.1f} s)"]
     if built.shallow:
         from zmem.history import workspace_shallow_notes

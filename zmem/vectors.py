@@ -5,7 +5,7 @@ from __future__ import annotations
 import array
 
 from zmem import db
-from zmem.errors import IndexError_
+from zmem.errors import IndexUnusable
 
 SCAN_PARTS = 2  # vec0 partitions, scanned in parallel (rowid % SCAN_PARTS)
 
@@ -258,7 +258,7 @@ class _BackgroundQuery:
     def _run(self) -> None:
         try:
             conn = db.connect(self.path, readonly=True)
-        except IndexError_:  # the caller runs the query itself
+        except IndexUnusable:  # the caller runs the query itself
             return
         try:
             if db.load_vec(conn)[0]:

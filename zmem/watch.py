@@ -58,10 +58,6 @@ class InotifyUnavailable(Exception):
     pass
 
 
-def watched_tops(ws: Workspace) -> list[str]:
-    return ["memory", "bank", *ws.extra_roots()]
-
-
 def _under(rel: str, tops: list[str]) -> bool:
     return any(rel == t or rel.startswith(t + "/") for t in tops)
 
@@ -133,7 +129,7 @@ class InotifySource:
         old = dict(self.wd_of)
         self.rel_of.clear()
         self.wd_of.clear()
-        for rel in memory_dirs(self.ws.root, watched_tops(self.ws)):
+        for rel in memory_dirs(self.ws.root, self.ws.memory_roots()):
             self._watch(rel)
         keep = set(self.wd_of.values())
         for wd in set(old.values()) - keep:
@@ -150,7 +146,7 @@ class InotifySource:
     def read(self) -> set[str]:
         """Drain pending events: the workspace-relative paths they name (directories too)."""
         out: set[str] = set()
-        tops = watched_tops(self.ws)
+        tops = self.ws.memory_roots()
         while True:
             try:
                 data = os.read(self.fd, 256 * 1024)
@@ -221,7 +217,7 @@ class PollSource:
     def _scan(self) -> dict[str, tuple[int, int, int]]:
         out = {}
         root = self.ws.root
-        for rel in memory_dirs(root, watched_tops(self.ws)):
+        for rel in memory_dirs(root, self.ws.memory_roots()):
             try:
                 with os.scandir(root / rel if rel else root) as it:
                     for entry in it:

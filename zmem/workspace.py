@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from zmem.config import Config, load_config
-from zmem.errors import WorkspaceError
+from zmem.errors import WorkspaceError, cwd_error
 from zmem.paths import normalize_rel
 
 STATE_DIR = ".zmem"
@@ -39,6 +39,10 @@ class Workspace:
             if rel is not None:
                 roots.append(rel)
         return roots
+
+    def memory_roots(self) -> list[str]:
+        """The folders memory lives in: memory/, bank/ and the configured extra paths."""
+        return [*ROOT_DIRS, *self.extra_roots()]
 
     def private_globs(self) -> list[str]:
         """SQLite GLOB patterns of what `--scope group` never returns: MEMORY.md and config's
@@ -76,7 +80,7 @@ class Workspace:
             p = self.root / name
             if p.is_file() and not p.is_symlink() and _exact_name(self.root, name):
                 found.add(name)
-        for top in (*ROOT_DIRS, *self.extra_roots()):
+        for top in self.memory_roots():
             base = self.root / top
             if base.is_symlink():
                 continue
@@ -125,12 +129,6 @@ def current_dir() -> Path:
         return Path(os.getcwd())
     except OSError as e:
         raise cwd_error(e) from None
-
-
-def cwd_error(e: OSError | None = None) -> WorkspaceError:
-    gone = e is None or e.errno == errno.ENOENT
-    what = "the current directory no longer exists" if gone else f"the current directory cannot be used: {e.strerror or e}"
-    return WorkspaceError(what, hint="cd to an existing directory, or pass the workspace with -C DIR")
 
 
 def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bool = True) -> Workspace:

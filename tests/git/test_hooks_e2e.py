@@ -198,6 +198,6 @@ def test_a_failing_hook_says_why_in_words_not_a_class_name(ws, tmp_path):
     res = run(["-C", str(ws), "hook", "post-commit"])
     assert res.exit_code == 0  # a hook never fails git
     err = res.stderr.strip().splitlines()
-    assert "IndexError_" not in res.stderr and "Error" not in res.stderr, res.stderr
+    assert "IndexUnusable" not in res.stderr and "Error" not in res.stderr, res.stderr
     assert err[0] == f"zmem: hook post-commit failed: {state} is not a directory; zmem keeps its index there", err
     assert err[1].startswith("hint: move it aside"), err

@@ -200,19 +200,19 @@ def test_a_deleted_log_git_still_tracks_is_not_recreated(ws):
 
 
 def test_git_error_is_the_message_not_its_advice():
-    from zmem.repo import _git_error
+    from zmem.gitcmd import git_error
     sparse = ("The following paths and/or pathspecs matched paths that exist\n"
               "outside of your sparse-checkout definition, so will not be\nupdated in the index:\n"
               "memory/2025-12-01.md\nhint: If you intend to update such entries, try one of the following:\n"
               "hint: * Use the --sparse option.\nhint: * Disable or modify the sparsity rules.\n"
               'hint: Disable this message with "git config advice.updateSparsePath false"\n')
-    assert _git_error(sparse) == ("The following paths and/or pathspecs matched paths that exist outside of your "
-                                  "sparse-checkout definition, so will not be updated in the index: "
-                                  "memory/2025-12-01.md")
-    assert _git_error("On branch main\nnothing to commit, working tree clean\n") == \
+    assert git_error(sparse) == ("The following paths and/or pathspecs matched paths that exist outside of your "
+                                 "sparse-checkout definition, so will not be updated in the index: "
+                                 "memory/2025-12-01.md")
+    assert git_error("On branch main\nnothing to commit, working tree clean\n") == \
         "nothing to commit, working tree clean"
-    assert _git_error("hint: some advice\nfatal: the real problem\nhint: more advice\n") == "fatal: the real problem"
-    assert _git_error("hint: only advice\n") == "hint: only advice"
+    assert git_error("hint: some advice\nfatal: the real problem\nhint: more advice\n") == "fatal: the real problem"
+    assert git_error("hint: only advice\n") == "hint: only advice"
 
 
 def test_a_present_log_outside_the_sparse_checkout_keeps_its_lines(ws):

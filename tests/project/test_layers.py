@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zmem"
 # Bottom to top. A new module goes into the lowest layer whose modules it needs (the test names
 # modules that are in no layer).
 LAYERS = [
-    ("base", {"version", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue"}),
+    ("base", {"version", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue", "mcp_sdk", "kinds"}),
     ("text", {"dates", "chunking", "retain", "opinions"}),
     ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
     ("store", {"db", "fts", "migrations", "vectors"}),

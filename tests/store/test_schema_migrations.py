@@ -10,7 +10,7 @@ import pytest
 from helpers.workspace import commit_all, roll_back_schema, run, write
 
 from zmem import db, migrations
-from zmem.errors import IndexError_
+from zmem.errors import IndexUnusable
 
 NAMES = [s.name for s in migrations.STEPS]
 
@@ -147,7 +147,7 @@ def test_an_index_a_newer_zmem_wrote_is_refused(ws, newer):
     assert "the index was written by a newer zmem" in res.stderr and "hint: upgrade zmem" in res.stderr
     assert ("a_future_step" in res.stderr) == (newer == "step")
     assert "Traceback" not in res.output
-    with pytest.raises(IndexError_, match="newer zmem"):  # read-only, too
+    with pytest.raises(IndexUnusable, match="newer zmem"):  # read-only, too
         migrations.connect_readonly_index(path, "a read-only file system", hint="h")
     conn = db.connect(path)
     assert _schema(conn) == schema  # left as it was
@@ -165,6 +165,6 @@ def test_an_older_zmem_refuses_this_zmems_index_by_its_user_version(tmp_path, mo
         conn.execute("DROP TABLE _migrations")  # what such a zmem cannot see
     monkeypatch.setattr(migrations, "STEPS", migrations.STEPS[:-1])
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", len(migrations.STEPS))
-    with pytest.raises(IndexError_, match=rf"newer zmem \(schema {len(NAMES)}; this zmem knows {len(NAMES) - 1}\)"):
+    with pytest.raises(IndexUnusable, match=rf"newer zmem \(schema {len(NAMES)}; this zmem knows {len(NAMES) - 1}\)"):
         migrations.migrate(conn)
     conn.close()
