@@ -32,7 +32,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                      background_embed: bool = True, progress=None, kind: str | None = None,
                      entity: str | None = None, as_of: str | None = None, scope: str = "private",
                      source: str | None = None, conn=None, providers=None, caught_up=None,
-                     vector_matrix=None) -> Recall:
+                     vector_matrix=None, rerank: bool | None = None) -> Recall:
     """Recall over notes; with kind or entity, over Retain facts (FactHit results); with as_of
     (a date or revision), over the memory as it stood at that commit. scope "group" never returns
     MEMORY.md or the paths config lists as private (nor session transcripts). source: memory,
@@ -41,7 +41,9 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     A long-running caller (the MCP server) passes its open index connection (left open), its
     embedding providers (built once, so a local model is loaded once) and, when it knows the index
     is already fresh, the CatchUp that says so (caught_up; otherwise recall catches up first), and
-    a vectors.VectorMatrix it keeps (vector_matrix: stored vectors searched in memory)."""
+    a vectors.VectorMatrix it keeps (vector_matrix: stored vectors searched in memory).
+    rerank: True reranks note hits with recall.rerank's model (or zmem.rerank.DEFAULT_MODEL), False
+    never, None as recall.rerank says; a reranker that cannot run is a warning, never an error."""
     if scope not in ("private", "group"):
         raise ValueError(f"unknown scope {scope!r}")
     from zmem.session_settings import settings_for
@@ -70,6 +72,8 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     try:
         fresh = caught_up if caught_up is not None else catch_up(ws, progress=progress, conn=conn)
         if as_of is not None:
+            if rerank:
+                fresh.warnings.append("--as-of recall is not reranked")
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
                                 path_glob=path_glob, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
                                 entity=entity, exclude=exclude, explain=explain, query_timeout=query_timeout,
@@ -87,6 +91,12 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
             warnings += notes
             if qvec is not None:
                 mode_used = requested
+        stage = None
+        if not (kind or entity):
+            stage, notes = _rerank_stage(ws, rerank)
+            warnings += notes
+        elif rerank:
+            warnings.append("facts (--kind, --entity) are not reranked")
         if kind or entity:
             from zmem.entities import normalize_kind, resolve_entity
             from zmem.search import recall_facts
@@ -100,7 +110,7 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
-                         exclude=exclude)
+                         exclude=exclude, rerank=stage)
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
     finally:
@@ -109,6 +119,27 @@ def recall_workspace(ws: Workspace, query: str, *, k: int | None = None, since: 
     res.warnings = warnings + res.warnings
     res.stale = fresh.stale
     return res
+
+
+def _rerank_stage(ws: Workspace, asked: bool | None):
+    """(search.recall's rerank step or None, warnings): the model recall.rerank names (`--rerank`
+    without one: zmem.rerank.DEFAULT_MODEL), loaded once per process. A model path set by a
+    zmem.toml that is not trusted is not read (a cloned repository must not choose files to load)."""
+    cfg = ws.config
+    if asked is False or not (cfg.rerank or asked):
+        return None, []
+    from functools import partial
+    from zmem import rerank
+    spec = cfg.rerank or rerank.DEFAULT_MODEL
+    own = str(ws.root / "zmem.toml")
+    if cfg.origins.get("recall.rerank") == own and cfg.trust != "trusted" and rerank.is_path(spec):
+        from zmem.config import trust_advice
+        return None, [f"not reranked: zmem.toml sets recall.rerank to a path, read only after you {trust_advice(cfg)}"]
+    try:
+        encoder = rerank.load(spec)
+    except rerank.RerankError as e:
+        return None, [rerank.not_reranked(e)]
+    return partial(rerank.stage, encoder), []
 
 
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:

@@ -57,7 +57,8 @@ probability. source is "memory" for notes, "sessions" for agent session transcri
 a session hit cites a .jsonl transcript line, which memory_get cannot read back (it reads memory
 files only); its snippet is the message itself.
 mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
-e.g. a slow or missing embedding provider (then results come from keywords only).
+e.g. a slow or missing embedding provider (then results come from keywords only). "rerank" names the
+reranker model when one ordered the results (rerank=true asks for it; then score is its relevance).
 
 Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
 out); path keeps files matching a glob or under a directory; max_chars caps the total snippet
@@ -222,7 +223,7 @@ class Memory:
     # -- tools
     def search(self, query: str, *, max_results: int, min_score: float, since: str | None = None,
                kind: str | None = None, entity: str | None = None, as_of: str | None = None,
-               path: str | None = None, max_chars: int | None = None) -> dict:
+               path: str | None = None, max_chars: int | None = None, rerank: bool | None = None) -> dict:
         from zmem.api import recall_workspace
         from zmem.search import parse_when
         ws = self.workspace()
@@ -232,11 +233,13 @@ class Memory:
                                entity=entity, as_of=as_of, path_glob=path, max_chars=max_chars,
                                scope=self.scope, query_timeout=self.query_timeout,
                                conn=conn, providers=provs, caught_up=self.caught_up(ws, conn),
-                               vector_matrix=self._matrix)
+                               vector_matrix=self._matrix, rerank=rerank)
         active = provs.primary or provs.fallback
         out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
                "provider": active.provider if active else "none", "model": active.model if active else None,
                "mode": res.mode, "warnings": res.warnings}
+        if res.rerank:
+            out["rerank"] = res.rerank
         if res.as_of:
             out["as_of"] = res.as_of
         return out
@@ -513,9 +516,12 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
                                                description="Total snippet characters at most: results stop "
                                                            "there (a budget for your context).")] = None,
+        rerank: Annotated[bool | None, Field(description="Reorder the top results with the reranker model (a "
+                                                         "cross-encoder) and cite its best lines; left out: as the "
+                                                         "user's recall.rerank setting says.")] = None,
     ) -> dict:
         return memory.search(query, max_results=max_results, min_score=min_score, since=since, kind=kind,
-                             entity=entity, path=path, max_chars=max_chars)
+                             entity=entity, path=path, max_chars=max_chars, rerank=rerank)
 
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
