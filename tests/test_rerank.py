@@ -166,7 +166,13 @@ def test_a_missing_model_or_extra_is_a_warning_and_the_fused_order(ws, tiny_ce_o
     import shutil
     shutil.copytree(tiny_ce_onnx, tmp_path / "cache" / "zmem" / "models" / f"{rerank.DEFAULT_MODEL}.onnx")
     assert recall_json(ws, QUERY, "--rerank")["rerank"] == f"{rerank.DEFAULT_MODEL}.onnx"
-    # without onnxruntime (a shadow package that fails to import, as a missing one does): a warning
+
+
+@pytest.mark.slow
+def test_without_onnxruntime_rerank_is_a_warning(ws, tiny_ce_onnx, tmp_path):
+    """A Python without onnxruntime (a shadow package that fails to import, as a missing one does)."""
+    _workspace(ws, tiny_ce_onnx)
+    plain = recall_json(ws, QUERY, "--no-rerank")
     shadow = tmp_path / "shadow" / "onnxruntime"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'onnxruntime'\", "
@@ -198,3 +204,25 @@ def test_a_model_path_from_an_untrusted_zmem_toml_is_not_read(ws, tiny_ce_onnx):
     assert any(w.startswith("not reranked: zmem.toml sets recall.rerank to a path") for w in out["warnings"])
     assert run(["-C", str(ws), "trust"]).exit_code == 0
     assert recall_json(ws, QUERY)["rerank"] == "tiny-ce.onnx"
+
+
+@pytest.mark.slow
+def test_mcp_memory_search_reranks_when_asked(ws, tiny_ce_onnx, tmp_path):
+    """A real `zmem mcp` session: rerank=true uses the model in the cache, false and left out do not."""
+    pytest.importorskip("mcp")
+    import asyncio
+    import shutil
+    from helpers.mcp_client import call, session
+    for rel, text in NOTES.items():
+        write(ws, rel, text)
+    commit_all(ws)
+    shutil.copytree(tiny_ce_onnx, tmp_path / "cache" / "zmem" / "models" / rerank.DEFAULT_MODEL)
+
+    async def go():
+        async with session(ws) as s:
+            return [await call(s, "memory_search", query=QUERY, **extra)
+                    for extra in ({"rerank": True}, {"rerank": False}, {})]
+    asked, off, default = asyncio.run(go())
+    assert asked["rerank"] == rerank.DEFAULT_MODEL and not asked["warnings"]
+    assert "rerank" not in off and "rerank" not in default
+    assert [r["citation"] for r in off["results"]] == [r["citation"] for r in default["results"]]

@@ -17,9 +17,10 @@ from pathlib import Path
 from zmem.errors import ZmemError
 
 DEFAULT_MODEL = "ms-marco-MiniLM-L-6-v2"  # `recall --rerank` without recall.rerank: this name in the model cache
+# The cost is the tokens scored (bench/bench_rerank.py): ~40 passages of ~60 tokens per recall
 DEPTH = 30  # fused candidates reranked; the rest follow in fused order
-WINDOWS_PER_HIT = 2  # passages scored per candidate chunk: its best lines by the query's words and vectors
-WINDOW_CHARS = 320  # a passage: whole lines of one paragraph or list, at most this long (one longer line: cut)
+PAIRS = 40  # passages scored per recall: each candidate's best, then second-best ones from the top down
+WINDOW_CHARS = 240  # a passage: whole lines of one paragraph or list, at most this long (one longer line: cut)
 MAX_TOKENS = 512  # BERT position tables
 BATCH = 16
 LINE_WEIGHT = 1000.0  # snippet weight of the reranker's lines: above term, vector-window and fact weights
@@ -235,16 +236,16 @@ def stage(encoder: CrossEncoder, out, query: str, ranked: list[tuple[int, float]
 def rerank(encoder: CrossEncoder, query: str, ranked: list[tuple[int, float]], rows: dict[int, tuple],
            bonus: dict[int, dict[int, float]], why: dict[int, dict], *, depth: int = DEPTH) -> list[tuple[int, float]]:
     """The top `depth` candidates ordered by the cross-encoder's score of their best passage, then the
-    rest in fused order. A candidate's passages are its WINDOWS_PER_HIT best by the lines' query-term
-    and vector-window weights (what make_snippet would centre on, and the best elsewhere in the chunk);
-    a passage shared by overlapping chunks is scored once. The chosen passage's lines get LINE_WEIGHT in
+    rest in fused order. A candidate's passages (windows()) are ranked by the lines' query-term and
+    vector-window weights (what make_snippet would centre on first); each candidate's best is scored,
+    and its second-best too while PAIRS allows, top candidates first. A passage shared by overlapping
+    chunks is scored once. The chosen passage's lines get LINE_WEIGHT in
     `bonus` (and `rows` hide what follows their paragraph), so the hit cites them, with the rest of their
     paragraph as the snippet's room allows; `why` (--explain) gets the logit as "rerank". A hit's score becomes
     sigmoid(logit), in (0, 1). Raises RerankError when the model cannot run."""
     from zmem.search import _block, _line_weights, _r
     top = ranked[:depth]
-    chosen: dict[int, list[tuple[int, int]]] = {}
-    passages: dict[tuple[str, int, int], str] = {}
+    candidates: dict[int, list[tuple[int, int]]] = {}
     for cid, _ in top:
         _, path, start, _, heading, _, text = rows[cid]
         lines = text.split("\n")
@@ -256,8 +257,19 @@ def rerank(encoder: CrossEncoder, query: str, ranked: list[tuple[int, float]], r
             inside = range(w[0] - start, w[1] - start + 1)
             return (max(weights[i] + extra.get(start + i, 0.0) for i in inside),
                     -min(abs(i - best_line) for i in inside))
-        picked = sorted(windows(text, start), key=weight, reverse=True)[:WINDOWS_PER_HIT]
-        chosen[cid] = picked
+        candidates[cid] = sorted(windows(text, start), key=weight, reverse=True)
+    chosen = {cid: found[:1] for cid, found in candidates.items()}
+    spare = PAIRS - len(top)
+    for cid, _ in top:
+        if spare <= 0:
+            break
+        if len(candidates[cid]) > 1:
+            chosen[cid].append(candidates[cid][1])
+            spare -= 1
+    passages: dict[tuple[str, int, int], str] = {}
+    for cid, picked in chosen.items():
+        _, path, start, _, _, _, text = rows[cid]
+        lines = text.split("\n")
         for a, b in picked:
             passages.setdefault((path, a, b), "\n".join(lines[a - start:b - start + 1]))
     keys = list(passages)
