@@ -95,6 +95,7 @@ def main() -> None:
         return wall, cpu, outs
 
     base_wall, base_cpu, _ = timed(None)
+    scores_by_model = {}
     print(f"recall bm25 k=10 without rerank: wall {median_ms(base_wall):.0f} ms, cpu {median_ms(base_cpu):.0f} ms")
     for name, path in models.items():
         encoder = rerank.CrossEncoder(Path(path), threads=args.threads)
@@ -115,14 +116,24 @@ def main() -> None:
               f"(+{median_ms([a - b for a, b in zip(cpu, base_cpu)]):.0f}); per query: median "
               f"{statistics.median(pairs):.0f} passages, {statistics.median(tokens):.0f} tokens")
         passages = [h.snippet[:rerank.WINDOW_CHARS] for o in outs for h in o.results][:40]
-        alone_wall, alone_cpu = [], []
+        alone_wall, alone_cpu, scores = [], [], []
         for q in questions[:10]:
             t0, c0 = time.perf_counter(), time.process_time()
-            score(q, passages)
+            scores.append(score(q, passages))
             alone_wall.append(time.perf_counter() - t0)
             alone_cpu.append(time.process_time() - c0)
+        scores_by_model[name] = scores
         print(f"  scoring 40 passages alone ({name}): wall {median_ms(alone_wall):.0f} ms, "
               f"cpu {median_ms(alone_cpu):.0f} ms")
+    # int8's fidelity: does it order each query's 40 passages as f32 does (Spearman's rho per query)?
+    import numpy as np
+
+    def ranks(x):
+        return np.argsort(np.argsort(x))
+    rho = [float(np.corrcoef(ranks(a), ranks(b))[0, 1]) for a, b in zip(*scores_by_model.values())]
+    top1 = sum(int(np.argmax(a) == np.argmax(b)) for a, b in zip(*scores_by_model.values()))
+    print(f"int8 vs f32 order of 40 passages: median Spearman {statistics.median(rho):.3f}, same best passage "
+          f"{top1}/{len(rho)} queries")
     print(f"load {open('/proc/loadavg').read().split()[:3]}")
 
 

@@ -87,6 +87,12 @@ def test_an_embedding_model_or_a_bad_directory_is_not_a_reranker(tiny_ce, tmp_pa
     embedder = Path(import_onnx(make_tiny_bert(tmp_path / "bert"), tmp_path / "bert.onnx")["out"])
     with pytest.raises(rerank.RerankError, match="not a cross-encoder"):
         rerank.CrossEncoder(embedder)
+    # and the other way round: the onnx embedding provider refuses a reranker
+    from zmem.embedders.base import EmbeddingError
+    from zmem.embedders.onnx import OnnxEmbedder
+    reranker = Path(import_onnx(tiny_ce, tmp_path / "ce.onnx")["out"])
+    with pytest.raises(EmbeddingError, match="is a cross-encoder"):
+        OnnxEmbedder(str(reranker))
     with pytest.raises(rerank.RerankError, match="no reranker model directory"):
         rerank.load(str(tmp_path / "nowhere"))
     with pytest.raises(rerank.RerankError, match="not installed"):
