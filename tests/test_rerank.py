@@ -232,3 +232,21 @@ def test_mcp_memory_search_reranks_when_asked(ws, tiny_ce_onnx, tmp_path):
     assert asked["rerank"] == rerank.DEFAULT_MODEL and not asked["warnings"]
     assert "rerank" not in off and "rerank" not in default
     assert [r["citation"] for r in off["results"]] == [r["citation"] for r in default["results"]]
+
+
+@pytest.mark.slow
+def test_hybrid_recall_reranks_too(ws, tiny_ce, tiny_ce_onnx, tmp_path):
+    """With vectors (the onnx provider on a tiny BERT), the fused hybrid candidates are reranked the same way."""
+    bert = Path(import_onnx(make_tiny_bert(tmp_path / "bert"), tmp_path / "bert.onnx")["out"])
+    for rel, text in NOTES.items():
+        write(ws, rel, text)
+    commit_all(ws)
+    user_config(f'[recall]\nrerank = "{tiny_ce_onnx}"\n[embeddings]\nprovider = "onnx"\nmodel_path = "{bert}"\n')
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    plain = recall_json(ws, QUERY, "--mode", "hybrid", "--no-rerank", "--k", "10")
+    res = recall_json(ws, QUERY, "--mode", "hybrid", "--k", "10", "--explain")
+    assert res["mode"] == "hybrid" and res["rerank"] == "tiny-ce.onnx"
+    want = _expected(tiny_ce, [h for h in plain["results"] if h["path"] in NOTES])
+    got = [(h["path"], h["start_line"], h["end_line"]) for h in res["results"] if h["path"] in NOTES]
+    assert got == want
+    assert all(h["explain"]["vector_similarity"] is not None and "rerank" in h["explain"] for h in res["results"])

@@ -239,15 +239,15 @@ def rerank(encoder: CrossEncoder, query: str, ranked: list[tuple[int, float]], r
     rest in fused order. A candidate's passages (windows()) are ranked by the lines' query-term and
     vector-window weights (what make_snippet would centre on first); each candidate's best is scored,
     and its second-best too while PAIRS allows, top candidates first. A passage shared by overlapping
-    chunks is scored once. The chosen passage's lines get LINE_WEIGHT in
-    `bonus` (and `rows` hide what follows their paragraph), so the hit cites them, with the rest of their
-    paragraph as the snippet's room allows; `why` (--explain) gets the logit as "rerank". A hit's score becomes
-    sigmoid(logit), in (0, 1). Raises RerankError when the model cannot run."""
+    chunks is scored once. The chosen passage's lines get LINE_WEIGHT in `bonus` (and `rows` hide what
+    follows their paragraph), so the hit cites them, with the rest of their paragraph as the snippet's
+    room allows; `why` (--explain) gets the logit as "rerank". A hit's score becomes sigmoid(logit),
+    in (0, 1). Raises RerankError when the model cannot run."""
     from zmem.search import _block, _line_weights, _r
     top = ranked[:depth]
     candidates: dict[int, list[tuple[int, int]]] = {}
     for cid, _ in top:
-        _, path, start, _, heading, _, text = rows[cid]
+        _, _, start, _, _, _, text = rows[cid]
         lines = text.split("\n")
         weights = _line_weights(lines, query)
         extra = bonus.get(cid, {})
