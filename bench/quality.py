@@ -2,7 +2,7 @@
 
     python3 ../shared/bench/make_workspace.py --data ../shared/bench/locomo-dev.json --out /tmp/locomo-ws
     python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion rrf,weighted \\
-        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf] [--k 10]
+        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf] [--k 10] [--rerank MODEL_DIR]
 
 Indexes each conversation workspace (embedding with the local GGUF model when --model-path is
 given), runs recall in-process for every question, writes results per mode and prints the shared
@@ -54,8 +54,14 @@ def main() -> None:
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
+    ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.rerank) for every run")
     args = ap.parse_args()
     configure(args)
+    stage = None
+    if args.rerank:
+        from functools import partial
+        from zmem import rerank
+        stage = partial(rerank.stage, rerank.load(args.rerank))
 
     from zmem.embedding import run_embed_job
     from zmem.embedding import providers
@@ -94,7 +100,8 @@ def main() -> None:
                 t = time.perf_counter()
                 res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,
                              fusion=fusion if fusion != "-" else "rrf", text_weight=args.text_weight,
-                             vector_weight=1 - args.text_weight, multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars)
+                             vector_weight=1 - args.text_weight, multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars,
+                             rerank=stage)
                 latency[(mode, fusion)].append(time.perf_counter() - t)
                 hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
                          "chunk": [h.chunk_start_line, h.chunk_end_line]} for h in res.results]

@@ -89,7 +89,7 @@ _zmem_words() {
         "trust") words="--revoke --help" ;;
         "model") words="import --help" ;;
         "model import") words="--format --out --outtype --force --help" ;;
-        "recall") words="-k --k --since --until --path --max-chars --mode --explain --kind --entity --as-of --scope --source --format --json --help" ;;
+        "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;

@@ -366,7 +366,8 @@ def trust(ctx, revoke):
 
 @cli.group()
 def model():
-    """Local embedding models: convert a sentence-transformers model for provider = "local" (GGUF) or "onnx"."""
+    """Local models: convert a sentence-transformers model for provider = "local" (GGUF) or "onnx", or a
+    cross-encoder for recall.rerank (onnx)."""
 
 
 @model.command("import")
@@ -383,7 +384,9 @@ def model():
 def model_import(source, fmt, out, outtype, force):
     """Convert a BERT-family sentence-transformers model directory (safetensors weights) into what a
     local provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
-    cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
+    cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it). A cross-encoder
+    (config.json architectures BertForSequenceClassification, e.g. ms-marco-MiniLM-L-6-v2) becomes,
+    with --format onnx, a reranker for `recall --rerank` (recall.rerank).
     """
     from zmem.config import user_cache_dir, user_config_path
     from zmem.modelimport import import_model, import_onnx, model_name, resolve_model_source
@@ -397,9 +400,12 @@ def model_import(source, fmt, out, outtype, force):
     for warning in info["warnings"]:
         click.echo(f"zmem: warning: {warning}", err=True)
     click.echo(f"wrote {info['out']} ({info['arch']}, {info['dimensions']} dimensions, {info['layers']} layers, "
-               f"{info['pooling']} pooling)")
+               + ("a cross-encoder)" if info.get("kind") == "reranker" else f"{info['pooling']} pooling)"))
     # JSON's string escaping suits a TOML basic string too (a path with quotes or backslashes)
     model_path = json.dumps(info["out"], ensure_ascii=False)
+    if info.get("kind") == "reranker":
+        click.echo(f"to rerank recall with it, add to {user_config_path()}:\n[recall]\nrerank = {model_path}")
+        return
     provider = "onnx" if fmt == "onnx" else "local"
     click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "{provider}"\nmodel_path = {model_path}')
 
@@ -417,7 +423,12 @@ def model_import(source, fmt, out, outtype, force):
               help="Cap the total characters of all snippets (recall within a token budget).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
               help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
-@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score.")
+@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score "
+                                              "(and the reranker's score).")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Reorder the top hits with a cross-encoder that reads the query and each hit's lines together, "
+                   "and cite the lines it scores best (default: recall.rerank; needs the semantic extra and a "
+                   "reranker model; without one, a warning and the usual order).")
 @click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
               help="Only Retain facts of this kind (results are facts, not snippets).")
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
@@ -430,8 +441,8 @@ def model_import(source, fmt, out, outtype, force):
                    "is enabled, else memory; always memory with --kind, --entity or --as-of).")
 @format_option("text")
 @click.pass_context
-def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kind, entity, as_of, scope, source,
-           fmt, as_json):
+def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, rerank, kind, entity, as_of, scope,
+           source, fmt, as_json):
     """Find the notes that answer QUERY, with path#Lstart-Lend citations.
 
     Hybrid recall fuses BM25 keyword ranks with vector similarity when an embedding provider is
@@ -447,7 +458,8 @@ def recall(ctx, query, k, since, until, path_glob, max_chars, mode, explain, kin
     """
     text = " ".join(query)
     res = _memory(ctx).recall(text, k=k, since=since, until=until, path=path_glob, max_chars=max_chars, mode=mode,
-                              explain=explain, kind=kind, entity=entity, as_of=as_of, scope=scope, source=source)
+                              explain=explain, kind=kind, entity=entity, as_of=as_of, scope=scope, source=source,
+                              rerank=rerank)
     fmt = "json" if as_json else fmt
     for w in res.warnings:
         warn(w)
@@ -484,7 +496,8 @@ def _render_text(hits) -> None:
         if h.explain:
             e = h.explain
             echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
-                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}]")
+                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
+                       + (f" · rerank {e['rerank']}" if "rerank" in e else "") + "]")
         echo("\n".join("    " + line for line in h.snippet.split("\n")))
 
 

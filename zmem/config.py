@@ -40,6 +40,9 @@ DEFAULT_TOML = """\
 # vector_weight = 0.3
 # text_weight = 0.7
 # candidate_multiplier = 4
+# A cross-encoder that reorders the top hits and picks the lines each cites (`zmem model pull`
+# installs one; needs the semantic extra): a model name or directory; "" is off. --rerank/--no-rerank.
+# rerank = ""
 
 [hooks]
 # `zmem hook NAME` (the foreground form, for other hook managers) indexes inline when a change
@@ -114,6 +117,7 @@ class Config:
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
     text_weight: float = 0.7
     candidate_multiplier: int = 4
+    rerank: str = ""  # recall's reranker: a model name or directory ("": none; zmem.rerank)
     cache_max_entries: int = 50_000
     private_paths: tuple[str, ...] = ()  # globs hidden from --scope group (MEMORY.md always is)
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted
@@ -141,6 +145,7 @@ _KEYS = {
     ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
     ("recall", "text_weight"): ("text_weight", (int, float), 0),
     ("recall", "candidate_multiplier"): ("candidate_multiplier", int, 1),
+    ("recall", "rerank"): ("rerank", str, None),
     ("cache", "max_entries"): ("cache_max_entries", int, 0),
     ("scopes", "private"): ("private_paths", list, None),
 }

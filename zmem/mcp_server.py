@@ -59,7 +59,8 @@ probability. source is "memory" for notes, "sessions" for agent session transcri
 a session hit cites a .jsonl transcript line, which memory_get cannot read back (it reads memory
 files only); its snippet is the message itself.
 mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
-e.g. a slow or missing embedding provider (then results come from keywords only).
+e.g. a slow or missing embedding provider (then results come from keywords only). "rerank" names the
+reranker model when one ordered the results (rerank=true asks for it; then score is its relevance).
 
 Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
 out); path keeps files matching a glob or under a directory; max_chars caps the total snippet
@@ -124,15 +125,17 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 def search(memory: Memory, query: str, *, max_results: int, min_score: float, since: str | None = None,
            kind: str | None = None, entity: str | None = None, as_of: str | None = None, path: str | None = None,
-           max_chars: int | None = None) -> dict:
+           max_chars: int | None = None, rerank: bool | None = None) -> dict:
     """memory_search and memory_recall_as_of: a recall, with the provider that embedded the query."""
     res = memory.recall(query, k=max_results, since=since, kind=kind, entity=entity, as_of=as_of, path=path,
-                        max_chars=max_chars)
+                        max_chars=max_chars, rerank=rerank)
     provs = memory.providers
     active = provs.primary or provs.fallback
     out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
            "provider": active.provider if active else "none", "model": active.model if active else None,
            "mode": res.mode, "warnings": res.warnings}
+    if res.rerank:
+        out["rerank"] = res.rerank
     if res.as_of:
         out["as_of"] = res.as_of
     return out
@@ -303,9 +306,12 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
                                                description="Total snippet characters at most: results stop "
                                                            "there (a budget for your context).")] = None,
+        rerank: Annotated[bool | None, Field(description="Reorder the top results with the reranker model (a "
+                                                         "cross-encoder) and cite its best lines; left out: as the "
+                                                         "user's recall.rerank setting says.")] = None,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=min_score, since=since, kind=kind,
-                             entity=entity, path=path, max_chars=max_chars)
+                      entity=entity, path=path, max_chars=max_chars, rerank=rerank)
 
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
     @tool

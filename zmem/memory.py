@@ -212,14 +212,16 @@ class Memory:
                path: str | None = None, max_chars: int | None = None, mode: str | None = None,
                explain: bool = False, kind: str | None = None, entity: str | None = None, as_of: str | None = None,
                source: str | None = None, scope: str | None = None, query_timeout: float | None = None,
-               background_embed: bool = True) -> Recall:
+               background_embed: bool = True, rerank: bool | None = None) -> Recall:
         """Recall over notes (search.Recall of Hits with path#Lx-Ly citations, best first); with
         kind or entity, over Retain facts (FactHit results); with as_of (a date or revision), over
         the memory as it stood at that commit. since/until: 7d, 2w, 3m, 1y or YYYY-MM-DD (daily
         logs of those days). path: a glob, a directory or a file. mode: hybrid, bm25 or vector
         (default: recall.mode). source: memory, sessions or all (default: all when [sessions] is
         enabled, else memory; always memory with kind, entity or as_of, which an explicit sessions
-        or all refuses)."""
+        or all refuses). rerank: True reranks note hits with recall.rerank's model (or
+        zmem.rerank.DEFAULT_MODEL), False never, None as recall.rerank says; a reranker that cannot run
+        is a warning, never an error."""
         from zmem.dates import parse_when
         scope = self._scope(scope)
         since = parse_when(since) if since else None
@@ -250,6 +252,8 @@ class Memory:
         conn = self.conn
         fresh = self.fresh()
         if as_of is not None:
+            if rerank:
+                fresh.warnings.append("--as-of recall is not reranked")
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
                                 path_glob=path, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
                                 entity=entity, exclude=exclude, explain=explain, query_timeout=timeout,
@@ -267,6 +271,12 @@ class Memory:
             warnings += notes
             if qvec is not None:
                 mode_used = requested
+        stage = None
+        if not (kind or entity):
+            stage, notes = _rerank_stage(ws, rerank)
+            warnings += notes
+        elif rerank:
+            warnings.append("facts (--kind, --entity) are not reranked")
         if kind or entity:
             from zmem.entities import normalize_kind, resolve_entity
             from zmem.search import recall_facts
@@ -281,7 +291,7 @@ class Memory:
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
-                         exclude=exclude)
+                         exclude=exclude, rerank=stage)
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
         res.warnings = warnings + res.warnings
@@ -644,6 +654,27 @@ def _unsearchable(conn, already: list[str]) -> list[str]:
         return []
     more = f"; and {len(skipped) - 3} more (`zmem status` lists them)" if len(skipped) > 3 else ""
     return [f"not searchable: {'; '.join(skipped[:3])}{more}"]
+
+
+def _rerank_stage(ws: Workspace, asked: bool | None):
+    """(search.recall's rerank step or None, warnings): the model recall.rerank names (`--rerank`
+    without one: zmem.rerank.DEFAULT_MODEL), loaded once per process. A model path set by a
+    zmem.toml that is not trusted is not read (a cloned repository must not choose files to load)."""
+    cfg = ws.config
+    if asked is False or not (cfg.rerank or asked):
+        return None, []
+    from functools import partial
+    from zmem import rerank
+    spec = cfg.rerank or rerank.DEFAULT_MODEL
+    own = str(ws.root / "zmem.toml")
+    if cfg.origins.get("recall.rerank") == own and cfg.trust != "trusted" and rerank.is_path(spec):
+        from zmem.config import trust_advice
+        return None, [f"not reranked: zmem.toml sets recall.rerank to a path, read only after you {trust_advice(cfg)}"]
+    try:
+        encoder = rerank.load(spec)
+    except rerank.RerankError as e:
+        return None, [rerank.not_reranked(e)]
+    return partial(rerank.stage, encoder), []
 
 
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:

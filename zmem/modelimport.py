@@ -356,17 +356,29 @@ def _read_bert(src: Path) -> dict:
 
     warnings = []
     pooling = _pooling(src)
-    tensors = {}
+    reranker = is_cross_encoder(config)
+    tensors, head = {}, {}
     for hf_name, data in _weights(src).items():
         name = hf_name
         for prefix in _PREFIXES:
             name = name.removeprefix(prefix)
+        if reranker and name.startswith(("pooler.", "classifier.")):
+            head[name] = (hf_name, data)  # a cross-encoder's score: [CLS] -> pooler -> classifier
+            continue
         if name.startswith(("pooler.", "cls.", "lm_head.")) or name.endswith(("position_ids", "token_type_ids")):
             continue  # heads and buffers a sentence embedding does not use
         tensors[name] = (hf_name, data)
 
     return {"config": config, "hidden": hidden, "layers": layers, "heads": heads, "ffn": ffn, "context": context,
-            "type_vocab": type_vocab, "pooling": pooling, "tensors": tensors, "warnings": warnings}
+            "type_vocab": type_vocab, "pooling": pooling, "tensors": tensors, "warnings": warnings,
+            "reranker": reranker, "head": head}
+
+
+def is_cross_encoder(config) -> bool:
+    """Whether a Hugging Face config.json is a cross-encoder (a reranker): a BERT with a sequence
+    classification head, as cross-encoder/ms-marco-MiniLM-L-6-v2, rather than a sentence embedder."""
+    archs = config.get("architectures") if isinstance(config, dict) else None
+    return isinstance(archs, list) and "BertForSequenceClassification" in archs
 
 
 # ----------------------------------------------------------------------------- writing the GGUF
@@ -386,6 +398,9 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
     src, out = _check_paths(src, out, force)
     bert = _read_bert(src)
+    if bert["reranker"]:
+        raise ZmemError(f"{src.name} is a cross-encoder (a reranker); llama.cpp does not run it here",
+                        hint="pip install 'zmem[semantic]' and pass --format onnx")
     config, tensors, warnings, pooling = bert["config"], bert["tensors"], bert["warnings"], bert["pooling"]
     hidden, layers, heads, ffn = bert["hidden"], bert["layers"], bert["heads"], bert["ffn"]
     context, type_vocab = bert["context"], bert["type_vocab"]
@@ -518,13 +533,21 @@ _ST_FILES = ("config.json", "sentence_bert_config.json", "config_sentence_transf
 
 def bert_graph(bert: dict):
     """The BERT encoder as an ONNX graph from the weights `_read_bert` found: (input_ids, attention_mask,
-    token_type_ids) -> last_hidden_state [batch, tokens, hidden]; pooling is the provider's."""
+    token_type_ids) -> last_hidden_state [batch, tokens, hidden]; pooling is the provider's. A
+    cross-encoder's graph ends in its head instead: -> logits [batch, 1], the pair's relevance."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
-    t, hidden, heads = bert["tensors"], bert["hidden"], bert["heads"]
+    t, hidden, heads = {**bert["tensors"], **bert.get("head", {})}, bert["hidden"], bert["heads"]
     eps = float(bert["config"].get("layer_norm_eps", 1e-12))
     missing = [n for n in ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
                            "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias") if n not in t]
+    if bert.get("reranker"):
+        missing += [n for n in ("pooler.dense.weight", "pooler.dense.bias", "classifier.weight", "classifier.bias")
+                    if n not in t]
+        labels = t["classifier.weight"][1].shape[0] if "classifier.weight" in t else 1
+        if labels != 1:
+            raise ZmemError(f"the cross-encoder's classifier has {labels} outputs; a reranker has one (a relevance score)",
+                            hint="use a one-label cross-encoder such as cross-encoder/ms-marco-MiniLM-L-6-v2")
     layer_names = [f"attention.self.{x}" for x in ("query", "key", "value")] + [
         "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"]
     missing += [f"encoder.layer.{i}.{n}.{wb}" for i in range(bert["layers"]) for n in layer_names
@@ -586,10 +609,16 @@ def bert_graph(bert: dict):
         h = node("Mul", [node("Mul", [h, f32("half", 0.5)]),
                          node("Add", [node("Erf", [node("Div", [h, f32("sqrt2", np.sqrt(2.0))])]), "f_one"])])
         x = layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+    if bert.get("reranker"):  # BertForSequenceClassification: classifier(tanh(pooler([CLS]))) -> one logit
+        cls = node("Squeeze", [node("Gather", [x, i64("first", [0])], axis=1), "one"])  # [batch, hidden]
+        x = linear(node("Tanh", [linear(cls, "pooler.dense")]), "classifier")
+        nodes.append(helper.make_node("Identity", [x], ["logits"]))
+        output = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 1])
+    else:
+        nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+        output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", hidden])
     inputs = [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
               for name in ("input_ids", "attention_mask", "token_type_ids")]
-    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", hidden])
     graph = helper.make_graph(nodes, "bert", inputs, [output], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)], producer_name="zmem")
     model.ir_version = 8  # readable by every onnxruntime that runs opset 17
@@ -618,7 +647,8 @@ def _tokenizer_json(src: Path, dest: Path) -> None:
 def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = False) -> dict:
     """Write the BERT sentence-transformers model in `src` as a directory the onnx provider runs:
     model.onnx (or model_quantized.onnx, int8 weights), tokenizer.json and the sentence-transformers
-    configs. Built with onnx.helper from the safetensors weights: no torch. Replaced atomically."""
+    configs. Built with onnx.helper from the safetensors weights: no torch. Replaced atomically.
+    A cross-encoder (BertForSequenceClassification) becomes the same layout for zmem.rerank."""
     try:
         import numpy  # noqa: F401 - checked here so the error names the extra
         import onnx
@@ -642,11 +672,12 @@ def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = Fal
         for name in _ST_FILES:
             if (src / name).is_file():
                 shutil.copyfile(src / name, tmp / name)
-        # the pooling the provider applies (no modules.json: it reads 1_Pooling, whatever the source's path)
-        (tmp / "1_Pooling").mkdir()
-        (tmp / "1_Pooling" / "config.json").write_text(json.dumps(
-            {"word_embedding_dimension": bert["hidden"], "pooling_mode_mean_tokens": bert["pooling"] == "mean",
-             "pooling_mode_cls_token": bert["pooling"] == "cls"}, indent=2) + "\n")
+        if not bert["reranker"]:  # a reranker is known by config.json's architectures (copied above)
+            # the pooling the provider applies (no modules.json: it reads 1_Pooling, whatever the source's path)
+            (tmp / "1_Pooling").mkdir()
+            (tmp / "1_Pooling" / "config.json").write_text(json.dumps(
+                {"word_embedding_dimension": bert["hidden"], "pooling_mode_mean_tokens": bert["pooling"] == "mean",
+                 "pooling_mode_cls_token": bert["pooling"] == "cls"}, indent=2) + "\n")
         onnx.save_model(model, str(tmp / "model.onnx"))
         name = "model.onnx"
         if outtype == "int8":
@@ -674,4 +705,4 @@ def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = Fal
     return {"out": str(out), "arch": ARCH, "dimensions": bert["hidden"], "layers": bert["layers"],
             "vocab": int(bert["tensors"]["embeddings.word_embeddings.weight"][1].shape[0]),
             "context": bert["context"], "pooling": bert["pooling"], "outtype": outtype, "model_file": name,
-            "warnings": bert["warnings"]}
+            "kind": "reranker" if bert["reranker"] else "embedder", "warnings": bert["warnings"]}

@@ -52,12 +52,15 @@ class Recall:
     mode: str = "bm25"
     stale: bool = False
     as_of: dict | None = None  # {"commit", "date", "summary"} of an as-of recall
+    rerank: str | None = None  # the reranker model that ordered the results (zmem.rerank)
 
     def to_json(self) -> dict:
         out = {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
                "warnings": self.warnings, "stale": self.stale}
         if self.as_of:
             out["as_of"] = self.as_of
+        if self.rerank:
+            out["rerank"] = self.rerank
         return out
 
 
@@ -386,9 +389,11 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
            vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
-           explain: bool = False, exclude: list[str] | None = None) -> Recall:
+           explain: bool = False, exclude: list[str] | None = None, rerank=None) -> Recall:
     """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
-    store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned."""
+    store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned.
+    rerank: the optional step after fusion (zmem.rerank.stage bound to a model), which reorders the
+    candidates and chooses the lines each cites."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -441,6 +446,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if why and about is not None:
         for cid, w in why.items():
             w["entity"] = _r(about.get(cid))
+    if rerank is not None:
+        ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why)
     shown = sum(len(h.snippet) for h in out.results)
@@ -451,7 +458,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
                       snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
                       vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
-                      explain=explain, exclude=exclude)
+                      explain=explain, exclude=exclude, rerank=rerank)
     return out
 
 

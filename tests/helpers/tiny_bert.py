@@ -164,8 +164,24 @@ def _layer_norm(x, g, b, eps=1e-12):
 def reference_embed(directory: Path, texts: list[str]) -> np.ndarray:
     """BERT forward pass (BasicTokenizer + WordPiece, post-LN encoder, erf GELU) + mean or CLS
     pooling as 1_Pooling/config.json says + L2 normalization, in float64 numpy."""
-    from safetensors.numpy import load_file
     directory = Path(directory)
+    t, cfg, vocab = load_reference(directory)
+    pooling_cfg = directory / "1_Pooling" / "config.json"
+    cls = pooling_cfg.is_file() and json.loads(pooling_cfg.read_text()).get("pooling_mode_cls_token", False)
+    out = []
+    for text in texts:
+        ids = wordpiece(vocab, text)
+        if len(ids) > cfg["max_position_embeddings"]:  # keep [CLS] … [SEP], as HF truncation does
+            ids = ids[:cfg["max_position_embeddings"] - 1] + ids[-1:]
+        x = bert_hidden(t, cfg, ids, [0] * len(ids))
+        v = x[0] if cls else x.mean(0)
+        out.append(v / np.linalg.norm(v))
+    return np.array(out)
+
+
+def load_reference(directory: Path) -> tuple[dict, dict, dict]:
+    """(float64 tensors by name without the export's prefix, config.json, vocabulary -> id)."""
+    from safetensors.numpy import load_file
     t = {}
     for k, v in load_file(str(directory / "model.safetensors")).items():
         for prefix in ("0.auto_model.", "bert."):
@@ -173,37 +189,33 @@ def reference_embed(directory: Path, texts: list[str]) -> np.ndarray:
         t[k] = v.astype(np.float64)
     cfg = json.loads((directory / "config.json").read_text())
     vocab = {tok: i for i, tok in enumerate((directory / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1])}
+    return t, cfg, vocab
+
+
+def bert_hidden(t: dict, cfg: dict, ids: list[int], types: list[int]):
+    """The BERT encoder's last hidden state [tokens, hidden] for one sequence, in float64."""
     heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
-    pooling_cfg = directory / "1_Pooling" / "config.json"
-    cls = pooling_cfg.is_file() and json.loads(pooling_cfg.read_text()).get("pooling_mode_cls_token", False)
     d = hidden // heads
     erf = np.vectorize(math.erf)
-    out = []
-    for text in texts:
-        ids = wordpiece(vocab, text)
-        if len(ids) > cfg["max_position_embeddings"]:  # keep [CLS] … [SEP], as HF truncation does
-            ids = ids[:cfg["max_position_embeddings"] - 1] + ids[-1:]
-        n = len(ids)
-        x = t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:n] \
-            + t["embeddings.token_type_embeddings.weight"][0]
-        x = _layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
-        for i in range(cfg["num_hidden_layers"]):
-            p = f"encoder.layer.{i}."
+    n = len(ids)
+    x = t["embeddings.word_embeddings.weight"][ids] + t["embeddings.position_embeddings.weight"][:n] \
+        + t["embeddings.token_type_embeddings.weight"][types]
+    x = _layer_norm(x, t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
 
-            def lin(v, name):
-                return v @ t[p + name + ".weight"].T + t[p + name + ".bias"]
-            q = lin(x, "attention.self.query").reshape(n, heads, d).transpose(1, 0, 2)
-            k = lin(x, "attention.self.key").reshape(n, heads, d).transpose(1, 0, 2)
-            v = lin(x, "attention.self.value").reshape(n, heads, d).transpose(1, 0, 2)
-            scores = q @ k.transpose(0, 2, 1) / math.sqrt(d)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            ctx = (scores @ v).transpose(1, 0, 2).reshape(n, hidden)
-            x = _layer_norm(x + lin(ctx, "attention.output.dense"), t[p + "attention.output.LayerNorm.weight"],
-                            t[p + "attention.output.LayerNorm.bias"])
-            h = lin(x, "intermediate.dense")
-            h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
-            x = _layer_norm(x + lin(h, "output.dense"), t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
-        v = x[0] if cls else x.mean(0)
-        out.append(v / np.linalg.norm(v))
-    return np.array(out)
+        def lin(v, name):
+            return v @ t[p + name + ".weight"].T + t[p + name + ".bias"]
+        q = lin(x, "attention.self.query").reshape(n, heads, d).transpose(1, 0, 2)
+        k = lin(x, "attention.self.key").reshape(n, heads, d).transpose(1, 0, 2)
+        v = lin(x, "attention.self.value").reshape(n, heads, d).transpose(1, 0, 2)
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(d)
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        scores /= scores.sum(-1, keepdims=True)
+        ctx = (scores @ v).transpose(1, 0, 2).reshape(n, hidden)
+        x = _layer_norm(x + lin(ctx, "attention.output.dense"), t[p + "attention.output.LayerNorm.weight"],
+                        t[p + "attention.output.LayerNorm.bias"])
+        h = lin(x, "intermediate.dense")
+        h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
+        x = _layer_norm(x + lin(h, "output.dense"), t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
+    return x

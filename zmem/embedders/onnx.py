@@ -109,6 +109,10 @@ class OnnxEmbedder(Embedder):
         self.directory = _model_dir(self.model_file)
         if not (self.directory / "tokenizer.json").is_file():
             raise EmbeddingError(f"{self.directory} has no tokenizer.json", hint=_HINT)
+        archs = _json(self.directory / "config.json").get("architectures") or []
+        if any(str(a).endswith("ForSequenceClassification") for a in archs):
+            raise EmbeddingError(f"{self.directory} is a cross-encoder (a reranker), not an embedding model",
+                                 hint="set it as [recall] rerank instead, and an embedding model as model_path")
         self.settings = read_settings(self.directory)
         try:
             mid = model_id(self.model_file, self.directory, self.settings)
