@@ -388,8 +388,9 @@ def embed(ctx, quiet, background, as_json):
             click.echo(_embed_line(report))
     if report and report.error:
         raise ZmemError(f"embedding stopped: {report.error}; {_left(report)}",
-                        hint="fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
-                             "then run `zmem embed` again; recall uses BM25 meanwhile")
+                        hint=f"{report.hint}, then run `zmem embed` again" if report.hint else
+                        "fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
+                        "then run `zmem embed` again; recall uses BM25 meanwhile")
 
 
 def _embed_line(report) -> str:
@@ -462,6 +463,73 @@ def model_import(source, fmt, out, outtype, force):
     model_path = json.dumps(info["out"], ensure_ascii=False)
     provider = "onnx" if fmt == "onnx" else "local"
     click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "{provider}"\nmodel_path = {model_path}')
+
+
+@model.command("pull")
+@click.argument("name", required=False)
+@click.option("--force", is_flag=True, help="Download again and replace the installed copy.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object: name, kind, path, repo, revision, "
+              "bytes, checked (file -> checks passed), already.")
+def model_pull(name, force, as_json):
+    """Download NAME (default: multilingual-e5-small) from the Hugging Face Hub into
+    $XDG_CACHE_HOME/zmem/models/NAME.onnx/ (~/.cache/zmem/models), as the files the onnx engine runs.
+
+    Pinned revisions; every file is checked against the Hub's sha256 (or git blob id) and the
+    catalog's; a stopped download resumes; the model appears only when complete. HF_ENDPOINT and
+    HF_TOKEN are honoured (zmem stores no token); HF_HUB_OFFLINE=1 forbids the download.
+    `zmem model list` shows the catalog.
+    """
+    from zmem.config import user_config_path
+    from zmem.modelpull import pull
+    info = pull(name, force=force, progress=_download_progress())
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    click.echo(f"{'already installed' if info['already'] else 'installed'}: {info['name']} ({info['kind']}, "
+               f"{info['repo']}@{info['revision'][:10]}, {info['bytes'] / 1e6:.0f} MB) in {info['path']}")
+    model_path = json.dumps(info["path"], ensure_ascii=False)
+    if info["kind"] == "reranker":
+        click.echo(f"a cross-encoder for reranking: point the reranker at {model_path}")
+        return
+    click.echo(f'with provider = "auto" (the default) zmem uses it when no endpoint or Ollama model is found; '
+               f'to choose it yourself, add to {user_config_path()}:\n[embeddings]\nprovider = "onnx"\n'
+               f"model_path = {model_path}")
+
+
+def _download_progress():
+    """A one-line progress bar on stderr when it is a terminal (agents read transcripts: no noise)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(name: str, done: int, total: int | None) -> None:
+        if total:
+            bar = "#" * int(30 * done / total)
+            click.echo(f"\r{name}: [{bar:<30}] {done / 1e6:.1f}/{total / 1e6:.1f} MB", err=True, nl=done >= total)
+        else:
+            click.echo(f"\r{name}: {done / 1e6:.1f} MB", err=True, nl=False)
+    return report
+
+
+@model.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object: models_dir, in_use (the model this "
+              "workspace's provider loads, or null) and models [{name, kind, description, repo, revision, default, "
+              "installed, path, bytes, source (pulled|imported|null), in_use}].")
+@click.pass_context
+def model_list(ctx, as_json):
+    """Show zmem's model catalog, what is installed in the models directory, and what is in use here."""
+    from zmem.modellist import models_in_use
+    data = models_in_use(ctx.obj.get("dir"))
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    rows = [[m["name"] + (" (default)" if m["default"] else ""), m["kind"],
+             f"{m['bytes'] / 1e6:.0f} MB" if m["installed"] else "-",
+             ("in use" if m["in_use"] else "installed") if m["installed"] else "not installed",
+             m["description"] or m["path"]] for m in data["models"]]
+    echo_table(rows, ["name", "kind", "size", "state", "about"])
+    click.echo(f"models directory: {data['models_dir']}")
+    click.echo("in use here: " + (f"{data['in_use']['provider']} {data['in_use']['model']}" if data["in_use"]
+                                  else "none (keyword recall)") + "; `zmem model pull NAME` downloads one")
 
 
 # ----------------------------------------------------------------------------- recall / get
@@ -1276,6 +1344,8 @@ def status(ctx, as_json):
     from zmem.status import NO_EMBEDDINGS, hooks_line, vectors_line
     click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else NO_EMBEDDINGS if not e["warnings"]
                                      else "no provider can run (warnings below): keyword (BM25) recall only"))
+    if e["auto"]:
+        click.echo(f"provider auto:  {e['auto']['chose']}, because {e['auto']['why']}")
     click.echo(f"hooks:          {hooks_line(st['hooks'])}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")

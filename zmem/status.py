@@ -98,6 +98,11 @@ def _embedding_status(ws: Workspace, conn) -> dict:
         made_by = f"{made['provider']} {made['model']}" if isinstance(made, dict) else None
     except (ValueError, KeyError):
         made_by = None
+    auto = None
+    if ws.config.embeddings.get("provider", "auto") == "auto":  # which one auto picked, and why
+        from zmem.embedders.auto import resolve
+        chosen, why = resolve(ws.config.embeddings)
+        auto = {"chose": chosen["provider"] if chosen else "none", "why": why}
     return {
         "provider": active.provider if active else "none",
         "model": active.model if active else None,
@@ -109,6 +114,7 @@ def _embedding_status(ws: Workspace, conn) -> dict:
         "current": bool(active) and fp == vector_fingerprint(active),
         "last_error": db.get_meta(conn, "embed_error") if active else None,  # none configured: nothing runs
         "warnings": provs.warnings,
+        "auto": auto,
     }
 
 
@@ -187,7 +193,8 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         # none configured is the documented default (said here once, not by every recall); a configured
         # provider that cannot run is a degradation
         checks.append(("warn", "embeddings", "no provider can run (reasons below): recall is keyword (BM25) only")
-                      if emb["warnings"] else ("ok", "embeddings", NO_EMBEDDINGS))
+                      if emb["warnings"] else ("ok", "embeddings", NO_EMBEDDINGS
+                                               + (f"; provider auto: {emb['auto']['why']}" if emb["auto"] else "")))
     else:
         detail = vectors_line(emb)
         level = "ok" if emb["current"] else "warn"
