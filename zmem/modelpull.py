@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +291,7 @@ def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0,
     """Download the catalog model `name` (default: DEFAULT) into models_dir()/NAME.onnx, checked and
     atomic. Returns {name, kind, path, repo, revision, bytes, files, already}."""
     import http.client
+    import shutil
     import urllib.error
     entry = catalog_entry(name or DEFAULT)
     target = target_dir(entry)
@@ -358,6 +357,8 @@ def _http_error(entry: CatalogModel, e) -> ZmemError:
 
 def _assemble(entry: CatalogModel, staging: Path, target: Path, checked: dict) -> None:
     """The model directory, built next to `target` and renamed into place (a previous one swapped out)."""
+    import shutil
+    import tempfile
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         if entry.convert:
