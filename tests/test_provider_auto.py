@@ -103,9 +103,16 @@ def test_an_untrusted_zmem_toml_may_ask_for_auto_but_not_choose_an_endpoint(ws):
     assert load_config(ws).embeddings == {"provider": "none"}
 
 
-def test_the_hook_default_and_init_template_say_auto():
+def test_init_says_what_auto_found_and_its_template_says_auto(tmp_path, monkeypatch):
     from zmem.config import DEFAULT_TOML
     assert '# provider = "auto"' in DEFAULT_TOML
+    res = run(["init", "--no-hooks", str(tmp_path / "a")])
+    assert "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull`" in res.stdout
+    with FakeOllama([NOMIC]) as ollama:
+        monkeypatch.setenv("OLLAMA_HOST", ollama.host)
+        res = run(["init", "--no-hooks", str(tmp_path / "b")])
+    assert (f"semantic recall: provider auto uses openai, because Ollama at {ollama.host} has the embedding "
+            "model nomic-embed-text:latest") in res.stdout
 
 
 def test_embed_passes_on_the_providers_own_hint(ws, tmp_path):

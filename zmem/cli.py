@@ -186,6 +186,12 @@ def init(ctx, directory, no_hooks):
     for w in result.warnings:
         warn(w)
     click.echo(f"workspace ready: {ws.root} ({_count_files(ws)} memory files indexed)")
+    if ws.config.embeddings.get("provider", "auto") == "auto":  # the default: say what it found
+        from zmem.embedders.auto import resolve
+        chosen, why = resolve(ws.config.embeddings)
+        click.echo(f"semantic recall: provider auto uses {chosen['provider']}, because {why}" if chosen else
+                   "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull` "
+                   "(with pip install 'zmem[semantic]') or a local Ollama embedding model")
     if report.created:
         zmem = own_command()[0]
         click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')

@@ -193,8 +193,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         # none configured is the documented default (said here once, not by every recall); a configured
         # provider that cannot run is a degradation
         checks.append(("warn", "embeddings", "no provider can run (reasons below): recall is keyword (BM25) only")
-                      if emb["warnings"] else ("ok", "embeddings", NO_EMBEDDINGS
-                                               + (f"; provider auto: {emb['auto']['why']}" if emb["auto"] else "")))
+                      if emb["warnings"] else ("ok", "embeddings", NO_EMBEDDINGS))
     else:
         detail = vectors_line(emb)
         level = "ok" if emb["current"] else "warn"
@@ -204,6 +203,8 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append((level, "embeddings", detail))
     for w in emb["warnings"]:
         checks.append(("warn", "embeddings", w))
+    if emb["auto"]:
+        checks.append(("ok", "provider auto", f"{emb['auto']['chose']}, because {emb['auto']['why']}"))
     if st["sessions"]["enabled"]:
         missing = st["sessions"]["warning"]
         checks.append(("warn", "sessions", missing) if missing else
