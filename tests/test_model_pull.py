@@ -72,6 +72,7 @@ def test_pull_checks_every_file_installs_atomically_and_auto_uses_it_for_hybrid_
     use_catalog(monkeypatch, tiny_entry(tiny_files))
     res = run(["model", "pull"])
     assert res.exit_code == 0, res.output
+    assert res.stderr == ""  # no progress bar when stderr is not a terminal
     target = models() / "tiny.onnx"
     assert f"installed: tiny (embedding, org/tiny@{REV[:10]}" in res.stdout
     assert 'provider = "onnx"' in res.stdout and json.dumps(str(target)) in res.stdout  # the config lines
@@ -148,6 +149,9 @@ def test_checksum_mismatches_are_refused_and_nothing_is_installed(hub, tiny_file
     hub.wrong_sha.add("onnx/model.onnx")
     _failed(run(["model", "pull"]), "model.onnx of org/tiny does not match the Hub's sha256", "zmem model import")
     hub.wrong_sha.clear()
+    hub.commit = "f" * 40  # the pinned revision must be what is served
+    _failed(run(["model", "pull"]), f"the Hub resolved org/tiny@{REV[:10]} to commit ffffffffff")
+    hub.commit = None
     bad = modelpull.CatalogModel("tiny", "embedding", "org/tiny", REV, "", modelpull._files(
         "onnx/model.onnx", tokenizer_json="f" * 64))
     use_catalog(monkeypatch, bad)

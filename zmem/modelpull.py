@@ -193,7 +193,7 @@ def _file_meta(entry: CatalogModel, remote: str, timeout: float) -> dict:
     """HEAD the file's resolve URL without following redirects: its checksum (X-Linked-Etag for an
     LFS file, else the ETag, a git blob id), size, the commit it resolved to, and where to GET it."""
     import urllib.error
-    from urllib.parse import urljoin
+    from urllib.parse import urljoin, urlsplit
     url = f"{_endpoint()}/{entry.repo}/resolve/{entry.revision}/{remote}"
     for _ in range(5):  # a renamed repository answers with a redirect to its new name
         try:
@@ -208,8 +208,7 @@ def _file_meta(entry: CatalogModel, remote: str, timeout: float) -> dict:
         meta = {"sha256": _etag(headers.get("X-Linked-Etag")), "size": headers.get("X-Linked-Size")
                 or headers.get("Content-Length"), "etag": _etag(headers.get("ETag")),
                 "commit": headers.get("X-Repo-Commit"), "url": urljoin(url, location) if location else url}
-        if location and meta["commit"] is None and "/resolve/" in urljoin(url, location) and \
-                urljoin(url, location).startswith(_endpoint()):
+        if location and not urlsplit(location).netloc:  # relative: the Hub's own (a renamed repository)
             url = urljoin(url, location)
             continue
         meta["size"] = int(meta["size"]) if meta["size"] and str(meta["size"]).isdigit() else None

@@ -31,6 +31,7 @@ class FakeHub(LoopbackServer):
         self.cut_once: set[str] = set()  # LFS sha256s whose next GET stops half-way
         self.wrong_sha: set[str] = set()  # paths whose X-Linked-Etag / ETag lies (a corrupt mirror)
         self.requests: list[tuple[str, str, dict]] = []  # (method, path, headers)
+        self.commit: str | None = None  # X-Repo-Commit to claim instead of the requested revision
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,10 +63,10 @@ class FakeHub(LoopbackServer):
                 data = files[path]
                 sha = hashlib.sha256(data).hexdigest()
                 lie = "0" * 64 if path in server.wrong_sha else None
-                head = {"X-Repo-Commit": revision}
+                head = {"X-Repo-Commit": server.commit or revision}
                 if path.endswith(LFS_SUFFIXES):
                     server.blobs[sha] = data
-                    head.update({"Location": f"/lfs/{sha}", "X-Linked-Etag": f'"{lie or sha}"',
+                    head.update({"Location": f"{server.url}/lfs/{sha}",  # absolute, as the Hub's storage host is "X-Linked-Etag": f'"{lie or sha}"',
                                  "X-Linked-Size": str(len(data)), "ETag": f'"{lie or sha}"'})
                     return self._plain(302, b"", body, head)
                 head["ETag"] = f'"{(lie or git_blob_id(data))[:40]}"'
