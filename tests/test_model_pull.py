@@ -66,6 +66,7 @@ def models() -> Path:
     return Path(os.environ["HOME"]) / ".cache" / "zmem" / "models"
 
 
+@pytest.mark.slow
 def test_pull_checks_every_file_installs_atomically_and_auto_uses_it_for_hybrid_recall(ws, hub, tiny_files,
                                                                                           monkeypatch):
     hub.add_repo("org/tiny", REV, tiny_files)

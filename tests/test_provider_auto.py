@@ -135,3 +135,17 @@ def test_embed_passes_on_the_providers_own_hint(ws, tmp_path):
     assert len(lines) == 2 and "needs onnxruntime" in lines[0], proc.stderr
     assert lines[1] == "hint: pip install 'zmem[semantic]', then run `zmem embed` again"
     assert Path(model).is_dir()
+
+
+def test_a_host_that_does_not_answer_costs_one_short_wait_then_is_remembered(monkeypatch):
+    import socket
+    with socket.socket() as listener:  # accepts connections (the kernel does) but never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        host = f"127.0.0.1:{listener.getsockname()[1]}"
+        monkeypatch.setenv("OLLAMA_HOST", host)
+        assert auto.resolve({})[0] is None
+    remembered = json.loads((Path(os.environ["HOME"]) / ".cache" / "zmem" / "ollama-detect.json").read_text())
+    assert remembered[host]["models"] is None
+    auto._seen.clear()
+    assert auto._remembered(host) == (True, None)  # a new process does not wait on it again for 30 s

@@ -99,17 +99,28 @@ def ollama_models(host: str) -> list[str] | None:
     known, models = _remembered(host)
     if known:
         return models
-    import socket
+    # _socket, not socket: on every fresh recall, socket's enums and the idna codec a str host pulls
+    # in cost ~2.5 ms; a bytes host needs no codec
+    import _socket
     name, _, port = host.rpartition(":")
+    sock = None
     try:
-        sock = socket.create_connection((name.strip("[]"), int(port)), timeout=DETECT_TIMEOUT)
+        raw = name.strip("[]")
+        family, kind, proto, _, address = _socket.getaddrinfo(raw.encode() if raw.isascii() else raw, int(port), 0,
+                                                              _socket.SOCK_STREAM)[0]
+        sock = _socket.socket(family, kind, proto)
+        sock.settimeout(DETECT_TIMEOUT)
+        sock.connect(address)
     except ConnectionRefusedError:
+        if sock is not None:
+            sock.close()
         return None
     except (OSError, ValueError):  # a host that does not answer: remembered, so the next recall does not wait
+        if sock is not None:
+            sock.close()
         _remember(host, None)
         return None
     try:  # HTTP/1.0 by hand: no http.client, no ssl import on the recall path
-        sock.settimeout(DETECT_TIMEOUT)
         sock.sendall(f"GET /api/tags HTTP/1.0\r\nHost: {host}\r\nUser-Agent: zmem\r\n\r\n".encode())
         raw = b""
         while chunk := sock.recv(65536):
@@ -162,14 +173,17 @@ def resolve(settings: dict) -> tuple[dict | None, str]:
         chosen.setdefault("query_prefix", settings.get("query_prefix", query))
         chosen.setdefault("document_prefix", settings.get("document_prefix", document))
         return chosen, f"Ollama at {host} has the embedding model {models[0]}"
-    from zmem.modelpull import installed_embedding_model, models_dir
-    model = installed_embedding_model()
+    from zmem.config import user_cache_dir
+    model = None
+    if (user_cache_dir() / "models").is_dir():  # else nothing to look at (and modelpull not to import)
+        from zmem.modelpull import installed_embedding_model
+        model = installed_embedding_model()
     if model and _onnx_runs():
         return ({**{k: v for k, v in settings.items() if k in ("threads", "batch_size", "give_up_after")},
                  "provider": "onnx", "model_path": model["path"]},
-                f"the model {model['name']} is installed in {models_dir()}")
+                f"the model {model['name']} is installed in {user_cache_dir() / 'models'}")
     ollama = (f"Ollama at {host} has no embedding model (`ollama pull nomic-embed-text`)" if models == []
               else f"no Ollama at {host}")
-    where = (f"no model in {models_dir()} (`zmem model pull`)" if not model else
+    where = (f"no model in {user_cache_dir() / 'models'} (`zmem model pull`)" if not model else
              f"{model['name']} is installed but onnxruntime is not (pip install 'zmem[semantic]')")
     return None, f"nothing found: no endpoint configured, {ollama}, {where}"
