@@ -236,3 +236,15 @@ def test_model_import_takes_a_wheel_that_carries_a_model(tmp_path):
         z.writestr("pkg/__init__.py", "")
     res = run(["model", "import", str(empty), "--format", "onnx"])
     assert res.exit_code == 1 and "carries no sentence-transformers model" in res.stderr and "hint:" in res.stderr
+
+
+def test_a_second_pull_of_the_same_model_at_once_is_refused(hub, tiny_files, monkeypatch):
+    import fcntl
+    hub.add_repo("org/tiny", REV, tiny_files)
+    use_catalog(monkeypatch, tiny_entry(tiny_files))
+    lock = models() / ".downloads" / f"org--tiny@{REV}.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as held:  # as a running pull holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        _failed(run(["model", "pull"]), "another `zmem model pull` is downloading tiny")
+    assert run(["model", "pull"]).exit_code == 0 and not lock.exists()

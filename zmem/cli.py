@@ -489,6 +489,9 @@ def model_pull(name, force, as_json):
     from zmem.config import user_config_path
     from zmem.modelpull import pull
     info = pull(name, force=force, progress=_download_progress())
+    for file, checks in info["checked"].items():
+        if checks.startswith("unverified"):  # a mirror (HF_ENDPOINT) that sends no checksum
+            warn(f"{file} of {info['name']} could not be verified: the server sent no checksum")
     if as_json:
         click.echo(json.dumps(info, ensure_ascii=False))
         return

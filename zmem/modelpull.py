@@ -288,10 +288,8 @@ def _verify(entry: CatalogModel, remote: str, part: Path, meta: dict, expected: 
 
 def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0, progress=None) -> dict:
     """Download the catalog model `name` (default: DEFAULT) into models_dir()/NAME.onnx, checked and
-    atomic. Returns {name, kind, path, repo, revision, bytes, files, already}."""
-    import http.client
+    atomic. Returns {name, kind, path, repo, revision, bytes, checked, already}."""
     import shutil
-    import urllib.error
     entry = catalog_entry(name or DEFAULT)
     target = target_dir(entry)
     if target.exists() and not force:
@@ -304,10 +302,23 @@ def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0,
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off"):
         raise ZmemError(f"cannot download {entry.name}: offline (HF_HUB_OFFLINE is set)", hint=_offline_hint(entry))
     staging = models_dir() / ".downloads" / f"{entry.repo.replace('/', '--')}@{entry.revision}"
-    checked = {}
-    host = _endpoint().split("://", 1)[-1]
+    lock = _lock(staging, entry)
     try:
-        staging.mkdir(parents=True, exist_ok=True)
+        checked = _fetch(entry, staging, timeout, progress)
+        _assemble(entry, staging, target, checked)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.with_name(staging.name + ".lock").unlink(missing_ok=True)  # held: no other pull is waiting
+    finally:
+        os.close(lock)
+    return {**_summary(entry, target), "already": False}
+
+
+def _fetch(entry: CatalogModel, staging: Path, timeout: float, progress) -> dict:
+    """Every file of the entry checked into `staging` (kept there between runs): {local name: checks}."""
+    import http.client
+    import urllib.error
+    checked = {}
+    try:
         for remote, local, expected in entry.files:
             part = staging / local
             part.parent.mkdir(parents=True, exist_ok=True)
@@ -334,11 +345,27 @@ def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0,
             raise ZmemError(f"cannot write {e.filename}: {e.strerror or e}",
                             hint=f"free space or fix permissions under {models_dir()}") from None
         reason = getattr(e, "reason", None) or e or type(e).__name__
-        raise ZmemError(f"cannot download {entry.name} from {host}: {reason}",
+        raise ZmemError(f"cannot download {entry.name} from {_endpoint().split('://', 1)[-1]}: {reason}",
                         hint=_offline_hint(entry) + "; a download that stopped resumes when you run it again") from None
-    _assemble(entry, staging, target, checked)
-    shutil.rmtree(staging, ignore_errors=True)
-    return {**_summary(entry, target), "already": False}
+    return checked
+
+
+def _lock(staging: Path, entry: CatalogModel) -> int:
+    """An exclusive lock on this download (two pulls of one model must not write the same partial files)."""
+    import fcntl
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        fd = os.open(staging.with_name(staging.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise ZmemError(f"cannot write {staging}: {e.strerror or e}",
+                        hint=f"free space or fix permissions under {models_dir()}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ZmemError(f"another `zmem model pull` is downloading {entry.name}",
+                        hint="wait for it to finish (or stop it); a second one would write the same files") from None
+    return fd
 
 
 def _http_error(entry: CatalogModel, e) -> ZmemError:
