@@ -248,3 +248,39 @@ def test_a_second_pull_of_the_same_model_at_once_is_refused(hub, tiny_files, mon
         fcntl.flock(held, fcntl.LOCK_EX)
         _failed(run(["model", "pull"]), "another `zmem model pull` is downloading tiny")
     assert run(["model", "pull"]).exit_code == 0 and not lock.exists()
+
+
+@pytest.mark.slow
+def test_a_catalog_model_pulled_on_a_terminal_draws_a_progress_bar(hub, tiny_files):
+    """The real catalog entry of the reranker (no sha256 pinned, so a tiny stand-in passes the Hub's
+    checks), pulled by the zmem executable with stderr on a pseudo-terminal."""
+    import pty
+    import subprocess
+    from conftest import zmem_exe
+    entry = modelpull.catalog_entry("ms-marco-MiniLM-L6-v2")
+    hub.add_repo(entry.repo, entry.revision, {"onnx/model.onnx": tiny_files["onnx/model.onnx"],
+                                              "tokenizer.json": tiny_files["tokenizer.json"],
+                                              "config.json": tiny_files["config.json"]})
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([zmem_exe(), "model", "pull", "ms-marco-MiniLM-L6-v2"], stdout=subprocess.PIPE,
+                            stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = proc.stdout.read().decode()
+    assert proc.wait(timeout=120) == 0, b"".join(chunks)
+    bar = b"".join(chunks).decode()
+    assert "\ronnx/model.onnx: [" in bar and "#" * 30 in bar, bar
+    assert "a cross-encoder for reranking" in out
+    target = models() / "ms-marco-MiniLM-L6-v2.onnx"
+    assert json.loads((target / "zmem-model.json").read_text())["kind"] == "reranker"
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "model.onnx", "tokenizer.json",
+                                                        "zmem-model.json"]
