@@ -501,6 +501,9 @@ def model_pull(name, force, as_json):
     if info["kind"] == "reranker":
         click.echo(f"a cross-encoder for reranking: point the reranker at {model_path}")
         return
+    from zmem.embedders.auto import onnx_installed
+    if not onnx_installed():
+        warn("the onnx engine that runs it is not installed: pip install 'zmem[semantic]'")
     click.echo(f'with provider = "auto" (the default) zmem uses it when no endpoint or Ollama model is found; '
                f'to choose it yourself, add to {user_config_path()}:\n[embeddings]\nprovider = "onnx"\n'
                f"model_path = {model_path}")

@@ -147,7 +147,7 @@ def _preference(name: str) -> tuple:
     return next((i for i, p in enumerate(_PREFERENCE) if base.startswith(p)), len(_PREFERENCE)), name
 
 
-def _onnx_runs() -> bool:
+def onnx_installed() -> bool:
     from importlib.util import find_spec
     return all(find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "numpy"))
 
@@ -178,7 +178,7 @@ def resolve(settings: dict) -> tuple[dict | None, str]:
     if (user_cache_dir() / "models").is_dir():  # else nothing to look at (and modelpull not to import)
         from zmem.modelpull import installed_embedding_model
         model = installed_embedding_model()
-    if model and _onnx_runs():
+    if model and onnx_installed():
         return ({**{k: v for k, v in settings.items() if k in ("threads", "batch_size", "give_up_after")},
                  "provider": "onnx", "model_path": model["path"]},
                 f"the model {model['name']} is installed in {user_cache_dir() / 'models'}")
