@@ -252,18 +252,22 @@ def test_a_second_pull_of_the_same_model_at_once_is_refused(hub, tiny_files, mon
 
 @pytest.mark.slow
 def test_a_catalog_model_pulled_on_a_terminal_draws_a_progress_bar(hub, tiny_files):
-    """The real catalog entry of the reranker (no sha256 pinned, so a tiny stand-in passes the Hub's
-    checks), pulled by the zmem executable with stderr on a pseudo-terminal."""
+    """The reranker's real catalog entry (repository, revision, files; its pinned sha256s dropped so a
+    tiny stand-in passes), pulled by the CLI in a process whose stderr is a pseudo-terminal."""
     import pty
     import subprocess
-    from conftest import zmem_exe
+    import sys
     entry = modelpull.catalog_entry("ms-marco-MiniLM-L6-v2")
     hub.add_repo(entry.repo, entry.revision, {"onnx/model.onnx": tiny_files["onnx/model.onnx"],
                                               "tokenizer.json": tiny_files["tokenizer.json"],
                                               "config.json": tiny_files["config.json"]})
     master, slave = pty.openpty()
-    proc = subprocess.Popen([zmem_exe(), "model", "pull", "ms-marco-MiniLM-L6-v2"], stdout=subprocess.PIPE,
-                            stderr=slave, stdin=subprocess.DEVNULL)
+    code = ("import dataclasses, sys; from zmem import modelpull as m; from zmem.cli import cli\n"
+            "m.CATALOG = tuple(dataclasses.replace(e, files=tuple((r, l, None) for r, l, _ in e.files)) "
+            "for e in m.CATALOG)\n"
+            "sys.argv = ['zmem', 'model', 'pull', 'ms-marco-MiniLM-L6-v2']; cli()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=slave,
+                            stdin=subprocess.DEVNULL)
     os.close(slave)
     chunks = []
     while True:

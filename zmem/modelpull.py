@@ -72,10 +72,10 @@ CATALOG = (
         megabytes=91),
     CatalogModel(
         "ms-marco-MiniLM-L6-v2", "reranker", "cross-encoder/ms-marco-MiniLM-L6-v2",
-        "233902d25c440f23af6f7d6e94d2946bac0bee0a",
+        "c5ee24cb16019beea0893ab7796b1df96625c6b8",
         "cross-encoder reranker (English): scores a query and a passage together",
-        tuple((r, l, None) for r, l in (("onnx/model.onnx", "model.onnx"), ("tokenizer.json", "tokenizer.json"),
-                                        ("config.json", "config.json"))),
+        (("onnx/model.onnx", "model.onnx", "5d3e70fd0c9ff14b9b5169a51e957b7a9c74897afd0a35ce4bd318150c1d4d4a"),
+         ("tokenizer.json", "tokenizer.json", None), ("config.json", "config.json", None)),
         megabytes=91),
 )
 DEFAULT = "multilingual-e5-small"
