@@ -17,7 +17,7 @@ complete -c zmem -n '__fish_seen_subcommand_from embed' -l background -d 'Exit a
 complete -c zmem -n '__fish_seen_subcommand_from embed' -l json -d 'Print a JSON summary.'
 complete -c zmem -f -n '__fish_use_subcommand' -a trust -d 'Let this workspace\'s zmem.toml choose embedding endpoints...'
 complete -c zmem -n '__fish_seen_subcommand_from trust' -l revoke -d 'Stop trusting this workspace\'s zmem.toml.'
-complete -c zmem -f -n '__fish_use_subcommand' -a model -d 'Local embedding models: convert a sentence-transformers...'
+complete -c zmem -f -n '__fish_use_subcommand' -a model -d 'Local models: pull one from zmem\'s catalog, list what is...'
 complete -c zmem -f -n '__fish_seen_subcommand_from model; and not __fish_seen_subcommand_from import pull list' -a import -d 'Convert a BERT-family sentence-transformers model...'
 complete -c zmem -n '__fish_seen_subcommand_from model and __fish_seen_subcommand_from import' -l format -r -f -a 'gguf onnx' -d 'gguf: a file for provider = "local" (llama.cpp); onnx: a directory for provider = "onnx" (ONNX Runtime, no compiler).'
 complete -c zmem -n '__fish_seen_subcommand_from model and __fish_seen_subcommand_from import' -l out -r -F -d 'Where to write (default: ~/.cache/zmem/models/<name>.<outtype>.gguf, or <name>.onnx/ for onnx).'

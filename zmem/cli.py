@@ -433,7 +433,8 @@ def trust(ctx, revoke):
 
 @cli.group()
 def model():
-    """Local embedding models: convert a sentence-transformers model for provider = "local" (GGUF) or "onnx"."""
+    """Local models: pull one from zmem's catalog, list what is installed, or convert a
+    sentence-transformers model for provider = "local" (GGUF) or "onnx"."""
 
 
 @model.command("import")
