@@ -105,9 +105,9 @@ def ollama_models(host: str) -> list[str] | None:
     name, _, port = host.rpartition(":")
     sock = None
     try:
-        raw = name.strip("[]")
-        family, kind, proto, _, address = _socket.getaddrinfo(raw.encode() if raw.isascii() else raw, int(port), 0,
-                                                              _socket.SOCK_STREAM)[0]
+        hostname = name.strip("[]")
+        family, kind, proto, _, address = _socket.getaddrinfo(hostname.encode() if hostname.isascii() else hostname,
+                                                              int(port), 0, _socket.SOCK_STREAM)[0]
         sock = _socket.socket(family, kind, proto)
         sock.settimeout(DETECT_TIMEOUT)
         sock.connect(address)
@@ -169,9 +169,9 @@ def resolve(settings: dict) -> tuple[dict | None, str]:
         base = models[0].split(":", 1)[0].rsplit("/", 1)[-1]
         query, document = next((v for k, v in _PREFIXES.items() if base.startswith(k)), ("", ""))
         chosen = {**{k: v for k, v in settings.items() if k in ("timeout", "batch_size", "give_up_after", "dimensions")},
-                  "provider": "openai", "base_url": f"http://{host}/v1", "model": models[0]}
-        chosen.setdefault("query_prefix", settings.get("query_prefix", query))
-        chosen.setdefault("document_prefix", settings.get("document_prefix", document))
+                  "provider": "openai", "base_url": f"http://{host}/v1", "model": models[0],
+                  "query_prefix": settings.get("query_prefix", query),
+                  "document_prefix": settings.get("document_prefix", document)}
         return chosen, f"Ollama at {host} has the embedding model {models[0]}"
     from zmem.config import user_cache_dir
     model = None
