@@ -149,3 +149,25 @@ def test_a_host_that_does_not_answer_costs_one_short_wait_then_is_remembered(mon
     assert remembered[host]["models"] is None
     auto._seen.clear()
     assert auto._remembered(host) == (True, None)  # a new process does not wait on it again for 30 s
+
+
+@pytest.mark.slow
+def test_an_ollama_too_busy_to_answer_keeps_its_last_list(monkeypatch):
+    """Else a loaded machine would switch auto to another model, and re-embed everything."""
+    import socket
+    import time
+    with FakeOllama([NOMIC]) as ollama:
+        monkeypatch.setenv("OLLAMA_HOST", ollama.host)
+        assert auto.resolve({})[0]["model"] == "nomic-embed-text:latest"
+        port = ollama.httpd.server_address[1]
+    cache = Path(os.environ["HOME"]) / ".cache" / "zmem" / "ollama-detect.json"
+    data = json.loads(cache.read_text())
+    data[ollama.host]["at"] = time.time() - 3600  # an hour-old answer: no longer fresh
+    cache.write_text(json.dumps(data))
+    auto._seen.clear()
+    with socket.socket() as busy:  # the same port, accepting but never answering
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.1", port))
+        busy.listen(4)
+        settings, why = auto.resolve({})
+    assert settings["model"] == "nomic-embed-text:latest" and "Ollama at" in why

@@ -9,9 +9,10 @@
    onnxruntime and tokenizers are installed;
 4. none.
 
-Cheap enough for every fresh recall: a refused loopback connect costs microseconds, a connect or
-answer is given 0.3 s at most, and Ollama's answer is remembered for 30 s in-process and in the
-user's cache dir (a host that did not answer too), so a dead remote OLLAMA_HOST costs one recall."""
+Cheap enough for every fresh recall: a refused loopback connect costs microseconds, a connect is
+given 0.3 s and an answer 1 s at most, and Ollama's answer is remembered for 30 s in-process and in
+the user's cache dir (a host that did not answer too), so a dead remote OLLAMA_HOST costs one
+recall. An Ollama that accepts the connection but is too busy to answer keeps its last list."""
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ import time
 from pathlib import Path
 
 OLLAMA_DEFAULT = "127.0.0.1:11434"
-DETECT_TIMEOUT = 0.3  # seconds for Ollama's connect and answer
+CONNECT_TIMEOUT = 0.3  # seconds to reach OLLAMA_HOST (a refused loopback connect is immediate)
+ANSWER_TIMEOUT = 1.0  # seconds for the answer once connected: Ollama on a busy machine can be slow
 REMEMBER = 30.0  # seconds an Ollama answer (or a host that did not answer) is reused
+STALE_OK = 86400.0  # an Ollama that is up but did not answer in time: its last list (this recent) stands
 # the embedding models' families and name parts Ollama reports (a chat model is never picked)
 _EMBED_FAMILIES = {"bert", "nomic-bert", "xlm-roberta", "jina-bert-v2", "new"}
 _EMBED_NAMES = ("embed", "minilm", "bge-", "e5-", "gte-", "paraphrase-multilingual")
@@ -53,14 +56,16 @@ def _cache_file() -> Path:
     return user_cache_dir() / "ollama-detect.json"
 
 
-def _remembered(host: str) -> tuple[bool, list[str] | None]:
+def _remembered(host: str, within: float = REMEMBER) -> tuple[bool, list[str] | None]:
+    """(whether an answer of host's from the last `within` seconds is known, its models)."""
     now = time.time()
-    if host in _seen and now - _seen[host][0] < REMEMBER:
+    if host in _seen and now - _seen[host][0] < within:
         return True, _seen[host][1]
     try:
         data = json.loads(_cache_file().read_text(encoding="utf-8")).get(host)
-        if isinstance(data, dict) and 0 <= now - float(data["at"]) < REMEMBER:
-            _seen[host] = (float(data["at"]), data.get("models"))
+        if isinstance(data, dict) and 0 <= now - float(data["at"]) < within:
+            if within == REMEMBER:
+                _seen[host] = (float(data["at"]), data.get("models"))
             return True, data.get("models")
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
@@ -109,8 +114,9 @@ def ollama_models(host: str) -> list[str] | None:
         family, kind, proto, _, address = _socket.getaddrinfo(hostname.encode() if hostname.isascii() else hostname,
                                                               int(port), 0, _socket.SOCK_STREAM)[0]
         sock = _socket.socket(family, kind, proto)
-        sock.settimeout(DETECT_TIMEOUT)
+        sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(address)
+        sock.settimeout(ANSWER_TIMEOUT)
     except ConnectionRefusedError:
         if sock is not None:
             sock.close()
@@ -134,6 +140,11 @@ def ollama_models(host: str) -> list[str] | None:
     finally:
         sock.close()
     if not isinstance(listed, list):
+        # it listens but did not answer in time: a busy Ollama keeps its last list (else auto would
+        # switch models, and re-embed everything, whenever the machine is loaded)
+        known, models = _remembered(host, STALE_OK)
+        if known and models:
+            return models
         _remember(host, None)
         return None
     names = sorted({str(m.get("name") or m.get("model")) for m in listed if isinstance(m, dict) and is_embedding_model(m)},
