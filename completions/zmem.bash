@@ -87,8 +87,10 @@ _zmem_words() {
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
         "embed") words="--quiet -q --background --json --help" ;;
         "trust") words="--revoke --help" ;;
-        "model") words="import --help" ;;
+        "model") words="import pull list --help" ;;
         "model import") words="--format --out --outtype --force --help" ;;
+        "model pull") words="--force --json --help" ;;
+        "model list") words="--json --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;

@@ -28,6 +28,11 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("ZMEM_WORKSPACE", raising=False)
+    # provider "auto" looks for models in the cache and for an Ollama: none of the machine's
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # a port nothing listens on: refused at once
+    for name in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
     for k, v in GIT_ENV.items():
         monkeypatch.setenv(k, v)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")

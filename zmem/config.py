@@ -56,7 +56,9 @@ DEFAULT_TOML = """\
 [embeddings]
 # Semantic recall. Settings here that send notes off this machine or load code (this whole
 # section) apply only after `zmem trust`; your own ~/.config/zmem/config.toml needs no trust.
-# provider = "none"        # none | auto | local | onnx | openai | gemini
+# provider = "auto"        # auto | none | local | onnx | openai | gemini. auto (the default, needs no
+#                          # `zmem trust`): a model or endpoint set here, else a local Ollama embedding
+#                          # model, else a model `zmem model pull` installed, else keyword recall only
 # model = "text-embedding-3-small"
 # base_url = "http://127.0.0.1:11434/v1"   # any OpenAI-compatible endpoint (Ollama, vLLM, ...)
 # api_key_env = "OPENAI_API_KEY"           # the key is read from this environment variable
@@ -446,6 +448,10 @@ def load_config(workspace_root: Path | None) -> Config:
             llm.update(llm_table)
         else:  # a cloned repository must not send notes anywhere, load code, or read files outside it
             # (keys no setting has are not listed: unknown_settings names them, and trust would not help)
+            if table.get("provider") == "auto" and "provider" not in embeddings:
+                # auto only picks what this user set up (their config, their Ollama, their models)
+                embeddings["provider"] = "auto"
+                table = {k: v for k, v in table.items() if k != "provider"}
             untrusted = sorted(_key_names(table) + [f"sessions.{k}" for k in session_table if k in SESSION_KEYS]
                                + [f"llm.{k}" for k in llm_table if k in LLM_KEYS])
         sources.append(str(path))

@@ -82,6 +82,7 @@ class EmbedReport:
     pending: int = 0
     provider: str | None = None
     error: str | None = None
+    hint: str | None = None  # the provider's own advice with the error (e.g. which package to install)
     reset: bool = False
     warnings: list[str] = field(default_factory=list)  # configuration problems (providers().warnings)
 
@@ -98,7 +99,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
             if store.count():
                 embedder.embed(["zmem"], "document")
         except EmbeddingError as e:
-            report.error = e.message
+            report.error, report.hint = e.message, e.hint
             report.pending = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # all need this model
             return report
         with db.write_transaction(conn):
@@ -124,7 +125,7 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
         try:
             fresh = embedder.embed([texts[h] for h in missing], "document") if missing else []
         except EmbeddingError as e:
-            report.error = e.message
+            report.error, report.hint = e.message, e.hint
             break
         now = int(time.time())
         with db.write_transaction(conn):

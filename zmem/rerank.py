@@ -16,7 +16,7 @@ from pathlib import Path
 
 from zmem.errors import ZmemError
 
-DEFAULT_MODEL = "ms-marco-MiniLM-L-6-v2"  # `recall --rerank` without recall.rerank: this name in the model cache
+DEFAULT_MODEL = "ms-marco-MiniLM-L6-v2"  # `recall --rerank` without recall.rerank: the catalog's reranker (`zmem model pull ms-marco-MiniLM-L6-v2`)
 # The cost is the tokens scored (bench/bench_rerank.py): ~40 passages of ~60 tokens per recall
 DEPTH = 30  # fused candidates reranked; the rest follow in fused order
 PAIRS = 40  # passages scored per recall: each candidate's best, then second-best ones from the top down
@@ -24,8 +24,8 @@ WINDOW_CHARS = 240  # a passage: whole lines of one paragraph or list, at most t
 MAX_TOKENS = 512  # BERT position tables
 BATCH = 16
 LINE_WEIGHT = 1000.0  # snippet weight of the reranker's lines: above term, vector-window and fact weights
-_HINT = ("install one: `zmem model pull` (or `zmem model import DIR --format onnx` of a cross-encoder) and set "
-         "[recall] rerank to its name or directory")
+_HINT = (f"install one: `zmem model pull {DEFAULT_MODEL}` (or `zmem model import DIR --format onnx` of a "
+         "cross-encoder) and set [recall] rerank to its name or directory")
 
 
 class RerankError(ZmemError):

@@ -102,6 +102,11 @@ def _embedding_status(ws: Workspace, conn) -> dict:
         made_by = f"{made['provider']} {made['model']}" if isinstance(made, dict) else None
     except (ValueError, KeyError):
         made_by = None
+    auto = None
+    if ws.config.embeddings.get("provider", "auto") == "auto":  # which one auto picked, and why
+        from zmem.embedders.auto import resolve
+        chosen, why = resolve(ws.config.embeddings)
+        auto = {"chose": chosen["provider"] if chosen else "none", "why": why}
     return {
         "provider": active.provider if active else "none",
         "model": active.model if active else None,
@@ -113,6 +118,7 @@ def _embedding_status(ws: Workspace, conn) -> dict:
         "current": bool(active) and fp == vector_fingerprint(active),
         "last_error": db.get_meta(conn, "embed_error") if active else None,  # none configured: nothing runs
         "warnings": provs.warnings,
+        "auto": auto,
     }
 
 
@@ -201,6 +207,8 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks.append((level, "embeddings", detail))
     for w in emb["warnings"]:
         checks.append(("warn", "embeddings", w))
+    if emb["auto"]:
+        checks.append(("ok", "provider auto", f"{emb['auto']['chose']}, because {emb['auto']['why']}"))
     if st["sessions"]["enabled"]:
         missing = st["sessions"]["warning"]
         checks.append(("warn", "sessions", missing) if missing else

@@ -289,12 +289,13 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     assert make_embedder({"provider": "auto"}) is None
     monkeypatch.setenv("GEMINI_API_KEY", "g-key")
-    assert make_embedder({"provider": "auto"}).provider == "gemini"
+    assert make_embedder({"provider": "auto"}) is None  # a key in the environment alone names no endpoint
+    assert make_embedder({"provider": "auto", "api_key_env": "GEMINI_API_KEY", "api": "native"}).provider == "gemini"
     e = make_embedder({"provider": "gemini", "base_url": server.base_url, "model": "text-embedding-004"})
     e.embed(["hi"])
     assert server.embedding_calls()[-1]["headers"]["authorization"] == "Bearer g-key"
     monkeypatch.setenv("OPENAI_API_KEY", "o-key")
-    assert make_embedder({"provider": "auto"}).provider == "openai"
+    assert make_embedder({"provider": "auto", "api_key_env": "OPENAI_API_KEY"}).provider == "openai"
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     assert make_embedder({"provider": "auto", "model_path": str(model)}).provider == "local"

@@ -174,7 +174,8 @@ def test_fingerprint_names_api_task_types_and_endpoint_without_secrets():
 def test_api_switch_between_native_and_openai_compatible(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "g-key")
     assert isinstance(make_embedder({"provider": "gemini"}), GeminiNativeEmbedder)
-    assert isinstance(make_embedder({"provider": "auto"}), GeminiNativeEmbedder)
+    assert isinstance(make_embedder({"provider": "auto", "api_key_env": "GEMINI_API_KEY", "api": "native"}),
+                      GeminiNativeEmbedder)
     from zmem.embedders.openai import GEMINI_BASE_URL, OpenAIEmbedder
     compat = make_embedder({"provider": "gemini", "api": "openai"})
     assert isinstance(compat, OpenAIEmbedder) and compat.base_url == GEMINI_BASE_URL

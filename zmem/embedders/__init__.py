@@ -7,25 +7,22 @@ from urllib.parse import urlsplit
 
 from zmem.embedders.base import Embedder, EmbeddingError
 
+DEFAULT_PROVIDER = "auto"  # with nothing found it is keyword recall, as "none" (embedders/auto.py)
+
 
 def make_embedder(settings: dict, provider: str | None = None) -> Embedder | None:
-    """The embedder for `provider` (default: settings["provider"]) or None for `none`.
-    `auto`: local if a model file is configured and present, else openai if a key resolves
-    (or a base_url is set), else gemini if GEMINI_API_KEY is set, else none. `gemini` is the
-    native API unless gemini_api() says openai."""
-    provider = provider or settings.get("provider", "none")
+    """The embedder for `provider` (default: settings["provider"], else DEFAULT_PROVIDER) or None for
+    `none`. `auto` picks what is there (embedders/auto.py: a configured model or endpoint, a local
+    Ollama, an installed model) or None. `gemini` is the native API unless gemini_api() says openai."""
+    provider = provider or settings.get("provider", DEFAULT_PROVIDER)
+    if provider == "auto":
+        from zmem.embedders.auto import resolve
+        settings, _why = resolve(settings)
+        if settings is None:
+            return None
+        provider = settings["provider"]
     common = {k: settings[k] for k in ("dimensions", "query_prefix", "document_prefix", "timeout") if k in settings}
     key_env = settings.get("api_key_env")
-    if provider == "auto":
-        path = settings.get("model_path")
-        if path and Path(path).expanduser().is_file():
-            provider = "local"
-        elif _key(key_env, "OPENAI_API_KEY") or settings.get("base_url"):
-            provider = "openai"
-        elif _key(key_env, "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-            provider = "gemini"
-        else:
-            return None
     if provider == "none":
         return None
     if provider in ("openai", "gemini"):
