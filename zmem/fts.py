@@ -410,12 +410,13 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
-def build_match(query: str) -> str | None:
+def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | None:
     """An FTS5 MATCH expression that searches for the query's words; never a syntax error.
 
     Every term is quoted, so operators (AND, OR, NOT, NEAR), `*`, `-`, `:` and parentheses are
     searched as text rather than parsed. Terms are OR-ed and bm25 ranks chunks that match more
-    of them higher. "Quoted phrases" in the query are kept as phrases.
+    of them higher. "Quoted phrases" in the query are kept as phrases. leave_out: words of
+    query_terms not to search (common_terms).
     """
     query = nfc(query)
     parts: list[str] = []
@@ -424,7 +425,8 @@ def build_match(query: str) -> str | None:
         if len(words) > 1:
             parts.append(_quote(" ".join(words)))
     for w in query_terms(query):
-        parts.append(_quote(w))
+        if w not in leave_out:
+            parts.append(_quote(w))
     for run in cjk_runs(query):
         if len(run) == 1:
             parts.append("cjk_uni : " + _quote(run))
@@ -434,6 +436,19 @@ def build_match(query: str) -> str | None:
     if not parts:
         return None
     return " OR ".join(dict.fromkeys(parts))
+
+
+def common_terms(conn, query: str) -> frozenset[str]:
+    """The words of query_terms in at least half of the chunks. FTS5's bm25 gives such a word the
+    floor weight 1e-6 (its idf would be <= 0), so it cannot lift a chunk above one holding a rarer
+    query word; scoring the chunks it is in is most of a recall's time (~2 µs each). Each word's
+    chunks are counted up to half of them (~40 ns each)."""
+    words = query_terms(query)
+    if len(words) < 2:
+        return frozenset()
+    half = (conn.execute("SELECT count(*) FROM chunks").fetchone()[0] + 1) // 2
+    count = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
+    return frozenset(w for w in words if conn.execute(count, (_quote(w), half)).fetchone()[0] >= half)
 
 
 # ----------------------------------------------------------------------------- matching lines as FTS does
