@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "zmem"
 # Bottom to top. A new module goes into the lowest layer whose modules it needs (the test names
 # modules that are in no layer).
 LAYERS = [
-    ("base", {"zmem", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue"}),
+    ("base", {"zmem", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue", "fsmonitor"}),
     ("text", {"dates", "chunking", "retain", "opinions"}),
     ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
     ("store", {"db", "fts", "migrations", "vectors"}),
