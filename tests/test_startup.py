@@ -64,8 +64,9 @@ def test_a_fresh_bm25_recall_imports_no_git_library_embedder_or_session_code(ws)
     assert report["code"] in (0, None), proc.stderr
     hits = json.loads(proc.stdout)["results"]
     assert hits and hits[0]["path"] == "memory/2025-11-24.md"
-    # nothing changed, so nothing is hashed: hashlib (OpenSSL) is not loaded either
-    assert loaded(report, HEAVY + ("hashlib",)) == []
+    # nothing changed, so nothing is hashed: hashlib (OpenSSL) is not loaded either; with no embedding
+    # provider configured (the default) no provider code is; with no watcher to ask, no socket module
+    assert loaded(report, HEAVY + ("hashlib", "zmem.embedding", "zmem.embedders", "socket", "_socket")) == []
     # a query without CJK characters never compiles the CJK patterns (~3 ms each)
     assert report["cjk_compiled"] == [False, False]
 

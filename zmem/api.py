@@ -141,6 +141,10 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     by the provider that made them (same fingerprint). No provider configured is the documented
     default, not a degradation: a warning only when vectors were asked for (`asked`); `zmem status`
     and `zmem doctor` say it once."""
+    settings = ws.config.embeddings
+    if provs is None and not ws.config.untrusted and settings.get("provider", "none") == "none" \
+            and settings.get("fallback", "none") == "none":  # the default: no need to import the providers
+        return None, None, [NO_PROVIDER] if asked else []
     from zmem import db
     from zmem.embedders.base import EmbeddingError
     from zmem.embedding import pending_count, providers, spawn_embed_job, vector_fingerprint
