@@ -131,3 +131,24 @@ def test_no_vouching_when_polling(ws):
         assert caught_up(ws)[1]
     finally:
         poller.stop()
+
+
+def test_a_running_mcp_server_vouches_too(ws):
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from helpers.mcp_client import call, session
+
+    async def go():
+        async with session(ws.root) as s:
+            await call(s, "memory_search", query="relay")  # the first call starts watching
+            assert await asyncio.to_thread(lambda: wait_for(lambda: vouched(ws)))
+            assert not await asyncio.to_thread(lambda: caught_up(ws)[1])
+            write(ws.root, "memory/2025/2025-01-03.md", "# 2025-01-03\n\n- The wombat arrived.\n")
+            result, swept = await asyncio.to_thread(lambda: caught_up(ws))
+            assert swept and "memory/2025/2025-01-03.md" in result.updated
+            found = await call(s, "memory_search", query="wombat")
+            assert [r["path"] for r in found["results"]] == ["memory/2025/2025-01-03.md"]
+            assert await asyncio.to_thread(lambda: wait_for(lambda: vouched(ws)))  # the search caught up again
+    asyncio.run(go())
+    assert not (ws.state_dir / fsmonitor.SOCKET).exists()  # removed when the server stops

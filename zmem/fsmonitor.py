@@ -130,6 +130,35 @@ class VouchServer:
             pass
 
 
+def serve_in_thread(server: VouchServer, answer: Callable[[str], bool]) -> Callable[[], None]:
+    """Answer questions on a thread of its own (`zmem mcp`, whose main thread waits on stdin);
+    returns the function that stops it and closes the server."""
+    import select
+    import threading
+    stop_r, stop_w = os.pipe()
+
+    def loop() -> None:
+        while True:
+            try:
+                ready, _, _ = select.select([server.fileno(), stop_r], [], [])
+            except InterruptedError:
+                continue
+            if stop_r in ready:
+                return
+            server.serve(answer)
+
+    thread = threading.Thread(target=loop, name="zmem-fsmonitor", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        os.write(stop_w, b"x")
+        thread.join(timeout=5)
+        os.close(stop_r)
+        os.close(stop_w)
+        server.close()
+    return stop
+
+
 def vouched_by_someone(path: str) -> bool:
     """Whether a live process listens on the socket at path."""
     import socket

@@ -137,6 +137,8 @@ class Memory:
         self._matrix = None         # the stored vectors in memory (vectors.VectorMatrix)
         self._watch = None          # inotify on the memory directories, or False where unavailable
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
+        self._vouch = None          # the index snapshot that catch-up left (fsmonitor: fresh processes ask)
+        self._stop_vouching = None  # stops the thread answering them
 
     # -- state
     def workspace(self):
@@ -170,7 +172,7 @@ class Memory:
         source = self._source(ws)
         if source:
             if source.read() or source.needs_sync or source.root_gone:
-                self._clean_head = None
+                self._clean_head = self._vouch = None
                 if source.needs_sync and not source.root_gone:
                     source.sync()
         git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
@@ -182,7 +184,13 @@ class Memory:
         result = catch_up(ws, conn=conn)
         clean = source and not (result.stale or result.deferred) and result.head == head
         self._clean_head = head if clean else None
+        self._vouch = db.get_meta(conn, "snapshot_ns") if clean and self._watches_all(source, conn) else None
         return result
+
+    @staticmethod
+    def _watches_all(source, conn) -> bool:
+        """Whether inotify watches every directory holding an indexed file."""
+        return {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")} <= set(source.wd_of)
 
     def _source(self, ws):
         if self._watch is None:
@@ -191,7 +199,48 @@ class Memory:
                 self._watch = InotifySource(ws)
             except (InotifyUnavailable, OSError):
                 self._watch = False  # catch up before every call instead
+            else:
+                self._start_vouching(ws)
         return self._watch
+
+    def _start_vouching(self, ws) -> None:
+        """Answer fresh zmem processes' "did anything change?" (zmem.fsmonitor), as `zmem watch` does."""
+        from zmem import fsmonitor
+        try:
+            server = fsmonitor.VouchServer(ws.state_dir)
+        except OSError:
+            return  # another watcher answers, or the socket cannot be made: processes do the sweep
+        if not self._watch.watch_cookies(server.cookie_dir):
+            server.close()
+            return
+        self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server))
+
+    def _answer(self, server, snapshot: str) -> bool:
+        """Yes when no event came in since the catch-up that left this snapshot (events read up to a
+        cookie first). Waits for a tool call in progress only as long as the asking process waits."""
+        from zmem import fsmonitor
+        if not self.lock.acquire(timeout=fsmonitor.ASK_TIMEOUT):
+            return False
+        try:
+            source = self._watch
+            if not source or self._vouch is None:
+                return False
+            cookie = server.new_cookie()
+            try:
+                paths, seen = source.read_until(cookie, fsmonitor.ASK_TIMEOUT)
+            finally:
+                server.drop_cookie(cookie)
+            if paths or not seen or source.needs_sync or source.root_gone:
+                self._clean_head = self._vouch = None
+                return False
+            if self._vouch != snapshot:
+                self._clean_head = None  # another process moved the snapshot: the next call checks it
+                return False
+            return True
+        except OSError:
+            return False
+        finally:
+            self.lock.release()
 
     def providers(self, ws):
         models = _model_files(ws)
@@ -211,10 +260,13 @@ class Memory:
                 self._conn.close()
             except Exception:  # noqa: BLE001 - a broken connection is replaced anyway
                 pass
-        self._conn, self._conn_id, self._clean_head = None, None, None
+        self._conn, self._conn_id, self._clean_head, self._vouch = None, None, None, None
 
     def close(self) -> None:
         self._close_conn()
+        if self._stop_vouching is not None:
+            self._stop_vouching()
+            self._stop_vouching = None
         if self._watch:
             self._watch.close()
         self._ws, self._ws_key, self._providers, self._matrix, self._watch = None, None, None, None, None
