@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "zmem"
 LAYERS = [
     ("base", {"zmem", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue", "fsmonitor"}),
     ("text", {"dates", "chunking", "retain", "opinions"}),
-    ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
+    ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd", "gitstatus"}),
     ("store", {"db", "fts", "migrations", "vectors"}),
     ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
                    "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize"}),
