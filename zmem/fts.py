@@ -337,13 +337,19 @@ def check_tables(conn) -> list[tuple[str, str]]:
     table, so a table that deletes by value is compared, term by term, with one built afresh from
     its rows (in temp: nothing in the index is written; ~0.1 ms a row). A table that deletes by
     rowid (contentless_delete=1) cannot keep a deleted row's tokens: FTS5's integrity-check (its
-    structure, ~6 µs a row) and the rows' recorded form (fts_form) are enough there."""
+    structure, ~6 µs a row; `PRAGMA integrity_check(table)`) and the rows' recorded form (fts_form)
+    are enough there."""
     from zmem import db
     problems = []
     for table, (cols, _, _) in TABLES.items():
         try:
             if deletes_by_rowid(conn, table):
-                conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
+                # FTS5's integrity-check through the pragma: it reads only, so a read-only index and a
+                # writer busy meanwhile are no problem ('integrity-check' is an INSERT)
+                found = [msg for (msg,) in conn.execute(f"PRAGMA integrity_check({table})")]
+                if found != ["ok"]:
+                    problems.append((table, f"SQLite cannot read it ({'; '.join(found[:3])})"))
+                    continue
                 older = _rows_in_older_form(conn, table)
                 if older:
                     problems.append((table, f"{older} row{'s' * (older != 1)} indexed in an older form"))
