@@ -55,14 +55,20 @@ def test_the_same_head_and_uncommitted_paths_as_pygit2(tmp_path):
             "memory/João café.md"} <= status.dirty
 
 
-def test_a_fresh_status_loads_no_pygit2(tmp_path):
+def fresh_modules(*args) -> tuple[list[str], subprocess.CompletedProcess]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "modules.json"
+        proc = subprocess.run([sys.executable, "-c", REPORT, str(path), *args], capture_output=True, text=True,
+                              timeout=120)
+        return json.loads(path.read_text()), proc
+
+
+def test_a_fresh_status_or_doctor_loads_no_pygit2(tmp_path):
     assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
     write(tmp_path, "memory/2025-01-01.md", "# 2025-01-01\n\n- A note.\n")
     commit_all(tmp_path)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "modules.json"
-        proc = subprocess.run([sys.executable, "-c", REPORT, str(path), "-C", str(tmp_path), "status", "--json"],
-                              capture_output=True, text=True, timeout=120)
-        modules = json.loads(path.read_text())
+    modules, proc = fresh_modules("-C", str(tmp_path), "status", "--json")
     assert json.loads(proc.stdout)["head"] == git(tmp_path, "rev-parse", "HEAD")
     assert "pygit2" not in modules
+    modules, proc = fresh_modules("-C", str(tmp_path), "doctor")
+    assert "[ok  ] repository: HEAD" in proc.stdout and "pygit2" not in modules
