@@ -7,6 +7,9 @@
 prints the median (min–max) of wall time and of the child's CPU (user + sys), then each side's
 `-X importtime` self-time total (5 runs each, alternating). The workspace must be indexed already (the index
 is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users have it.
+--commands picks some of them (e.g. `recall,doctor`; doctor is not in the default set: seconds on older
+code). --watch runs `zmem watch` from B's code meanwhile, so a version that asks it (zmem.fsmonitor)
+skips the stat sweep.
 """
 from __future__ import annotations
 
@@ -28,7 +31,11 @@ def command_lines(ws: Path) -> dict[str, list[str]]:
             "recall, non-ASCII query": ["recall", "aniversário Marrakech"],
             "get": ["get", f"{note}#L1-L5"],
             "status": ["status"],
-            "index -q (no-op)": ["index", "-q"]}
+            "index -q (no-op)": ["index", "-q"],
+            "doctor": ["doctor"]}
+DEFAULT = "recall,recall-nonascii,get,status,index"
+KEYS = {"recall": "recall (bm25)", "recall-nonascii": "recall, non-ASCII query", "get": "get", "status": "status",
+        "index": "index -q (no-op)", "doctor": "doctor"}
 
 
 def once(pythonpath: str, ws: Path, args: list[str], importtime: bool = False) -> tuple[float, float, str]:
@@ -60,11 +67,31 @@ def main() -> None:
     ap.add_argument("--a", required=True, help="PYTHONPATH of version A (the baseline)")
     ap.add_argument("--b", required=True, help="PYTHONPATH of version B")
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--commands", default=DEFAULT, help=f"comma-separated, of {', '.join(KEYS)}")
+    ap.add_argument("--watch", action="store_true", help="run `zmem watch` (B's code) during the runs")
     args = ap.parse_args()
     sides = {"A": args.a, "B": args.b}
+    watcher = None
+    if args.watch:
+        watcher = subprocess.Popen([sys.executable, "-m", "zmem", "watch", "--json"], cwd=args.ws,
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                   env={**ENV, "PYTHONPATH": args.b})
+        for line in watcher.stdout:  # ready once the watches are in place and the index is caught up
+            if '"watching"' in line:
+                break
+    try:
+        run_all(args, sides)
+    finally:
+        if watcher is not None:
+            watcher.terminate()
+            watcher.wait()
+
+
+def run_all(args, sides: dict[str, str]) -> None:
     print(f"load before: {os.getloadavg()[0]:.2f}  (A = {args.a}, B = {args.b}; ms, median (min–max) of {args.runs})")
     print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18}")
-    for name, cmd in command_lines(args.ws).items():
+    lines = command_lines(args.ws)
+    for name, cmd in ((KEYS[key], lines[KEYS[key]]) for key in args.commands.split(",")):
         for path in sides.values():  # warm the bytecode caches and the page cache
             once(path, args.ws, cmd)
         wall = {s: [] for s in sides}

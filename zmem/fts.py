@@ -334,12 +334,26 @@ def check_tables(conn) -> list[tuple[str, str]]:
     rows give in the current form: tokens a delete left behind (given other values than were
     indexed: an older zmem process, another Python's word boundaries), rows in an older form, or an
     index SQLite cannot read. FTS5's own integrity-check cannot see the first two in a contentless
-    table, so each table is compared, term by term, with one built afresh from its rows (in temp:
-    nothing in the index is written; about twice as long as rebuilding it)."""
+    table, so a table that deletes by value is compared, term by term, with one built afresh from
+    its rows (in temp: nothing in the index is written; ~0.1 ms a row). A table that deletes by
+    rowid (contentless_delete=1) cannot keep a deleted row's tokens: FTS5's integrity-check (its
+    structure, ~6 µs a row; `PRAGMA integrity_check(table)`) and the rows' recorded form (fts_form)
+    are enough there."""
     from zmem import db
     problems = []
     for table, (cols, _, _) in TABLES.items():
         try:
+            if deletes_by_rowid(conn, table):
+                # FTS5's integrity-check through the pragma: it reads only, so a read-only index and a
+                # writer busy meanwhile are no problem ('integrity-check' is an INSERT)
+                found = [msg for (msg,) in conn.execute(f"PRAGMA integrity_check({table})")]
+                if found != ["ok"]:
+                    problems.append((table, f"SQLite cannot read it ({'; '.join(found[:3])})"))
+                    continue
+                older = _rows_in_older_form(conn, table)
+                if older:
+                    problems.append((table, f"{older} row{'s' * (older != 1)} indexed in an older form"))
+                continue
             differ = _differing_terms(conn, table, cols)
         except db.DatabaseError as e:
             problems.append((table, f"SQLite cannot read it ({e})"))
@@ -347,6 +361,15 @@ def check_tables(conn) -> list[tuple[str, str]]:
         if differ:
             problems.append((table, f"{differ} term{'s' * (differ != 1)} differ from what its rows give"))
     return problems
+
+
+def _rows_in_older_form(conn, table: str) -> int:
+    """Rows of table's source indexed in an older form than cjk_columns' (history and session rows
+    record theirs; notes' rows are indexed again when the form changes: the indexer's fingerprint)."""
+    source = next((src for fts, _, src, _ in _TABLES if fts == table), None)
+    if source is None:
+        return 0
+    return conn.execute(f"SELECT count(*) FROM {source} WHERE fts_form IS NOT ?", (FTS_VERSION,)).fetchone()[0]
 
 
 def _differing_terms(conn, table: str, cols: str) -> int:
@@ -410,12 +433,13 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
-def build_match(query: str) -> str | None:
+def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | None:
     """An FTS5 MATCH expression that searches for the query's words; never a syntax error.
 
     Every term is quoted, so operators (AND, OR, NOT, NEAR), `*`, `-`, `:` and parentheses are
     searched as text rather than parsed. Terms are OR-ed and bm25 ranks chunks that match more
-    of them higher. "Quoted phrases" in the query are kept as phrases.
+    of them higher. "Quoted phrases" in the query are kept as phrases. leave_out: words of
+    query_terms not to search (common_terms).
     """
     query = nfc(query)
     parts: list[str] = []
@@ -424,7 +448,8 @@ def build_match(query: str) -> str | None:
         if len(words) > 1:
             parts.append(_quote(" ".join(words)))
     for w in query_terms(query):
-        parts.append(_quote(w))
+        if w not in leave_out:
+            parts.append(_quote(w))
     for run in cjk_runs(query):
         if len(run) == 1:
             parts.append("cjk_uni : " + _quote(run))
@@ -434,6 +459,19 @@ def build_match(query: str) -> str | None:
     if not parts:
         return None
     return " OR ".join(dict.fromkeys(parts))
+
+
+def common_terms(conn, query: str) -> frozenset[str]:
+    """The words of query_terms in at least half of the chunks. FTS5's bm25 gives such a word the
+    floor weight 1e-6 (its idf would be <= 0), so it cannot lift a chunk above one holding a rarer
+    query word; scoring the chunks it is in is most of a recall's time (~2 µs each). Each word's
+    chunks are counted up to half of them (~40 ns each)."""
+    words = query_terms(query)
+    if len(words) < 2:
+        return frozenset()
+    half = (conn.execute("SELECT count(*) FROM chunks").fetchone()[0] + 1) // 2
+    count = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
+    return frozenset(w for w in words if conn.execute(count, (_quote(w), half)).fetchone()[0] >= half)
 
 
 # ----------------------------------------------------------------------------- matching lines as FTS does

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from zmem.repo import Repo
 
-from zmem import db, migrations
+from zmem import db, fsmonitor, migrations
 from zmem.chunking import CHUNKER_VERSION, chunk_text
 from zmem.errors import TRY_AGAIN, IndexUnusable
 from zmem.fts import FTS_VERSION, cjk_columns, delete_rows
@@ -306,7 +306,11 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
     if not (indexed is not None and taken and git_dir and common):
         return None, None
-    changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
+    if fsmonitor.vouched(ws.state_dir, taken):  # a watcher saw no memory file change since the snapshot
+        changes = Changes()
+        changes.ignores = ignore_rules_changed(stored_ignore_record(conn))  # partly outside what it watches
+    else:
+        changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
     same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
     return (indexed if same else None), changes
 

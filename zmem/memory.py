@@ -72,6 +72,8 @@ class Memory:
         self._matrix = None         # stored vectors kept in memory (vectors.VectorMatrix), when watching
         self._source = None         # inotify on the memory directories, or False where unavailable
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
+        self._vouch = None          # the index snapshot that catch-up left (fsmonitor: fresh processes ask)
+        self._stop_vouching = None  # stops the thread answering them
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
@@ -91,6 +93,9 @@ class Memory:
     def close(self) -> None:
         """Close the index connection (and the watch); the Memory reopens them if used again."""
         self._close_conn()
+        if self._stop_vouching is not None:
+            self._stop_vouching()
+            self._stop_vouching = None
         if self._source:
             self._source.close()
         self._ws, self._ws_key, self._providers, self._matrix, self._source = None, None, None, None, None
@@ -134,7 +139,7 @@ class Memory:
                 self._conn.close()
             except Exception:  # noqa: BLE001 - a broken connection is replaced anyway
                 pass
-        self._conn, self._conn_id, self._fresh, self._clean_head = None, None, None, None
+        self._conn, self._conn_id, self._fresh, self._clean_head, self._vouch = None, None, None, None, None
 
     @property
     def providers(self):
@@ -177,7 +182,7 @@ class Memory:
         source = self._watch_source(ws)
         if source:
             if source.read() or source.needs_sync or source.root_gone:
-                self._clean_head = None
+                self._clean_head = self._vouch = None
                 if source.needs_sync and not source.root_gone:
                     source.sync()
         git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
@@ -189,7 +194,13 @@ class Memory:
         result = self._fresh = catch_up(ws, conn=conn)
         clean = source and not (result.stale or result.deferred) and result.head == head
         self._clean_head = head if clean else None
+        self._vouch = db.get_meta(conn, "snapshot_ns") if clean and self._watches_all(source, conn) else None
         return result
+
+    @staticmethod
+    def _watches_all(source, conn) -> bool:
+        """Whether inotify watches every directory holding an indexed file."""
+        return {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")} <= set(source.wd_of)
 
     def _watch_source(self, ws: Workspace):
         if self._source is None:
@@ -198,7 +209,49 @@ class Memory:
                 self._source = InotifySource(ws)
             except (InotifyUnavailable, OSError):
                 self._source = False  # catch up before every call instead
+            else:
+                self._start_vouching(ws)
         return self._source
+
+    def _start_vouching(self, ws: Workspace) -> None:
+        """Answer fresh zmem processes' "did anything change?" (zmem.fsmonitor), as `zmem watch` does."""
+        import functools
+        from zmem import fsmonitor
+        try:
+            server = fsmonitor.VouchServer(ws.state_dir)
+        except OSError:
+            return  # another watcher answers, or the socket cannot be made: processes do the sweep
+        if not self._source.watch_cookies(server.cookie_dir):
+            server.close()
+            return
+        self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server))
+
+    def _answer(self, server, snapshot: str) -> bool:
+        """Yes when no event came in since the catch-up that left this snapshot (events read up to a
+        cookie first). Waits for a tool call in progress only as long as the asking process waits."""
+        from zmem import fsmonitor
+        if not self.lock.acquire(timeout=fsmonitor.ASK_TIMEOUT):
+            return False
+        try:
+            source = self._source
+            if not source or self._vouch is None:
+                return False
+            cookie = server.new_cookie()
+            try:
+                paths, seen = source.read_until(cookie, fsmonitor.ASK_TIMEOUT)
+            finally:
+                server.drop_cookie(cookie)
+            if paths or not seen or source.needs_sync or source.root_gone:
+                self._clean_head = self._vouch = None
+                return False
+            if self._vouch != snapshot:
+                self._clean_head = None  # another process moved the snapshot: the next call checks it
+                return False
+            return True
+        except OSError:
+            return False
+        finally:
+            self.lock.release()
 
     def _scope(self, scope: str | None) -> str:
         scope = scope or self.scope
@@ -265,7 +318,9 @@ class Memory:
         warnings += _unsearchable(conn, warnings)
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
-        if requested != "bm25":
+        if requested != "bm25" and self._providers is None and _nothing_to_embed_with(cfg):
+            warnings += [NO_PROVIDER] if _asked(mode, cfg) else []  # known without loading the providers
+        elif requested != "bm25":
             qvec, store, notes = _query_vector(ws, conn, query, timeout, background_embed, lambda: self.providers,
                                                lambda: self._matrix, asked=_asked(mode, cfg))
             warnings += notes
@@ -699,6 +754,20 @@ def _asked(mode: str | None, cfg) -> bool:
     """Whether vectors were asked for (--mode, or recall.mode set in a config file), rather than the
     default, which means "hybrid when there are vectors"."""
     return mode not in (None, "bm25") or (cfg.recall_mode != "bm25" and "recall.mode" in cfg.origins)
+
+
+def _nothing_to_embed_with(cfg) -> bool:
+    """No provider configured, or auto finding none (the default with nothing installed): known without
+    importing zmem.embedding and the providers, which a fresh keyword recall need not pay for."""
+    settings = cfg.embeddings
+    if cfg.untrusted or settings.get("fallback", "none") != "none":
+        return False  # the providers say what is untrusted or which fallback runs
+    from zmem.embedders import DEFAULT_PROVIDER
+    provider = settings.get("provider", DEFAULT_PROVIDER)
+    if provider == "auto":
+        from zmem.embedders.auto import resolve
+        return resolve(settings)[0] is None
+    return provider == "none"
 
 
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,

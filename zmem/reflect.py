@@ -27,6 +27,7 @@ import stat
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zmem import opinions as op_mod
 from zmem.entities import (BEGIN, END, ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
@@ -34,9 +35,11 @@ from zmem.entities import (BEGIN, END, ENTITY_DIR, FactRow, all_entities, duplic
 from zmem.errors import ZmemError, example
 from zmem.indexer import catch_up, insert_facts, open_index
 from zmem.markdown import day_from_path, decode_note
-from zmem.repo import Repo, commit_paths, commits_since, file_log, last_commit_with_trailer, open_repo
 from zmem.retain import Fact, entity_key, legacy_fact_id, parse_facts
 from zmem.workspace import Workspace, check_no_symlink, open_dir_in, write_through_symlink
+
+if TYPE_CHECKING:
+    from zmem.repo import Repo
 
 SUMMARY = "### Summary"
 TRAILER = "Zmem-Reflect"
@@ -71,6 +74,8 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     """since: use facts committed after it; None: since the last reflect commit (everything if
     there was none); everything: all facts (evidence already recorded is still never re-applied).
     conn: an open index connection to use (left open)."""
+    # pygit2 (~100 ms) only when reflecting: doctor imports this module for put_block
+    from zmem.repo import commit_paths, last_commit_with_trailer, open_repo
     repo = open_repo(ws.root)
     if not dry_run:
         guarded = [p for p in sorted(repo.dirty_paths())
@@ -209,6 +214,7 @@ def _new_facts(ws: Workspace, conn, repo: Repo, facts: list[FactRow], since: dt.
     if since is None and after is None:
         return facts, None
     from zmem.history import blame_lines
+    from zmem.repo import commits_since
     commits, touched = commits_since(ws.root, since=int(since.timestamp()) if since else None, after=after)
     by_path: dict[str, list[FactRow]] = defaultdict(list)
     for f in facts:
@@ -362,6 +368,7 @@ def _recheck_evidence(ws: Workspace, repo: Repo, parsed, facts: list[FactRow], n
 def _last_citation(ws: Workspace, repo: Repo, rel: str, fid: str) -> str | None:
     """`path@commit#Lnn` of a retracted fact in the newest commit that still held it (`zmem get`
     reads it back), or None when no commit ever did."""
+    from zmem.repo import file_log
     for entry in file_log(ws.root, rel):
         for f in _facts_in(ws, rel, repo.file_at(entry["commit"], rel)):
             if fid in (f.fact_id(rel), legacy_fact_id(rel, f.kind, f.text)):

@@ -8,7 +8,6 @@ from pathlib import Path
 from zmem.config import DEFAULT_TOML
 from zmem.errors import ZmemError
 from zmem.gitcmd import run_git
-from zmem.repo import git_env, init_repo, open_repo
 from zmem.workspace import symlink_on_path, write_file_in
 
 LAYOUT = {
@@ -48,6 +47,7 @@ def _init_layout(root: Path) -> InitReport:
         raise ZmemError(f"not a directory: {root}", hint="pass a directory to `zmem init`")
     root.mkdir(parents=True, exist_ok=True)
     report = InitReport(root=root.resolve())
+    from zmem.repo import init_repo  # pygit2 (~100 ms): not for doctor's logs_merge_driver
     report.git_init = init_repo(root)
     if (root / "memory.md").exists() and not (root / "MEMORY.md").exists():
         skip = {"MEMORY.md"}  # an OpenClaw workspace with lower-case memory.md: keep just that one
@@ -177,6 +177,7 @@ def write_demo(root: Path) -> list[str]:
         "# Memory\n\n## People\n\n- Peter: the human I work for; based in Lisbon.\n"
         "- Ana: Peter's colleague; recommends restaurants.\n\n## Infrastructure\n\n"
         "- The gateway host is the Mac Studio in the office.\n").encode("utf-8"))
+    from zmem.repo import git_env, open_repo
     repo = open_repo(root)
     env = git_env(repo)
     if repo.head() is not None:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError, example
 from zmem.chunking import CJK_RE, CUT
-from zmem.fts import _quote, build_match, fold, match_keys, nfc, query_grams
+from zmem.fts import _quote, build_match, common_terms, fold, match_keys, nfc, query_grams
 from zmem.retain import entity_key
 from zmem.markdown import ATX, LIST_ITEM, _atx_title
 from zmem.workspace import glob_to_sql
@@ -67,10 +67,23 @@ class Recall:
 def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
                 path_glob: str | None = None, exclude: list[str] | None = None) -> list[tuple[int, float]]:
     """(chunk id, normalized score in (0, 1)) best first. score = s / (1 + s) with s = -bm25:
-    monotonic, so a better keyword match always scores higher, and no threshold hides a hit."""
+    monotonic, so a better keyword match always scores higher, and no threshold hides a hit.
+    Words in half the chunks or more are searched only when the rarer words fill fewer than k hits
+    (fts.common_terms: they would add at most ~1e-6 to a hit holding a rarer word)."""
     match = build_match(query)
     if match is None:
         return []
+    common = common_terms(conn, query)
+    rarer = build_match(query, leave_out=common) if common else None
+    if rarer is not None:
+        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude)
+        if len(hits) == k:
+            return hits
+    return _bm25(conn, match, k, since, until, path_glob, exclude)
+
+
+def _bm25(conn, match: str, k: int, since: str | None, until: str | None, path_glob: str | None,
+          exclude: list[str] | None) -> list[tuple[int, float]]:
     where, args = [], []
     if since:
         where.append("c.day >= ?")

@@ -22,9 +22,13 @@ def stored_warnings(conn) -> list[str]:
 def workspace_status(ws: Workspace, conn=None) -> dict:
     """conn: an open index connection to use (left open)."""
     from zmem import hooks as hooks_lib
-    from zmem.repo import open_repo  # pygit2 (~100 ms): not for `zmem index`, which only reads stored_warnings
-    repo = open_repo(ws.root)
-    head = repo.head()
+    from zmem.gitstatus import WorktreeStatus, worktree_status
+    git = worktree_status(ws.root)  # the git command line: pygit2's import alone costs ~100 ms
+    if git is None:
+        from zmem.repo import open_repo
+        repo = open_repo(ws.root)  # says why git could not tell (not a work tree, a bare repository, …)
+        git = WorktreeStatus(head=repo.head(), dirty=repo.dirty_paths(), shallow=repo.is_shallow())
+    head = git.head
     own = conn is None
     if own:
         conn = open_index(ws)
@@ -32,7 +36,7 @@ def workspace_status(ws: Workspace, conn=None) -> dict:
         indexed = db.get_meta(conn, "indexed_commit")
         known = {path: (blob, (mtime, size, ino, ctime)) for path, blob, mtime, size, ino, ctime in
                  conn.execute("SELECT path, blob, mtime_ns, size, ino, ctime_ns FROM files")}
-        dirty = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p))
+        dirty = sorted(p for p in git.dirty if ws.is_memory_path(p))
         changed = [p for p in dirty if _differs(ws, p, *known.get(p, (None, None)))]
         files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -60,7 +64,7 @@ def workspace_status(ws: Workspace, conn=None) -> dict:
         "dirty": dirty, "files": files, "chunks": chunks, "db_bytes": size, "driver": db.DRIVER,
         "sqlite_version": db.sqlite_version(),
         "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
-        "sqlite_vec": vec_loaded, "shallow": repo.is_shallow(), "hooks": hooks, "file_warnings": warnings,
+        "sqlite_vec": vec_loaded, "shallow": git.shallow, "hooks": hooks, "file_warnings": warnings,
         "embeddings": embeddings, "sessions": sessions,
     }
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from zmem import fsmonitor
 from zmem.errors import WorkspaceError, ZmemError
 from zmem.snapshot import memory_dirs
 from zmem.workspace import Workspace
@@ -92,6 +93,8 @@ class InotifySource:
         self.wd_of: dict[str, int] = {}
         self.root_gone = False
         self.needs_sync = False
+        self.cookie_wd: int | None = None  # fsmonitor's cookie directory: not memory, only markers
+        self.cookies: set[str] = set()  # cookie files whose creation was read
         try:
             self.sync()
         except BaseException:
@@ -138,6 +141,30 @@ class InotifySource:
     def count(self) -> int:
         return len(self.wd_of)
 
+    def watch_cookies(self, path: str) -> bool:
+        """Watch fsmonitor's cookie directory as well (its events are markers, never changes)."""
+        wd = self._add(self.fd, os.fsencode(path), IN_CREATE | IN_ONLYDIR | IN_DONT_FOLLOW)
+        self.cookie_wd = wd if wd >= 0 else None
+        return self.cookie_wd is not None
+
+    def read_until(self, cookie: str, timeout: float) -> tuple[set[str], bool]:
+        """Read events until the cookie's creation: (the paths they name, whether it came in time).
+        Every change made before the cookie was created is then among the paths."""
+        out: set[str] = set()
+        end = time.monotonic() + timeout
+        while True:
+            out |= self.read()
+            if cookie in self.cookies:
+                self.cookies.discard(cookie)
+                return out, True
+            left = end - time.monotonic()
+            if left <= 0:
+                return out, False
+            try:
+                select.select([self.fd], [], [], left)
+            except InterruptedError:
+                pass
+
     def _add_tree(self, rel: str) -> None:
         for sub in memory_dirs(self.ws.root, [rel])[1:]:
             if sub not in self.wd_of:
@@ -164,6 +191,10 @@ class InotifySource:
                 if mask & IN_Q_OVERFLOW:
                     self.needs_sync = True
                     out.add("")
+                    continue
+                if wd == self.cookie_wd:
+                    if mask & IN_CREATE:
+                        self.cookies.add(name)
                     continue
                 rel = self.rel_of.get(wd)
                 if rel is None:
@@ -307,6 +338,8 @@ class Watcher:
         self.events = 0
         self.stop_signal: int | None = None
         self.source = None
+        self.vouch: str | None = None  # the index snapshot no event has come in since (fsmonitor)
+        self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -316,6 +349,7 @@ class Watcher:
     def changed(self, paths: set[str], now: float) -> None:
         if not paths:
             return
+        self.vouch = None
         if "zmem.toml" in paths:
             self._reload_config()
         if self.commit:
@@ -346,12 +380,19 @@ class Watcher:
 
     # -- actions
     def index(self, startup: bool = False) -> None:
-        from zmem.indexer import catch_up
+        from zmem.indexer import catch_up, open_index
+        self.vouch = None
         if self.source is not None and self.source.needs_sync:
             self._sync()
         self.dirty_since = None
         try:
-            result = catch_up(self.ws)
+            conn = open_index(self.ws)
+            try:
+                result = catch_up(self.ws, conn=conn)
+                if not (result.stale or result.deferred):
+                    self.vouch = self._vouchable(conn)
+            finally:
+                conn.close()
         except ZmemError as e:
             self._check_root()
             if startup:  # not a git repository, a broken .zmem, …: fail before "watching", like any command
@@ -377,6 +418,55 @@ class Watcher:
         if files:
             event = WatchEvent("indexed", files, seconds=result.seconds, warnings=result.warnings)
             self.emit(event) if startup else self._count(event)  # --max-events counts changes seen while watching
+
+    def _vouchable(self, conn) -> str | None:
+        """The snapshot a complete catch-up left, when inotify watches every directory holding an
+        indexed file (a symlinked or unreadable one is not watched: then no vouching)."""
+        from zmem import db
+        source = self.source
+        if not isinstance(source, InotifySource) or source.needs_sync or source.root_gone:
+            return None
+        parents = {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")}
+        if not parents <= set(source.wd_of):
+            return None
+        return db.get_meta(conn, "snapshot_ns")
+
+    def answer(self, snapshot: str) -> bool:
+        """A fresh process asks whether nothing changed since the index snapshot it read: every
+        event up to now is read first (up to a cookie file's), then yes only for the snapshot the
+        last complete catch-up left with no event since."""
+        source = self.source
+        if not isinstance(source, InotifySource) or source.cookie_wd is None:
+            return False
+        try:
+            cookie = self.server.new_cookie()
+        except OSError:
+            return False
+        try:
+            paths, seen = source.read_until(cookie, fsmonitor.ASK_TIMEOUT)
+        finally:
+            self.server.drop_cookie(cookie)
+        self.changed(paths, self.clock())
+        if not seen or source.needs_sync or source.root_gone or self.vouch is None:
+            return False
+        if self.vouch != snapshot and self.dirty_since is None:
+            # another process moved the snapshot (a commit's hook, a recall recording new stats):
+            # a catch-up here checks it, and the next question can be vouched for
+            self.changed({""}, self.clock())
+        return self.vouch == snapshot
+
+    def _serve(self) -> None:
+        """Start answering fresh processes (inotify only; another watcher may already answer)."""
+        if not isinstance(self.source, InotifySource) or self.server is not None:
+            return
+        try:
+            server = fsmonitor.VouchServer(self.ws.state_dir)
+        except OSError:
+            return
+        if not self.source.watch_cookies(server.cookie_dir):
+            server.close()
+            return
+        self.server = server
 
     def _dirty_at_start(self) -> set[str]:
         from zmem.repo import open_repo
@@ -515,6 +605,10 @@ class Watcher:
             self._fall_back(str(e))
 
     def _fall_back(self, why: str) -> None:
+        self.vouch = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None
         if self.source is not None:
             self.source.close()
         self.notice(f"{why}; polling the memory files every {POLL_SECONDS:g} s instead")
@@ -556,6 +650,7 @@ class Watcher:
                     self.source = None
                     self._fall_back(str(e))
             self._check_root()
+            self._serve()
             self.dirty_since = self.last_change = self.clock()
             self.index(startup=True)  # catch up with what changed before the watches were in place
             # ready: the watches are in place and the index is up to date
@@ -570,9 +665,11 @@ class Watcher:
                     timeout = min(timeout, wait)
                 if self.exit_after is not None:
                     timeout = min(timeout, max(0.0, start + self.exit_after - now))
-                ready = self._wait(wake_r, timeout)
+                ready, asked = self._wait(wake_r, timeout)
                 if self.stop_signal is not None:
                     break
+                if asked:
+                    self.server.serve(self.answer)
                 self._check_root()
                 polling = isinstance(self.source, PollSource)
                 if ready or (polling and self.clock() >= next_poll):
@@ -588,6 +685,9 @@ class Watcher:
                 self.tick(self.clock())
                 self._check_root()
         finally:
+            if self.server is not None:
+                self.server.close()
+                self.server = None
             if self.source is not None:
                 self.source.close()
             restore()
@@ -602,23 +702,27 @@ class Watcher:
             return True
         return self.exit_after is not None and self.clock() - start >= self.exit_after
 
-    def _wait(self, wake_r: int, timeout: float) -> bool:
-        """Sleep until the source has events, a signal arrives, or timeout. True: source ready."""
+    def _wait(self, wake_r: int, timeout: float) -> tuple[bool, bool]:
+        """Sleep until the source has events, a fresh process asks (fsmonitor), a signal arrives,
+        or timeout. (source ready, question waiting)."""
         fds = [wake_r]
         src = self.source.fileno() if self.source is not None else None
         if src is not None:
             fds.append(src)
+        server = self.server.fileno() if self.server is not None else None
+        if server is not None:
+            fds.append(server)
         try:
             readable, _, _ = select.select(fds, [], [], timeout)
         except InterruptedError:
-            return False
+            return False, False
         if wake_r in readable:
             try:
                 while os.read(wake_r, 512):
                     pass
             except BlockingIOError:
                 pass
-        return src is not None and src in readable
+        return src is not None and src in readable, server is not None and server in readable
 
     def _install_signals(self, wake_w: int):
         """SIGINT/SIGTERM only set a flag (the loop wakes through the pipe), so a commit or an

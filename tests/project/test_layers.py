@@ -11,9 +11,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zmem"
 # Bottom to top. A new module goes into the lowest layer whose modules it needs (the test names
 # modules that are in no layer).
 LAYERS = [
-    ("base", {"version", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue", "mcp_sdk", "kinds"}),
+    ("base", {"version", "errors", "lazyre", "markdown", "paths", "snapshot", "terminal", "fts_glue", "mcp_sdk", "kinds", "fsmonitor"}),
     ("text", {"dates", "chunking", "retain", "opinions"}),
-    ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd"}),
+    ("workspace", {"trust", "config", "workspace", "session_settings", "spawn", "gitcmd", "gitstatus"}),
     ("store", {"db", "fts", "migrations", "vectors"}),
     ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
                    "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize", "modelpull",

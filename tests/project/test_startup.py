@@ -64,8 +64,12 @@ def test_a_fresh_bm25_recall_imports_no_git_library_embedder_or_session_code(ws)
     assert report["code"] in (0, None), proc.stderr
     hits = json.loads(proc.stdout)["results"]
     assert hits and hits[0]["path"] == "memory/2025-11-24.md"
-    # nothing changed, so nothing is hashed: hashlib (OpenSSL) is not loaded either
-    assert loaded(report, HEAVY + ("hashlib",)) == []
+    # nothing changed, so nothing is hashed: hashlib (OpenSSL) is not loaded either; with the default
+    # provider (auto) finding nothing, only its detection runs (a refused loopback connect through
+    # _socket, not the socket module) and no provider code loads
+    providers = ("zmem.embedders.openai", "zmem.embedders.onnx", "zmem.embedders.llama", "zmem.embedders.gemini",
+                 "zmem.embedders.jsonhttp", "zmem.modelpull")
+    assert loaded(report, HEAVY + ("hashlib", "zmem.embedding", "socket") + providers) == []
     # a query without CJK characters never compiles the CJK patterns (~3 ms each)
     assert report["cjk_compiled"] == [False, False]
 
