@@ -55,8 +55,8 @@ def touch_one_and_commit(root: Path, i: int, hooks: bool) -> float:
 
 
 def bench_catch_up(root: Path, runs: int) -> None:
-    from zmem.indexer import catch_up
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up
+    from zmem.workspace.core import find_workspace
     ws = find_workspace(root)
     catch_up(ws, lock_timeout=600)
     # Files written less than 2 s before a check are re-read (their mtime cannot be trusted yet);
@@ -95,9 +95,9 @@ def bench_hook(root: Path, runs: int) -> None:
 
 
 def bench_recall(root: Path, runs: int) -> None:
-    from zmem.indexer import catch_up, open_index
-    from zmem.search import recall
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.query.search import recall
+    from zmem.workspace.core import find_workspace
     ws = find_workspace(root)
     catch_up(ws, lock_timeout=600)
     samples = []
@@ -137,8 +137,8 @@ def bench_full(root: Path) -> None:
     proc = sh(*ZMEM, "-C", str(root), "index", "--full", "--json")
     wall = time.perf_counter() - t
     out = json.loads(proc.stdout)
-    from zmem.indexer import open_index
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import open_index
+    from zmem.workspace.core import find_workspace
     conn = open_index(find_workspace(root))
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     conn.close()

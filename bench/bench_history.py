@@ -95,12 +95,12 @@ def embed_history(ws) -> tuple:
     import os
     sys.path.insert(0, str(HERE.parent / "tests"))
     from helpers.embed_server import EmbeddingServer
-    from zmem import history
-    from zmem.chunking import chunk_windows, text_hash
-    from zmem.embedding import providers, run_embed_job, vector_fingerprint
-    from zmem.indexer import open_index
-    from zmem.vectors import pack
-    from zmem.workspace import find_workspace
+    from zmem.history import asof as history
+    from zmem.text.chunking import chunk_windows, text_hash
+    from zmem.index.embedding import providers, run_embed_job, vector_fingerprint
+    from zmem.index.catchup import open_index
+    from zmem.store.vectors import pack
+    from zmem.workspace.core import find_workspace
     server = EmbeddingServer(dims=384).__enter__()
     home = Path(tempfile.mkdtemp(prefix="zmem-bench-config-"))
     (home / "zmem").mkdir()
@@ -142,10 +142,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--hybrid", action="store_true", help="also time hybrid recall, current and as-of")
     a = ap.parse_args()
-    from zmem import history
-    from zmem.blame import blame
-    from zmem.indexer import catch_up, open_index
-    from zmem.workspace import find_workspace
+    from zmem.history import asof as history
+    from zmem.history.blame import blame
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.workspace.core import find_workspace
 
     root = (a.out or Path(tempfile.mkdtemp(prefix="zmem-bench-history-"))) / "ws"
     t0 = time.perf_counter()

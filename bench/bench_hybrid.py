@@ -29,11 +29,11 @@ def main() -> None:
     import numpy as np
 
 
-    from zmem.chunking import chunk_windows
-    from zmem.indexer import catch_up, open_index
-    from zmem.search import recall
-    from zmem.vectors import VectorMatrix, VectorStore
-    from zmem.workspace import find_workspace
+    from zmem.text.chunking import chunk_windows
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.query.search import recall
+    from zmem.store.vectors import VectorMatrix, VectorStore
+    from zmem.workspace.core import find_workspace
 
     shutil.rmtree(args.out, ignore_errors=True)
     make_workspace(args.out, files=max(1, args.chunks * 10 // 28), commits=20, seed=3)

@@ -61,7 +61,7 @@ async def over_mcp(root: Path, calls: int, warmup: int, env: dict) -> tuple[list
 
 
 def in_process(root: Path, calls: int, warmup: int) -> list[float]:
-    from zmem.mcp_server import search
+    from zmem.mcp.server import search
     from zmem.memory import Memory
     memory = Memory(root, query_timeout=5.0, watch=True)  # as the server keeps it
     samples = []
@@ -77,11 +77,11 @@ def in_process(root: Path, calls: int, warmup: int) -> list[float]:
 def random_vectors(root: Path) -> str:
     """Random unit vectors for every window, stored under the configured model's fingerprint."""
     import numpy as np
-    from zmem.chunking import chunk_windows
-    from zmem.embedding import providers, vector_fingerprint
-    from zmem.indexer import open_index
-    from zmem.vectors import VectorStore
-    from zmem.workspace import find_workspace
+    from zmem.text.chunking import chunk_windows
+    from zmem.index.embedding import providers, vector_fingerprint
+    from zmem.index.catchup import open_index
+    from zmem.store.vectors import VectorStore
+    from zmem.workspace.core import find_workspace
     ws = find_workspace(root)
     embedder = providers(ws).primary
     dims = len(embedder.embed(["dimension probe"], "query")[0])
@@ -120,8 +120,8 @@ def main() -> None:
         os.environ.setdefault(k, "bench@example.org")
     env = dict(os.environ)
 
-    from zmem.indexer import catch_up, open_index
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.workspace.core import find_workspace
     shutil.rmtree(args.out, ignore_errors=True)
     make_workspace(args.out, files=max(1, args.chunks * 10 // 28), commits=20, seed=3)
     ws = find_workspace(args.out)

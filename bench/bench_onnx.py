@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=64)
     args = ap.parse_args()
     from zmem.embedders import make_embedder
-    from zmem.modelimport import import_model, import_onnx
+    from zmem.embedders.modelimport import import_model, import_onnx
     import numpy as np
     texts = chunks(args.chunks)
     out = Path(tempfile.mkdtemp())

@@ -21,9 +21,9 @@ QUERIES = ["gateway backup Mac Studio", "Peter Lisbon", "aniversário Marrakech"
 
 CHILD = """
 import json, statistics, sys, time
-from zmem.indexer import open_index
-from zmem.search import recall
-from zmem.workspace import find_workspace
+from zmem.index.catchup import open_index
+from zmem.query.search import recall
+from zmem.workspace.core import find_workspace
 queries, runs = json.loads(sys.argv[1]), int(sys.argv[2])
 conn = open_index(find_workspace(None))
 out = {}

@@ -63,11 +63,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--layers", type=int, default=None, help="keep only the first N encoder layers")
     args = ap.parse_args()
-    from zmem import rerank
-    from zmem.indexer import catch_up, open_index
-    from zmem.modelimport import import_onnx
-    from zmem.search import recall
-    from zmem.workspace import find_workspace
+    from zmem.query import rerank
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.embedders.modelimport import import_onnx
+    from zmem.query.search import recall
+    from zmem.workspace.core import find_workspace
     from functools import partial
 
     tmp = Path(tempfile.mkdtemp(prefix="zmem-rerank-"))

@@ -37,8 +37,9 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=50)
     ap.add_argument("--runs", type=int, default=7)
     a = ap.parse_args()
-    from zmem import db, migrations
-    from zmem.sessions import SessionSettings, index_sessions
+    from zmem.store import db
+    from zmem.store import migrations
+    from zmem.query.sessions import SessionSettings, index_sessions
 
     tmp = Path(tempfile.mkdtemp(prefix="zmem-bench-sessions-"))
     sessions = tmp / "sessions"

@@ -8,7 +8,7 @@ prints the median (min–max) of wall time and of the child's CPU (user + sys), 
 `-X importtime` self-time total (5 runs each, alternating). The workspace must be indexed already (the index
 is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users have it.
 --commands picks some of them (e.g. `recall,doctor`; doctor is not in the default set: seconds on older
-code). --watch runs `zmem watch` from B's code meanwhile, so a version that asks it (zmem.fsmonitor)
+code). --watch runs `zmem watch` from B's code meanwhile, so a version that asks it (zmem.index.fsmonitor)
 skips the stat sweep.
 """
 from __future__ import annotations

@@ -84,11 +84,11 @@ def main() -> None:
     ap.add_argument("--dir", default=None)
     ap.add_argument("--repeat", type=int, default=30)
     a = ap.parse_args()
-    from zmem.entities import neighbourhood
+    from zmem.query.entities import neighbourhood
     from zmem.memory import Memory
-    from zmem.indexer import catch_up, open_index
-    from zmem.reflect import reflect
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.reflect.run import reflect
+    from zmem.workspace.core import find_workspace
 
     root = Path(a.dir or tempfile.mkdtemp(prefix="zmem-bench-structured-")) / "ws"
     _, t_make = timed(make, root, a.days, a.facts, a.entities)

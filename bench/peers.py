@@ -7,7 +7,7 @@ QMD 2.8.3 runs on Bun (it segfaults under Node 20). Each size gets one workspace
 (200 commits); QMD indexes the same folder (`qmd collection add`, its index under a private
 XDG_CACHE_HOME; `--mask '**/*.md'`), zmem the git workspace. Every command is a fresh process, measured
 with /usr/bin/time (wall, user+sys CPU, peak RSS); medians over --runs, with the load average beside
-each row, and zmem's recalls once more while `zmem watch` runs (zmem.fsmonitor). `qmd search` requires
+each row, and zmem's recalls once more while `zmem watch` runs (zmem.index.fsmonitor). `qmd search` requires
 every query word; `zmem recall` ranks chunks holding any of them.
 """
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main() -> None:
                 qs.append(timed([*qmd, "search", q], ws, qenv))
                 zs.append(timed([*zmem, "recall", q], ws, ENV))
             rows += [row(f"{size}: QMD `search {q}`", qs), row(f"{size}: zmem `recall {q}`", zs)]
-        with watching(zmem, ws):  # zmem.fsmonitor: a fresh recall asks the watcher instead of the stat sweep
+        with watching(zmem, ws):  # zmem.index.fsmonitor: a fresh recall asks the watcher instead of the stat sweep
             for q in QUERIES:
                 rows.append(row(f"{size}: zmem `recall {q}`, `zmem watch` running",
                                 [timed([*zmem, "recall", q], ws, ENV) for _ in range(args.runs)]))

@@ -54,21 +54,21 @@ def main() -> None:
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
-    ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.rerank) for every run")
+    ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
     args = ap.parse_args()
     configure(args)
     stage = None
     if args.rerank:
         from functools import partial
-        from zmem import rerank
+        from zmem.query import rerank
         stage = partial(rerank.stage, rerank.load(args.rerank))
 
-    from zmem.embedding import run_embed_job
-    from zmem.embedding import providers
+    from zmem.index.embedding import run_embed_job
+    from zmem.index.embedding import providers
     from zmem.memory import _query_vector
-    from zmem.indexer import catch_up, open_index
-    from zmem.search import recall
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.query.search import recall
+    from zmem.workspace.core import find_workspace
 
     questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
     if args.limit:

@@ -107,7 +107,7 @@ def test_index_status_and_doctor(ws):
 
 
 def test_the_context_manager_closes_the_index_connection(ws):
-    from zmem import db
+    from zmem.store import db
     with zmem.Memory.open(ws) as mem:
         mem.recall("gateway")
         conn = mem.conn
@@ -119,11 +119,11 @@ def test_the_context_manager_closes_the_index_connection(ws):
 
 
 def test_one_connection_and_one_catch_up_per_memory(ws, monkeypatch):
-    import zmem.indexer
+    import zmem.index.catchup
     opened, caught_up = [], []
-    real_open, real_catch_up = zmem.indexer.open_index, zmem.indexer.catch_up
-    monkeypatch.setattr(zmem.indexer, "open_index", lambda *a, **k: opened.append(1) or real_open(*a, **k))
-    monkeypatch.setattr(zmem.indexer, "catch_up", lambda *a, **k: caught_up.append(1) or real_catch_up(*a, **k))
+    real_open, real_catch_up = zmem.index.catchup.open_index, zmem.index.catchup.catch_up
+    monkeypatch.setattr(zmem.index.catchup, "open_index", lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    monkeypatch.setattr(zmem.index.catchup, "catch_up", lambda *a, **k: caught_up.append(1) or real_catch_up(*a, **k))
     with zmem.Memory.open(ws) as mem:
         mem.recall("gateway")
         mem.facts()

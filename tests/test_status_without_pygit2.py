@@ -9,12 +9,12 @@ import tempfile
 from pathlib import Path
 
 from helpers.workspace import commit_all, git, run, write
-from zmem.gitstatus import worktree_status
-from zmem.repo import open_repo
+from zmem.git.gitstatus import worktree_status
+from zmem.git.repo import open_repo
 
 REPORT = """
 import json, sys
-from zmem.cli import main
+from zmem.cli.app import main
 path = sys.argv.pop(1)
 sys.argv[0] = "zmem"
 try:

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # document this checkout's CLI, whichever zmem is installed
 
 from zmem import __version__  # noqa: E402
-from zmem.cli import cli  # noqa: E402
-from zmem.completion import commands, render_completion, visible_params  # noqa: E402
+from zmem.cli.app import cli  # noqa: E402
+from zmem.cli.completion import commands, render_completion, visible_params  # noqa: E402
 
 EXIT_STATUS = [("0", "Success."), ("1", "An expected error: a `zmem: ...' line and a `hint: ...' line on stderr."),
                ("2", "Usage error (bad command line)."), ("3", "Internal error (a bug); ZMEM_DEBUG=1 shows the traceback."),

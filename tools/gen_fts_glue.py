@@ -1,13 +1,13 @@
-"""Regenerate zmem/fts_glue.py: the characters SQLite's unicode61 tokenizer keeps inside a token
+"""Regenerate zmem/store/fts_glue.py: the characters SQLite's unicode61 tokenizer keeps inside a token
 although zmem does not read them as part of a word.
 
-    .venv/bin/python tools/gen_fts_glue.py          # rewrites zmem/fts_glue.py
+    .venv/bin/python tools/gen_fts_glue.py          # rewrites zmem/store/fts_glue.py
     .venv/bin/python tools/gen_fts_glue.py --check  # exit 1 if the stored ranges no longer hold
 
 unicode61 classifies characters with Unicode 6.1 tables that SQLite will never update (an index
 must tokenize the same text the same way forever): every character assigned since (newer emoji,
 skin-tone modifiers, symbols, marks) and every private-use or unassigned code point is a token
-character to it. The script asks the real SQLite (the driver zmem/db.py loads, the tokenizer of
+character to it. The script asks the real SQLite (the driver zmem/store/db.py loads, the tokenizer of
 fts.TOKENIZER): it indexes `q<ch>q` for every code point in an in-memory FTS5 table and reads
 fts5vocab; `q<ch>q` staying one token means <ch> glues. Of those, the glue set keeps the ones
 zmem's word pattern (fts._WCH) and the CJK class leave out. Changing the stored ranges changes
@@ -23,10 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from zmem import db, fts  # noqa: E402
-from zmem.chunking import CJK_CLASS  # noqa: E402
+from zmem.store import db
+from zmem.store import fts  # noqa: E402
+from zmem.text.chunking import CJK_CLASS  # noqa: E402
 
-OUT = ROOT / "zmem" / "fts_glue.py"
+OUT = ROOT / "zmem" / "store" / "fts_glue.py"
 _BATCH = 4096
 
 
@@ -125,9 +126,9 @@ def problems(stored: set[int]) -> list[str]:
 
 def main() -> int:
     if "--check" in sys.argv[1:]:
-        from zmem.fts_glue import RANGES
+        from zmem.store.fts_glue import RANGES
         found = problems(parse(RANGES))
-        print("\n".join(found[:50]) if found else "zmem/fts_glue.py holds for this SQLite and Python")
+        print("\n".join(found[:50]) if found else "zmem/store/fts_glue.py holds for this SQLite and Python")
         return 1 if found else 0
     ranges = to_ranges(glue_chars())
     OUT.write_text(render(ranges), encoding="utf-8")

@@ -19,15 +19,15 @@ __all__ = ["Appended", "BeliefDiff", "Blame", "Check", "EntityReport", "FactHit"
 def __getattr__(name: str):
     """The exports, imported when first asked for."""
     if name in ("Recall", "Hit", "FactHit"):
-        from zmem import search as module
+        from zmem.query import search as module
     elif name == "ReflectResult":
-        from zmem import reflect as module
+        from zmem.reflect import run as module
     elif name == "ZmemError":
         from zmem import errors as module
     elif name == "Memory":
         from zmem import memory as module
     elif name == "Lines":
-        from zmem import reading as module
+        from zmem.query import reading as module
     elif name in __all__ and name != "__version__":
         from zmem import results as module
     else:

@@ -1,3 +1,3 @@
-from zmem.cli import main
+from zmem.cli.app import main
 
 main()

@@ -41,8 +41,8 @@ def _workspaces(directory):
     """The workspace at the repository's top (where git runs hooks; never $ZMEM_WORKSPACE, which
     may name another workspace) and any registered ones in its subdirectories. None at all: the
     hooks outlived the workspace; nothing to do."""
-    from zmem.repo import open_repo, registered_workspaces
-    from zmem.workspace import find_workspace, looks_like_workspace
+    from zmem.git.repo import open_repo, registered_workspaces
+    from zmem.workspace.core import find_workspace, looks_like_workspace
     top = Path(directory or os.getcwd()).resolve()
     found = {}
     try:
@@ -69,13 +69,13 @@ def _workspaces(directory):
 
 
 def _catch_up_one(ws, name: str, args: list[str], lock_timeout: float) -> None:
-    from zmem.indexer import catch_up, spawn_detached_index
+    from zmem.index.catchup import catch_up, spawn_detached_index
     try:
         result = catch_up(ws, lock_timeout=lock_timeout, max_inline=ws.config.inline_max_files)
         if result.deferred:
             spawn_detached_index(ws)  # also embeds
         elif ws.config.embeddings.get("provider", "auto") != "none":
-            from zmem.embedding import needs_embedding, spawn_embed_job
+            from zmem.index.embedding import needs_embedding, spawn_embed_job
             if needs_embedding(ws):
                 spawn_embed_job(ws)  # never wait on a model or a remote API inside git
         problems = result.warnings if not result.stale else []

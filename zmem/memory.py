@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from zmem.blame import BlamedRange
-    from zmem.embedding import EmbedReport
-    from zmem.indexer import CatchUp
-    from zmem.reading import Lines
-    from zmem.reflect import ReflectResult
+    from zmem.history.blame import BlamedRange
+    from zmem.index.embedding import EmbedReport
+    from zmem.index.catchup import CatchUp
+    from zmem.query.reading import Lines
+    from zmem.reflect.run import ReflectResult
     from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
                               Neighbourhood, Opinions, Status)
-    from zmem.search import Recall
-    from zmem.workspace import Workspace
+    from zmem.query.search import Recall
+    from zmem.workspace.core import Workspace
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
@@ -104,7 +104,7 @@ class Memory:
 
     @property
     def workspace(self) -> Workspace:
-        from zmem.workspace import find_workspace
+        from zmem.workspace.core import find_workspace
         if self._ws is not None and not self.watch:
             return self._ws
         if self._ws is not None and self._ws.root.is_dir() and self._config_key(self._ws) == self._ws_key:
@@ -116,14 +116,14 @@ class Memory:
 
     @staticmethod
     def _config_key(ws: Workspace) -> tuple:
-        from zmem.config import user_config_path
+        from zmem.workspace.config import user_config_path
         return _stamp(ws.root / "zmem.toml"), _stamp(user_config_path())
 
     @property
     def conn(self):
         """The index connection, opened on first need (and reopened when `zmem index --full`
         replaced the file)."""
-        from zmem.indexer import open_index
+        from zmem.index.catchup import open_index
         ws = self.workspace
         if self._conn is not None:
             if self._conn_id is None or _stamp(ws.index_path, ino=True) == self._conn_id:
@@ -150,18 +150,18 @@ class Memory:
         if self._providers is not None and models != self._models_key:
             self._providers = None  # a model file appeared, went or was replaced (`model import --force`)
         if self._providers is None:
-            from zmem.embedding import providers
+            from zmem.index.embedding import providers
             self._providers = providers(ws)
             self._models_key = models
             if self.watch:
-                from zmem.vectors import VectorMatrix
+                from zmem.store.vectors import VectorMatrix
                 self._matrix = VectorMatrix()
         return self._providers
 
     def catch_up(self, *, progress: Callable[[int, int], None] | None = None, lock_timeout: float = 5.0) -> CatchUp:
         """Bring the index up to date with HEAD and the working tree now (only what changed is
         reindexed); what fresh() returns until something changes."""
-        from zmem.indexer import catch_up
+        from zmem.index.catchup import catch_up
         self._fresh = catch_up(self.workspace, conn=self.conn, progress=progress, lock_timeout=lock_timeout)
         return self._fresh
 
@@ -175,9 +175,9 @@ class Memory:
     def _caught_up_live(self) -> CatchUp:
         """The index brought up to date — or known to be, without the stat sweep: no memory file
         changed (inotify) and HEAD is where it was after the last complete catch-up."""
-        from zmem import db
-        from zmem.indexer import CatchUp, catch_up
-        from zmem.snapshot import ignore_rules_changed, read_head, stored_ignore_record
+        from zmem.store import db
+        from zmem.index.catchup import CatchUp, catch_up
+        from zmem.workspace.snapshot import ignore_rules_changed, read_head, stored_ignore_record
         ws, conn = self.workspace, self.conn
         source = self._watch_source(ws)
         if source:
@@ -204,7 +204,7 @@ class Memory:
 
     def _watch_source(self, ws: Workspace):
         if self._source is None:
-            from zmem.watch import InotifySource, InotifyUnavailable
+            from zmem.index.watch import InotifySource, InotifyUnavailable
             try:
                 self._source = InotifySource(ws)
             except (InotifyUnavailable, OSError):
@@ -214,9 +214,9 @@ class Memory:
         return self._source
 
     def _start_vouching(self, ws: Workspace) -> None:
-        """Answer fresh zmem processes' "did anything change?" (zmem.fsmonitor), as `zmem watch` does."""
+        """Answer fresh zmem processes' "did anything change?" (zmem.index.fsmonitor), as `zmem watch` does."""
         import functools
-        from zmem import fsmonitor
+        from zmem.index import fsmonitor
         try:
             server = fsmonitor.VouchServer(ws.state_dir)
         except OSError:
@@ -229,7 +229,7 @@ class Memory:
     def _answer(self, server, snapshot: str) -> bool:
         """Yes when no event came in since the catch-up that left this snapshot (events read up to a
         cookie first). Waits for a tool call in progress only as long as the asking process waits."""
-        from zmem import fsmonitor
+        from zmem.index import fsmonitor
         if not self.lock.acquire(timeout=fsmonitor.ASK_TIMEOUT):
             return False
         try:
@@ -273,19 +273,19 @@ class Memory:
         (default: recall.mode). source: memory, sessions or all (default: all when [sessions] is
         enabled, else memory; always memory with kind, entity or as_of, which an explicit sessions
         or all refuses). rerank: True reranks note hits with recall.rerank's model (or
-        zmem.rerank.DEFAULT_MODEL), False never, None as recall.rerank says; a reranker that cannot run
+        zmem.query.rerank.DEFAULT_MODEL), False never, None as recall.rerank says; a reranker that cannot run
         is a warning, never an error."""
-        from zmem.dates import parse_when
+        from zmem.text.dates import parse_when
         scope = self._scope(scope)
         since = parse_when(since) if since else None
         until = parse_when(until, end=True) if until else None
         ws = self.workspace
-        from zmem.session_settings import settings_for
+        from zmem.workspace.session_settings import settings_for
         sessions = settings_for(ws)
         if source is None:  # facts and the past are in memory files: the default source there is memory
             source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
         if source != "memory" and not sessions.enabled:
-            from zmem.config import sessions_off
+            from zmem.workspace.config import sessions_off
             raise sessions_off(ws.config)
         if source != "memory" and (kind or entity or as_of):
             from zmem.errors import ZmemError, arg
@@ -298,7 +298,7 @@ class Memory:
             raise ZmemError(f"the range is empty: since {since} is after until {until}",
                             hint="swap them, or leave one out")
         if path:
-            from zmem.workspace import path_filter
+            from zmem.workspace.core import path_filter
             path = path_filter(path)
         cfg = ws.config
         timeout = self.query_timeout if query_timeout is None else query_timeout
@@ -333,15 +333,15 @@ class Memory:
         elif rerank:
             warnings.append("facts (--kind, --entity) are not reranked")
         if kind or entity:
-            from zmem.entities import normalize_kind, resolve_entity
-            from zmem.search import recall_facts
+            from zmem.query.entities import normalize_kind, resolve_entity
+            from zmem.query.search import recall_facts
             key = resolve_entity(ws, conn, entity).key if entity else None
             res = recall_facts(conn, query, k=k or cfg.recall_k, kind=normalize_kind(kind), entity=key, since=since,
                                until=until, path_glob=path, mode=mode_used, query_vector=qvec, store=store,
                                fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
                                multiplier=cfg.candidate_multiplier, explain=explain, exclude=exclude)
         else:
-            from zmem.search import recall
+            from zmem.query.search import recall
             res = recall(conn, query, k=k or cfg.recall_k, since=since, until=until, path_glob=path,
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
@@ -358,8 +358,8 @@ class Memory:
         """Exactly the cited lines of a memory file. path may carry a citation (path#L3-L5, or
         path@REV#L3-L5 for the file at a commit); start (1-based) and count override its range.
         Reads the file itself: no index, no catch-up."""
-        from zmem.reading import Lines
-        from zmem.reading import read_lines
+        from zmem.query.reading import Lines
+        from zmem.query.reading import read_lines
         out = read_lines(self.workspace, path, start=start, count=count, rev=rev, scope=self._scope(scope))
         return Lines(path=out["path"], start=out["from"], end_line=out["end_line"], lines=out["lines"],
                      total_lines=out["total_lines"], text=out["text"], citation=out["citation"], rev=out.get("rev"))
@@ -376,15 +376,15 @@ class Memory:
         """The typed facts of `## Retain` sections, newest first; origin adds the commit, author and
         time that added each (git blame). warnings: every malformed bullet, with file and line."""
         from zmem.results import Facts
-        from zmem.entities import normalize_kind, query_facts, resolve_entity
-        from zmem.dates import parse_when
+        from zmem.query.entities import normalize_kind, query_facts, resolve_entity
+        from zmem.text.dates import parse_when
         ws, conn = self.workspace, self.conn
         warnings = self.file_warnings()
         key = resolve_entity(ws, conn, entity).key if entity else None
         rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, limit=limit)
         if origin:
-            from zmem.history import attach_origins
+            from zmem.history.asof import attach_origins
             attach_origins(ws, conn, rows)
         return Facts(rows, warnings)
 
@@ -392,8 +392,8 @@ class Memory:
         """What memory holds about the entity NAME (@ optional); a ZmemError suggesting close
         spellings when it is unknown."""
         from zmem.results import EntityReport
-        from zmem import opinions as op_mod
-        from zmem.entities import all_entities, neighbourhood, page_text, query_facts, resolve_entity, \
+        from zmem.text import opinions as op_mod
+        from zmem.query.entities import all_entities, neighbourhood, page_text, query_facts, resolve_entity, \
             suspected_duplicates
         ws, conn = self.workspace, self.conn
         warnings = list(self.fresh().warnings)
@@ -419,7 +419,7 @@ class Memory:
         private files count as nonexistent (an entity only they mention is unknown; fact counts,
         edges, weights and evidence come from the other files)."""
         from zmem.results import Neighbourhood
-        from zmem.entities import all_entities, neighbourhood, resolve_entity
+        from zmem.query.entities import all_entities, neighbourhood, resolve_entity
         scope = self._scope(scope)
         ws, conn = self.workspace, self.conn
         warnings = self.fresh().warnings
@@ -432,7 +432,7 @@ class Memory:
 
     def graph_export(self) -> dict:
         """The whole graph, {"nodes", "edges"}, for other tools to load (`zmem graph --export`)."""
-        from zmem.entities import export_graph
+        from zmem.query.entities import export_graph
         self.fresh()
         return export_graph(self.workspace, self.conn)
 
@@ -440,9 +440,9 @@ class Memory:
         """The opinions of bank/opinions.md, of one entity or all, and the `O` facts awaiting reflect.
         notice receives the warnings as soon as they are known (before an unknown entity fails)."""
         from zmem.results import Opinions
-        from zmem import opinions as op_mod
-        from zmem.entities import awaiting_reflect, resolve_entity
-        from zmem.retain import entity_key
+        from zmem.text import opinions as op_mod
+        from zmem.query.entities import awaiting_reflect, resolve_entity
+        from zmem.text.retain import entity_key
         ws = self.workspace
         parsed = op_mod.read(ws.root)
         warnings = list(parsed.warnings)
@@ -467,8 +467,8 @@ class Memory:
         lines that lines `zmem reflect` wrote cite (the evidence chain). A shallow clone says in
         warnings that older lines are credited to its oldest commit."""
         from zmem.results import Blame
-        from zmem.blame import blame
-        from zmem.history import workspace_shallow_notes
+        from zmem.history.blame import blame
+        from zmem.history.asof import workspace_shallow_notes
         scope = self._scope(scope)
         ws, conn = self.workspace, self.conn
         warnings = list(self.fresh().warnings)
@@ -486,17 +486,17 @@ class Memory:
         """The timeline of @ENTITY (facts and opinions added, changed, retracted; the history index
         is built on first use) or of a memory file (renames followed), newest first."""
         from zmem.results import Log
-        from zmem.history import workspace_shallow_notes
-        from zmem.dates import parse_when
+        from zmem.history.asof import workspace_shallow_notes
+        from zmem.text.dates import parse_when
         ws = self.workspace
         since_day = parse_when(since) if since else None
         conn = self.conn
         warnings = list(self.fresh().warnings)
         if target.lower().endswith(".md") and not target.startswith("@"):
             from zmem.errors import ZmemError
-            from zmem.paths import normalize_rel
-            from zmem.repo import file_log
-            from zmem.timeline import file_fact_changes
+            from zmem.workspace.paths import normalize_rel
+            from zmem.git.repo import file_log
+            from zmem.history.timeline import file_fact_changes
             rel = normalize_rel(target)
             if rel is None or not ws.is_memory_path(rel):
                 raise ZmemError(f"not a memory file: {target}", hint="e.g. zmem log memory/2025-11-27.md, or zmem log @Peter")
@@ -506,8 +506,8 @@ class Memory:
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
             events = events[::-1] if reverse else events  # file_log is newest first, as git log
             return Log(target, "file", events, rel, warnings)
-        from zmem.history import resolve_history_entity
-        from zmem.timeline import entity_log, require_history
+        from zmem.history.asof import resolve_history_entity
+        from zmem.history.timeline import entity_log, require_history
         warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
         ent = resolve_history_entity(ws, conn, target)
         return Log(target, "entity", entity_log(ws, conn, ent.key, since=since_day, reverse=reverse), None, warnings)
@@ -519,8 +519,8 @@ class Memory:
         notice receives the warnings as soon as they are known, before the comparison (which may
         fail on an unknown revision or entity)."""
         from zmem.results import BeliefDiff
-        from zmem.history import resolve_history_entity, workspace_shallow_notes
-        from zmem.timeline import belief_diff, require_history
+        from zmem.history.asof import resolve_history_entity, workspace_shallow_notes
+        from zmem.history.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
         warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
         for w in warnings if notice else ():
@@ -539,7 +539,7 @@ class Memory:
         has happened: a commit or an index that cannot be updated is a warning, never an error (an
         agent told the append failed would write the note again)."""
         from zmem.results import Appended
-        from zmem.append import append
+        from zmem.index.append import append
         ws = self.workspace
         res = append(ws, text, retain=retain.upper() if retain else None, entities=entities or (),
                      confidence=confidence, commit=commit)
@@ -561,12 +561,12 @@ class Memory:
         facts added since then (7d, 2w, YYYY-MM-DD, or "all"; default: since the last reflect
         commit). llm: also a prose summary per updated page from the [llm] chat model."""
         import datetime as dt
-        from zmem.reflect import reflect
+        from zmem.reflect.run import reflect
         everything = bool(since) and since.strip().lower() == "all"
         when = None
         if since and not everything:
-            from zmem.dates import commit_time, day_start
-            from zmem.dates import parse_when
+            from zmem.text.dates import commit_time, day_start
+            from zmem.text.dates import parse_when
             when = commit_time(day_start(dt.date.fromisoformat(parse_when(since))))
         ws = self.workspace
         return reflect(ws, since=when, everything=everything, dry_run=dry_run, commit=commit,
@@ -583,15 +583,15 @@ class Memory:
         IndexReport.warnings lists those `zmem index --json` reports."""
         from zmem.results import IndexReport
         from zmem.errors import ZmemError
-        from zmem.indexer import CatchUp, rebuild
-        from zmem.session_settings import settings_for
+        from zmem.index.catchup import CatchUp, rebuild
+        from zmem.workspace.session_settings import settings_for
         say = notice or (lambda _w: None)
         stage = progress or (lambda _label: None)
         ws = self.workspace
         settings = settings_for(ws)
         only_sessions = sessions and not (full or history)  # what recall starts in the background
         if sessions and not settings.enabled:
-            from zmem.config import sessions_off
+            from zmem.workspace.config import sessions_off
             raise sessions_off(ws.config)
         if only_sessions:
             result, warnings = CatchUp(), []
@@ -608,7 +608,7 @@ class Memory:
             say(w)
         report = IndexReport(result, full, warnings, sessions_only=only_sessions)
         if history:
-            from zmem.history import ensure_history
+            from zmem.history.asof import ensure_history
             report.history = ensure_history(ws, self.conn, progress=stage("history"))
             if report.history is None:
                 raise ZmemError("another zmem process is updating the index", hint="run `zmem index --history` again")
@@ -616,8 +616,8 @@ class Memory:
                 say("this is a shallow clone: history before its oldest commit is missing "
                     "(`git fetch --unshallow` brings it)")
         if settings.enabled:
-            from zmem.indexer import IndexLock, LockTimeout
-            from zmem.sessions import index_sessions
+            from zmem.index.catchup import IndexLock, LockTimeout
+            from zmem.query.sessions import index_sessions
             try:
                 with IndexLock(ws, 60):
                     report.sessions = index_sessions(self.conn, settings, force=True)
@@ -627,7 +627,7 @@ class Memory:
                 say(w)
                 warnings.append(w)
         if embed and not only_sessions:  # transcripts have no vectors
-            from zmem.embedding import run_embed_job
+            from zmem.index.embedding import run_embed_job
             report.embeddings = run_embed_job(ws, progress=stage("embedding"))
             emb = report.embeddings
             for w in emb.warnings if emb else ():
@@ -643,7 +643,7 @@ class Memory:
         """Embed the chunks that have no vector yet with the configured provider, after the
         freshness check. None when no provider is configured (or, background, another embedding
         job is running: it then returns at once instead of waiting)."""
-        from zmem.embedding import give_up_after, run_embed_job
+        from zmem.index.embedding import give_up_after, run_embed_job
         ws = self.workspace
         self.fresh()
         return run_embed_job(ws, progress=progress, wait=not background,
@@ -661,7 +661,7 @@ class Memory:
         full-text table is rebuilt), opinions, entity pages, and suspected duplicate entities.
         Also runs where no workspace is found (that is then a failed check)."""
         from zmem.results import Check
-        from zmem.entities import duplicate_warnings
+        from zmem.query.entities import duplicate_warnings
         from zmem.status import run_doctor
         self._close_conn()  # the checks open their own connections, and may rebuild tables
         checks = [Check(*c) for c in run_doctor(self.directory)]
@@ -669,7 +669,7 @@ class Memory:
 
 
 def _iso_time(t: int) -> str:
-    from zmem.dates import commit_time
+    from zmem.text.dates import commit_time
     return commit_time(t).isoformat()
 
 
@@ -713,17 +713,17 @@ def _unsearchable(conn, already: list[str]) -> list[str]:
 
 def _rerank_stage(ws: Workspace, asked: bool | None):
     """(search.recall's rerank step or None, warnings): the model recall.rerank names (`--rerank`
-    without one: zmem.rerank.DEFAULT_MODEL), loaded once per process. A model path set by a
+    without one: zmem.query.rerank.DEFAULT_MODEL), loaded once per process. A model path set by a
     zmem.toml that is not trusted is not read (a cloned repository must not choose files to load)."""
     cfg = ws.config
     if asked is False or not (cfg.rerank or asked):
         return None, []
     from functools import partial
-    from zmem import rerank
+    from zmem.query import rerank
     spec = cfg.rerank or rerank.DEFAULT_MODEL
     own = str(ws.root / "zmem.toml")
     if cfg.origins.get("recall.rerank") == own and cfg.trust != "trusted" and rerank.is_path(spec):
-        from zmem.config import trust_advice
+        from zmem.workspace.config import trust_advice
         return None, [f"not reranked: zmem.toml sets recall.rerank to a path, read only after you {trust_advice(cfg)}"]
     try:
         encoder = rerank.load(spec)
@@ -734,7 +734,7 @@ def _rerank_stage(ws: Workspace, asked: bool | None):
 
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
     """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
-    from zmem.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning
+    from zmem.query.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning
     if scope == "group":
         res.warnings.append("session transcripts are private: not searched with --scope group")
         return res
@@ -758,7 +758,7 @@ def _asked(mode: str | None, cfg) -> bool:
 
 def _nothing_to_embed_with(cfg) -> bool:
     """No provider configured, or auto finding none (the default with nothing installed): known without
-    importing zmem.embedding and the providers, which a fresh keyword recall need not pay for."""
+    importing zmem.index.embedding and the providers, which a fresh keyword recall need not pay for."""
     settings = cfg.embeddings
     if cfg.untrusted or settings.get("fallback", "none") != "none":
         return False  # the providers say what is untrusted or which fallback runs
@@ -777,10 +777,10 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     default, not a degradation: a warning only when vectors were asked for (`asked`); `zmem status`
     and `zmem doctor` say it once. providers and matrix: callables giving the embedding providers and
     the in-memory vectors (vectors.VectorMatrix or None), asked for only when needed."""
-    from zmem import db
+    from zmem.store import db
     from zmem.embedders.base import EmbeddingError
-    from zmem.embedding import pending_count, spawn_embed_job, vector_fingerprint
-    from zmem.vectors import VectorStore
+    from zmem.index.embedding import pending_count, spawn_embed_job, vector_fingerprint
+    from zmem.store.vectors import VectorStore
     provs = providers()
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
@@ -879,9 +879,9 @@ def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
                   mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
-    from zmem import history
+    from zmem.history import asof as history
     from zmem.errors import TRY_AGAIN, ZmemError
-    from zmem.history_build import enabled
+    from zmem.index.history import enabled
     notes = []
     if not enabled(conn):
         built = history.ensure_history(ws, conn)

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from zmem.blame import BlamedRange
-    from zmem.embedding import EmbedReport
-    from zmem.entities import Entity, FactRow
-    from zmem.history_build import HistoryUpdate
-    from zmem.indexer import CatchUp
-    from zmem.opinions import Opinion
-    from zmem.sessions import SessionUpdate
+    from zmem.history.blame import BlamedRange
+    from zmem.index.embedding import EmbedReport
+    from zmem.query.entities import Entity, FactRow
+    from zmem.index.history import HistoryUpdate
+    from zmem.index.catchup import CatchUp
+    from zmem.text.opinions import Opinion
+    from zmem.query.sessions import SessionUpdate
 
 
 @dataclass

@@ -5,12 +5,12 @@ import json
 import shutil
 import subprocess
 
-from zmem import db
+from zmem.store import db
 from zmem.errors import ZmemError
-from zmem.indexer import UNREADABLE, fingerprint, open_index
-from zmem.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
-from zmem.snapshot import git_blob_id as blob_id
-from zmem.workspace import Workspace, find_workspace
+from zmem.index.catchup import UNREADABLE, fingerprint, open_index
+from zmem.workspace.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
+from zmem.workspace.snapshot import git_blob_id as blob_id
+from zmem.workspace.core import Workspace, find_workspace
 
 
 def stored_warnings(conn) -> list[str]:
@@ -21,11 +21,11 @@ def stored_warnings(conn) -> list[str]:
 
 def workspace_status(ws: Workspace, conn=None) -> dict:
     """conn: an open index connection to use (left open)."""
-    from zmem import hooks as hooks_lib
-    from zmem.gitstatus import WorktreeStatus, worktree_status
+    from zmem.git import hooks as hooks_lib
+    from zmem.git.gitstatus import WorktreeStatus, worktree_status
     git = worktree_status(ws.root)  # the git command line: pygit2's import alone costs ~100 ms
     if git is None:
-        from zmem.repo import open_repo
+        from zmem.git.repo import open_repo
         repo = open_repo(ws.root)  # says why git could not tell (not a work tree, a bare repository, …)
         git = WorktreeStatus(head=repo.head(), dirty=repo.dirty_paths(), shallow=repo.is_shallow())
     head = git.head
@@ -85,18 +85,18 @@ def _differs(ws: Workspace, rel: str, blob: str | None, sig: tuple | None = None
 
 
 def _sessions_status(ws: Workspace, conn) -> dict:
-    from zmem.session_settings import settings_for
+    from zmem.workspace.session_settings import settings_for
     settings = settings_for(ws)
     files = conn.execute("SELECT count(*) FROM session_files").fetchone()[0]
     warning = None
     if settings.enabled:
-        from zmem.sessions import unmatched_warning
+        from zmem.query.sessions import unmatched_warning
         warning = unmatched_warning(settings)
     return {"enabled": settings.enabled, "files": files, "warning": warning}
 
 
 def _embedding_status(ws: Workspace, conn) -> dict:
-    from zmem.embedding import pending_count, providers, vector_fingerprint
+    from zmem.index.embedding import pending_count, providers, vector_fingerprint
     provs = providers(ws)
     active = provs.primary or provs.fallback
     vectors = conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
@@ -185,7 +185,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
     else:
         checks.append(("ok", "repository", f"HEAD {st['head'][:10]}"))
     bad = {k: v for k, v in st["hooks"].items() if not v.startswith("installed")}
-    from zmem.hooks import HOOKS_PATH_STATE
+    from zmem.git.hooks import HOOKS_PATH_STATE
     if bad and all(v == HOOKS_PATH_STATE for v in bad.values()):  # `zmem hooks install` would refuse
         checks.append(("warn", "hooks", "not installed: core.hooksPath is set and belongs to another tool — add "
                        "`zmem hook post-commit` (etc.) to its hooks, or unset it and run `zmem hooks install` "
@@ -232,7 +232,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
 
 def _merge_check(ws: Workspace) -> tuple[str, str, str]:
     """Two clones appending to one day's log merge cleanly only with git's union driver."""
-    from zmem.scaffold import UNION_LOGS, logs_merge_driver
+    from zmem.git.scaffold import UNION_LOGS, logs_merge_driver
     driver = logs_merge_driver(ws.root)
     if driver == "union":
         return ("ok", "merge", "daily logs merge by union (.gitattributes): concurrent appends never conflict")
@@ -246,8 +246,8 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     """The full-text tables against the rows they index (fts.check_tables, one consistent read); a
     table that does not match, or that still deletes by value where SQLite could delete by rowid,
     is rebuilt from the stored text under the index lock (it is derived: nothing is lost), and said."""
-    from zmem import fts
-    from zmem.indexer import IndexLock, LockTimeout
+    from zmem.store import fts
+    from zmem.index.catchup import IndexLock, LockTimeout
     name = "full-text index"
     conn = open_index(ws)
     try:
@@ -286,8 +286,8 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
 def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     """The opinions `zmem opinions` lists, the `O` facts awaiting `zmem reflect`, and lines of
     bank/opinions.md that reflect cannot read (it goes on as if they were not there)."""
-    from zmem import opinions as op_mod
-    from zmem.entities import awaiting_reflect
+    from zmem.text import opinions as op_mod
+    from zmem.query.entities import awaiting_reflect
     path = ws.root / op_mod.OPINIONS_PATH
     parsed = op_mod.read(ws.root)
     conn = open_index(ws)
@@ -309,8 +309,8 @@ def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
 def _marker_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     """Entity pages whose zmem:begin/zmem:end markers `zmem reflect` refuses: it leaves such a page
     alone (never writes over it), so a warning, not a failure."""
-    from zmem.entities import BEGIN, END, ENTITY_DIR
-    from zmem.reflect import put_block
+    from zmem.query.entities import BEGIN, END, ENTITY_DIR
+    from zmem.reflect.run import put_block
     checks = []
     pages = sorted(p for p in (ws.root / ENTITY_DIR).glob("*.md") if not p.is_symlink())  # reflect skips symlinks
     for page in pages:

@@ -13,7 +13,7 @@ import click
 import pytest
 
 from helpers.workspace import commit_all, git, recall_json, run, write, zmem_exe, zmem_proc
-from zmem.cli import cli
+from zmem.cli.app import cli
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -71,7 +71,7 @@ def test_better_keyword_matches_score_higher_and_no_threshold(ws):
 
 
 def test_snippet_takes_the_line_after_the_best_match_first():
-    from zmem.search import make_snippet
+    from zmem.query.search import make_snippet
     text = "\n".join(["Ana: the pottery class was fun", "Ben: nice, what about the pottery colors?",
                       "Ana: I picked them to make people smile.", "Ben: ok", "Ana: bye"])
     first, last, snippet = make_snippet(text, 10, "pottery colors", 85)

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.workspace import commit_all, git, recall_json, run, use_server, user_config, wait_for, write, zmem_proc
 from helpers.embed_server import EmbeddingServer
-from zmem import db
+from zmem.store import db
 from zmem.embedders import make_embedder
 from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
@@ -174,7 +174,7 @@ def test_untrusted_zmem_toml_cannot_choose_an_endpoint(ws, server):
 
 
 def test_in_process_fallback_matches_sqlite_vec(semantic_ws):
-    from zmem.vectors import VectorStore
+    from zmem.store.vectors import VectorStore
     from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
@@ -194,7 +194,7 @@ def test_partitioned_parallel_scan_matches_exact_search_and_old_indexes_upgrade(
     answer is the exact one (the in-process search), inside a transaction too (where a second
     connection could not see new vectors). An index made before the partitions still answers, and
     is rebuilt with them by the next embedding run or vector write."""
-    from zmem.vectors import SCAN_PARTS, VectorStore
+    from zmem.store.vectors import SCAN_PARTS, VectorStore
     from helpers.embed_server import concept_vector
     words = ["gateway", "espresso", "Lisbon", "backup", "router", "garden", "piano", "invoice", "tram", "cat"]
     for i in range(30):
@@ -247,7 +247,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
     """A long-running process's in-memory matrix gives what vec0 gives, and reloads when the
     stored vectors change (another process embedded a new note)."""
     pytest.importorskip("numpy")
-    from zmem.vectors import VectorMatrix, VectorStore
+    from zmem.store.vectors import VectorMatrix, VectorStore
     from helpers.embed_server import concept_vector
     matrix = VectorMatrix()
     q = concept_vector("which computer runs the relay")
@@ -270,7 +270,7 @@ def test_vector_matrix_matches_sqlite_vec_and_follows_changes(semantic_ws):
 
 
 def test_similarities_in_sql_and_in_process_agree(semantic_ws):
-    from zmem.vectors import VectorStore
+    from zmem.store.vectors import VectorStore
     from helpers.embed_server import concept_vector
     conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
     store = VectorStore(conn)
@@ -310,7 +310,7 @@ def test_auto_and_gemini_selection(server, monkeypatch, tmp_path):
 def test_fallback_provider_is_used_only_when_the_primary_fails(ws, server, tmp_path):
     pytest.importorskip("llama_cpp")
     from helpers.tiny_bert import make_tiny_bert
-    from zmem.modelimport import import_model
+    from zmem.embedders.modelimport import import_model
     model = import_model(make_tiny_bert(tmp_path / "tiny"), tmp_path / "tiny.gguf")["out"]
     server.require_key = "the-right-key"
     use_server(server, f'fallback = "local"\nmodel_path = "{model}"\n')  # sends sk-test-123: rejected

@@ -137,7 +137,7 @@ def test_reflect_llm_speaks_chat_completions_and_retries_5xx_with_the_servers_me
 
     from helpers.chat_server import ChatServer
     from zmem.errors import ZmemError
-    from zmem.summarize import ChatSettings, Summarizer
+    from zmem.reflect.summarize import ChatSettings, Summarizer
     fact = SimpleNamespace(day="2025-11-24", kind="W", confidence=None, text="Lives in Lisbon.")
     with ChatServer() as chat:
         s = Summarizer(ChatSettings("tiny-chat", chat.url, "sk-chat", {}, 10.0))

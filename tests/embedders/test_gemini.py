@@ -11,7 +11,7 @@ import pytest
 
 from helpers.workspace import commit_all, recall_json, run, user_config, write
 from helpers.gemini_server import GeminiServer, gemini_vector
-from zmem.config import load_config
+from zmem.workspace.config import load_config
 from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.embedders.gemini import GeminiNativeEmbedder

@@ -19,7 +19,7 @@ from helpers.workspace import commit_all, recall_json, run, write  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
-from zmem.modelimport import import_model, model_name, resolve_model_source  # noqa: E402
+from zmem.embedders.modelimport import import_model, model_name, resolve_model_source  # noqa: E402
 
 TEXTS = ["the machine that runs the gateway", "Peter prefers concise replies on WhatsApp.",
          "fixed the socket crash (backup server, 12:30)", "what does peter do in lisbon?", "coffee",
@@ -249,7 +249,7 @@ def test_a_gguf_that_crashes_llama_cpp_is_an_error_not_a_dead_process(tiny, tmp_
     """F16 position embeddings (as another converter might write them) make llama.cpp abort the
     process at the first embed: the model is run once in a child process first, so this one lives."""
     pytest.importorskip("llama_cpp")
-    from zmem import modelimport
+    from zmem.embedders import modelimport
     from zmem.embedders.llama import LlamaEmbedder
     keep = modelimport.KEEP_F32
     monkeypatch.setattr(modelimport, "KEEP_F32", ())

@@ -18,8 +18,8 @@ pytest.importorskip("onnx")
 from helpers.workspace import commit_all, recall_json, run, write, zmem_proc  # noqa: E402
 from helpers.fake_hub import FakeHub  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert  # noqa: E402
-from zmem import modelpull  # noqa: E402
-from zmem.modelimport import import_onnx  # noqa: E402
+from zmem.embedders import modelpull  # noqa: E402
+from zmem.embedders.modelimport import import_onnx  # noqa: E402
 
 REV = "0123456789abcdef0123456789abcdef01234567"
 
@@ -267,7 +267,7 @@ def test_a_catalog_model_pulled_on_a_terminal_draws_a_progress_bar(hub, tiny_fil
                                               "tokenizer.json": tiny_files["tokenizer.json"],
                                               "config.json": tiny_files["config.json"]})
     master, slave = pty.openpty()
-    code = ("import dataclasses, sys; from zmem import modelpull as m; from zmem.cli import cli\n"
+    code = ("import dataclasses, sys; from zmem.embedders import modelpull as m; from zmem.cli.app import cli\n"
             "m.CATALOG = tuple(dataclasses.replace(e, files=tuple((r, l, None) for r, l, _ in e.files)) "
             "for e in m.CATALOG)\n"
             "sys.argv = ['zmem', 'model', 'pull', 'ms-marco-MiniLM-L6-v2']; cli()")

@@ -21,7 +21,7 @@ from zmem.embedders import make_embedder  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.embedders.onnx import OnnxEmbedder  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
-from zmem.modelimport import import_onnx  # noqa: E402
+from zmem.embedders.modelimport import import_onnx  # noqa: E402
 
 # short and long (past the tiny model's 128 positions) in one batch: padding and truncation. (No
 # literal "[CLS]": tokenizer.json reads it as the special token, as sentence-transformers does.)
@@ -188,7 +188,7 @@ def test_bm25_recall_does_not_import_onnxruntime(ws, tiny_onnx):
     cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(f'[embeddings]\nprovider = "onnx"\nmodel_path = "{tiny_onnx}"\n')
-    code = ("import sys; from zmem.cli import main; sys.argv = ['zmem', '-C', sys.argv[1], 'recall', 'gateway', "
+    code = ("import sys; from zmem.cli.app import main; sys.argv = ['zmem', '-C', sys.argv[1], 'recall', 'gateway', "
             "'--mode', 'bm25']\ntry: main()\nexcept SystemExit: pass\n"
             "print([m for m in ('onnxruntime', 'tokenizers', 'numpy', 'onnx') if m in sys.modules])")
     import subprocess

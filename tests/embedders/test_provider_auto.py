@@ -96,7 +96,7 @@ def test_configured_settings_come_first_and_a_key_in_the_environment_is_not_an_e
 
 def test_an_untrusted_zmem_toml_may_ask_for_auto_but_not_choose_an_endpoint(ws):
     (ws / "zmem.toml").write_text('[embeddings]\nprovider = "auto"\nbase_url = "http://198.51.100.7/v1"\n')
-    from zmem.config import load_config
+    from zmem.workspace.config import load_config
     cfg = load_config(ws)
     assert cfg.embeddings == {"provider": "auto"} and cfg.untrusted == ("embeddings.base_url",)
     user_config('[embeddings]\nprovider = "none"\n')  # the user's own "none" is not overridden
@@ -104,7 +104,7 @@ def test_an_untrusted_zmem_toml_may_ask_for_auto_but_not_choose_an_endpoint(ws):
 
 
 def test_init_says_what_auto_found_and_its_template_says_auto(tmp_path, monkeypatch):
-    from zmem.config import DEFAULT_TOML
+    from zmem.workspace.config import DEFAULT_TOML
     assert '# provider = "auto"' in DEFAULT_TOML
     res = run(["init", "--no-hooks", str(tmp_path / "a")])
     assert "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull`" in res.stdout
@@ -121,7 +121,7 @@ def test_embed_passes_on_the_providers_own_hint(ws, tmp_path):
     pytest.importorskip("onnx")
     pytest.importorskip("tokenizers")
     from helpers.tiny_bert import make_tiny_bert
-    from zmem.modelimport import import_onnx
+    from zmem.embedders.modelimport import import_onnx
     model = import_onnx(make_tiny_bert(tmp_path / "tiny"), tmp_path / "tiny.onnx")["out"]
     shadow = tmp_path / "shadow" / "onnxruntime"
     shadow.mkdir(parents=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, git, run, wait_for as wait_until, write
-from zmem import hooks
+from zmem.git import hooks
 from zmem.errors import ZmemError
 
 

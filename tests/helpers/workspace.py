@@ -40,7 +40,7 @@ def commit_all(root, message="update", date=None) -> str:
 
 def run(args, input=None, cwd=None):
     """The CLI in-process (click's runner), stderr kept apart from stdout."""
-    from zmem.cli import cli
+    from zmem.cli.app import cli
     runner = CliRunner()
     old = os.getcwd()
     if cwd:
@@ -136,7 +136,7 @@ def roll_back_schema(conn, step: str, *, recorded: bool = False) -> None:
     steps by number only until all of the steps up to fact_ids_with_entities existed), or with
     recorded=True _migrations naming the steps up to `step`. Only the record: the caller undoes
     what the later steps changed. The caller holds the write transaction."""
-    from zmem import migrations
+    from zmem.store import migrations
     names = [s.name for s in migrations.STEPS]
     position = names.index(step) + 1
     if recorded:
@@ -150,7 +150,7 @@ def classic_fts(conn) -> None:
     """Make the index's full-text tables as zmem made them before schema step contentless_delete_fts
     (without contentless_delete: a delete is given what was indexed), from the rows they index, for
     tests that turn an index back into an older one. The caller holds the write transaction."""
-    from zmem import fts
+    from zmem.store import fts
     saved = fts.can_delete_by_rowid
     fts.can_delete_by_rowid = lambda: False
     try:

@@ -114,8 +114,8 @@ def test_renames_merges_rewrites_and_detached_head(ws):
     commit_all(ws, "rewrite", date="2025-11-07T10:00:00+00:00")
     res = run(["-C", str(ws), "recall", "deploy", "--json"])
     assert res.exit_code == 0 and "history was rewritten" in res.stderr
-    from zmem.indexer import open_index
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import open_index
+    from zmem.workspace.core import find_workspace
     conn = open_index(find_workspace(str(ws)))
     chain = [s for s, in conn.execute("SELECT sha FROM hist_commits ORDER BY seq")]
     conn.close()
@@ -376,10 +376,10 @@ def test_as_of_fact_results_cite_the_version_they_come_from(ws):
 
 
 def test_moving_head_is_not_called_a_rewrite(ws):
-    from zmem.history_build import update_history
-    from zmem.indexer import open_index
-    from zmem.repo import open_repo
-    from zmem.workspace import find_workspace
+    from zmem.index.history import update_history
+    from zmem.index.catchup import open_index
+    from zmem.git.repo import open_repo
+    from zmem.workspace.core import find_workspace
     for i in range(4):
         write(ws, f"memory/2025-11-1{i}.md", f"- note {i}\n")
         commit_all(ws, f"n{i}", date=f"2025-11-1{i}T10:00:00+00:00")

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from helpers.workspace import commit_all, git, refused, run, write, zmem_proc
-from zmem.append import insert_entry
+from zmem.index.append import insert_entry
 
 
 def _today() -> str:
@@ -200,7 +200,7 @@ def test_a_deleted_log_git_still_tracks_is_not_recreated(ws):
 
 
 def test_git_error_is_the_message_not_its_advice():
-    from zmem.gitcmd import git_error
+    from zmem.git.gitcmd import git_error
     sparse = ("The following paths and/or pathspecs matched paths that exist\n"
               "outside of your sparse-checkout definition, so will not be\nupdated in the index:\n"
               "memory/2025-12-01.md\nhint: If you intend to update such entries, try one of the following:\n"

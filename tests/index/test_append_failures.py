@@ -240,9 +240,9 @@ def test_watch_commit_without_git_fails_before_watching(ws, no_git):
 
 
 def test_watch_commit_when_git_goes_away_says_so_and_keeps_watching(ws, tmp_path, monkeypatch):
-    from zmem.indexer import catch_up
-    from zmem.watch import Watcher
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up
+    from zmem.index.watch import Watcher
+    from zmem.workspace.core import find_workspace
     catch_up(find_workspace(ws))
     now = [100.0]
     events = []

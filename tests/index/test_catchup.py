@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, git, recall_json, run, still_works, write, zmem_exe, zmem_proc
-from zmem import db
+from zmem.store import db
 
 
 def index_json(root) -> dict:
@@ -161,8 +161,8 @@ def test_symlinks_are_skipped(ws, tmp_path):
 
 
 def test_interrupted_full_rebuild_leaves_the_old_index(ws, monkeypatch):
-    from zmem import indexer
-    from zmem.workspace import find_workspace
+    from zmem.index import catchup as indexer
+    from zmem.workspace.core import find_workspace
     index_json(ws)
     calls = {"n": 0}
     real = indexer.insert_file

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import indexed_paths, recall_json, roll_back_schema, run, wait_for, write, zmem_exe
-from zmem import db, migrations
+from zmem.store import db
+from zmem.store import migrations
 
 
 def _has_open(pid: int, path: Path) -> bool:
@@ -73,8 +74,8 @@ def test_notes_written_during_a_stream_of_catch_ups_are_all_indexed(ws):
         "    for i in range(10):\n"
         "        open(f'{sys.argv[1]}/memory/d{d:02d}/2026-02-{i:02d}.md', 'w').write(f'# n\\n\\n- note w{d}x{i}\\n')\n"
         "        time.sleep(0.003)\n"), str(ws)])
-    from zmem.indexer import catch_up
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up
+    from zmem.workspace.core import find_workspace
     w = find_workspace(ws)
     while writer.poll() is None:
         catch_up(w)
@@ -102,8 +103,8 @@ def test_an_index_from_before_directory_ctimes_keeps_working_and_finds_what_it_l
     """Upgrade: before step dir_ctime dirs had no ctime_ns. The migration neither fails nor re-reads every note;
     every memory directory is listed again once, which also recovers a note the old check lost."""
     assert recall_json(ws, "gateway")["results"]
-    from zmem.indexer import _remove_file
-    from zmem.vectors import VectorStore
+    from zmem.index.catchup import _remove_file
+    from zmem.store.vectors import VectorStore
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
         conn.execute("ALTER TABLE dirs DROP COLUMN ctime_ns")

@@ -10,9 +10,10 @@ import pytest
 
 from helpers.workspace import commit_all, run, wait_for, write
 from helpers.watch import WatchProc
-from zmem import db, fsmonitor
-from zmem.indexer import catch_up, open_index
-from zmem.workspace import find_workspace
+from zmem.store import db
+from zmem.index import fsmonitor
+from zmem.index.catchup import catch_up, open_index
+from zmem.workspace.core import find_workspace
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
                                 reason="inotify: Linux only")

@@ -19,7 +19,7 @@ def cited(root, query, *extra) -> list[str]:
 
 
 def indexed_paths(root) -> set[str]:
-    from zmem import db
+    from zmem.store import db
     conn = db.connect(Path(root) / ".zmem" / "index.sqlite")
     try:
         return {p for (p,) in conn.execute("SELECT path FROM files")}
@@ -107,8 +107,8 @@ def test_a_committed_file_ignored_later_leaves_the_index_the_same_way_a_rebuild_
 
 @pytest.mark.slow
 def test_the_no_op_check_stays_cheap_with_ignore_rules_recorded(ws):
-    from zmem.indexer import catch_up
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import catch_up
+    from zmem.workspace.core import find_workspace
     w = find_workspace(ws)
     catch_up(w)
     time.sleep(2.1)  # past the racy window: stat alone is trusted from here on

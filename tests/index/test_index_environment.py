@@ -134,7 +134,7 @@ def test_a_rebuild_past_the_file_size_limit_names_the_limit_and_keeps_the_old_in
 
 
 def test_a_rebuild_that_fails_for_an_unknown_reason_does_not_suggest_itself(ws, monkeypatch):
-    from zmem import indexer
+    from zmem.index import catchup as indexer
 
     def broken(*a, **k):
         raise OSError(5, "Input/output error")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, run, wait_for, zmem_exe, zmem_proc
-from zmem import indexer
+from zmem.index import catchup as indexer
 
 pytestmark = [pytest.mark.slow,  # pooled full rebuilds of a big workspace, interrupted again and again
               pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,

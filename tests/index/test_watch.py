@@ -19,8 +19,8 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 
 def _index_has(root: Path, word: str) -> bool:
     """Read the index directly, without the catch-up every zmem command does first."""
-    from zmem import db
-    from zmem.search import recall
+    from zmem.store import db
+    from zmem.query.search import recall
     conn = db.connect(root / ".zmem" / "index.sqlite", readonly=True)
     try:
         return any(word in h.snippet for h in recall(conn, word, k=3).results)
@@ -188,9 +188,9 @@ def test_verbose_prints_one_line_per_reindex_on_stderr(ws):
 
 
 def test_the_debounce_waits_for_quiet_with_an_injected_clock(ws):
-    from zmem.indexer import catch_up
-    from zmem.workspace import find_workspace
-    from zmem.watch import Watcher
+    from zmem.index.catchup import catch_up
+    from zmem.workspace.core import find_workspace
+    from zmem.index.watch import Watcher
     catch_up(find_workspace(ws))
     now = [100.0]
     events = []
@@ -209,8 +209,8 @@ def test_the_debounce_waits_for_quiet_with_an_injected_clock(ws):
 
 
 def test_without_inotify_it_polls_and_says_so_once(ws, monkeypatch):
-    from zmem import watch as watch_lib
-    from zmem.workspace import find_workspace
+    from zmem.index import watch as watch_lib
+    from zmem.workspace.core import find_workspace
 
     def unavailable(self, ws):
         raise watch_lib.InotifyUnavailable("inotify ran out of watches (fs.inotify.max_user_watches)")

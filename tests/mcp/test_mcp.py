@@ -132,7 +132,7 @@ def test_a_replaced_model_file_is_loaded_again(ws, tmp_path):
     server embeds queries with the new model (the stored vectors are its), not the one it loaded."""
     pytest.importorskip("llama_cpp")
     from helpers.tiny_bert import make_tiny_bert
-    from zmem.modelimport import import_model
+    from zmem.embedders.modelimport import import_model
     model = tmp_path / "models" / "current.gguf"
     import_model(make_tiny_bert(tmp_path / "a", seed=1), model)
     cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
@@ -315,7 +315,7 @@ def test_slow_embedding_provider_times_out_into_bm25_with_a_warning(ws):
 def test_without_the_sdk_zmem_mcp_fails_with_a_hint(ws, monkeypatch):
     for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] or ["mcp"]:
         monkeypatch.setitem(sys.modules, name, None)  # as if the SDK were not installed
-    monkeypatch.delitem(sys.modules, "zmem.mcp_server", raising=False)
+    monkeypatch.delitem(sys.modules, "zmem.mcp.server", raising=False)
     res = run(["-C", str(ws), "mcp"])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == ["zmem: `zmem mcp` needs the mcp package (version 2.3 or later), which is not "
@@ -323,7 +323,7 @@ def test_without_the_sdk_zmem_mcp_fails_with_a_hint(ws, monkeypatch):
 
 
 def test_other_commands_do_not_import_the_sdk(ws):
-    code = ("import sys; from zmem.cli import main; sys.argv = ['zmem', '-C', sys.argv[1], 'recall', 'gateway']\n"
+    code = ("import sys; from zmem.cli.app import main; sys.argv = ['zmem', '-C', sys.argv[1], 'recall', 'gateway']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print('MCP' if 'mcp' in sys.modules else 'NO-MCP', file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code, str(ws)], capture_output=True, text=True, timeout=60)
@@ -332,11 +332,11 @@ def test_other_commands_do_not_import_the_sdk(ws):
 
 
 def test_the_stat_sweep_is_skipped_only_while_nothing_changed(ws, monkeypatch):
-    import zmem.indexer
+    import zmem.index.catchup
     from zmem.memory import Memory
     calls = []
-    real = zmem.indexer.catch_up
-    monkeypatch.setattr(zmem.indexer, "catch_up", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = zmem.index.catchup.catch_up
+    monkeypatch.setattr(zmem.index.catchup, "catch_up", lambda *a, **k: calls.append(1) or real(*a, **k))
     memory = Memory(ws, watch=True)  # as the server keeps it
     try:
         search = lambda q: [r.path for r in memory.recall(q, k=6).results]  # noqa: E731

@@ -1,13 +1,13 @@
 """The MCP server reads two private parts of the SDK (which arguments a tool accepts, and its input
-schema) through zmem/mcp_sdk.py alone. If a new SDK moves them, this fails here, saying so."""
+schema) through zmem/mcp/sdk.py alone. If a new SDK moves them, this fails here, saying so."""
 from __future__ import annotations
 
 import pytest
 
 pytest.importorskip("mcp")
 
-from zmem import mcp_sdk  # noqa: E402
-from zmem.mcp_server import build_server  # noqa: E402
+from zmem.mcp import sdk as mcp_sdk  # noqa: E402
+from zmem.mcp.server import build_server  # noqa: E402
 
 
 def test_the_sdk_still_has_what_zmem_reads_of_its_tools(tmp_path):

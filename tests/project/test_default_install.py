@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, write, zmem_proc
-from zmem.entities import duplicate_message, suspected_duplicates
+from zmem.query.entities import duplicate_message, suspected_duplicates
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONAL = ("numpy", "llama_cpp", "gguf", "safetensors", "mcp")
@@ -77,7 +77,7 @@ def test_duplicate_pairs_are_every_pair_at_the_threshold():
     """The length-pruned search finds exactly the pairs an all-pairs comparison finds."""
     from rapidfuzz import fuzz
 
-    from zmem.entities import Entity, _fold
+    from zmem.query.entities import Entity, _fold
     rng = random.Random(7)
     names = {"Peter", "Petter", "Zoë", "Zoe", "Ana", "Anna", "Wang-Wei", "Wang Wei", "Jo", "Joe", "Marrakech",
              "Marrakesh", "São-Paulo", "Sao Paulo"}

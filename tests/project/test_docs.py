@@ -10,8 +10,8 @@ import pytest
 
 from helpers.workspace import run
 from zmem import __version__
-from zmem.cli import cli
-from zmem.completion import commands
+from zmem.cli.app import cli
+from zmem.cli.completion import commands
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from docgen import COMPLETION_FILES, rendered  # noqa: E402

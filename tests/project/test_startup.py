@@ -17,21 +17,21 @@ from helpers.workspace import commit_all, run, sessions_config, write
 # argument (the command owns stdout and stderr).
 WRAPPER = """
 import json, sys
-from zmem.cli import main
+from zmem.cli.app import main
 report_path = sys.argv.pop(1)
 sys.argv[0], code = "zmem", None
 try:
     main()
 except SystemExit as e:
     code = e.code
-import zmem.chunking, zmem.fts
+import zmem.text.chunking, zmem.store.fts
 report = {"code": code, "modules": sorted(sys.modules),
-          "cjk_compiled": [getattr(p, "_compiled", p) is not None for p in (zmem.chunking.CJK_RE, zmem.fts._CJK_RUN)]}
+          "cjk_compiled": [getattr(p, "_compiled", p) is not None for p in (zmem.text.chunking.CJK_RE, zmem.store.fts._CJK_RUN)]}
 with open(report_path, "w") as out:
     json.dump(report, out)
 """
 
-HEAVY = ("pygit2", "openai", "numpy", "sqlite_vec", "llama_cpp", "zmem.sessions", "zmem.repo")
+HEAVY = ("pygit2", "openai", "numpy", "sqlite_vec", "llama_cpp", "zmem.query.sessions", "zmem.git.repo")
 
 
 def fresh(*args) -> tuple[dict, subprocess.CompletedProcess]:
@@ -68,8 +68,8 @@ def test_a_fresh_bm25_recall_imports_no_git_library_embedder_or_session_code(ws)
     # provider (auto) finding nothing, only its detection runs (a refused loopback connect through
     # _socket, not the socket module) and no provider code loads
     providers = ("zmem.embedders.openai", "zmem.embedders.onnx", "zmem.embedders.llama", "zmem.embedders.gemini",
-                 "zmem.embedders.jsonhttp", "zmem.modelpull")
-    assert loaded(report, HEAVY + ("hashlib", "zmem.embedding", "socket") + providers) == []
+                 "zmem.embedders.jsonhttp", "zmem.embedders.modelpull")
+    assert loaded(report, HEAVY + ("hashlib", "zmem.index.embedding", "socket") + providers) == []
     # a query without CJK characters never compiles the CJK patterns (~3 ms each)
     assert report["cjk_compiled"] == [False, False]
 
@@ -90,7 +90,7 @@ def test_a_fresh_noop_index_and_get_import_no_git_library(ws):
     report, proc = fresh("-C", str(ws), "get", "memory/2025-11-24.md#L5-L5")
     assert report["code"] in (0, None), proc.stderr
     assert proc.stdout.strip() == "- Set up the gateway on the Mac Studio."
-    assert loaded(report, HEAVY + ("zmem.indexer",)) == []  # reading a file needs no index
+    assert loaded(report, HEAVY + ("zmem.index.catchup",)) == []  # reading a file needs no index
 
 
 def test_sessions_enabled_recall_still_searches_transcripts(ws):
@@ -103,4 +103,4 @@ def test_sessions_enabled_recall_still_searches_transcripts(ws):
     assert report["code"] in (0, None), proc.stderr
     hits = json.loads(proc.stdout)["results"]
     assert hits and hits[0]["path"].endswith("s1.jsonl")
-    assert "zmem.sessions" in report["modules"]
+    assert "zmem.query.sessions" in report["modules"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from helpers.workspace import commit_all, run, write
-from zmem.fts import build_match, common_terms
-from zmem.indexer import open_index
-from zmem.search import _bm25, search_bm25
-from zmem.workspace import find_workspace
+from zmem.store.fts import build_match, common_terms
+from zmem.index.catchup import open_index
+from zmem.query.search import _bm25, search_bm25
+from zmem.workspace.core import find_workspace
 
 FILLER = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 

@@ -138,8 +138,8 @@ def test_part_of_a_huge_line_is_marked_with_ellipses(ws):
 def _old_index(ws, last_step: str = "file_ctime") -> None:
     """Turn the index back into what a zmem before FTS_VERSION 2 wrote: CJK columns without the
     Latin runs, slices of long lines without "…", chunker=1 in the fingerprint, no fts_version."""
-    from zmem import db
-    from zmem.fts import _cjk_columns_v1, cjk_columns
+    from zmem.store import db
+    from zmem.store.fts import _cjk_columns_v1, cjk_columns
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
         classic_fts(conn)

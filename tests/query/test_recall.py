@@ -81,9 +81,9 @@ def test_hostile_queries_never_raise(ws):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(min_size=1, max_size=200))
 def test_any_text_is_a_safe_query(ws, query):
-    from zmem.indexer import open_index
-    from zmem.search import recall
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import open_index
+    from zmem.query.search import recall
+    from zmem.workspace.core import find_workspace
     if not query.strip():
         return
     conn = open_index(find_workspace(ws))

@@ -18,9 +18,9 @@ pytest.importorskip("onnx")
 from helpers.workspace import commit_all, recall_json, run, user_config, write, zmem_proc  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from helpers.tiny_cross_encoder import make_tiny_cross_encoder, reference_scores  # noqa: E402
-from zmem import rerank  # noqa: E402
+from zmem.query import rerank  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
-from zmem.modelimport import import_onnx  # noqa: E402
+from zmem.embedders.modelimport import import_onnx  # noqa: E402
 
 QUERY = "where does peter run the gateway"
 PASSAGES = ["the gateway runs on the mac studio", "peter prefers coffee", "backup server crash fixed",

@@ -139,7 +139,7 @@ def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
 
 
 def test_redaction_of_assignments_json_keys_and_phrases():
-    from zmem.sessions import redact
+    from zmem.query.sessions import redact
     cases = {
         "DB_PASSWORD=hunter2secret": "hunter2secret",
         "export ANTHROPIC_API_KEY=abcdEFGHijklMNOPqrst1234": "abcdEFGHijklMNOPqrst1234",
@@ -187,14 +187,14 @@ _PASSWORD_KEPT = [
 
 @pytest.mark.parametrize("text,secret", _PASSWORD_REDACTED)
 def test_password_rule_redacts_real_secrets(text, secret):
-    from zmem.sessions import redact
+    from zmem.query.sessions import redact
     out = redact(text)
     assert secret not in out and "[REDACTED:password]" in out, out
 
 
 @pytest.mark.parametrize("text", _PASSWORD_KEPT)
 def test_password_rule_keeps_sentences_about_passwords(text):
-    from zmem.sessions import redact
+    from zmem.query.sessions import redact
     assert redact(text) == text
 
 
@@ -203,7 +203,7 @@ def test_password_rule_keeps_sentences_about_passwords(text):
     ("key sk-proj-abcdefghijklmnopqrstuvwxyz0123", "sk-proj-abcdefghijklmnopqrstuvwxyz0123"),
 ])
 def test_token_shapes_stay_redacted(text, secret):
-    from zmem.sessions import redact
+    from zmem.query.sessions import redact
     out = redact(text)
     assert secret not in out and "[REDACTED:" in out, out
 

@@ -328,7 +328,7 @@ def test_facts_origin_table_has_origin_columns(ws):
 
 
 def test_opinion_matching_rule():
-    from zmem.opinions import Opinion, compare, match
+    from zmem.text.opinions import Opinion, compare, match
     cases = [
         ("likes tea", "likes coffee", None),
         ("Prefers short replies", "Prefers long replies", None),
@@ -422,7 +422,7 @@ def test_multi_line_fact_sources_use_the_citation_format(ws):
 
 @pytest.mark.slow
 def test_an_entity_name_too_long_for_a_file_name_gets_a_shortened_page(ws):
-    from zmem.retain import MAX_SLUG_BYTES, entity_key, entity_slug
+    from zmem.text.retain import MAX_SLUG_BYTES, entity_key, entity_slug
     long_b, long_c = "b" * 300, "b" * 299 + "c"
     for name in (long_b, long_c):
         res = run(["-C", str(ws), "append", f"hi from {name[-1]}", "--retain", "W", "--entity", name])

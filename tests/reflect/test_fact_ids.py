@@ -8,8 +8,9 @@ import pytest
 
 from helpers.workspace import commit_all, get_text, reflect_json, roll_back_schema, run, run_json, write
 
-from zmem import db, migrations
-from zmem.retain import Fact, fact_id, legacy_fact_id
+from zmem.store import db
+from zmem.store import migrations
+from zmem.text.retain import Fact, fact_id, legacy_fact_id
 
 DAY = "memory/2025-11-24.md"
 TEXT = "Prefers tea in the morning."

@@ -230,7 +230,7 @@ def test_every_citation_reflect_writes_reads_back_its_fact(ws):
 
 
 def test_opinions_render_keeps_every_line_it_does_not_change():
-    from zmem import opinions as op_mod
+    from zmem.text import opinions as op_mod
     text = ("\ufeff# Mine\r\n## Likes tea.\r\n- entities: @Ana\r\n- confidence: 0.60\r\n\r\n\r\n"
             "## Likes jazz.\n- entities: @Ana\n- confidence: 0.70\n- note without a newline")
     parsed = op_mod.parse(text)

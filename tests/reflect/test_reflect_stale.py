@@ -9,7 +9,7 @@ import pytest
 
 from helpers.workspace import RETAIN, commit_all, get_text, git, reflect_json, run, run_json, write
 
-from zmem import opinions as op_mod
+from zmem.text import opinions as op_mod
 
 
 def _opinion(root) -> dict:

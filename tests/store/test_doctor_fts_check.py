@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.workspace import recall_json, run
-from zmem import db, fts
+from zmem.store import db
+from zmem.store import fts
 
 pytestmark = pytest.mark.skipif(not fts.can_delete_by_rowid(),
                                 reason=f"SQLite {db.sqlite_version()} has no contentless_delete")

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from helpers.workspace import classic_fts, commit_all, recall_json, roll_back_schema, run, write
 
-from zmem import db, fts, migrations
+from zmem.store import db
+from zmem.store import fts
+from zmem.store import migrations
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import gen_fts_glue  # noqa: E402
@@ -45,7 +47,7 @@ def _fts_table():
 def test_the_stored_glue_ranges_are_what_the_live_sqlite_glues():
     """fts_glue.RANGES holds only characters unicode61 keeps in a token, and every such character
     zmem does not read as part of a word (a newer Python may know more letters: those may stay)."""
-    from zmem.fts_glue import RANGES
+    from zmem.store.fts_glue import RANGES
     stored = gen_fts_glue.parse(RANGES)
     assert gen_fts_glue.problems(stored)[:20] == []
     joiners = gen_fts_glue.unicode61_token_chars()
@@ -59,7 +61,7 @@ def test_the_stored_glue_ranges_are_what_the_live_sqlite_glues():
 def test_every_glue_range_keeps_its_neighbour_words_findable():
     """For the first and last character of every stored range: `Ana<ch>Bob` is one token to SQLite,
     and `ana` and `bob` still match the row cjk_columns writes."""
-    from zmem.fts_glue import RANGES
+    from zmem.store.fts_glue import RANGES
     chars = sorted({chr(c) for a, b in _ranges(RANGES) for c in (a, b)})
     conn = _fts_table()
     rows = [(i, f"x Ana{ch}Bob y") for i, ch in enumerate(chars, 1)]
@@ -328,7 +330,8 @@ def test_rows_an_older_process_writes_after_the_conversion_are_converted_before_
     it goes on writing history and session rows in form 2 (fts_form NULL, schema step fts_form): they are converted
     before a rewritten transcript's rows are deleted by value (else the index is corrupt), and before
     history is extended (else their glued words are never found)."""
-    from zmem import history_build, sessions
+    from zmem.index import history as history_build
+    from zmem.query import sessions
     f = _glued_index(ws)
     with monkeypatch.context() as old:  # the older process's write paths: form 2, no fts_form, no conversion
         for module in (sessions, history_build):
@@ -363,7 +366,7 @@ def test_rows_an_older_process_writes_after_the_conversion_are_converted_before_
 
 def test_session_rows_an_older_process_wrote_are_converted_without_history(ws, monkeypatch):
     """As above with history off: session indexing itself converts them before deleting any."""
-    from zmem import sessions
+    from zmem.query import sessions
     f = _sessions(ws, SESSION_TEXT)
     assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
     with monkeypatch.context() as old:

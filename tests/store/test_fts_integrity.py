@@ -11,7 +11,10 @@ import re
 import pytest
 from helpers.workspace import classic_fts, commit_all, recall_json, roll_back_schema, run, write, zmem_proc
 
-from zmem import db, fts, indexer, migrations
+from zmem.store import db
+from zmem.store import fts
+from zmem.index import catchup as indexer
+from zmem.store import migrations
 
 NOTE = "# 2025-01-01\n\n## Notes\n\n- party at the office with Ana🥳 tonight\n"
 needs_rowid_deletes = pytest.mark.skipif(not fts.can_delete_by_rowid(),

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 from helpers.workspace import commit_all, roll_back_schema, run, write
 
-from zmem import db, migrations
+from zmem.store import db
+from zmem.store import migrations
 from zmem.errors import IndexUnusable
 
 NAMES = [s.name for s in migrations.STEPS]

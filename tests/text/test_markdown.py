@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from zmem.chunking import chunk_text, estimate_tokens
-from zmem.markdown import day_from_path, scan_blocks, split_lines
+from zmem.text.chunking import chunk_text, estimate_tokens
+from zmem.text.markdown import day_from_path, scan_blocks, split_lines
 
 DAILY = """\
 ---

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zmem.append import format_entry
-from zmem.dates import event_range
-from zmem.retain import entity_key, entity_slug, mentions, parse_facts
+from zmem.index.append import format_entry
+from zmem.text.dates import event_range
+from zmem.text.retain import entity_key, entity_slug, mentions, parse_facts
 
 ENGLISH = """\
 # 2025-11-27

@@ -3,7 +3,7 @@ provider, recall says so. Left out, hybrid is the default and says nothing (issu
 from __future__ import annotations
 
 from helpers.workspace import run, user_config
-from zmem.config import load_config
+from zmem.workspace.config import load_config
 
 NO_PROVIDER = "no embedding provider configured"
 

@@ -1,4 +1,4 @@
-"""The zmem children zmem starts (zmem/spawn.py) run this zmem, never one committed in a workspace."""
+"""The zmem children zmem starts (zmem/workspace/spawn.py) run this zmem, never one committed in a workspace."""
 from __future__ import annotations
 
 import subprocess
@@ -24,11 +24,11 @@ def test_a_cloned_repository_cannot_run_its_own_zmem_package(ws, tmp_path, monke
     from helpers.workspace import wait_for
     assert wait_for(lambda: "memory/2025-12-03.md" in {r["path"] for r in recall_json(clone, "fires")["results"]})
     monkeypatch.chdir(clone)
-    from zmem.spawn import zmem_command
+    from zmem.workspace.spawn import zmem_command
     proc = subprocess.run(zmem_command("zmem", "--version"), capture_output=True, text=True)
     assert proc.returncode == 0 and "zmem" in proc.stdout
-    from zmem.indexer import spawn_detached_index
-    from zmem.workspace import find_workspace
+    from zmem.index.catchup import spawn_detached_index
+    from zmem.workspace.core import find_workspace
     spawn_detached_index(find_workspace(clone))
     wait_for(lambda: "--quiet" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout,
              timeout=10)

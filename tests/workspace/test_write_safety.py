@@ -78,9 +78,9 @@ def test_append_refuses_a_symlinked_daily_log(ws, outside):
 def test_append_is_refused_when_memory_becomes_a_symlink_after_the_check(ws, outside, monkeypatch):
     """The race: memory/ swapped for a symlink between the check and the write. The write itself
     opens memory/ without following symlinks, so the note cannot land outside."""
-    from zmem import append as append_mod
+    from zmem.index import append as append_mod
     from zmem.errors import WorkspaceError
-    from zmem.workspace import find_workspace
+    from zmem.workspace.core import find_workspace
     checked = append_mod._check_can_write
 
     def check_then_swap(repo, root, rel, commit):
@@ -94,9 +94,9 @@ def test_append_is_refused_when_memory_becomes_a_symlink_after_the_check(ws, out
 
 
 def test_append_is_refused_when_the_log_becomes_a_symlink_after_the_check(ws, outside, monkeypatch):
-    from zmem import append as append_mod
+    from zmem.index import append as append_mod
     from zmem.errors import WorkspaceError
-    from zmem.workspace import find_workspace
+    from zmem.workspace.core import find_workspace
     target = outside / "victim.md"
     target.write_text("# victim\n")
     checked = append_mod._check_can_write

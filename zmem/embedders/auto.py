@@ -52,7 +52,7 @@ def ollama_host() -> str:
 
 
 def _cache_file() -> Path:
-    from zmem.config import user_cache_dir
+    from zmem.workspace.config import user_cache_dir
     return user_cache_dir() / "ollama-detect.json"
 
 
@@ -184,10 +184,10 @@ def resolve(settings: dict) -> tuple[dict | None, str]:
                   "query_prefix": settings.get("query_prefix", query),
                   "document_prefix": settings.get("document_prefix", document)}
         return chosen, f"Ollama at {host} has the embedding model {models[0]}"
-    from zmem.config import user_cache_dir
+    from zmem.workspace.config import user_cache_dir
     model = None
     if (user_cache_dir() / "models").is_dir():  # else nothing to look at (and modelpull not to import)
-        from zmem.modelpull import installed_embedding_model
+        from zmem.embedders.modelpull import installed_embedding_model
         model = installed_embedding_model()
     if model and onnx_installed():
         return ({**{k: v for k, v in settings.items() if k in ("threads", "batch_size", "give_up_after")},

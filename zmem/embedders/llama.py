@@ -248,8 +248,8 @@ def _check_in_child(path: Path, model_id: str) -> None:
     aborts the whole process (SIGABRT) on some malformed GGUFs (e.g. F16 position embeddings in a
     BERT). A model that passed is remembered by its id (name, size and a hash of its ends)."""
     import subprocess
-    from zmem.config import user_cache_dir
-    from zmem.spawn import zmem_command
+    from zmem.workspace.config import user_cache_dir
+    from zmem.workspace.spawn import zmem_command
     marker = user_cache_dir() / "checked-models" / hashlib.sha256(model_id.encode()).hexdigest()[:24]
     if marker.is_file():
         return

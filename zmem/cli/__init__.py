@@ -1,0 +1,1 @@
+"""The command line: click commands (parse -> Memory -> render), rendering, completion scripts."""

@@ -1,0 +1,1 @@
+"""Git: repositories (pygit2), the git command, hooks, and creating workspaces."""

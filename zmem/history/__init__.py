@@ -1,0 +1,1 @@
+"""Git history as memory: as-of views, blame, timelines and belief diffs."""

@@ -1,0 +1,451 @@
+"""Git history as memory: file versions with validity intervals along HEAD's first-parent chain,
+as-of recall, facts at a revision, and who committed a line (blame, cached by file content).
+
+The chain is numbered from the root (seq 1, 2, …). A memory file's version (its blob) is valid
+from the commit that wrote it up to the commit that changed or deleted it: [from_seq, to_seq).
+The current view is the open versions. Chunks and facts are derived once per blob, so a backfill
+costs one parse per distinct file content, and a rewritten history (rebase, force-push) only
+truncates the chain back to the fork point and replays the new commits (history_build builds it;
+this module reads it).
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+from dataclasses import dataclass
+
+from zmem.store import db
+from zmem.text.dates import commit_time, day_end
+from zmem.query.entities import FactRow, fact_citation
+from zmem.errors import ZmemError, example
+from zmem.git.gitcmd import ZERO_COMMIT
+from zmem.index.history import HistoryUpdate, add_blob, insert_windows, update_history
+from zmem.text.markdown import day_from_path
+from zmem.text.retain import entity_key, fact_id
+from zmem.workspace.snapshot import git_blob_id
+from zmem.workspace.core import Workspace
+
+if TYPE_CHECKING:
+    from zmem.git.repo import Repo
+
+def ensure_history(ws: Workspace, conn, *, progress=None) -> HistoryUpdate | None:
+    """Build or extend the history (under the index lock). None when another writer holds it."""
+    from zmem.index.catchup import IndexLock, LockTimeout, access_hint
+    from zmem.git.repo import open_repo
+    why = db.readonly_reason(conn)
+    if why is not None:
+        from zmem.errors import IndexUnusable
+        raise IndexUnusable(f"the history index is not built, and the index cannot be written ({why})",
+                            hint=access_hint(ws.state_dir))
+    repo = open_repo(ws.root)
+    try:
+        with IndexLock(ws, 30.0):
+            return update_history(ws, repo, conn, enable=True, progress=progress)
+    except LockTimeout:
+        return None
+
+
+def shallow_note(repo: Repo) -> str | None:
+    """What to tell the user in a shallow clone, where the oldest fetched commit gets the credit
+    for everything before it; None in a full clone."""
+    if not repo.is_shallow():
+        return None
+    since = repo.shallow_since()
+    day = commit_time(since).date() if since is not None else "its oldest commit"
+    return f"shallow clone: history before {day} is missing (git fetch --unshallow)"
+
+
+def workspace_shallow_notes(ws: Workspace, repo: Repo | None = None) -> list[str]:
+    from zmem.git.repo import open_repo
+    note = shallow_note(repo or open_repo(ws.root))
+    return [note] if note else []
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+@dataclass
+class AsOf:
+    sha: str
+    seq: int | None          # position on the chain; None for a commit off HEAD's first-parent chain
+    time: int
+    summary: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+class BeforeHistory(ZmemError):
+    """A date earlier than the first commit: memory was empty then."""
+
+
+def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
+    """DATE (the last commit at or before the end of that day on the chain) or REV."""
+    import datetime as dt
+    from zmem.git.repo import open_repo
+    from zmem.text.dates import parse_when
+    repo = open_repo(ws.root)
+    if repo.head() is None:
+        raise ZmemError("the repository has no commits yet, so there is no history to look at",
+                        hint="commit the memory files first")
+    sha = repo.resolve(value)
+    if sha is None:
+        try:
+            day = dt.date.fromisoformat(parse_when(value, param="as_of"))
+        except ZmemError:
+            if re.fullmatch(r"\s*\d+\s*[dwmy]\s*", value, re.IGNORECASE):
+                raise  # a span, readable but too long: parse_when's own message says so
+            raise ZmemError(f"{value!r} is neither a date nor a revision of this repository",
+                            hint="use YYYY-MM-DD, 7d, or a commit, branch or tag (e.g. HEAD~3)") from None
+        cutoff = day_end(day)
+        row = conn.execute("SELECT seq, sha, time, summary FROM hist_commits WHERE time < ? ORDER BY seq DESC LIMIT 1",
+                           (cutoff,)).fetchone()
+        if row is None:
+            first = conn.execute("SELECT time FROM hist_commits ORDER BY seq LIMIT 1").fetchone()
+            since = commit_time(first[0]).date() if first else None
+            note = shallow_note(repo)
+            hint = f"the history starts on {since}" if since else "commit the memory files first"
+            raise BeforeHistory(f"no commit on this branch is at or before {day}" + (f" ({note})" if note else ""),
+                                hint=hint)
+        return AsOf(row[1], row[0], row[2], row[3])
+    row = conn.execute("SELECT seq, time, summary FROM hist_commits WHERE sha = ?", (sha,)).fetchone()
+    if row:
+        return AsOf(sha, row[0], row[1], row[2])
+    info = repo.commit_info(sha)
+    return AsOf(sha, None, info.time, info.summary)
+
+
+def versions_at(ws: Workspace, conn, at: AsOf, notes: list[str] | None = None) -> dict[str, str]:
+    """path -> blob of the memory files as they stood at the commit. A read-only index cannot take
+    in versions it has not seen: they are left out, said in notes (an error without notes)."""
+    if at.seq is not None:
+        return dict(conn.execute("SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND "
+                                 "(to_seq IS NULL OR to_seq > ?)", (at.seq, at.seq)))
+    from zmem.git.repo import open_repo
+    repo = open_repo(ws.root)  # off the chain: read its tree, parse contents not seen before
+    files = {rel: blob for rel, blob in repo.tree_files(at.sha).items() if ws.is_memory_path(rel)}
+    known = {b for b, in conn.execute("SELECT blob FROM hist_blobs")}
+    missing = [(rel, blob) for rel, blob in files.items() if blob not in known]
+    why = db.readonly_reason(conn)
+    if missing and why is not None:
+        n = len(missing)
+        problem = (f"{n} memory file{'s' * (n != 1)} as of {at.short} {'are' if n != 1 else 'is'} not in the history "
+                   f"index, and the index cannot be written ({why})")
+        if notes is None:
+            from zmem.index.catchup import access_hint
+            raise ZmemError(problem, hint=access_hint(ws.state_dir))
+        notes.append(f"{problem}: answered without {'them' if n != 1 else 'it'}")
+    elif missing:
+        with db.write_transaction(conn):
+            for rel, blob in missing:
+                add_blob(ws, conn, rel, blob, repo.read_blob(blob))
+    return files
+
+
+@dataclass
+class FactAt(FactRow):
+    """A fact as memory held it at a commit: its source cites that version, `path@sha#Lnn`
+    (the line may have moved or gone since)."""
+    rev: str | None = None
+
+    @property
+    def source(self) -> str:
+        return fact_citation(self.path, self.start_line, self.end_line, self.rev)
+
+
+def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:
+    """The Retain facts memory held at a commit, each citing its line in that version."""
+    files = files if files is not None else versions_at(ws, conn, at)
+    by_blob: dict[str, list[str]] = {}
+    for rel, blob in files.items():
+        by_blob.setdefault(blob, []).append(rel)
+    out = []
+    blobs = list(by_blob)
+    for i in range(0, len(blobs), 500):
+        part = blobs[i:i + 500]
+        for blob, start, end, kind, conf, text, names in conn.execute(
+                f"SELECT blob, start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob IN "
+                f"({','.join('?' * len(part))})", part):
+            for rel in by_blob[blob]:
+                from zmem.text.dates import event_range
+                day = day_from_path(rel)
+                ev = event_range(text, day)  # missing years: the one nearest the log's day, as in the index
+                ents = names.split("\t") if names else []
+                out.append(FactAt(0, fact_id(rel, kind, text, ents), rel, start, end, kind, conf, text, ents, day, ev,
+                                  rev=at.sha))
+    out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)
+    return out
+
+
+def resolve_history_entity(ws: Workspace, conn, name: str):
+    """The entity NAME means, among the current ones and those known only in history (every fact
+    about it retracted: gone from normal recall, present in history)."""
+    from zmem.query.entities import Entity, all_entities, resolve_entity
+    entities = all_entities(ws, conn)
+    if entity_key(name) not in entities:
+        spellings: dict[str, dict[str, int]] = {}
+        for names, in conn.execute("SELECT names FROM hist_facts WHERE names != ''"):
+            for n in names.split("\t"):
+                k = entity_key(n)
+                if k not in entities:
+                    counts = spellings.setdefault(k, {})
+                    counts[n] = counts.get(n, 0) + 1
+        for k, counts in spellings.items():
+            best = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            entities[k] = Entity(k, best, None, 0, None, None, sorted(counts))
+    return resolve_entity(ws, conn, name, entities)
+
+
+def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
+    if entity is None:
+        return facts
+    return [f for f in facts if entity in {entity_key(n) for n in f.entities}]
+
+
+# ----------------------------------------------------------------------------- blame
+
+
+def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: Repo | None = None
+                ) -> dict[int, tuple[str, str, int, str]] | None:
+    """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
+    from the cache when this content was blamed before. None when the file cannot be read."""
+    from zmem.git.repo import blame_file, open_repo
+    repo = repo or open_repo(ws.root)
+    if rev is None:
+        try:
+            data = (ws.root / rel).read_bytes()
+        except OSError:
+            return None
+        tip = repo.head()
+        if tip is None:
+            return {}  # no commits yet: nothing is committed
+    else:
+        data = repo.file_at(rev, rel)
+        if data is None:
+            return None
+        tip = rev
+    blob = git_blob_id(data)
+    key = _blame_key(conn, rel, blob, tip)
+    rows = conn.execute("SELECT line, commit_id, author, time, summary FROM blame_cache WHERE blob = ?", (key,))
+    cached = {line: (c, a, t, s) for line, c, a, t, s in rows}
+    if cached:
+        return cached
+    blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
+    out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
+    if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()) and db.readonly_reason(conn) is None:
+        # only fully committed content: uncommitted lines get their commit later
+        conn.executemany("INSERT OR IGNORE INTO blame_cache(blob, line, commit_id, author, time, summary) "
+                         "VALUES(?,?,?,?,?,?)", [(key, n, *v) for n, v in out.items()])
+    return out
+
+
+def _blame_key(conn, rel: str, blob: str, tip: str) -> str:
+    """The blame cache's key for the content `blob` of `rel` as seen from commit `tip`. Blame
+    depends on history, not only on content (an amended commit, a revert restoring an earlier
+    blob), so the key is (blob, path, the commit where this version of the file began on the
+    chain): that commit's id pins every earlier commit, and the file is unchanged from it to tip.
+    Off the indexed chain (history not built, or content not committed) it is tip itself."""
+    row = conn.execute("SELECT s.sha FROM hist_commits t JOIN hist_versions v ON v.path = ? AND v.from_seq <= t.seq "
+                       "AND (v.to_seq IS NULL OR v.to_seq > t.seq) JOIN hist_commits s ON s.seq = v.from_seq "
+                       "WHERE t.sha = ? AND v.blob = ?", (rel, tip, blob)).fetchone()
+    return f"{blob}:{row[0] if row else tip}:{rel}"
+
+
+def attach_origins(ws: Workspace, conn, facts: list[FactRow]) -> None:
+    """Fill each fact's commit, author and time (the commit that added its first line). A line not
+    committed yet gets commit None and the current time."""
+    by_path: dict[str, list[FactRow]] = {}
+    for f in facts:
+        by_path.setdefault(f.path, []).append(f)
+    now = int(time.time())
+    from zmem.git.repo import open_repo
+    repo = open_repo(ws.root) if by_path else None
+    for rel, group in by_path.items():
+        lines = blame_lines(ws, conn, rel, repo=repo) or {}
+        for f in group:
+            commit, author, when, _ = lines.get(f.start_line, (ZERO_COMMIT, "", now, ""))
+            f.commit = None if commit == ZERO_COMMIT else commit
+            f.author = author or None
+            f.time = when if commit != ZERO_COMMIT else now
+
+
+# ----------------------------------------------------------------------------- as-of recall
+
+
+def _versions_sql(ws: Workspace, conn, at: AsOf, notes: list[str]) -> tuple[str, tuple]:
+    """A join source of rows (path, blob): the memory files as they stood at the commit."""
+    if at.seq is not None:
+        return ("(SELECT path, blob FROM hist_versions WHERE from_seq <= ? AND (to_seq IS NULL OR to_seq > ?))",
+                (at.seq, at.seq))
+    files = versions_at(ws, conn, at, notes)
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS asof_files(path TEXT, blob TEXT)")
+    conn.execute("DELETE FROM asof_files")
+    conn.executemany("INSERT INTO asof_files VALUES(?, ?)", list(files.items()))
+    return "asof_files", ()
+
+
+def _ensure_windows(conn) -> bool:
+    """Every history chunk has its windows (chunks parsed before there were any get them now),
+    cut at the current window size (another size's hashes would match no vector). False when they
+    are not there and a read-only index cannot take them in."""
+    from zmem.text.chunking import WINDOW_TOKENS
+    done = db.get_meta(conn, "hist_window_tokens")
+    if done == str(WINDOW_TOKENS):
+        return True
+    if db.readonly_reason(conn) is not None:  # usable as they are if every chunk got its windows when parsed
+        return done is None and conn.execute("SELECT 1 FROM hist_chunks c WHERE NOT EXISTS "
+                                             "(SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchone() is None
+    with db.write_transaction(conn):
+        if done is not None:
+            conn.execute("DELETE FROM hist_windows")
+        insert_windows(conn, conn.execute(
+            "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
+            "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
+        db.set_meta(conn, "hist_window_tokens", str(WINDOW_TOKENS))
+    return True
+
+
+def _window_similarities(conn, store, query_vector, versions: str, args: tuple
+                         ) -> tuple[dict[int, list[tuple[str, int, int, float]]], int]:
+    """Every window of the files at the commit whose text has a cached vector of the stored
+    vectors' fingerprint, with its similarity to the query: (chunk -> [(path, start, end, sim)],
+    number of windows without one)."""
+    fp = store.fingerprint()
+    sims: dict[int, list[tuple[str, int, int, float]]] = {}
+    missing = 0
+    for cid, path, a, b, sim in store.similarities(
+            # CROSS JOIN keeps this order: the files at the commit first, not every window ever
+            f"SELECT w.chunk_id, v.path, w.start_line, w.end_line, {{sim}} FROM {versions} v "
+            "CROSS JOIN hist_chunks c ON c.blob = v.blob CROSS JOIN hist_windows w ON w.chunk_id = c.id "
+            "LEFT JOIN embedding_cache e ON e.fingerprint = ? AND e.hash = w.hash", "e.vector", (*args, fp), query_vector):
+        if sim is None:
+            missing += 1
+        else:
+            sims.setdefault(cid, []).append((path, a, b, sim))
+    return sims, missing
+
+
+def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
+                 until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
+                 snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
+                 query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
+                 vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
+                 explain: bool = False):
+    """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly.
+    mode hybrid/vector (with query_vector and store): past versions are compared through the
+    vectors their text got when it was embedded (the embedding cache), never embedded again."""
+    import fnmatch
+    from zmem.store.fts import build_match
+    from zmem.query.search import Recall, assemble_hits, bonus_from_windows, explain_scores, fuse
+    from zmem.workspace.core import glob_to_sql
+    if not query.strip():
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', query='Peter', as_of='2025-11-30')}")
+    if query_vector is None or store is None:
+        mode = "bm25"
+    date = commit_time(at.time).isoformat()
+    out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    out.warnings += workspace_shallow_notes(ws)
+    if mode != "bm25" and not _ensure_windows(conn):
+        out.warnings.append(f"the vector windows of past versions are not built, and the index cannot be written "
+                            f"({db.readonly_reason(conn)}): keyword (BM25) recall only")
+        mode = out.mode = "bm25"
+    versions, args = _versions_sql(ws, conn, at, out.warnings)
+    glob = glob_to_sql(path_glob) if path_glob else None
+    # a hit is a chunk at a path: history stores a blob's chunks once, and files with the same
+    # content (a copy) at that commit are each a hit of their own
+    units: dict[tuple[int, str], int] = {}
+
+    def keep(cid: int, path: str) -> int | None:
+        """The hit key of this chunk at this path, or None when the filters leave it out."""
+        if since or until:
+            day = day_from_path(path)
+            if (since and (day is None or day < since)) or (until and (day is None or day > until)):
+                return None
+        if (glob and not fnmatch.fnmatchcase(path, glob)) or \
+                (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
+            return None
+        return units.setdefault((cid, path), len(units))
+
+    n = k * multiplier
+    bm25: list[tuple[int, float]] = []
+    match = build_match(query)
+    if match is None and mode == "bm25":
+        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        return out
+    if match is not None and mode != "vector":
+        rows = conn.execute(f"SELECT c.id, v.path, hist_fts.rank FROM hist_fts JOIN hist_chunks c ON c.id = hist_fts.rowid "
+                            f"JOIN {versions} v ON v.blob = c.blob WHERE hist_fts MATCH ? ORDER BY hist_fts.rank",
+                            (*args, match))
+        for cid, path, rank in rows:
+            key = keep(cid, path)
+            if key is not None:
+                bm25.append((key, (-rank) / (1.0 - rank)))  # as in current recall: s / (1 + s), s = -bm25
+                if len(bm25) == n:
+                    break
+    windows: dict[int, list[tuple[int, int, float]]] = {}
+    vec: list[tuple[int, float]] = []
+    if mode != "bm25":
+        sims, missing = _window_similarities(conn, store, query_vector, versions, args)
+        if missing:
+            out.warnings.append(f"{missing} vector windows of the files at {at.short} have no stored vector "
+                                "(never embedded, or pruned from the embedding cache): found by keywords only")
+        for cid, wins in sims.items():
+            for path, a, b, sim in wins:
+                key = keep(cid, path)
+                if key is not None:
+                    windows.setdefault(key, []).append((a, b, sim))
+        best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=lambda x: (-x[1], x[0]))
+        vec = best[:n]
+    ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
+        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    where = {key: unit for unit, key in units.items()}
+    cids = list({where[key][0] for key, _ in ranked})
+    texts = {}
+    for i in range(0, len(cids), 500):
+        part = cids[i:i + 500]
+        for cid, start, end, heading, text in conn.execute(
+                f"SELECT id, start_line, end_line, heading, text FROM hist_chunks WHERE id IN ({','.join('?' * len(part))})",
+                part):
+            texts[cid] = (start, end, heading, text)
+    chunks = {}
+    for key, _ in ranked:
+        cid, path = where[key]
+        start, end, heading, text = texts[cid]
+        chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
+    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows})
+    why = explain_scores(bm25, vec, ranked) if explain else {}
+    return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                         bonus=bonus, why=why, rev=at.sha)
+
+
+def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,
+                       entity: str | None = None, exclude: list[str] | None = None):
+    """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
+    words first (then newest first)."""
+    from zmem.query.entities import normalize_kind
+    from zmem.store.fts import query_terms
+    from zmem.query.search import FactHit, Recall
+    key = resolve_history_entity(ws, conn, entity).key if entity else None
+    kind = normalize_kind(kind)
+    from fnmatch import fnmatchcase
+    notes: list[str] = []  # versions a read-only index has not seen
+    facts = [f for f in entity_filter(facts_at(ws, conn, at, versions_at(ws, conn, at, notes)), key)
+             if (kind is None or f.kind == kind)
+             and not (exclude and any(fnmatchcase(f.path, g) for g in exclude))]
+    terms = [t[:max(3, len(t) - 2)] for t in query_terms(query)]
+    scored = []
+    for i, f in enumerate(facts):
+        low = (f.text + " " + " ".join(f.entities)).lower()
+        hits = sum(t in low for t in terms)
+        scored.append((-(hits / len(terms) if terms else 0.0), i, f))
+    scored.sort(key=lambda x: (x[0], x[1]))
+    date = commit_time(at.time).isoformat()
+    out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
+    out.warnings += workspace_shallow_notes(ws) + notes
+    for neg, _, f in scored[:k]:
+        f.commit = None
+        out.results.append(FactHit(f, -neg, rev=at.sha))
+    return out

@@ -1,0 +1,821 @@
+"""Keeping the derived index equal to the memory files: catch-up, full rebuild, the lock."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import functools
+import json
+import os
+import re
+import signal
+import sys
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from zmem.git.repo import Repo
+
+from zmem.store import db
+from zmem.index import fsmonitor
+from zmem.store import migrations
+from zmem.text.chunking import CHUNKER_VERSION, chunk_text
+from zmem.errors import TRY_AGAIN, IndexUnusable
+from zmem.store.fts import FTS_VERSION, cjk_columns, delete_rows
+from zmem.text.markdown import day_from_path, decode_note
+from zmem.text.retain import RETAIN_VERSION, Fact, entity_key, legacy_fact_id, parse_facts
+from zmem.workspace.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
+                           ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
+                           stored_ignore_record)
+from zmem.store.vectors import VectorStore
+from zmem.workspace.core import Workspace
+
+Progress = Callable[[int, int], None] | None
+# The blob column of a memory file that could not be read (EACCES, EIO): its row keeps the file's
+# stat signature, so the cheap check notices when it changes (a chmod moves its ctime) and tries again,
+# and its warning, so every recall names it while it stays unreadable.
+UNREADABLE = ""
+
+
+class LockTimeout(Exception):
+    pass
+
+
+class LockUnavailable(IndexUnusable):
+    """The lock file cannot be opened at all (no permission to create it, a read-only file system)."""
+
+
+class IndexLock:
+    """One writer at a time: an flock on .zmem/lock (released by the kernel if we die). Whoever
+    takes it also removes what killed rebuilds left behind (remove_dead_rebuilds)."""
+
+    def __init__(self, ws: Workspace, timeout: float):
+        self.path = ws.state_dir / "lock"
+        self.timeout = timeout
+        self.fd: int | None = None
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except IsADirectoryError:
+            raise _not_a_file(self.path) from None
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and self.path.is_file():
+                try:  # flock needs no write access: a lock file we may only read still serializes writers
+                    return os.open(self.path, os.O_RDONLY)
+                except OSError:
+                    pass
+            raise LockUnavailable(f"cannot open the lock file {self.path}: {e.strerror}",
+                                  hint=access_hint(self.path.parent)) from None
+
+    def __enter__(self):
+        self.fd = self._open()
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                remove_dead_rebuilds(self.path.parent)
+                return self
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                    os.close(self.fd)
+                    self.fd = None
+                    raise LockTimeout() from e
+                time.sleep(0.02)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+REBUILD_PREFIX = "index.sqlite.rebuild-"  # + the rebuilding process's PID: the new index until it is swapped in
+_REBUILD_FILE = re.compile(re.escape(REBUILD_PREFIX) + r"(\d+)(?:-wal|-shm|-journal)?")
+
+
+def dead_rebuilds(state_dir: Path) -> list[Path]:
+    """The files of full rebuilds whose process is gone (kill -9, a crash, a power loss): only
+    `zmem index --full` itself removes its file, so nothing else would. A file whose PID is alive
+    belongs to a rebuild in progress."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return []
+    return [state_dir / name for name in names
+            if (m := _REBUILD_FILE.fullmatch(name)) and not _pid_alive(int(m[1]))]
+
+
+def remove_dead_rebuilds(state_dir: Path) -> None:
+    for path in dead_rebuilds(state_dir):
+        try:
+            path.unlink()
+        except OSError:  # gone meanwhile, or a state dir we may not write: the next writer tries again
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return True
+
+
+# What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
+STATE_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "lock")
+
+
+def _not_a_file(path: Path) -> IndexUnusable:
+    what = "a directory" if path.is_dir() else "not a regular file"
+    return IndexUnusable(f"{path} is {what}; zmem keeps a file of its own there",
+                         hint=f"remove it (rm -r {path}): everything in {path.parent.name}/ is derived and rebuilt")
+
+
+def access_hint(state_dir: Path) -> str:
+    return (f"zmem needs to write in {state_dir}: give this user write access to it (chmod u+rwx {state_dir}, "
+            f"or run zmem as its owner), or delete it: everything in it is derived and rebuilt")
+
+
+@dataclass
+class CatchUp:
+    head: str | None = None
+    previous: str | None = None  # indexed commit before this catch-up
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    stale: bool = False  # could not catch up (another writer held the lock)
+    deferred: bool = False  # too much to do inline; left for a detached `zmem index`
+    full_scan: bool = False
+    seconds: float = 0.0
+
+
+def ensure_state_dir(ws: Workspace) -> None:
+    d = ws.state_dir
+    try:
+        d.mkdir(exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file (or a broken symlink) took the name
+        raise IndexUnusable(f"{d} is not a directory; zmem keeps its index there",
+                            hint=f"move it aside (mv {d} {d}.bak): the index is derived "
+                               "from the notes and is rebuilt") from None
+    except OSError as e:
+        raise IndexUnusable(f"cannot create {d}: {e.strerror}",
+                            hint=f"zmem keeps its index there: give this user write access to {d.parent} "
+                               "(or run zmem as its owner)") from None
+    try:
+        for name in STATE_FILES:
+            path = d / name
+            if path.exists() and not path.is_file():
+                raise _not_a_file(path)
+        ignore = d / ".gitignore"
+        if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
+            ignore.write_text("# derived by zmem; never commit\n*\n")
+    except OSError as e:
+        if not os.access(d, os.R_OK | os.X_OK):  # .zmem exists, but its own permissions keep us out
+            raise IndexUnusable(f"cannot use {d}: {e.strerror}",
+                                hint=f"give this user access to it (chmod u+rwx {d}), or delete it: everything "
+                                   "in it is derived and rebuilt") from None
+        # readable but not writable: the index is used as it is (open_index says so)
+
+
+def write_denied(ws: Workspace) -> str | None:
+    """Why the index cannot be written (a read-only file system, permissions), or None."""
+    d = ws.state_dir
+    try:
+        if os.statvfs(d).f_flag & os.ST_RDONLY:
+            return f"{d} is on a read-only file system"
+    except OSError:
+        pass
+    if not os.access(d, os.W_OK | os.X_OK):
+        return f"no permission to write in {d}"
+    for path in (ws.index_path, d / "lock"):
+        if path.exists() and not os.access(path, os.W_OK):
+            return f"no permission to write {path}"
+    return None
+
+
+def fingerprint(ws: Workspace) -> str:
+    """Everything that changes chunk boundaries or the set of sources; a change re-scans all."""
+    c = ws.config
+    return (f"chunker={CHUNKER_VERSION};retain={RETAIN_VERSION};schema={migrations.NOTES_SCHEMA};tokens={c.chunk_tokens};"
+            f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
+
+
+def open_index(ws: Workspace):
+    """A migrated connection to the index (created if missing). When the index cannot be written
+    (permissions, a read-only file system) but can be read: a read-only connection
+    (db.readonly_reason says why), which catch_up never writes to and reports as stale when the
+    notes changed."""
+    ensure_state_dir(ws)
+    why = write_denied(ws)
+    if why is not None:
+        if not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
+            raise IndexUnusable(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
+        return migrations.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
+    conn = db.connect(ws.index_path)
+    try:
+        migrations.migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _cannot_update(ws: Workspace, repo: Repo | None, why: str) -> CatchUp:
+    """The answer of a catch-up that could not write: the index as it is, said to be stale."""
+    if repo is None:
+        from zmem.git.repo import open_repo
+        repo = open_repo(ws.root)
+    return CatchUp(head=repo.head(), stale=True,
+                   warnings=[f"the index could not be updated ({why}); answers come from the index as it was "
+                             "and may miss recent changes"])
+
+
+def _is_readonly_error(e: BaseException) -> bool:
+    return isinstance(e, db.Error) and str(getattr(e, "sqlite_errorname", "")).startswith("SQLITE_READONLY")
+
+
+def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5.0,
+             max_inline: int | None = None, progress: Progress = None, conn=None) -> CatchUp:
+    """Bring the index up to HEAD plus the working tree, reindexing only what changed.
+    conn: an open index connection to use (and leave open); one connection per catch-up matters,
+    because closing the last connection after a write checkpoints the WAL (~15 ms)."""
+    t0 = time.perf_counter()
+    ensure_state_dir(ws)
+    own = conn is None
+    if own:
+        conn = open_index(ws)
+    why = db.readonly_reason(conn)  # opened read-only: nothing is written, what changed makes it stale
+    try:
+        hint = None
+        if repo is None:
+            checked_at = now_ns()
+            indexed, hint = quick_check(ws, conn)
+            if indexed is not None and not (hint.files or hint.dirs or hint.ignores):
+                if (hint.restat or hint.rehashed or hint.rescanned) and why is None:
+                    # same content, new stat (touch, checkout), or files and directories too new to trust by stat:
+                    # record what was verified so the next check is stat-only again
+                    _restat(ws, conn, hint.restat, checked_at)
+                elif why is None and dead_rebuilds(ws.state_dir):  # a listdir: taking the lock removes them
+                    _restat(ws, conn, {}, None)
+                # nothing changed: no pygit2, no lock
+                return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
+                               seconds=time.perf_counter() - t0)
+            if why is None:
+                from zmem.git.repo import open_repo
+                repo = open_repo(ws.root)
+        if why is not None:
+            # what changed, found as a catch-up would find it (a chmod -R moves every ctime, and
+            # content nobody changed is not stale), but nothing is written
+            if repo is None:
+                from zmem.git.repo import open_repo
+                repo = open_repo(ws.root)
+            result = _catch_up(ws, repo, conn, None, None, hint, dry_run=True)
+            if result.stale:
+                result = _cannot_update(ws, repo, why)
+        else:
+            try:
+                with IndexLock(ws, lock_timeout):
+                    result = _catch_up(ws, repo, conn, max_inline, progress, hint)
+            except LockTimeout:
+                result = CatchUp(head=repo.head(), stale=True,
+                                 warnings=["another zmem process is updating the index; results may be stale"])
+            except LockUnavailable as e:
+                result = _cannot_update(ws, repo, e.message)
+            except db.Error as e:
+                if not _is_readonly_error(e):
+                    raise _write_failure(ws, e, "cannot update the index") from None
+                result = _cannot_update(ws, repo, f"{e}: {write_denied(ws) or 'the index file is read-only'}")
+    finally:
+        if own:
+            conn.close()
+    result.warnings[:0] = ws.config.warnings  # zmem.toml keys no setting has: every reading command says so
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
+    """(indexed commit if HEAD and the settings are as the index saw them, else None; what changed
+    on disk since the snapshot, or None without a snapshot). Needs no git library."""
+    indexed = db.get_meta(conn, "indexed_commit")
+    taken = db.get_meta(conn, "snapshot_ns")
+    git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
+    if not (indexed is not None and taken and git_dir and common):
+        return None, None
+    if fsmonitor.vouched(ws.state_dir, taken):  # a watcher saw no memory file change since the snapshot
+        changes = Changes()
+        changes.ignores = ignore_rules_changed(stored_ignore_record(conn))  # partly outside what it watches
+    else:
+        changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
+    same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
+    return (indexed if same else None), changes
+
+
+def _restat(ws: Workspace, conn, restat: dict, checked_at: int | None) -> None:
+    """Record verified stat signatures under the lock (checked_at None: only take the lock, which
+    removes what killed rebuilds left)."""
+    try:
+        with IndexLock(ws, 0):
+            if checked_at is None:
+                return
+            with db.write_transaction(conn):
+                _record_stats(conn, restat)
+                db.set_meta(conn, "snapshot_ns", str(checked_at))
+    except (LockTimeout, LockUnavailable):
+        pass  # a writer is busy (it or the next command records them), or none can write: nothing changed
+    except db.Error as e:
+        if not _is_readonly_error(e):
+            raise
+
+
+def _record_stats(conn, restat: dict[str, tuple[int, int, int, int]]) -> None:
+    """Store new stat signatures of files whose content is unchanged (the caller holds the transaction)."""
+    conn.executemany("UPDATE files SET mtime_ns = ?, size = ?, ino = ?, ctime_ns = ? WHERE path = ?",
+                     [(*sig, rel) for rel, sig in restat.items()])
+
+
+def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress: Progress,
+              hint: Changes | None = None, dry_run: bool = False) -> CatchUp:
+    """Candidates: the tree diff between the indexed commit and HEAD, plus what the stat snapshot
+    says changed in the working tree (edits, new and deleted files: what `git status` would say,
+    for memory files only, and without ignoring files git considers clean but we never indexed).
+    dry_run: write nothing, and say stale when the index would have changed (a read-only index)."""
+    # anything modified from here on is newer than the snapshot; with a hint, from when it was taken
+    # (before the wait for the lock): what changed meanwhile must still look new to the next check
+    taken = min(now_ns(), hint.checked_ns) if hint else now_ns()
+    head = repo.head()
+    indexed = db.get_meta(conn, "indexed_commit")  # None: never indexed; "": indexed an unborn HEAD
+    result = CatchUp(head=head, previous=indexed or None)
+    # new settings (chunk sizes, or a new chunker, Retain parser or schema): every file is read
+    # and indexed again, even one whose content the index already holds
+    resettle = indexed is not None and db.get_meta(conn, "fingerprint") != fingerprint(ws)
+    full = indexed is None or resettle
+    candidates: set[str] = set()
+    if not full and head != (indexed or None):
+        if indexed and head and repo.has_commit(indexed):
+            candidates |= repo.changed_paths(indexed, head)
+        else:  # first commit, orphan branch, or the indexed commit was rewritten away and pruned
+            full = True
+    old_taken = db.get_meta(conn, "snapshot_ns")
+    restat: dict[str, tuple[int, int, int, int]] = {}
+    old_rules = stored_ignore_record(conn)
+    if full or not old_taken:
+        dirs = dir_signatures(ws.root, ws.memory_roots())  # before the files are listed
+        rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
+        on_disk = {p for p in ws.memory_files() if not repo.is_ignored(p)}
+        candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
+        skip = candidates - on_disk  # gone, or git-ignored: not indexed
+        full = result.full_scan = True
+    else:
+        changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, ws.memory_roots())
+        dirs = changes.dirs
+        rules = _ignore_rules(ws, repo, {d for (d,) in conn.execute("SELECT path FROM dirs")} | set(changes.dirs))
+        candidates |= changes.files
+        ignored = functools.cache(repo.is_ignored)
+        if ignore_rules_changed(old_rules, rules):
+            # a .gitignore (info/exclude, core.excludesFile) changed: which memory files count is
+            # decided again; only the files whose answer changed are read
+            indexed_all = {p for (p,) in conn.execute("SELECT path FROM files")}
+            candidates |= {p for p in indexed_all if ignored(p)} | (set(ws.memory_files()) - indexed_all)
+        skip = {p for p in candidates if ws.is_memory_path(p) and ignored(p)}
+        restat = dict(changes.restat)
+    if max_inline is not None and len(candidates) > max_inline:
+        result.deferred = True
+        return result
+    known = _known_files(conn, candidates)
+
+    todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
+    sigs: dict[str, tuple[int, int, int, int] | None] = {}
+    unreadable: dict[str, str] = {}  # path -> warning
+    for rel in sorted(candidates):
+        data = _read_memory_file(ws, rel, result, sigs, unreadable) \
+            if ws.is_memory_path(rel) and rel not in skip else None
+        if rel in unreadable:
+            if known.get(rel) == UNREADABLE and not resettle:
+                restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
+            else:  # its rows go; a row that keeps watching it takes their place
+                todo.append((rel, None, UNREADABLE))
+            continue
+        if data is None:
+            if rel in known:
+                todo.append((rel, None, None))
+            continue
+        blob = git_blob_id(data)
+        if known.get(rel) == blob and not resettle:
+            restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
+            continue
+        todo.append((rel, data, blob))
+
+    if dry_run:
+        result.stale = bool(todo) or indexed != (head or "") or full
+        return result
+    if todo or restat or dirs or indexed != (head or "") or full or rules["inputs"] != (old_rules or {}).get("inputs"):
+        store = VectorStore(conn)
+        with db.write_transaction(conn):
+            _record_stats(conn, restat)
+            if full:
+                conn.execute("DELETE FROM dirs")
+            record_dirs(conn, dirs)
+            if resettle:  # every file is inserted again below: clear all rows at once
+                _clear_notes(conn, store)
+            for rel, data, blob in todo:
+                if not resettle:
+                    _remove_file(conn, rel, store)
+                if blob == UNREADABLE:
+                    sig = sigs.get(rel)
+                    insert_file(conn, Prepared(rel, day_from_path(rel), 0, [unreadable[rel]], []), UNREADABLE,
+                                sig[1] if sig else 0, sig)
+                    if known.get(rel) not in (None, UNREADABLE):
+                        result.removed.append(rel)  # its text left the index
+                elif data is None:
+                    result.removed.append(rel)
+            blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
+            # closing: an exception here (Ctrl-C) stops the worker pool now, not when the generator is collected
+            with closing(prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])) as prepared:
+                for n, p in enumerate(prepared, 1):
+                    blob, size = blobs[p.rel]
+                    insert_file(conn, p, blob, size, sigs.get(p.rel))
+                    result.warnings.extend(p.warnings)
+                    result.updated.append(p.rel)
+                    if progress:
+                        progress(n, len(blobs))
+            db.set_meta(conn, "indexed_commit", head or "")
+            db.set_meta(conn, "fingerprint", fingerprint(ws))
+            db.set_meta(conn, "snapshot_ns", str(taken))
+            db.set_meta(conn, "git_dir", repo.git_dir())
+            db.set_meta(conn, "git_common_dir", repo.common_dir())
+            db.set_meta(conn, IGNORE_META, json.dumps(rules))
+            db.set_meta(conn, "indexed_at", str(int(time.time())))
+    _extend_history(ws, repo, conn, head, result)
+    return result
+
+
+def _ignore_rules(ws: Workspace, repo: Repo, dirs) -> dict:
+    """The ignore files that decide which memory files count, as they are now (snapshot.ignore_record)."""
+    return ignore_record(ignore_inputs(ws.root, repo.workdir, repo.common_dir(), dirs))
+
+
+def _extend_history(ws: Workspace, repo: Repo, conn, head: str | None, result: CatchUp) -> None:
+    """Once history is on (`zmem index --history`), each catch-up appends the new commits."""
+    from zmem.index import history as history_build
+    if not head or not history_build.enabled(conn):
+        return
+    tip = conn.execute("SELECT sha FROM hist_commits ORDER BY seq DESC LIMIT 1").fetchone()
+    if tip and tip[0] == head:
+        return
+    try:
+        update = history_build.update_history(ws, repo, conn)
+    except (db.Error, OSError, ValueError, KeyError) as e:
+        result.warnings.append(f"history not updated ({e}); run `zmem index --history`")
+        return
+    if update.rewound:
+        result.warnings.append(update.rewound_note())
+
+
+def _known_files(conn, paths: set[str]) -> dict[str, str]:
+    """path -> blob for the indexed ones among paths (without loading every row)."""
+    out: dict[str, str] = {}
+    ordered = sorted(paths)
+    for i in range(0, len(ordered), 500):
+        batch = ordered[i:i + 500]
+        out.update(conn.execute(f"SELECT path, blob FROM files WHERE path IN ({','.join('?' * len(batch))})", batch))
+    return out
+
+
+def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict, unreadable: dict) -> bytes | None:
+    """A memory file's bytes; None when it is not a regular file (gone, a symlink, a directory) or
+    cannot be read (then in unreadable with its warning, and its stat signature in sigs)."""
+    path = ws.root / rel
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        sigs[rel] = stat_signature(path)  # before reading: a later change shows as a new stat
+        return path.read_bytes()
+    except OSError as e:
+        warning = f"{rel}: skipped: cannot read ({e.strerror})"
+        result.warnings.append(warning)
+        if sigs.get(rel) is not None:
+            unreadable[rel] = warning
+        return None
+
+
+def _clear_notes(conn, store: VectorStore) -> None:
+    """Every note's rows, gone. 'delete-all' needs no column values: rows an older zmem wrote in
+    another form (a process of it still running next to this one) cannot make the delete fail."""
+    store.remove([cid for (cid,) in conn.execute("SELECT id FROM chunks")])
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('delete-all')")
+    conn.execute("INSERT INTO facts_fts(facts_fts) VALUES('delete-all')")
+    for table in ("chunks", "fact_entities", "relations", "facts", "files"):
+        conn.execute(f"DELETE FROM {table}")
+
+
+def _remove_file(conn, rel: str, store: VectorStore) -> None:
+    rows = conn.execute("SELECT id, text, heading FROM chunks WHERE path = ?", (rel,)).fetchall()
+    store.remove([cid for cid, _, _ in rows])
+    delete_rows(conn, "chunks_fts", rows)
+    conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+    facts = conn.execute("SELECT id, text, names FROM facts WHERE path = ?", (rel,)).fetchall()
+    delete_rows(conn, "facts_fts", facts)
+    ids = [(fid,) for fid, _, _ in facts]
+    conn.executemany("DELETE FROM fact_entities WHERE fact_id = ?", ids)
+    conn.executemany("DELETE FROM relations WHERE fact_id = ?", ids)
+    conn.execute("DELETE FROM facts WHERE path = ?", (rel,))
+    conn.execute("DELETE FROM files WHERE path = ?", (rel,))
+
+
+@dataclass
+class Prepared:
+    """One file ready to insert: the pure, parallelizable part of indexing."""
+    rel: str
+    day: str | None
+    lines: int
+    warnings: list[str]
+    rows: list[tuple]  # (start_line, end_line, heading, tokens, text, cjk_bi, cjk_uni)
+    facts: list[Fact] = field(default_factory=list)
+
+
+def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_overlap: int) -> Prepared:
+    text, warnings = decode_note(rel, data, max_mb)
+    chunks = chunk_text(text, chunk_tokens, chunk_overlap) if text else []
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
+    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
+            for c in chunks]
+    day = day_from_path(rel)
+    facts, fact_warnings = parse_facts(text, rel, day) if text else ([], [])
+    return Prepared(rel, day, lines, warnings + fact_warnings + conflict_markers(rel, text), rows, facts)
+
+
+# git's conflict markers at a line start (not `=======`, which is also a Markdown heading underline)
+_CONFLICT = re.compile(r"^(<<<<<<<|>>>>>>>)(?: |$)", re.MULTILINE)
+
+
+def conflict_markers(rel: str, text: str | None) -> list[str]:
+    """A warning naming the first conflict marker of an unresolved merge left in a note: its lines
+    are indexed like any others, but they are not memory until a person resolves them."""
+    m = _CONFLICT.search(text) if text and ("<<<<<<<" in text or ">>>>>>>" in text) else None
+    if m is None:
+        return []
+    line = text.count("\n", 0, m.start()) + 1
+    return [f"{rel}:{line}: git conflict markers ({m.group(1)}): an unresolved merge; resolve the conflict "
+            "(keep the lines that are true, delete the markers) and commit"]
+
+
+def _prepare_args(args):
+    return prepare_file(*args)
+
+
+def _worker_init(parent: int) -> None:
+    """A pool worker's initializer. Ctrl-C reaches the whole process group, and only the parent
+    acts on it (a worker dying of it would break the pool, and a broken pool can hang the parent).
+    A worker dies with its parent: after a kill -9 of zmem, nobody would ever send it work or stop it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by the parent across the fork
+    _die_with(parent)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel sends SIGKILL when the parent dies. Elsewhere: a thread that watches the parent."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+        if armed:
+            if os.getppid() != parent:  # it died before prctl: no signal will come
+                os._exit(1)
+            return
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:  # reparented once the parent is gone
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+POOL_MIN_FILES = 200  # smaller batches (or fewer bytes) are chunked in this process: a pool costs more than it saves
+POOL_MIN_BYTES = 2_000_000
+
+
+def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
+    """Prepared files in order; a big batch is chunked by a process pool (one worker per core).
+    Close the generator when done with it early (an exception, Ctrl-C): that stops the pool at once,
+    cancelling what the workers have not started, without waiting for the rest."""
+    c = ws.config
+    args = [(rel, data, c.max_file_mb, c.chunk_tokens, c.chunk_overlap) for rel, data in items]
+    workers = min(os.cpu_count() or 1, 8)
+    if len(args) < POOL_MIN_FILES or workers < 2 or sum(len(a[1]) for a in args) < POOL_MIN_BYTES:
+        yield from map(_prepare_args, args)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        yield from map(_prepare_args, args)
+        return
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+    finished = False
+    try:
+        # the workers are forked by the first submit: with SIGINT blocked until each has set it to be
+        # ignored, a Ctrl-C in between cannot kill one; here it waits and is raised once map() returns
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            results = pool.map(_prepare_args, args, chunksize=32)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        yield from results
+        finished = True
+    finally:
+        # on the way out early, what no worker has started is cancelled and nothing is waited for:
+        # the workers finish the chunk in hand (milliseconds) and exit
+        pool.shutdown(wait=finished, cancel_futures=not finished)
+
+
+def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int, int] | None) -> None:
+    """Insert one prepared file's rows (the caller holds the transaction). sig: the file's stat
+    signature taken before it was read."""
+    mtime, size, ino, ctime = sig if sig is not None else (0, size, 0, 0)
+    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino, ctime_ns) "
+                 "VALUES(?,?,?,?,?,?,?,?,?,?)",
+                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino, ctime))
+    for start, end, heading, tokens, text, bi, uni in p.rows:
+        cur = conn.execute(
+            "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
+            (p.rel, start, end, heading, p.day, tokens, text))
+        conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                     (cur.lastrowid, text, heading, bi, uni))
+    insert_facts(conn, p.rel, p.day, p.facts)
+
+
+def insert_facts(conn, rel: str, day: str | None, facts: list[Fact], *, schema: str = "main") -> None:
+    """Store one file's Retain facts with their entities and relations (and, in the index itself,
+    their full-text rows). schema "temp": reflect's view of the facts as HEAD holds them."""
+    for f in facts:
+        names = "\t".join(f.entities)
+        fact_row = conn.execute(
+            f"INSERT INTO {schema}.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
+            "event_start, event_end, legacy_fid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+            (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, day,
+             *(f.event or (None, None)), legacy_fact_id(rel, f.kind, f.text))).lastrowid
+        if schema == "main":
+            conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
+                         (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))
+        conn.executemany(f"INSERT OR IGNORE INTO {schema}.fact_entities(entity, fact_id) VALUES(?, ?)",
+                         [(entity_key(name), fact_row) for name in f.entities])
+        if f.relation:
+            subject, predicate, obj = f.relation
+            conn.execute(f"INSERT INTO {schema}.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
+                         (fact_row, entity_key(subject), predicate, entity_key(obj)))
+
+
+def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = None) -> CatchUp:
+    """Rebuild from scratch into a temporary file, then swap it in atomically. A failed or
+    interrupted rebuild leaves the previous index as it was."""
+    t0 = time.perf_counter()
+    from zmem.git.repo import open_repo
+    repo = open_repo(ws.root)
+    ensure_state_dir(ws)
+    why = write_denied(ws)
+    if why is not None:
+        raise IndexUnusable(f"cannot rebuild the index: {why}", hint=access_hint(ws.state_dir))
+    tmp = ws.state_dir / f"{REBUILD_PREFIX}{os.getpid()}"
+    try:
+        with IndexLock(ws, lock_timeout):
+            try:
+                conn = db.connect(tmp)
+                try:
+                    migrations.migrate(conn)
+                    result = _catch_up(ws, repo, conn, None, progress)
+                    _carry_over_cache(conn, ws.index_path)
+                    conn.execute("PRAGMA journal_mode = DELETE")  # one self-contained file to copy
+                finally:
+                    conn.close()
+                _swap_in(ws, tmp)
+            except (db.Error, OSError, IndexUnusable) as e:
+                cause = e.__context__ if isinstance(e, IndexUnusable) else e  # db.connect's, around SQLite's
+                if not isinstance(cause, (db.Error, OSError)):
+                    raise
+                raise _write_failure(ws, cause, "cannot rebuild the index", tmp) from None
+    except LockTimeout:
+        raise IndexUnusable("another zmem process is updating the index",
+                            hint=f"wait for it to finish (see .zmem/lock) and {TRY_AGAIN}")
+    finally:
+        _unlink_db(tmp)
+    result.warnings[:0] = ws.config.warnings
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _write_failure(ws: Workspace, e: BaseException, what: str, tmp: Path | None = None) -> IndexUnusable:
+    """An error saying why writing the index failed — the file size limit, a full disk, permissions —
+    and what helps (never `zmem index --full`, which would fail the same way)."""
+    import resource
+    d = ws.state_dir
+    detail = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    unchanged = "; the index in use is unchanged" if tmp is not None else ""
+    files = [Path(f"{p}{suffix}") for p in (tmp, ws.index_path) if p is not None for suffix in ("", "-wal", "-journal")]
+    largest = max((f.stat().st_size for f in files if f.is_file()), default=0)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and largest + (1 << 20) >= limit:
+        return IndexUnusable(f"{what}: {detail}: a file reached this process's file size limit "
+                             f"(ulimit -f: {limit} bytes){unchanged}",
+                             hint=f"raise the limit (`ulimit -f unlimited`) and {TRY_AGAIN}")
+    try:
+        st = os.statvfs(d)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = None
+    full = (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)) or \
+        str(getattr(e, "sqlite_errorname", "")).startswith("SQLITE_FULL") or (free is not None and free < (1 << 20))
+    if full:
+        need = max(largest, ws.index_path.stat().st_size if ws.index_path.is_file() else 0) * 2
+        return IndexUnusable(f"{what}: {detail}: the file system holding {d} is full"
+                             + (f" ({free / 1e6:.1f} MB free)" if free is not None else "") + unchanged,
+                             hint="free some space there" + (f" (a rebuild needs about {need / 1e6:.0f} MB)" if need else "")
+                                + f" and {TRY_AGAIN}")
+    denied = write_denied(ws)
+    if denied is not None or (isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM, errno.EROFS)):
+        return IndexUnusable(f"{what}: {detail}" + (f" ({denied})" if denied else "") + unchanged,
+                             hint=access_hint(d))
+    return IndexUnusable(f"{what}: {detail}{unchanged}",
+                         hint=f"check the disk holding {d} (`dmesg`) and `zmem doctor`; if it persists, delete "
+                            f"{ws.index_path} (it is derived) and {TRY_AGAIN}")
+
+
+def _carry_over_cache(conn, live: Path) -> None:
+    """Keep the embedding and blame caches across rebuilds: unchanged text is never embedded
+    twice, and unchanged files are never blamed twice."""
+    if not live.exists():
+        return
+    try:
+        conn.execute("ATTACH DATABASE ? AS old", (str(live),))
+    except db.DatabaseError:
+        return
+    try:
+        has = conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'embedding_cache'").fetchone()
+        if has:
+            conn.execute("INSERT OR IGNORE INTO main.embedding_cache(fingerprint, hash, vector, last_used) "
+                         "SELECT fingerprint, hash, vector, last_used FROM old.embedding_cache")
+        if conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'blame_cache'").fetchone():
+            conn.execute("INSERT OR IGNORE INTO main.blame_cache SELECT * FROM old.blame_cache")
+        if conn.execute("SELECT value FROM old.meta WHERE key = 'history' AND value = 'on'").fetchone() and \
+                conn.execute("SELECT 1 FROM old.sqlite_master WHERE name = 'hist_fts'").fetchone():
+            # history depends only on git: keep it (the next catch-up checks it against HEAD)
+            for table in ("hist_commits", "hist_versions", "hist_blobs", "hist_facts"):
+                conn.execute(f"INSERT INTO main.{table} SELECT * FROM old.{table}")
+            # hist_fts is written anew below, in the current form (whatever fts_form the old row has)
+            conn.execute("INSERT INTO main.hist_chunks(id, blob, start_line, end_line, heading, text, fts_form) "
+                         "SELECT id, blob, start_line, end_line, heading, text, ? FROM old.hist_chunks", (FTS_VERSION,))
+            conn.executemany("INSERT INTO main.hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
+                             [(cid, text, heading, *cjk_columns(text + "\n" + heading)) for cid, text, heading in
+                              conn.execute("SELECT id, text, heading FROM main.hist_chunks").fetchall()])
+            conn.execute("INSERT INTO main.meta(key, value) VALUES('history', 'on')")
+    except db.DatabaseError:
+        pass  # an unreadable old index has nothing to give
+    finally:
+        conn.execute("DETACH DATABASE old")
+
+
+def _swap_in(ws: Workspace, tmp: Path) -> None:
+    """Copy the new database over the live one in one transaction (the backup API), so open
+    readers see either the old index or the new one; replace the file if it is unreadable."""
+    live = ws.index_path
+    src = db.connect(tmp, readonly=True)
+    try:
+        try:
+            dst = db.connect(live)
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+        except (db.DatabaseError, IndexUnusable):  # unreadable: nobody can be reading it either
+            _unlink_db(live)
+            os.replace(tmp, live)
+    finally:
+        src.close()
+
+
+def _unlink_db(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+def spawn_detached_index(ws: Workspace) -> None:
+    """Run `zmem index` in its own session so the calling git command returns at once."""
+    from zmem.workspace.spawn import spawn_detached
+    spawn_detached(ws, ["index", "--quiet"], "index.log")

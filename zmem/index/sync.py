@@ -1,0 +1,304 @@
+"""`zmem sync`: one memory shared through a git remote. Commit the pending memory files, fetch,
+merge the upstream branch, push (again, after another fetch and merge, when another clone pushed
+meanwhile), catch up the index, and say what came in and what went out.
+
+Merge, not rebase: a rebase would rewrite commits this clone already indexed, blamed and cited
+(`path@sha#L…`), and every clone would see other ids for the same notes. With a merge every commit
+keeps its id; the first-parent history of a clone is what it wrote plus one merge per sync that
+brought something in. The git CLI does the network work, so any remote git understands and git's
+own credentials (SSH agent, credential helpers) work; zmem stores no token."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zmem.errors import ZmemError
+from zmem.git.gitcmd import git_error, run_git
+from zmem.workspace.core import Workspace
+
+PUSH_TRIES = 5  # a push rejected because another clone pushed first: fetch, merge and push again
+
+
+@dataclass
+class Upstream:
+    remote: str
+    branch: str  # on the remote, without refs/heads/
+    local: str   # the local branch
+
+    @property
+    def tracking(self) -> str:
+        return f"refs/remotes/{self.remote}/{self.branch}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.remote}/{self.branch}"
+
+
+@dataclass
+class SyncResult:
+    upstream: Upstream
+    head: str | None = None
+    committed: str | None = None
+    committed_files: list[str] = field(default_factory=list)
+    merge: str = "none"  # none | fast-forward | merge
+    pushed: bool = False
+    push_attempts: int = 0
+    incoming: dict = field(default_factory=dict)
+    outgoing: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"remote": self.upstream.remote, "branch": self.upstream.branch, "head": self.head,
+                "committed": self.committed, "committed_files": self.committed_files, "merge": self.merge,
+                "pushed": self.pushed, "push_attempts": self.push_attempts, "incoming": self.incoming,
+                "outgoing": self.outgoing, "warnings": self.warnings}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    if not sys.stdin.isatty():  # an agent: a credential prompt nobody answers would hang the sync
+        env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    return env
+
+
+def _git(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return run_git(list(args), cwd=root, env=env or _env(), capture_output=True, text=True,
+                   encoding="utf-8", errors="replace")
+
+
+def _out(root: Path, *args: str) -> str | None:
+    proc = _git(root, *args)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _said(proc: subprocess.CompletedProcess) -> str:
+    err = (proc.stderr or proc.stdout or "").strip()
+    return git_error(err) if err else f"git exited {proc.returncode}"
+
+
+def upstream(root: Path, remote: str | None = None) -> Upstream:
+    """Which remote branch to sync with: REMOTE's branch of the same name, else the current
+    branch's upstream (branch.<name>.remote/merge). A ZmemError with a hint when there is none."""
+    local = _out(root, "symbolic-ref", "--short", "-q", "HEAD")
+    if not local:
+        raise ZmemError("HEAD is detached: zmem sync merges into and pushes a branch",
+                        hint="switch to your branch first: git switch main")
+    remotes = (_out(root, "remote") or "").split()
+    if not remotes:
+        raise ZmemError("this repository has no git remote to sync with",
+                        hint="add one (any git server, or a bare repository over SSH): git remote add origin URL, "
+                             "then: zmem sync")
+    if remote is not None and remote not in remotes:
+        raise ZmemError(f"no git remote named {remote!r} (remotes: {', '.join(remotes)})",
+                        hint="git remote -v lists them; git remote add NAME URL adds one")
+    configured = _out(root, "config", f"branch.{local}.remote")
+    merge = _out(root, "config", f"branch.{local}.merge") or ""
+    if remote is None:
+        if not configured or configured not in remotes:
+            raise ZmemError(f"branch {local} has no upstream branch to sync with",
+                            hint=f"set one with its first push: git push --set-upstream {remotes[0]} {local}, "
+                                 f"or name the remote: zmem sync {remotes[0]}")
+        remote = configured
+    branch = merge.removeprefix("refs/heads/") if configured == remote and merge.startswith("refs/heads/") else local
+    return Upstream(remote, branch, local)
+
+
+def _rev(root: Path, ref: str) -> str | None:
+    return _out(root, "rev-parse", "-q", "--verify", ref + "^{commit}")
+
+
+def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | None) -> ZmemError:
+    kept = (f"; your {ahead} commit{'s' if ahead != 1 else ''} stay committed here and go out with the next sync"
+            if ahead else "; nothing was lost: your notes stay committed here")
+    return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
+                     hint=f"check the URL (git remote -v), the network and your git credentials "
+                          f"(git fetch {up.remote} should work), then: zmem sync")
+
+
+def fetch(root: Path, up: Upstream) -> str | None:
+    """Fetch the upstream branch; its commit, or None when the remote has no such branch yet."""
+    proc = _git(root, "fetch", "--quiet", "--no-tags", up.remote, f"+refs/heads/{up.branch}:{up.tracking}")
+    if proc.returncode:
+        if "couldn't find remote ref" in (proc.stderr or ""):
+            return None  # an empty hub, or a branch nobody pushed yet: the first push creates it
+        raise _unreachable(up, proc, _count(root, "HEAD", _rev(root, up.tracking)))
+    return _rev(root, up.tracking)
+
+
+def _count(root: Path, tip: str, base: str | None, *extra: str) -> int:
+    out = _out(root, "rev-list", "--count", *extra, tip, *([f"^{base}"] if base else []))
+    return int(out) if out and out.isdigit() else 0
+
+
+def status(ws: Workspace, remote: str | None = None, *, do_fetch: bool = True) -> dict:
+    """Ahead/behind of the upstream branch (after a fetch unless do_fetch is False); changes nothing
+    but the remote-tracking ref a fetch updates."""
+    from zmem.git.repo import open_repo
+    up = upstream(ws.root, remote)
+    theirs = fetch(ws.root, up) if do_fetch else _rev(ws.root, up.tracking)
+    head = _rev(ws.root, "HEAD")
+    pending = sorted(p for p in open_repo(ws.root).dirty_paths() if ws.is_memory_path(p))
+    return {"remote": up.remote, "branch": up.branch, "upstream": up.name, "fetched": do_fetch,
+            "remote_head": theirs, "head": head,
+            "ahead": _count(ws.root, "HEAD", theirs) if head else 0,
+            "behind": _count(ws.root, theirs, head) if theirs else 0,
+            "uncommitted": pending}
+
+
+def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -> SyncResult:
+    from zmem.git.repo import open_repo
+    from zmem.index.watch import merge_in_progress
+    root = ws.root
+    repo = open_repo(root)
+    marker = merge_in_progress(Path(repo.git_dir()))
+    if marker:
+        raise ZmemError(f"a merge or rebase is in progress ({marker}): zmem sync does not start another",
+                        hint="finish it (git status says how) or abort it (git merge --abort), then: zmem sync")
+    up = upstream(root, remote)
+    result = SyncResult(up)
+    _commit_pending(ws, repo, result)
+    start = _rev(root, "HEAD")
+    theirs = None
+    for attempt in range(1, tries + 1):
+        theirs = fetch(root, up)
+        _integrate(root, up, theirs, result)
+        if theirs is not None and _count(root, "HEAD", theirs) == 0:
+            break  # nothing of ours the remote lacks
+        if _rev(root, "HEAD") is None:
+            break  # no commits at all: nothing to push
+        result.push_attempts = attempt
+        proc = _git(root, "push", "--porcelain", up.remote, f"HEAD:refs/heads/{up.branch}")
+        if proc.returncode == 0:
+            result.pushed = True
+            _track(root, up)
+            break
+        refused = _refusal(proc.stdout)
+        if refused is None:
+            raise _unreachable(up, proc, _count(root, "HEAD", theirs))
+        racing, reason = refused
+        if not racing:  # a hook, a protected branch, permissions: retrying will not help
+            raise ZmemError(f"{up.name} refused the push: {reason}; your notes stay committed here",
+                            hint="the remote's rules decide (a protected branch, a server hook, permissions): ask "
+                                 "its owner, or sync with another remote: zmem sync REMOTE")
+        if attempt == tries:
+            raise ZmemError(f"the push to {up.name} was rejected {tries} times: other clones keep pushing first",
+                            hint="nothing was lost (your notes are committed here); run zmem sync again")
+        time.sleep(min(2.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
+    head = _rev(root, "HEAD")
+    result.head = head
+    result.incoming = _changes(ws, start, head) if start and head and start != head else _empty()
+    result.outgoing = _changes(ws, theirs, head) if result.pushed else _empty()
+    from zmem.index.catchup import catch_up
+    result.warnings += catch_up(ws).warnings
+    return result
+
+
+def _track(root: Path, up: Upstream) -> None:
+    """After a first `zmem sync REMOTE` from a branch with no upstream, make it the upstream (as
+    `git push --set-upstream` would), so that a plain `zmem sync` and `git pull` find it."""
+    if _out(root, "config", f"branch.{up.local}.remote") is None:
+        _git(root, "config", f"branch.{up.local}.remote", up.remote)
+        _git(root, "config", f"branch.{up.local}.merge", f"refs/heads/{up.branch}")
+
+
+def _refusal(porcelain: str) -> tuple[bool, str] | None:
+    """(another clone got there first?, git's reason) when the remote refused the update, else None.
+    Besides a non-fast-forward, two pushes at the same moment lose the ref lock on the hub."""
+    for line in porcelain.splitlines():
+        if line.startswith("!\t"):
+            reason = line.rsplit("\t", 1)[-1]
+            racing = reason.startswith("[rejected]") or any(
+                s in reason for s in ("cannot lock ref", "failed to update ref", "incorrect old value"))
+            return racing, reason
+    return None
+
+
+def _commit_pending(ws: Workspace, repo, result: SyncResult) -> None:
+    from zmem.git.repo import ALREADY_COMMITTED, commit_paths
+    from zmem.git.scaffold import LAYOUT
+    layout = {*LAYOUT, ".gitattributes", ".gitignore"}  # what `zmem init` writes: every clone needs it too
+    paths = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p) or p in layout)
+    if not paths:
+        return
+    subject = f"zmem sync: {paths[0]}" if len(paths) == 1 else f"zmem sync: {len(paths)} memory files"
+    sha, why = commit_paths(ws.root, paths, subject + "\n\n" + "\n".join(paths) + "\n")
+    if sha is None:
+        raise ZmemError(f"cannot commit the changed memory files before syncing: {why}",
+                        hint="commit them yourself (git status shows them), then: zmem sync")
+    if why != ALREADY_COMMITTED:
+        result.committed, result.committed_files = sha, paths
+
+
+def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult) -> None:
+    """Merge the fetched upstream commit into HEAD; on a conflict git cannot settle, undo the merge
+    (the work tree is left as it was) and raise naming the files."""
+    head = _rev(root, "HEAD")
+    if theirs is None or theirs == head or (head and _count(root, theirs, head) == 0):
+        return  # nothing new upstream
+    ff = head is None or _count(root, head, theirs) == 0
+    # --ff and --no-edit whatever merge.ff or pull.* say: a fast-forward when possible, else a merge commit
+    proc = _git(root, "merge", "--ff", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
+    if proc.returncode == 0:
+        result.merge = "merge" if result.merge == "merge" or not ff else "fast-forward"
+        return
+    conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
+    from zmem.git.repo import open_repo
+    from zmem.index.watch import merge_in_progress
+    if merge_in_progress(Path(open_repo(root).git_dir())):
+        _git(root, "merge", "--abort")
+    if not conflicted:
+        raise ZmemError(f"cannot merge {up.name}: {_said(proc)}",
+                        hint="nothing was lost; see git status, move aside what is in the way, then: zmem sync")
+    names = ", ".join(conflicted[:10]) + (f" and {len(conflicted) - 10} more" if len(conflicted) > 10 else "")
+    raise ZmemError(f"sync stopped: {len(conflicted)} file{'s' if len(conflicted) != 1 else ''} changed here and on "
+                    f"{up.name} in ways git cannot merge: {names}. The merge was undone; your notes stay committed "
+                    "here, nothing was pushed",
+                    hint=f"merge by hand: git pull --no-rebase {up.remote} {up.branch}, fix the conflicts in those "
+                         "files, git commit, then: zmem sync")
+
+
+def _empty() -> dict:
+    return {"commits": 0, "files": [], "facts_added": [], "facts_removed": [], "entities": []}
+
+
+def _changes(ws: Workspace, old: str | None, new: str | None) -> dict:
+    """What differs from commit old to commit new: commits (merges left out), workspace files, and
+    the Retain facts added and removed in the memory files among them."""
+    from zmem.git.repo import open_repo
+    out = _empty()
+    if not new:
+        return out
+    out["commits"] = _count(ws.root, new, old, "--no-merges")
+    repo = open_repo(ws.root)
+    if old:
+        out["files"] = sorted(repo.changed_paths(old, new))
+    else:  # the first push to an empty remote: everything went out
+        listed = (_out(ws.root, "ls-tree", "-r", "--name-only", "--full-tree", new) or "").splitlines()
+        out["files"] = sorted(rel for p in listed if (rel := repo.to_ws(p)))
+    if not old:
+        return out
+    from zmem.text.markdown import day_from_path
+    from zmem.text.retain import parse_facts
+
+    def facts_at(sha: str, rel: str) -> dict:
+        data = repo.file_at(sha, rel)
+        text = data.decode("utf-8", "replace") if data is not None else ""
+        return {f.fact_id(rel): f for f in parse_facts(text, rel, day_from_path(rel))[0]}
+    entities: set[str] = set()
+    for rel in out["files"]:
+        if not ws.is_memory_path(rel):
+            continue
+        before, after = facts_at(old, rel), facts_at(new, rel)
+        for key, side, other in (("facts_added", after, before), ("facts_removed", before, after)):
+            for fid, f in side.items():
+                if fid not in other:
+                    out[key].append({"path": rel, "line": f.start_line, "kind": f.kind, "text": f.text,
+                                     "entities": f.entities})
+                    entities.update(f.entities)
+    out["entities"] = sorted(entities)
+    return out

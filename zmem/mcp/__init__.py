@@ -1,0 +1,1 @@
+"""`zmem mcp`: the Model Context Protocol server."""

@@ -1,0 +1,42 @@
+"""The one place zmem reaches into the MCP SDK's private parts (`MCPServer._tool_manager`, a tool's
+`fn_metadata`): the SDK offers no public way to ask which arguments a tool accepts before it calls
+it. If a new SDK moves them, these functions fail with a message saying so, and
+tests/test_mcp_sdk.py fails first."""
+from __future__ import annotations
+
+
+class SdkChanged(RuntimeError):
+    """The SDK no longer has the internals this module reads."""
+
+
+def _tool(server, name: str):
+    try:
+        return server._tool_manager.get_tool(name)
+    except AttributeError as e:
+        raise SdkChanged(f"the mcp SDK changed: MCPServer._tool_manager.get_tool is gone ({e}); "
+                         "zmem/mcp/sdk.py must follow it") from e
+
+
+def input_schema(server, name: str) -> dict | None:
+    """The JSON schema of a tool's arguments, None for an unknown tool."""
+    tool = _tool(server, name)
+    return None if tool is None else tool.parameters
+
+
+def argument_names(server, name: str) -> set[str]:
+    """Every name a tool's arguments are accepted under (field names and their aliases); empty for
+    an unknown tool (the SDK says so)."""
+    tool = _tool(server, name)
+    if tool is None:
+        return set()
+    try:
+        fields = tool.fn_metadata.arg_model.model_fields
+    except AttributeError as e:
+        raise SdkChanged(f"the mcp SDK changed: a tool's fn_metadata.arg_model is gone ({e}); "
+                         "zmem/mcp/sdk.py must follow it") from e
+    names = set()
+    for field_name, field in fields.items():
+        names.add(field.alias or field_name)
+        alias = field.validation_alias
+        names.update(getattr(alias, "choices", None) or ([alias] if isinstance(alias, str) else []))
+    return names

@@ -1,0 +1,1 @@
+"""Reading the index: recall, facts and entities, cited lines, session transcripts."""

@@ -1,0 +1,469 @@
+"""Facts, entities and their graph, read from the index (retain.py fills it at catch-up).
+
+Entities come from `@Name` mentions in Retain facts and from pages `bank/entities/<Slug>.md`.
+Spellings that differ only in case, spaces, dashes or underscores are one entity (retain.entity_key);
+names that are merely similar (`@Jose` / `@José`, `@warelay` / `@warelai`) are reported as suspected
+duplicates, never merged silently. Relations: co-mention in a fact (weighted by count and recency)
+and explicit `- R @A predicate @B` facts.
+"""
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import math
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from zmem.text.dates import commit_time
+from zmem.errors import ZmemError
+from zmem.text.kinds import KIND_CODES, KINDS
+from zmem.text.retain import entity_key, entity_slug, is_long_name
+from zmem.workspace.core import Workspace
+
+if TYPE_CHECKING:
+    from zmem.text.opinions import OpinionsFile
+
+ENTITY_DIR = "bank/entities/"
+# the block of an entity page that `zmem reflect` manages (reflect writes it, page_text leaves it out)
+BEGIN = "<!-- zmem:begin (written by `zmem reflect`; edits inside this block are replaced on the next run) -->"
+END = "<!-- zmem:end -->"
+HALF_LIFE_DAYS = 90.0  # a co-mention's weight halves every 90 days before the newest fact
+
+
+def fact_citation(path: str, start: int, end: int, rev: str | None = None) -> str:
+    """`path[@rev]#La[-Lb]`: where a fact stands, now or in a commit."""
+    at = f"@{rev[:10]}" if rev else ""
+    return f"{path}{at}#L{start}" + (f"-L{end}" if end != start else "")
+
+
+@dataclass
+class FactRow:
+    row: int
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    confidence: float | None
+    text: str
+    entities: list[str]
+    day: str | None
+    event: tuple[str, str] | None
+    commit: str | None = None     # filled by history.attach_origins (git blame)
+    author: str | None = None
+    time: int | None = None       # when the line was committed (Unix seconds)
+
+    @property
+    def source(self) -> str:
+        return fact_citation(self.path, self.start_line, self.end_line)
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "kind": self.kind, "text": self.text, "entities": self.entities,
+               "confidence": self.confidence, "day": self.day, "source": self.source, "path": self.path,
+               "start_line": self.start_line, "end_line": self.end_line,
+               "event": {"start": self.event[0], "end": self.event[1]} if self.event else None}
+        if self.commit is not None:
+            out.update(commit=self.commit, author=self.author,
+                       timestamp=commit_time(self.time).isoformat() if self.time else None)
+        return out
+
+
+_FACT_COLUMNS = "f.id, f.fid, f.path, f.start_line, f.end_line, f.kind, f.confidence, f.text, f.names, f.day, " \
+                "f.event_start, f.event_end"
+
+
+def _fact(row) -> FactRow:
+    rid, fid, path, start, end, kind, conf, text, names, day, ev_start, ev_end = row
+    return FactRow(rid, fid, path, start, end, kind, conf, text, names.split("\t") if names else [], day,
+                   (ev_start, ev_end) if ev_start else None)
+
+
+def normalize_kind(kind: str | None) -> str | None:
+    """`W`, `world`, `opinion`, `o` -> the stored kind name; None passes through."""
+    if kind is None:
+        return None
+    k = kind.strip()
+    if k.upper() in KINDS:
+        return KINDS[k.upper()]
+    if k.lower() in KIND_CODES:
+        return k.lower()
+    raise ZmemError(f"unknown fact kind {kind!r}",
+                    hint="use world (W), experience (B), opinion (O), observation (S) or relation (R)")
+
+
+def query_facts(conn, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, ids: list[int] | None = None,
+                limit: int | None = None) -> list[FactRow]:
+    """Facts newest first (by day, then file and line). entity: an entity key; since/until: ISO days,
+    compared with the daily log's day and with dates written inside the fact."""
+    where, args = [], []
+    join = ""
+    if entity is not None:
+        join = "JOIN fact_entities e ON e.fact_id = f.id AND e.entity = ?"
+        args.append(entity)
+    if kind:
+        where.append("f.kind = ?")
+        args.append(kind)
+    if since:
+        where.append("(coalesce(f.event_end, f.day) >= ? OR f.day IS NULL AND f.event_end IS NULL)")
+        args.append(since)
+    if until:
+        where.append("(coalesce(f.event_start, f.day) <= ? OR f.day IS NULL AND f.event_start IS NULL)")
+        args.append(until)
+    if path_glob:
+        where.append("f.path GLOB ?")
+        args.append(path_glob)
+    if ids is not None:
+        where.append(f"f.id IN ({','.join('?' * len(ids))})")
+        args.extend(ids)
+    sql = (f"SELECT {_FACT_COLUMNS} FROM facts f {join} {'WHERE ' + ' AND '.join(where) if where else ''} "
+           "ORDER BY coalesce(f.day, f.event_start, '') DESC, f.path DESC, f.start_line DESC")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return [_fact(r) for r in conn.execute(sql, args)]
+
+
+def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> int:
+    """`O` facts of the notes (about the entity with this key) that no opinion has as evidence yet:
+    what `zmem reflect` turns into opinions, or into evidence for them."""
+    known = {e.fact for o in parsed.opinions for e in o.evidence}
+    return sum(f.id not in known for f in query_facts(conn, kind="opinion", entity=entity))
+
+
+# ----------------------------------------------------------------------------- entities
+
+
+@dataclass
+class Entity:
+    key: str
+    name: str                 # the entity page's title, else the most frequent spelling
+    page: str | None          # bank/entities/<Slug>.md when it exists
+    facts: int = 0
+    first_day: str | None = None
+    last_day: str | None = None
+    spellings: list[str] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return self.page[len(ENTITY_DIR):-3] if self.page else entity_slug(self.name)
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "name": self.name, "slug": self.slug, "page": self.page, "facts": self.facts,
+                "first_day": self.first_day, "last_day": self.last_day, "spellings": self.spellings}
+
+
+def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
+    spellings: dict[str, Counter] = defaultdict(Counter)
+    for names, in conn.execute("SELECT names FROM facts WHERE names != ''"):
+        for name in names.split("\t"):
+            spellings[entity_key(name)][name] += 1
+    stats = {key: (n, first, last) for key, n, first, last in conn.execute(
+        "SELECT e.entity, count(*), min(f.day), max(f.day) FROM fact_entities e JOIN facts f ON f.id = e.fact_id "
+        "GROUP BY e.entity")}
+    out: dict[str, Entity] = {}
+    for key, counts in spellings.items():
+        n, first, last = stats.get(key, (0, None, None))
+        name = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        out[key] = Entity(key, name, None, n, first, last, sorted(counts))
+    # a name too long for a file name has a page named by a cut slug (retain.entity_slug): back to its key
+    cut = {entity_key(entity_slug(name)): key for key, counts in spellings.items() for name in counts
+           if is_long_name(name)}
+    for (path,) in conn.execute("SELECT path FROM files WHERE path GLOB ?", (ENTITY_DIR + "*.md",)):
+        stem = path[len(ENTITY_DIR):-3]
+        if "/" in stem:
+            continue
+        key = cut.get(entity_key(stem), entity_key(stem))
+        title = _page_title(ws, path) or stem.replace("-", " ")
+        ent = out.setdefault(key, Entity(key, title, None))
+        ent.page, ent.name = path, title
+    return out
+
+
+def _page_title(ws: Workspace, rel: str) -> str | None:
+    try:
+        with open(ws.root / rel, encoding="utf-8", errors="replace") as f:
+            for _, line in zip(range(20), f):
+                m = re.match(r"^#\s+(.+?)\s*#*\s*$", line)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def page_text(ws: Workspace, rel: str | None) -> str | None:
+    """An entity page's own text: everything outside the block `zmem reflect` manages, trimmed
+    (the whole page when its markers are broken); None without a page."""
+    if not rel:
+        return None
+    try:
+        text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    begin, end = text.find(BEGIN.split(" (")[0]), text.find(END)
+    if 0 <= begin < end and text.find(BEGIN.split(" (")[0], begin + 1) < 0:
+        text = text[:begin].rstrip() + "\n\n" + text[end + len(END):].lstrip()
+    return text.strip()
+
+
+def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] | None = None) -> Entity:
+    """The entity a user means by NAME (@ optional); a clear error with suggestions otherwise."""
+    entities = entities if entities is not None else all_entities(ws, conn)
+    key = entity_key(name)
+    if key in entities:
+        return entities[key]
+    titled = [e for e in entities.values() if e.page and entity_key(e.name) == key]  # `# Zed Page` in Zed.md
+    if titled:
+        return sorted(titled, key=lambda e: e.key)[0]
+    from rapidfuzz import process
+    close = process.extract(_fold(key), {k: _fold(k) for k in entities}, limit=3, score_cutoff=70)
+    hint = ("did you mean " + ", ".join("@" + entities[k].name for _, _, k in close) + "?") if close else \
+        "entities come from `@Name` mentions in `## Retain` facts and from bank/entities/<Name>.md pages; " \
+        "`zmem facts` lists the facts"
+    raise ZmemError(f"no entity named {name!r}", hint=hint)
+
+
+def _fold(s: str) -> str:
+    """Lower case without accents, for similarity only (never for identity)."""
+    return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
+
+
+def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0) -> list[tuple[str, str, float]]:
+    """Pairs of entity names that look like one entity spelled two ways (not merged)."""
+    from rapidfuzz import fuzz, process
+    keys = [k for k in sorted(entities) if len(_fold(k)) >= 3]  # shorter names are too alike to tell
+    folded = [_fold(k).replace("-", " ") for k in keys]
+    # fuzz.ratio(a, b) <= 2*len(a)/(len(a)+len(b)): in length order, each name is compared only with the
+    # names that can reach the threshold. process.extract, not process.cdist: cdist needs numpy.
+    order = sorted(range(len(keys)), key=lambda i: len(folded[i]))
+    lengths = [len(folded[i]) for i in order]
+    pairs = []
+    for pos, i in enumerate(order):
+        end = bisect.bisect_right(lengths, lengths[pos] * (200 - threshold) / threshold)
+        later = order[pos + 1:end]
+        for _, score, n in process.extract(folded[i], [folded[j] for j in later], scorer=fuzz.ratio,
+                                           score_cutoff=threshold, limit=None):
+            pairs.append((*sorted((i, later[n])), score))
+    return [(entities[keys[i]].name, entities[keys[j]].name, round(float(score), 1)) for i, j, score in sorted(pairs)]
+
+
+def duplicate_message(a: str, b: str, score: float) -> str:
+    return f"@{a} and @{b} look like one entity spelled two ways ({score:.0f}% similar); not merged"
+
+
+def duplicate_warnings(directory=None, ws: Workspace | None = None, conn=None) -> list[str]:
+    """Every suspected duplicate entity name of the index, as warnings (for doctor and reflect)."""
+    from zmem.index.catchup import open_index
+    own = conn is None
+    try:
+        if ws is None:
+            from zmem.workspace.core import find_workspace
+            ws = find_workspace(directory)
+        if own:
+            conn = open_index(ws)
+    except ZmemError:
+        return []  # doctor says why on its own
+    try:
+        return [duplicate_message(a, b, score) for a, b, score in suspected_duplicates(all_entities(ws, conn))]
+    finally:
+        if own:
+            conn.close()
+
+
+# ----------------------------------------------------------------------------- entities a query names
+
+
+@dataclass
+class Named:
+    """An entity a query names (recall ranks its page and its facts first)."""
+    key: str                      # entity_key folded (lower case, no accents)
+    words: tuple[int, int]        # which query words name it: [start, end)
+    spelled: str                  # those words, as the query spells them
+    page: str | None = None       # bank/entities/<Slug>.md
+    keys: set[str] = field(default_factory=set)  # the entity keys of its facts (fact_entities.entity)
+
+
+MAX_NAME_WORDS = 4
+ACCENT_PROBE = 50  # facts read to find a name spelled with other accents than the query's
+
+
+def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
+    """The known entities a query names, and the query's other words. A name is matched whole, in any
+    case and with or without accents (`peter`, `@Peter`, `Peter's`, `jose` for `José`, `the castle`
+    for `@[The Castle]`), against the names facts mention and entity pages' file names and titles.
+    Index lookups only, none growing with the facts an entity has: fact_entities' primary key, then
+    (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
+    range of the files and chunks tables."""
+    from zmem.store.fts import _WORD, STOPWORDS, _quote, nfc, without_cjk
+    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(without_cjk(nfc(query)))]
+    folded = [_fold(w) for w in words]  # a word holds letters, digits and marks: its key is itself, folded
+    grams: dict[str, tuple[int, int]] = {}  # folded key (as _fold(entity_key(name))) -> the first words that spell it
+    for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+        for i in range(len(words) - n + 1):
+            if n == 1 and folded[i] in STOPWORDS:
+                continue
+            grams.setdefault("-".join(folded[i:i + n]), (i, i + n))
+    if not grams:
+        return [], words
+    found: dict[str, Named] = {}
+
+    def named(key: str) -> Named:
+        return found.setdefault(key, Named(key, grams[key], _spelled(words, grams[key])))
+
+    end = ENTITY_DIR[:-1] + chr(ord("/") + 1)  # every path under bank/entities/, through the primary key
+    for path, title in conn.execute(
+            "SELECT f.path, (SELECT c.heading FROM chunks c WHERE c.path = f.path AND c.start_line = 1) "
+            "FROM files f WHERE f.path >= ? AND f.path < ?", (ENTITY_DIR, end)):
+        stem = path[len(ENTITY_DIR):-3]
+        if "/" in stem or not path.endswith(".md"):
+            continue
+        for name in (stem, (title or "").split(" > ")[0]):
+            key = _fold(entity_key(name)) if name else ""
+            if key in grams:
+                named(key).page = path
+                break
+    missing = []
+    for key, (a, b) in grams.items():
+        exact = entity_key(" ".join(words[a:b]))
+        if conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1", (exact,)).fetchone():
+            named(key).keys.add(exact)
+        else:
+            missing.append((a, b))
+    if missing:  # spelled with other accents than the facts' (`jose`, `José`): FTS folds them
+        match = "names : (" + " OR ".join(_quote(" ".join(words[a:b])) for a, b in missing) + ")"
+        for (names,) in conn.execute("SELECT names FROM facts WHERE id IN (SELECT rowid FROM facts_fts WHERE "
+                                     "facts_fts MATCH ? LIMIT ?)", (match, ACCENT_PROBE)):
+            for name in names.split("\t"):
+                key = _fold(entity_key(name))
+                if key in grams:
+                    named(key).keys.add(entity_key(name))
+    # the longest names first; a name inside a longer one the query also names is that one's
+    chosen: list[Named] = []
+    for e in sorted(found.values(), key=lambda e: (e.words[0] - e.words[1], e.words[0])):
+        if not any(a < e.words[1] and e.words[0] < b for a, b in (c.words for c in chosen)):
+            chosen.append(e)
+    taken = {i for c in chosen for i in range(*c.words)}
+    return chosen, [w for i, w in enumerate(words) if i not in taken]
+
+
+def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, limit: int | None = None) -> list[tuple]:
+    """(path, start_line, end_line, day, text, names) of facts about any of the entity keys: all those
+    the FTS expression `match` finds, or the last `limit` by path (a daily log's path holds its day:
+    the newest, read backwards through the facts_path index rather than sorting all of a common
+    entity's facts). since/until: the daily log's day; path_glob: an SQL GLOB."""
+    marks = ",".join("?" * len(keys))
+    where = [f"EXISTS (SELECT 1 FROM fact_entities e WHERE e.entity IN ({marks}) AND e.fact_id = f.id)"]
+    args = list(keys)
+    if match:
+        where.append("f.id IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH ?)")
+        args.append(match)
+    for cond, value in (("f.day >= ?", since), ("f.day <= ?", until), ("f.path GLOB ?", path_glob)):
+        if value:
+            where.append(cond)
+            args.append(value)
+    sql = (f"SELECT f.path, f.start_line, f.end_line, f.day, f.text, f.names FROM facts f WHERE {' AND '.join(where)} "
+           "ORDER BY f.path DESC, f.start_line DESC")
+    if limit:
+        sql += f" LIMIT {int(limit)}"
+    return conn.execute(sql, args).fetchall()
+
+
+def _spelled(words: list[str], span: tuple[int, int]) -> str:
+    return " ".join(words[span[0]:span[1]])
+
+
+# ----------------------------------------------------------------------------- the graph
+
+
+@dataclass
+class Edge:
+    source: str
+    target: str
+    type: str                 # "co-mentioned" or the relation's predicate
+    weight: float
+    count: int
+    last_day: str | None
+    evidence: list[str]       # path#Lnn of the facts behind the edge
+
+    def to_json(self, entities: dict[str, Entity]) -> dict:
+        return {"source": self.source, "target": self.target, "source_name": _name(entities, self.source),
+                "target_name": _name(entities, self.target), "type": self.type, "weight": round(self.weight, 3),
+                "count": self.count, "last_day": self.last_day, "evidence": self.evidence}
+
+
+def _name(entities: dict[str, Entity], key: str) -> str:
+    return entities[key].name if key in entities else key
+
+
+def edges(conn, keys: set[str] | None = None) -> list[Edge]:
+    """Edges touching any of `keys` (all edges when None): explicit relations, then co-mentions."""
+    newest = conn.execute("SELECT max(coalesce(day, event_start)) FROM facts").fetchone()[0]
+    ref = _day(newest)
+    out: list[Edge] = []
+    filt, args = "", []
+    if keys is not None:
+        marks = ",".join("?" * len(keys))
+        filt, args = f"WHERE r.subject IN ({marks}) OR r.object IN ({marks})", [*keys, *keys]
+    rel: dict[tuple, Edge] = {}
+    for subject, predicate, obj, path, start, end, day in conn.execute(
+            "SELECT r.subject, r.predicate, r.object, f.path, f.start_line, f.end_line, f.day FROM relations r "
+            f"JOIN facts f ON f.id = r.fact_id {filt} ORDER BY f.day, f.path, f.start_line", args):
+        e = rel.setdefault((subject, predicate, obj), Edge(subject, obj, predicate, 0.0, 0, None, []))
+        _add_evidence(e, path, start, end, day, ref)
+    out.extend(rel.values())
+    where, args = "WHERE f.kind != 'relation'", []
+    if keys is not None:
+        marks = ",".join("?" * len(keys))
+        where, args = where + f" AND (a.entity IN ({marks}) OR b.entity IN ({marks}))", [*keys, *keys]
+    co: dict[tuple, Edge] = {}
+    for a, b, path, start, end, day in conn.execute(
+            "SELECT a.entity, b.entity, f.path, f.start_line, f.end_line, f.day FROM fact_entities a "
+            "JOIN fact_entities b ON b.fact_id = a.fact_id AND b.entity > a.entity "
+            f"JOIN facts f ON f.id = a.fact_id {where} ORDER BY f.day, f.path, f.start_line", args):
+        e = co.setdefault((a, b), Edge(a, b, "co-mentioned", 0.0, 0, None, []))
+        _add_evidence(e, path, start, end, day, ref)
+    out.extend(co.values())
+    return out
+
+
+def _add_evidence(e: Edge, path: str, start: int, end: int, day: str | None, ref: dt.date | None) -> None:
+    e.count += 1
+    age = (ref - _day(day)).days if ref and _day(day) else 0
+    e.weight += math.pow(0.5, max(age, 0) / HALF_LIFE_DAYS)
+    e.last_day = max(filter(None, (e.last_day, day)), default=None)
+    e.evidence.append(f"{path}#L{start}" + (f"-{end}" if end != start else ""))
+
+
+def _day(s: str | None) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(s) if s else None
+    except ValueError:
+        return None
+
+
+def neighbourhood(conn, key: str, depth: int = 1) -> tuple[set[str], list[Edge]]:
+    """Entities within `depth` hops of key, and the edges among what was reached (breadth first)."""
+    seen, frontier, found = {key}, {key}, {}
+    for _ in range(max(depth, 0)):
+        if not frontier:
+            break
+        nxt = set()
+        for e in edges(conn, frontier):
+            found[(e.source, e.target, e.type)] = e
+            for k in (e.source, e.target):
+                if k not in seen:
+                    nxt.add(k)
+        seen |= nxt
+        frontier = nxt
+    return seen, sorted(found.values(), key=lambda e: (-e.weight, e.source, e.target, e.type))
+
+
+def export_graph(ws: Workspace, conn) -> dict:
+    """The whole graph: nodes (entities) and edges, for other tools to load."""
+    entities = all_entities(ws, conn)
+    return {"nodes": [e.to_json() for e in sorted(entities.values(), key=lambda e: e.key)],
+            "edges": [e.to_json(entities) for e in sorted(edges(conn), key=lambda e: (e.source, e.target, e.type))]}

@@ -1,0 +1,694 @@
+"""Recall: BM25 over FTS5, filters, snippets with exact line citations, a character budget."""
+from __future__ import annotations
+
+import fnmatch
+import functools
+import math
+import unicodedata
+from dataclasses import asdict, dataclass, field
+
+from zmem.errors import ZmemError, example
+from zmem.text.chunking import CJK_RE, CUT
+from zmem.store.fts import _quote, build_match, common_terms, fold, match_keys, nfc, query_grams
+from zmem.text.retain import entity_key
+from zmem.text.markdown import ATX, LIST_ITEM, _atx_title
+from zmem.workspace.core import glob_to_sql
+
+
+@dataclass
+class Hit:
+    path: str
+    start_line: int  # the lines the snippet shows; `zmem get PATH --from start_line` returns them
+    end_line: int
+    score: float
+    snippet: str
+    day: str | None
+    heading: str
+    chunk_start_line: int
+    chunk_end_line: int
+    explain: dict | None = None
+    rev: str | None = None  # as-of recall: the commit whose version of the file this is
+    source: str = "memory"  # or "sessions": a line of an agent's session transcript (JSONL)
+
+    @property
+    def citation(self) -> str:
+        at = f"@{self.rev[:10]}" if self.rev else ""
+        return f"{self.path}{at}#L{self.start_line}-L{self.end_line}"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for key in ("explain", "rev"):
+            if d[key] is None:
+                del d[key]
+        d["citation"] = self.citation
+        return d
+
+
+@dataclass
+class Recall:
+    query: str
+    results: list[Hit] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    mode: str = "bm25"
+    stale: bool = False
+    as_of: dict | None = None  # {"commit", "date", "summary"} of an as-of recall
+    rerank: str | None = None  # the reranker model that ordered the results (zmem.query.rerank)
+
+    def to_json(self) -> dict:
+        out = {"query": self.query, "mode": self.mode, "results": [h.to_json() for h in self.results],
+               "warnings": self.warnings, "stale": self.stale}
+        if self.as_of:
+            out["as_of"] = self.as_of
+        if self.rerank:
+            out["rerank"] = self.rerank
+        return out
+
+
+def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
+                path_glob: str | None = None, exclude: list[str] | None = None) -> list[tuple[int, float]]:
+    """(chunk id, normalized score in (0, 1)) best first. score = s / (1 + s) with s = -bm25:
+    monotonic, so a better keyword match always scores higher, and no threshold hides a hit.
+    Words in half the chunks or more are searched only when the rarer words fill fewer than k hits
+    (fts.common_terms: they would add at most ~1e-6 to a hit holding a rarer word)."""
+    match = build_match(query)
+    if match is None:
+        return []
+    common = common_terms(conn, query)
+    rarer = build_match(query, leave_out=common) if common else None
+    if rarer is not None:
+        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude)
+        if len(hits) == k:
+            return hits
+    return _bm25(conn, match, k, since, until, path_glob, exclude)
+
+
+def _bm25(conn, match: str, k: int, since: str | None, until: str | None, path_glob: str | None,
+          exclude: list[str] | None) -> list[tuple[int, float]]:
+    where, args = [], []
+    if since:
+        where.append("c.day >= ?")
+        args.append(since)
+    if until:
+        where.append("c.day <= ?")
+        args.append(until)
+    if path_glob:
+        where.append("c.path GLOB ?")
+        args.append(glob_to_sql(path_glob))
+    if exclude:  # --scope group: private paths
+        where.append("NOT (" + " OR ".join("c.path GLOB ?" for _ in exclude) + ")")
+        args.extend(exclude)
+    if where:
+        sql = (f"SELECT c.id, chunks_fts.rank FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+               f"WHERE chunks_fts MATCH ? AND {' AND '.join(where)} ORDER BY chunks_fts.rank LIMIT ?")
+    else:  # FTS5 keeps only the top k while ranking when nothing else is joined in
+        sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+    rows = conn.execute(sql, (match, *args, k)).fetchall()
+    return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
+
+
+def _line_weights(lines: list[str], query: str) -> list[float]:
+    """How well each line matches the query: query terms weighted by their rarity among the
+    chunk's lines (a speaker's name on every line says little; a rare word says a lot). A line
+    matches a word as FTS matches it: accents folded, stems compared (_Matcher)."""
+    m = _matcher(query)
+    keys, grams = m.keys, m.grams
+    present = []
+    for line in lines:  # the test of _Matcher.first, inline: this runs for every line of every hit
+        low, raw = (line.lower(), line) if line.isascii() else (fold(line), nfc(line))
+        present.append([k in low and _word_start(low, k) >= 0 for k in keys] + [g in raw for g in grams])
+    n = len(lines)
+    counts = [sum(col) for col in zip(*present)] if present else []
+    idf = [math.log(1 + n / (1 + c)) for c in counts]
+    return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
+
+
+class _Matcher:
+    """A query's words and CJK bigrams, found in lines the way FTS matches them: a word by its
+    stem (fts.match_keys) at the start of a word of the fold()ed line, so `aniversario` finds
+    `aniversário` (and NFD text), `recommendations` finds `recommended`; CJK by bigram."""
+
+    def __init__(self, query: str):
+        self.keys = match_keys(query)
+        self.grams = query_grams(query)
+
+    def first(self, line: str) -> int | None:
+        """Where in line the first match starts (an index of line itself), or None."""
+        found = [line.find(g) for g in self.grams] + [line.find(nfd(g)) for g in self.grams if nfd(g) != g]
+        if self.keys:
+            low, where = _fold_map(line)
+            for k in self.keys:
+                at = _word_start(low, k)
+                if at >= 0:
+                    found.append(where[at] if where else at)
+        found = [i for i in found if i >= 0]
+        return min(found) if found else None
+
+
+def _word_start(low: str, key: str) -> int:
+    """The first place key starts a word of low (after anything but a letter or digit, or after a
+    CJK character: unicode61 keeps `买了iphone` one token, cjk_columns indexes its `iphone`), or -1."""
+    at = low.find(key)
+    while at > 0:
+        before = low[at - 1]
+        if not before.isalnum() or (before >= "\u3040" and CJK_RE.match(before)):  # CJK_CLASS starts at U+3040
+            return at
+        at = low.find(key, at + 1)
+    return at
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(query: str) -> _Matcher:
+    return _Matcher(query)
+
+
+def nfd(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFD", text)
+
+
+def _fold_map(line: str) -> tuple[str, list[int] | None]:
+    """fold(line), and for a non-ASCII line where each of its characters came from in line."""
+    if line.isascii():
+        return line.lower(), None
+    parts, where = [], []
+    for i, ch in enumerate(line):
+        f = _fold_char(ch)
+        parts.append(f)
+        where.extend([i] * len(f))
+    return "".join(parts), where
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    return fold(ch)
+
+
+def _cut_line(line: str, query: str, max_chars: int, at: int | None = None) -> str:
+    """At most max_chars of one long line, around the first query word in it (or position at),
+    "…" marking cuts."""
+    start = max(0, ((_matcher(query).first(line) or 0) if at is None else at) - max_chars // 3)
+    start = max(0, min(start, len(line) - (max_chars - 1)))  # near the end: show up to the end
+    lead = CUT if start else ""
+    piece = line[start:start + max_chars - len(lead)]
+    if start + len(piece) < len(line):
+        piece = piece[:-1] + CUT
+    return lead + piece
+
+
+def one_line_snippet(snippet: str, query: str, max_chars: int) -> str:
+    """A hit's snippet as one line of at most max_chars (`recall --format table`), cut around the
+    line that matches best, as make_snippet chose it, not from the top of the snippet."""
+    lines = [" ".join(line.split()) for line in snippet.split("\n")]
+    lines = [line for line in lines if line] or [""]
+    joined = " ".join(lines)
+    if len(joined) <= max_chars:
+        return joined
+    weights = _line_weights(lines, query)
+    best = max(range(len(lines)), key=lambda i: (weights[i], -i))
+    at = sum(len(line) + 1 for line in lines[:best]) + (_matcher(query).first(lines[best]) or 0)
+    return _cut_line(joined, query, max_chars, at=at)
+
+
+def make_snippet(text: str, start_line: int, query: str, max_chars: int,
+                 bonus: dict[int, float] | None = None, *, blocks: bool = False) -> tuple[int, int, str]:
+    """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
+    bonus: extra weight per line number (how close the line's vector window is to the query).
+    blocks (recall's hits): the window stays within the paragraph or list of the best-matching line
+    (and of the line after it), so a citation is the lines that matter, not the whole note; without
+    it (a session message, cited as one line anyway) the window grows over the whole text."""
+    if len(text) <= max_chars and (not blocks or "\n" not in text):
+        return start_line, start_line + text.count("\n"), text
+    lines = text.split("\n")
+    weights = _line_weights(lines, query)
+    if bonus:
+        weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
+    # a text line before a heading that matches as well (the heading path is in `heading` already)
+    best = max(range(len(lines)), key=lambda i: (weights[i], not (blocks and ATX.match(lines[i])), -i))
+    if weights[best] <= 0 and len(text) <= max_chars:
+        # no line holds a query word (the chunk matched by its heading path): the section is the answer
+        return start_line, start_line + len(lines) - 1, text
+    lo = hi = best
+    size = len(lines[best])
+    if size > max_chars:  # one line longer than a snippet: the part around the first query word
+        return start_line + best, start_line + best, _cut_line(lines[best], query, max_chars)
+    first, last = _block(lines, best) if blocks else (0, len(lines) - 1)
+    heads = blocks and ATX.match(lines[best])
+    if heads:  # a heading matched (a day's title): the answer is what it heads
+        below = next((j for j in range(best + 1, len(lines)) if lines[j].strip() and not ATX.match(lines[j])), None)
+        last = _block(lines, below)[1] if below is not None else last
+
+    def joins(i: int) -> bool:
+        """Whether line i may join the window: within the block, and a list item that does not match
+        the query only as the start of the item the window is in (items are statements of their own),
+        unless a matching heading is the best line (then all it heads is the answer)."""
+        if not first <= i <= last:
+            return False
+        if not blocks or weights[i] > 0 or heads:
+            return True
+        return not _item(lines[i]) if i > hi else not _item(lines[lo])
+
+    nxt = best + 1
+    while nxt < len(lines) and not lines[nxt].strip():
+        nxt += 1
+    if nxt < len(lines) and (heads or not (blocks and (ATX.match(lines[nxt]) or _item(lines[nxt]) and weights[nxt] <= 0))) \
+            and size + (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1]) <= max_chars:
+        # the line after the best match first: an answer follows its question, details their subject
+        size += (nxt - best) + sum(len(x) for x in lines[best + 1:nxt + 1])
+        hi = nxt
+        if blocks:
+            last = max(last, _block(lines, nxt)[1])
+    while True:  # grow towards the side with more matches, then the following lines
+        grew = False
+        for nxt in sorted((i for i in (lo - 1, hi + 1) if joins(i)), key=lambda i: (-weights[i], i < lo)):
+            if size + 1 + len(lines[nxt]) <= max_chars:
+                size += 1 + len(lines[nxt])
+                lo, hi = min(lo, nxt), max(hi, nxt)
+                grew = True
+                break
+        if not grew:
+            break
+    return start_line + lo, start_line + hi, "\n".join(lines[lo:hi + 1])
+
+
+def _item(line: str) -> bool:
+    m = LIST_ITEM.match(line)
+    return bool(m) and bool(line[m.end():].strip())
+
+
+def _block(lines: list[str], i: int) -> tuple[int, int]:
+    """The run of non-blank lines around line i, a heading starting a run (it belongs to what follows)."""
+    first = i
+    while first > 0 and lines[first - 1].strip() and not ATX.match(lines[first]):
+        first -= 1
+    last = i
+    while last + 1 < len(lines) and lines[last + 1].strip() and not ATX.match(lines[last + 1]):
+        last += 1
+    return first, last
+
+
+def heading_at(heading: str, lines: list[str], upto: int) -> str:
+    """The heading path of line `upto` of a chunk whose first line is under `heading`: the chunk's
+    own headings before it (and it, if it is one) update the path. The levels of the path above the
+    chunk are not stored: a heading the chunk starts with has its own level, the rest are taken as
+    levels 1, 2, … (a daily log's `# day` > `## Section`)."""
+    inside = [(len(m.group(1)), _atx_title(m)) for m in (ATX.match(x) for x in lines[1:upto + 1]) if m]
+    if not inside:
+        return heading
+    path = [(n, t) for n, t in enumerate(heading.split(" > "), 1)] if heading else []
+    m = ATX.match(lines[0]) if path else None
+    if m:
+        path[-1] = (len(m.group(1)), path[-1][1])
+    for level, title in inside:
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+    return " > ".join(t for _, t in path if t)
+
+
+def _passes(row, since, until, path_glob, exclude=None) -> bool:
+    _, path, _, _, _, day, _ = row
+    if since and (day is None or day < since):
+        return False
+    if until and (day is None or day > until):
+        return False
+    if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
+        return False
+    return not path_glob or fnmatch.fnmatchcase(path, glob_to_sql(path_glob))
+
+
+def _rows(conn, ids) -> dict[int, tuple]:
+    ids = list(ids)
+    out = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        out.update((r[0], r) for r in conn.execute(
+            f"SELECT id, path, start_line, end_line, heading, day, text FROM chunks WHERE id IN ({','.join('?' * len(part))})",
+            part))
+    return out
+
+
+def fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], *, method: str = "rrf",
+         vector_weight: float = 0.7, text_weight: float = 0.3, rrf_k: int = 60) -> list[tuple[int, float]]:
+    """Merge keyword and vector candidates (each best first) into (chunk id, fused score) best first.
+
+    rrf: sum of 1 / (rrf_k + rank) over the lists a chunk is in, scaled so first in both is 1.0.
+    weighted: vector_weight * cosine + text_weight * (bm25 score / best bm25 score among candidates);
+    recall() first completes both lists (complete_scores), so no candidate lacks a score.
+    """
+    scores: dict[int, float] = {}
+    if method == "rrf":
+        for ranked in (bm25, vec):
+            for rank, (cid, _) in enumerate(ranked, 1):
+                scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+        scale = (rrf_k + 1) / 2.0
+        scores = {cid: s * scale for cid, s in scores.items()}
+    elif method == "weighted":
+        best = max((s for _, s in bm25), default=0.0) or 1.0
+        for cid, s in bm25:
+            scores[cid] = text_weight * s / best
+        for cid, sim in vec:
+            scores[cid] = scores.get(cid, 0.0) + vector_weight * sim
+    else:
+        raise ValueError(f"unknown fusion method {method!r}")
+    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+
+
+KEYWORD_DEPTH = 200  # keyword matches ranked for complete_scores; deeper ones score 0 there
+
+
+def complete_scores(store, query_vector, bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
+                    keyword: dict[int, float]) -> tuple[list, list]:
+    """Both scores for every candidate of either list: a keyword-only candidate gets its best
+    window's similarity, a vector-only one its BM25 score from `keyword` (the top KEYWORD_DEPTH
+    matches; 0 below them or when no query word is in it). Without this a candidate found by one
+    list alone gets nothing from the other however well it matches there (LoCoMo dev: turn R@10
+    0.794 -> 0.801 at equal lines)."""
+    have_v = {cid for cid, _ in vec}
+    extra_v = [(cid, max(sim for _, _, sim in wins)) for cid, wins in
+               store.windows_of([cid for cid, _ in bm25 if cid not in have_v], query_vector).items()]
+    have_b = {cid for cid, _ in bm25}
+    extra_b = [(cid, keyword[cid]) for cid, _ in vec if cid not in have_b and cid in keyword]
+    return sorted(bm25 + extra_b, key=_best_first), sorted(vec + extra_v, key=_best_first)
+
+
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return -item[1], item[0]
+
+
+WINDOW_BONUS = 2.0  # weight of the best-matching vector window's lines, next to term weights
+
+
+def window_bonus(store, chunk_ids: list[int], query_vector: list[float]) -> dict[int, dict[int, float]]:
+    return bonus_from_windows(store.windows_of(chunk_ids, query_vector))
+
+
+def bonus_from_windows(windows_by_chunk: dict[int, list[tuple[int, int, float]]]) -> dict[int, dict[int, float]]:
+    """Per chunk, per line: WINDOW_BONUS x (window similarity / the chunk's best), for windows
+    within 80% of the best, so snippets centre on what matched by meaning as well as by words."""
+    out: dict[int, dict[int, float]] = {}
+    for cid, windows in windows_by_chunk.items():
+        best = max(sim for _, _, sim in windows)
+        if best <= 0:
+            continue
+        lines: dict[int, float] = {}
+        for a, b, sim in windows:
+            if sim >= 0.8 * best:
+                for ln in range(a, b + 1):
+                    lines[ln] = WINDOW_BONUS * sim / best
+        out[cid] = lines
+    return out
+
+
+def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
+           path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
+           mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
+           vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
+           explain: bool = False, exclude: list[str] | None = None, rerank=None) -> Recall:
+    """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
+    store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned.
+    rerank: the optional step after fusion (zmem.query.rerank.stage bound to a model), which reorders the
+    candidates and chooses the lines each cites."""
+    out = Recall(query=query, mode=mode)
+    if not query.strip():
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', query='where does Peter live')}")
+    if mode != "bm25" and (query_vector is None or store is None):
+        out.mode = mode = "bm25"
+    n = k * multiplier  # extra candidates: hits that repeat lines already shown are skipped
+    bm25: list[tuple[int, float]] = []
+    deep: list[tuple[int, float]] = []
+    vec: list[tuple[int, float]] = []
+    filtered = bool(since or until or path_glob or exclude)
+    vector_search = None
+    if mode in ("vector", "hybrid"):  # begun first: a vec0 scan runs in threads during the keyword search
+        vector_search = store.start_search(query_vector, n * 8 if filtered else n)
+    if mode in ("bm25", "hybrid"):
+        if build_match(query) is None:
+            out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        else:
+            # hybrid weighted: deeper, to give vector candidates their keyword score (complete_scores)
+            depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion == "weighted" else n
+            deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
+            bm25 = deep[:n]
+    if vector_search is not None:
+        raw = vector_search()
+        if filtered:
+            rows = _rows(conn, [h[0] for h in raw])
+            raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob, exclude)]
+        vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
+    cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
+    if mode == "bm25":
+        ranked = bm25
+    elif mode == "vector":
+        ranked = vec
+    else:
+        if fusion == "weighted":
+            bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
+        ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    about: dict[int, float] | None = None
+    facts_at: dict[int, dict[int, float]] = {}
+    if mode != "vector":  # a query naming a known entity: its page and its facts first
+        ranked, about, facts_at = entity_first(conn, query, ranked, n=n, since=since, until=until,
+                                               path_glob=path_glob, exclude=exclude)
+    if not ranked:
+        return out
+    rows = _rows(conn, [cid for cid, _ in ranked])
+    bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    for cid, lines in facts_at.items():
+        bonus[cid] = {**bonus.get(cid, {}), **lines}
+    why = explain_scores(bm25, vec, ranked) if explain else {}
+    if why and about is not None:
+        for cid, w in why.items():
+            w["entity"] = _r(about.get(cid))
+    if rerank is not None:
+        ranked = rerank(out, query, ranked, rows, bonus, why)
+    out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                        bonus=bonus, why=why)
+    shown = sum(len(h.snippet) for h in out.results)
+    spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
+    if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
+        # the candidates repeated lines already shown (chunks of one very long line share a
+        # citation): look deeper rather than return fewer than k hits
+        return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
+                      snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
+                      vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
+                      explain=explain, exclude=exclude, rerank=rerank)
+    return out
+
+
+def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, since: str | None = None,
+                 until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None):
+    """Ranked hits with the entities the query names first: their pages' chunks and the chunks holding
+    Retain facts about them, before every other hit. Returns (ranked, {chunk: entity score}, {chunk:
+    {fact line: snippet weight}}); (ranked, None, {}) when the query names no known entity.
+
+    A name in most notes is worth ~nothing to BM25 (FTS5 floors the weight of a term in more than half
+    the chunks at 1e-6), so a hit about the entity scores by how much of the query it covers: each named
+    entity and each other query word is a unit, f = the share of them a fact (or a page chunk) holds.
+    A fact scores 0.5 + 0.4 f, a page chunk 0.6 + 0.4 f (the page, then its facts, for a bare name; a
+    fact holding the name and the other words before a page without them); a note naming the entity
+    0.45 + 0.4 f of its best line naming it (below a fact or page holding as much). The hit's score is
+    0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
+    half its keyword score, in [0, 0.5)."""
+    from zmem.query.entities import facts_about, named_in_query
+    named, other = named_in_query(conn, query)
+    if not named:
+        return ranked, None, {}
+    rest = match_keys(" ".join(other))
+    units = len(named) + len(rest)
+
+    def share(text: str, keys: set[str], own: str | None = None) -> float:
+        low = fold(text)
+        got = sum(1 for e in named if e.key == own or e.key in keys or _word_start(low, fold(e.spelled)) >= 0)
+        return (got + sum(1 for key in rest if _word_start(low, key) >= 0)) / units
+
+    about: dict[int, float] = {}
+    facts_at: dict[int, dict[int, float]] = {}
+    newest: dict[int, str] = {}
+    scored: dict[tuple[str, int, int], tuple[float, str]] = {}
+    glob = glob_to_sql(path_glob) if path_glob else None
+    for e in named:
+        if e.keys:  # its facts holding other query words (any number), and its newest facts
+            others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
+            # FTS intersects the name's and the other words' postings: no walk over all of its facts
+            match = f'names : {_quote(e.spelled)} AND ({others})' if others else None
+            rows = (facts_about(conn, e.keys, match=match, since=since, until=until, path_glob=glob) if match else [])
+            rows += facts_about(conn, e.keys, since=since, until=until, path_glob=glob, limit=n)
+            for path, start, end, day, text, names in rows:
+                if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
+                    continue
+                v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
+                spot = (path, start, end)
+                scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+        if e.page and _passes((0, e.page, 0, 0, "", None, ""), since, until, path_glob, exclude):
+            for cid, text in conn.execute("SELECT id, text FROM chunks WHERE path = ?", (e.page,)):
+                about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
+    for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
+        for (cid,) in conn.execute("SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?",
+                                   (path, start, start)):
+            about[cid] = max(about.get(cid, 0.0), v)
+            newest[cid] = max(newest.get(cid, ""), day)
+            lines = facts_at.setdefault(cid, {})
+            for ln in range(start, end + 1):  # the snippet shows the fact (the best of them)
+                lines[ln] = max(lines.get(ln, 0.0), FACT_WEIGHT * v)
+    # a note naming the entity competes by the share of its best line naming it, a little below a fact or
+    # page holding as much: "ana tonight" puts the line saying both before a fact that only names @Ana
+    # (in the same chunk too: the snippet then shows that line), while a note with Peter on one line and
+    # Porto on another stays below Peter's facts and page
+    look = [cid for cid, _ in ranked[:3 * n] if cid not in about or cid in facts_at]
+    for cid, text in conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(look))})", look):
+        best = max((share(line, set()) for line in text.split("\n")
+                    if any(_word_start(fold(line), fold(e.spelled)) >= 0 for e in named)), default=None)
+        if best is not None and 0.45 + 0.4 * best > about.get(cid, 0.0):
+            about[cid] = 0.45 + 0.4 * best
+            facts_at.pop(cid, None)  # the snippet centres on the matching line, not on a lesser fact
+    base = dict(ranked)
+    final = {cid: _r(0.5 + 0.9 * (about[cid] - 0.5) + 0.05 * base.get(cid, 0.0)) if cid in about else 0.5 * s
+             for cid, s in [*ranked, *((c, 0.0) for c in about if c not in base)]}
+    # equal scores (as shown): the newer fact first
+    return (sorted(final.items(), key=lambda x: (-x[1], _desc(newest.get(x[0], "")), x[0])), about, facts_at)
+
+
+FACT_WEIGHT = 100.0  # a fact line's snippet weight per unit of its entity score: above any query-term weight
+
+
+def _desc(day: str) -> tuple:
+    """A sort key putting later ISO days first (and no day last)."""
+    return tuple(-ord(c) for c in day) + (1,)
+
+
+MAX_MULTIPLIER = 256  # candidates per hit, at most, when candidates keep repeating shown lines
+MIN_SNIPPET = 80  # characters: less --max-chars budget than this shows no part of a longer chunk
+
+
+def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
+                   ranked: list[tuple[int, float]]) -> dict[int, dict]:
+    """`--explain`: per candidate, its BM25 rank/score, vector rank/similarity and fused score."""
+    b = {cid: (rank, s) for rank, (cid, s) in enumerate(bm25, 1)}
+    v = {cid: (rank, s) for rank, (cid, s) in enumerate(vec, 1)}
+    return {cid: {"bm25_rank": b.get(cid, (None, None))[0], "bm25_score": _r(b.get(cid, (None, None))[1]),
+                  "vector_rank": v.get(cid, (None, None))[0], "vector_similarity": _r(v.get(cid, (None, None))[1]),
+                  "fused": _r(fused)} for cid, fused in ranked}
+
+
+def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
+                  max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None) -> Recall:
+    """The first k ranked chunks as hits with snippets (rows: id -> (id, path, start, end, heading,
+    day, text)), skipping lines already shown and stopping at the --max-chars budget."""
+    budget = max_chars
+    shown: dict[str, list[tuple[int, int]]] = {}
+    over_budget = False
+    for cid, score in ranked:
+        if len(out.results) == k or (budget is not None and budget <= 0):
+            break
+        _, path, start, end, heading, day, text = rows[cid]
+        limit = snippet_chars if budget is None else min(snippet_chars, budget)
+        if limit < min(MIN_SNIPPET, snippet_chars) and len(text) > limit:
+            over_budget = True  # too little room left to show part of this chunk; a shorter one may fit
+            continue
+        first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid), blocks=True)
+        if any(a <= last and first <= b for a, b in shown.get(path, ())):
+            continue  # overlapping chunks: these lines were already returned
+        shown.setdefault(path, []).append((first, last))
+        if first > start:  # the snippet may stand under a heading of the chunk
+            heading = heading_at(heading, text.split("\n", first - start + 1)[:first - start + 1], first - start)
+        hit = Hit(path, first, last, _r(score), snippet, day, heading, start, end, rev=rev)
+        if why:
+            hit.explain = why[cid]
+        out.results.append(hit)
+        if budget is not None:
+            budget -= len(snippet)
+    if over_budget and len(out.results) < k:
+        out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
+    return out
+
+
+def _r(x):
+    # 4 significant digits, not decimals: a word in most notes scores ~1e-6 by BM25, which must not print as 0
+    return None if x is None else float(f"{x:.4g}")
+
+
+# ----------------------------------------------------------------------------- facts (--kind, --entity)
+
+
+@dataclass
+class FactHit:
+    fact: object          # entities.FactRow
+    score: float
+    explain: dict | None = None
+    rev: str | None = None  # as-of recall: the commit whose version of the file holds the fact
+
+    @property
+    def citation(self) -> str:
+        f = self.fact
+        at = f"@{self.rev[:10]}" if self.rev else ""
+        return f"{f.path}{at}#L{f.start_line}-L{f.end_line}"
+
+    def to_json(self) -> dict:
+        f = self.fact
+        d = {"type": "fact", "path": f.path, "start_line": f.start_line, "end_line": f.end_line,
+             "score": _r(self.score), "snippet": f.text, "citation": self.citation, **f.to_json()}
+        if self.explain is not None:
+            d["explain"] = self.explain
+        return d
+
+
+def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entity: str | None = None,
+                 since: str | None = None, until: str | None = None, path_glob: str | None = None,
+                 mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
+                 vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
+                 explain: bool = False, exclude: list[str] | None = None) -> Recall:
+    """Retain facts for a query, filtered by kind and entity: BM25 over the facts' text and entity
+    names, fused with the similarity of the vector window that holds each fact's line."""
+    from zmem.query.entities import query_facts
+    out = Recall(query=query, mode=mode if query_vector is not None and store is not None else "bm25")
+    if not query.strip():
+        raise ZmemError("the query is empty", param="query",
+                        hint=f"say what to look for, e.g. {example('recall', entity='Peter', query='where')}")
+    allowed = {f.row: f for f in query_facts(conn, entity=entity, kind=kind, since=since, until=until,
+                                             path_glob=glob_to_sql(path_glob) if path_glob else None)
+               if not (exclude and any(fnmatch.fnmatchcase(f.path, g) for g in exclude))}
+    if not allowed:
+        return out
+    bm25: list[tuple[int, float]] = []
+    match = build_match(query)
+    if match is not None and out.mode in ("bm25", "hybrid"):
+        rows = conn.execute("SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank", (match,))
+        bm25 = [(rid, (-r) / (1.0 - r)) for rid, r in rows if rid in allowed][:k * multiplier]
+    vec: list[tuple[int, float]] = []
+    if out.mode in ("vector", "hybrid"):
+        vec = _fact_similarities(conn, store, query_vector, list(allowed.values()))[:k * multiplier]
+    ranked = bm25 if out.mode == "bm25" else vec if out.mode == "vector" else \
+        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    b = {rid: (rank, s) for rank, (rid, s) in enumerate(bm25, 1)}
+    v = {rid: (rank, s) for rank, (rid, s) in enumerate(vec, 1)}
+    if entity is not None and len(ranked) < k:
+        # about one entity, the facts the words missed still answer: newest first, after the matches
+        seen = {rid for rid, _ in ranked}
+        rest = [(rid, 0.0) for rid in allowed if rid not in seen][:k - len(ranked)]
+        if rest:
+            out.warnings.append(f"{len(rest)} of the facts shown did not match the query; listed newest first")
+        ranked = list(ranked) + rest
+    for rid, score in ranked[:k]:
+        why = None
+        if explain:
+            why = {"bm25_rank": b.get(rid, (None, None))[0], "bm25_score": _r(b.get(rid, (None, None))[1]),
+                   "vector_rank": v.get(rid, (None, None))[0], "vector_similarity": _r(v.get(rid, (None, None))[1]),
+                   "fused": _r(score)}
+        out.results.append(FactHit(allowed[rid], score, why))
+    return out
+
+
+def _fact_similarities(conn, store, query_vector, facts) -> list[tuple[int, float]]:
+    """(fact row, cosine of the best vector window covering the fact's first line), best first."""
+    by_path: dict[str, list] = {}
+    for f in facts:
+        by_path.setdefault(f.path, []).append(f)
+    sims: dict[int, float] = {}
+    for path, group in by_path.items():
+        chunk_ids = [cid for cid, in conn.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
+        windows = [w for ws_ in store.windows_of(chunk_ids, query_vector).values() for w in ws_]
+        for f in group:
+            covering = [sim for a, b, sim in windows if a <= f.start_line <= b]
+            if covering:
+                sims[f.row] = max(covering)
+    return sorted(sims.items(), key=lambda x: (-x[1], x[0]))

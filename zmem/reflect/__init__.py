@@ -1,0 +1,1 @@
+"""`zmem reflect`: facts -> entity pages, opinions and proposals, as one commit."""

@@ -1,0 +1,1 @@
+"""The SQLite index: the driver, the schema's migration steps, FTS5 columns, vectors."""

@@ -1,0 +1,213 @@
+"""Blocks -> chunks of ~400 tokens with ~80 tokens of overlap (pure functions).
+
+Cuts fall between blocks (headings, blank lines, list items); a code fence is never cut unless it
+alone is larger than FENCE_MAX_FACTOR chunks. Each chunk carries its exact line range and the
+heading path above it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from zmem.text.lazyre import LazyPattern
+from zmem.text.markdown import Block, scan_blocks, split_lines
+
+# Han, kana, Hangul: scripts written without spaces between words (Hangul: too short to stem).
+CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3131-\u318e"
+CJK_RE = LazyPattern(f"[{CJK_CLASS}]")
+# Combining marks (accents of decomposed text): part of the word they follow, never a place to cut.
+MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20dc\ufe20-\ufe2f"
+_BREAK = re.compile(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end
+FENCE_MAX_FACTOR = 4
+# Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
+# 2: slices of a line too long for one chunk carry "…" where the line goes on.
+CHUNKER_VERSION = 2
+CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
+# Size of the line windows that get one vector each (part of the vector fingerprint).
+WINDOW_TOKENS = 128
+
+
+def estimate_tokens(text: str) -> int:
+    """~4 characters per token for alphabetic scripts, one token per CJK character."""
+    cjk = len(text) - len(CJK_RE.sub("", text)) if not text.isascii() else 0
+    return cjk + (len(text) - cjk + 3) // 4
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    start_line: int  # 1-based inclusive
+    end_line: int
+    text: str
+    heading: str  # "Title > Section"
+    tokens: int
+
+
+@dataclass(slots=True)
+class _Unit:
+    """A run of lines that chunking keeps together (a block, or a slice of an oversized one)."""
+    start: int
+    end: int
+    tokens: int
+    heading: str
+    is_heading: bool
+    text: str | None = None  # set only for a slice of one huge line
+
+
+def chunk_text(text: str, max_tokens: int = 400, overlap_tokens: int = 80) -> list[Chunk]:
+    lines = split_lines(text)
+    return chunk_lines(lines, scan_blocks(lines), max_tokens, overlap_tokens)
+
+
+def chunk_lines(lines: list[str], blocks: list[Block], max_tokens: int = 400,
+                overlap_tokens: int = 80) -> list[Chunk]:
+    line_tokens = [estimate_tokens(line) + 1 for line in lines]  # +1: the newline
+    units = _units(lines, blocks, line_tokens, max_tokens)
+    chunks: list[Chunk] = []
+    current: list[_Unit] = []
+    size = 0
+
+    def emit() -> None:
+        first, last = current[0], current[-1]
+        if first.text is not None:  # a slice of one huge line
+            body = first.text
+        else:
+            body = "\n".join(lines[first.start - 1:last.end])
+        chunks.append(Chunk(first.start, last.end, body, first.heading, sum(u.tokens for u in current)))
+
+    for unit in units:
+        if current and (size + unit.tokens > max_tokens or unit.text is not None
+                        or current[-1].text is not None
+                        or (unit.is_heading and size >= max_tokens // 2)):
+            emit()
+            if unit.is_heading or unit.text is not None or current[-1].text is not None:
+                current, size = [], 0  # a new section starts clean
+            else:
+                current, size = _overlap(current, overlap_tokens, unit.tokens, max_tokens)
+        current.append(unit)
+        size += unit.tokens
+    if current:
+        emit()
+    return chunks
+
+
+def _overlap(units: list[_Unit], overlap_tokens: int, next_tokens: int, max_tokens: int):
+    """Trailing whole units of the previous chunk that fit in the overlap budget."""
+    kept: list[_Unit] = []
+    size = 0
+    for unit in reversed(units):
+        if size + unit.tokens > overlap_tokens or size + unit.tokens + next_tokens > max_tokens:
+            break
+        kept.insert(0, unit)
+        size += unit.tokens
+    return kept, size
+
+
+def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_tokens: int) -> list[_Unit]:
+    units: list[_Unit] = []
+    path: list[tuple[int, str]] = []
+    for b in blocks:
+        if b.kind == "heading":
+            while path and path[-1][0] >= b.level:
+                path.pop()
+            path.append((b.level, b.title))
+        heading = " > ".join(t for _, t in path if t)
+        tokens = sum(line_tokens[b.start - 1:b.end])
+        limit = max_tokens * FENCE_MAX_FACTOR if b.kind == "code" else max_tokens
+        if tokens <= limit:
+            units.append(_Unit(b.start, b.end, tokens, heading, b.kind == "heading"))
+            continue
+        # Oversized block: slices of whole lines; a single huge line is cut by characters.
+        start, size = b.start, 0
+        for ln in range(b.start, b.end + 1):
+            t = line_tokens[ln - 1]
+            if t > max_tokens:
+                if ln > start:
+                    units.append(_Unit(start, ln - 1, size, heading, False))
+                units.extend(_split_line(lines[ln - 1], ln, heading, max_tokens))
+                start, size = ln + 1, 0
+                continue
+            if size + t > max_tokens and ln > start:
+                units.append(_Unit(start, ln - 1, size, heading, False))
+                start, size = ln, 0
+            size += t
+        if start <= b.end:
+            units.append(_Unit(start, b.end, size, heading, False))
+    return units
+
+
+def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit]:
+    """A line too long for one chunk, cut into slices of at most max_tokens estimated tokens, marks
+    included: each slice's text has a "…" on the side(s) where the line goes on, so a snippet that
+    shows a slice says it is part of a line, and between the marks is a verbatim part of the line.
+    A slice ends after the last space or punctuation of its final quarter when there is one (a word
+    cut in two would be found in neither slice); two CJK characters cut apart are both in the next
+    slice too, so their bigram is indexed."""
+    units: list[_Unit] = []
+    budget = max(2, 4 * max_tokens - 2)  # in quarter tokens (CJK characters cost 4); 2 for the marks
+    i, n = 0, len(line)
+    while i < n:
+        j = _slice_end(line, i, budget)
+        if j < n:
+            m = None
+            for m in _BREAK.finditer(line, i + (j - i) * 3 // 4, j):
+                pass
+            j = m.end() if m else j
+        text = (CUT if i else "") + line[i:j] + (CUT if j < n else "")
+        units.append(_Unit(ln, ln, estimate_tokens(text), heading, False, text))
+        i = j - 1 if j < n and j - i > 1 and CJK_RE.match(line, j - 1) and CJK_RE.match(line, j) else j
+    return units
+
+
+def _slice_end(line: str, i: int, budget: int) -> int:
+    """The end of the longest slice from i costing at most budget quarter tokens (at least one character)."""
+    if not CJK_RE.search(line, i, i + budget):
+        return min(len(line), i + budget)
+    j, left = i, budget
+    while j < len(line) and left >= 4:  # every character costs at most 4: a safe step
+        piece = line[j:j + left // 4]
+        left -= len(piece) + 3 * (len(piece) - len(CJK_RE.sub("", piece)))
+        j += len(piece)
+    while j < len(line) and left >= (4 if CJK_RE.match(line, j) else 1):
+        left -= 4 if CJK_RE.match(line, j) else 1
+        j += 1
+    return max(j, i + 1)
+
+
+def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int, str]]:
+    """A chunk cut into runs of whole lines of at most ~max_tokens (a longer line stands alone):
+    the units that get a vector each. Blank lines are not units of their own."""
+    out: list[tuple[int, int, str]] = []
+    lines = text.split("\n")
+    first, size, buf = None, 0, []
+    for i, line in enumerate(lines):
+        tokens = estimate_tokens(line) + 1
+        if buf and size + tokens > max_tokens:
+            out.append((start_line + first, start_line + first + len(buf) - 1, "\n".join(buf)))
+            first, size, buf = None, 0, []
+        if first is None:
+            if not line.strip():
+                continue
+            first = i
+        buf.append(line)
+        size += tokens
+    if buf:
+        while buf and not buf[-1].strip():
+            buf.pop()
+        out.append((start_line + first, start_line + first + len(buf) - 1, "\n".join(buf)))
+    return out
+
+
+def embedding_text(text: str, heading: str) -> str:
+    """What a window's vector represents: its heading path gives the text its context."""
+    return f"{heading}\n\n{text}" if heading else text
+
+
+def text_hash(text: str) -> str:
+    import hashlib  # loads OpenSSL (~15 ms): a BM25 recall imports this module but never hashes
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
+    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
+    wins = windows(text, start_line) or [(start_line, start_line, text)]
+    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]
