@@ -18,10 +18,10 @@ LAYERS = [
     ("providers", {"embedders.base", "embedders.jsonhttp", "embedders.gemini", "embedders.openai",
                    "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize"}),
     ("git", {"repo", "hooks", "scaffold"}),
-    ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch", "sync"}),
-    ("query", {"entities", "search", "reading", "sessions"}),
+    ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch"}),
+    ("query", {"entities", "search", "reading", "sessions", "derived_merge"}),
     ("history", {"history", "blame", "timeline"}),
-    ("reflect", {"reflect"}),
+    ("reflect", {"reflect", "sync"}),
     ("front", {"api", "status", "completion", "mcp_server", "cli", "__main__"}),
 ]
 

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import commit_all, git, run, write, zmem_proc
+from helpers.hub import assert_converged as _assert_converged
+from helpers.hub import make_hub as _hub
+from helpers.hub import sync as _sync
+from helpers.hub import today_log as _today_log
+from helpers.hub import zmem as _zmem
 
 LOG = "memory/2025-11-24.md"
 
@@ -110,53 +115,6 @@ def test_conflict_markers_in_a_note_are_a_warning_naming_file_and_line(ws):
 
 
 # ----------------------------------------------------------------------------- zmem sync with a real hub
-
-
-def _zmem(*args, ok=True) -> subprocess.CompletedProcess:
-    proc = zmem_proc(*args)
-    if ok:
-        assert proc.returncode == 0, f"zmem {' '.join(args)}: {proc.stdout}{proc.stderr}"
-    return proc
-
-
-def _sync(root: Path, *extra, ok=True):
-    proc = _zmem("-C", str(root), "sync", "--json", *extra, ok=ok)
-    return json.loads(proc.stdout) if ok else proc
-
-
-def _hub(tmp_path: Path, n: int) -> list[Path]:
-    """A bare hub and n clones with hooks installed; the first clone's `zmem init` went out first."""
-    hub = tmp_path / "hub.git"
-    git(tmp_path, "init", "-q", "--bare", str(hub))
-    clones = []
-    for i in range(n):
-        root = tmp_path / f"clone{i}"
-        git(tmp_path, "clone", "-q", str(hub), str(root))
-        git(root, "config", "user.name", f"agent{i}")
-        git(root, "config", "user.email", f"agent{i}@example.org")
-        _zmem("init", str(root))
-        if i == 0:
-            out = _sync(root)
-            assert out["pushed"] and {".gitattributes", "zmem.toml", "MEMORY.md"} <= set(out["outgoing"]["files"])
-        clones.append(root)
-    return clones
-
-
-def _today_log(root: Path) -> str:
-    return next((root / "memory").glob("2*.md")).read_text(encoding="utf-8")
-
-
-def _assert_converged(clones: list[Path], notes: list[str]) -> None:
-    head = git(clones[0], "rev-parse", "HEAD")
-    for root in clones:
-        assert git(root, "rev-parse", "HEAD") == head
-        text = _today_log(root)
-        for note in notes:
-            assert text.count(note) == 1, (root, note, text)
-        patch = git(root, "log", "-p", "--all")
-        assert not any(line[1:].startswith(("<<<<<<<", ">>>>>>>")) for line in patch.splitlines())
-        st = json.loads(_zmem("-C", str(root), "status", "--json").stdout)
-        assert not st["stale"] and st["indexed_commit"] == head and not st["dirty"], st
 
 
 @pytest.mark.slow

@@ -50,13 +50,16 @@ class SyncResult:
     push_attempts: int = 0
     incoming: dict = field(default_factory=dict)
     outgoing: dict = field(default_factory=dict)
+    regenerated: list[str] = field(default_factory=list)  # reflect-written files whose conflict reflect settled
+    reflect_commit: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"remote": self.upstream.remote, "branch": self.upstream.branch, "head": self.head,
                 "committed": self.committed, "committed_files": self.committed_files, "merge": self.merge,
                 "pushed": self.pushed, "push_attempts": self.push_attempts, "incoming": self.incoming,
-                "outgoing": self.outgoing, "warnings": self.warnings}
+                "outgoing": self.outgoing, "regenerated": self.regenerated,
+                "reflect_commit": self.reflect_commit, "warnings": self.warnings}
 
 
 def _env() -> dict[str, str]:
@@ -167,7 +170,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     theirs = None
     for attempt in range(1, tries + 1):
         theirs = fetch(root, up)
-        _integrate(root, up, theirs, result)
+        _integrate(ws, up, theirs, result)
         if theirs is not None and _count(root, "HEAD", theirs) == 0:
             break  # nothing of ours the remote lacks
         if _rev(root, "HEAD") is None:
@@ -235,9 +238,11 @@ def _commit_pending(ws: Workspace, repo, result: SyncResult) -> None:
         result.committed, result.committed_files = sha, paths
 
 
-def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult) -> None:
-    """Merge the fetched upstream commit into HEAD; on a conflict git cannot settle, undo the merge
-    (the work tree is left as it was) and raise naming the files."""
+def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResult) -> None:
+    """Merge the fetched upstream commit into HEAD. Conflicts only in files reflect writes are
+    settled and those files written again (_regenerate); on a conflict in what a person wrote,
+    undo the merge (the work tree is left as it was) and raise naming the files."""
+    root = ws.root
     head = _rev(root, "HEAD")
     if theirs is None or theirs == head or (head and _count(root, theirs, head) == 0):
         return  # nothing new upstream
@@ -250,7 +255,18 @@ def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult)
     conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
     from zmem.repo import open_repo
     from zmem.watch import merge_in_progress
-    if merge_in_progress(Path(open_repo(root).git_dir())):
+    repo = open_repo(root)
+    if conflicted and merge_in_progress(Path(repo.git_dir())) == "MERGE_HEAD":
+        from zmem.derived_merge import settle
+        in_ws = {repo.to_ws(p): p for p in conflicted}
+        settled = settle(root, in_ws, theirs) if None not in in_ws else None
+        if settled is not None:
+            done = _git(root, "commit", "--no-edit")
+            if done.returncode == 0:
+                result.merge = "merge"
+                _regenerate(ws, settled, result)
+                return
+    if merge_in_progress(Path(repo.git_dir())):
         _git(root, "merge", "--abort")
     if not conflicted:
         raise ZmemError(f"cannot merge {up.name}: {_said(proc)}",
@@ -261,6 +277,21 @@ def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult)
                     "here, nothing was pushed",
                     hint=f"merge by hand: git pull --no-rebase {up.remote} {up.branch}, fix the conflicts in those "
                          "files, git commit, then: zmem sync")
+
+
+def _regenerate(ws: Workspace, settled: list[str], result: SyncResult) -> None:
+    """Write the reflect-written files again from the merged notes (every page, every opinion's
+    evidence: each fact counts once, by its id), in one reflect commit. A failure here leaves the
+    merged files as settled (no conflict markers) and is a warning: `zmem reflect` redoes them."""
+    from zmem.reflect import reflect
+    result.regenerated = sorted({*result.regenerated, *settled})
+    try:
+        done = reflect(ws, everything=True)
+    except ZmemError as e:
+        result.warnings.append(f"the merge took one side of {', '.join(settled)}; regenerating them failed: "
+                               f"{e.message} (run `zmem reflect --since all`)")
+        return
+    result.reflect_commit = done.commit or result.reflect_commit
 
 
 def _empty() -> dict:
