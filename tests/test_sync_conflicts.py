@@ -1,6 +1,5 @@
 """`zmem sync` against a real bare hub when the two sides conflict: in files reflect writes (settled
-and written again), in what a person wrote (stopped, nothing lost), and when the hub's history is
-not the one this clone knows (rewritten, or never shared)."""
+and written again), or in what a person wrote (stopped, nothing lost)."""
 from __future__ import annotations
 
 import json

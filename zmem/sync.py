@@ -117,7 +117,7 @@ def _rev(root: Path, ref: str) -> str | None:
 
 
 def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | None) -> ZmemError:
-    kept = (f"; your {ahead} commit{'s' if ahead != 1 else ''} stay committed here and go out with the next sync"
+    kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and go out with the next sync"
             if ahead else "; nothing was lost: your notes stay committed here")
     return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
                      hint=f"check the URL (git remote -v), the network and your git credentials "
@@ -125,13 +125,36 @@ def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | N
 
 
 def fetch(root: Path, up: Upstream) -> str | None:
-    """Fetch the upstream branch; its commit, or None when the remote has no such branch yet."""
-    proc = _git(root, "fetch", "--quiet", "--no-tags", up.remote, f"+refs/heads/{up.branch}:{up.tracking}")
+    """Fetch the upstream branch; its commit, or None when the remote has no such branch yet.
+    The remote-tracking ref only moves forward (no `+` in the refspec): when the remote's branch
+    was rewritten, the fetch stops here (_rewritten), and keeps stopping until a person decides."""
+    # not --quiet: that also hides the "[rejected] (non-fast-forward)" that tells a rewrite
+    # --refmap= : the remote's configured `+refs/heads/*` refspec must not force the ref either
+    proc = _git(root, "fetch", "--no-tags", "--refmap=", up.remote, f"refs/heads/{up.branch}:{up.tracking}")
     if proc.returncode:
-        if "couldn't find remote ref" in (proc.stderr or ""):
+        said = proc.stderr or ""
+        if "couldn't find remote ref" in said:
             return None  # an empty hub, or a branch nobody pushed yet: the first push creates it
+        if "non-fast-forward" in said or "[rejected]" in said:
+            raise _rewritten(root, up)
         raise _unreachable(up, proc, _count(root, "HEAD", _rev(root, up.tracking)))
     return _rev(root, up.tracking)
+
+
+def _rewritten(root: Path, up: Upstream) -> ZmemError:
+    """The remote's branch no longer contains what this clone fetched from it before (a force push).
+    Merging it would quietly put the removed commits back; following it would drop them here."""
+    old = _rev(root, up.tracking) or ""
+    new = _rev(root, "FETCH_HEAD") if _git(root, "fetch", "--quiet", "--no-tags", "--refmap=", up.remote,
+                                           f"refs/heads/{up.branch}").returncode == 0 else None
+    gone = _count(root, old, new) if new else 0
+    force = f"git fetch --force {up.remote} {up.branch}:{up.tracking}"
+    return ZmemError(f"{up.name} was rewritten (force-pushed): {gone or 'some'} commit{'s' if gone != 1 else ''} this "
+                     f"clone fetched from it before {'are' if gone != 1 else 'is'} no longer in it. Nothing was "
+                     "merged or pushed; your notes stay committed here",
+                     hint=f"if the rewrite was meant, follow it: {force} && git rebase --onto {up.name} {old[:12]} "
+                          f"(keeps the commits only this clone has), then: zmem sync. To undo it instead and put "
+                          f"those commits back on {up.name}: {force} && git merge {up.name}, then: zmem sync")
 
 
 def _count(root: Path, tip: str, base: str | None, *extra: str) -> int:
@@ -160,6 +183,8 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     root = ws.root
     repo = open_repo(root)
     marker = merge_in_progress(Path(repo.git_dir()))
+    if marker == "MERGE_HEAD" and _finish_interrupted_merge(root, Path(repo.git_dir())):
+        marker = merge_in_progress(Path(repo.git_dir()))
     if marker:
         raise ZmemError(f"a merge or rebase is in progress ({marker}): zmem sync does not start another",
                         hint="finish it (git status says how) or abort it (git merge --abort), then: zmem sync")
@@ -200,6 +225,25 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     from zmem.indexer import catch_up
     result.warnings += catch_up(ws).warnings
     return result
+
+
+def _finish_interrupted_merge(root: Path, git_dir: Path) -> bool:
+    """A merge a killed `zmem sync` left behind (its own message in MERGE_MSG) is finished: forgotten
+    when its commit was made already, committed when nothing conflicts, else undone (the next merge
+    redoes it; both sides' commits are intact). True when it was one; a person's merge is left alone."""
+    try:
+        message = (git_dir / "MERGE_MSG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if not message.startswith("zmem sync: merge "):
+        return False
+    if _git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD").returncode == 0:
+        _git(root, "merge", "--quit")  # killed after the merge commit, before git cleaned up
+    elif _out(root, "diff", "--name-only", "--diff-filter=U") == "":
+        _git(root, "commit", "--no-edit")
+    else:
+        _git(root, "merge", "--abort")
+    return True
 
 
 def _track(root: Path, up: Upstream) -> None:
@@ -268,6 +312,15 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
                 return
     if merge_in_progress(Path(repo.git_dir())):
         _git(root, "merge", "--abort")
+    if not conflicted and head and _out(root, "merge-base", head, theirs) is None:
+        raise ZmemError(f"this clone and {up.name} share no history: each was started on its own (`zmem init` "
+                        "in two places, or a new repository pushed to an existing hub). Nothing was merged or "
+                        "pushed; your notes stay committed here",
+                        hint=f"to join both memories: git merge --allow-unrelated-histories {up.name} (files both "
+                             "started with, such as MEMORY.md and zmem.toml, may conflict: keep what each says), "
+                             f"then: zmem sync. Or start this clone from the hub instead: move this directory "
+                             f"aside, git clone {up.remote}'s URL (git remote get-url {up.remote}), and copy your "
+                             "notes in")
     if not conflicted:
         raise ZmemError(f"cannot merge {up.name}: {_said(proc)}",
                         hint="nothing was lost; see git status, move aside what is in the way, then: zmem sync")
