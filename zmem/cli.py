@@ -91,6 +91,25 @@ class Seconds(click.FloatRange):
         return rv
 
 
+class Interval(click.ParamType):
+    """A duration: seconds, or a number with s, m or h (`90`, `60s`, `5m`, `1h`), at least 1 s."""
+    name = "interval"
+    UNITS = {"s": 1, "m": 60, "h": 3600}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self.UNITS.get(text[-1:], None)
+        try:
+            seconds = float(text[:-1] if unit else text) * (unit or 1)
+        except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds < 1:
+            self.fail(f"{value!r} is not an interval of at least 1 s (e.g. 60s, 5m, 1h).", param, ctx)
+        return seconds
+
+
 def _cwd_gone() -> bool:
     try:
         os.getcwd()
@@ -1102,18 +1121,24 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
               help="Exit 0 after N indexed/committed events (for scripts and tests).")
 @click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
+@click.option("--sync", "sync_every", type=Interval(), default=None, metavar="INTERVAL",
+              help="Also run `zmem sync` (commit, fetch, merge, push) every INTERVAL (60s, 5m, 1h). A failure "
+                   "(offline, a conflict) is a warning and a line in .zmem/watch.log, retried at the interval, then "
+                   "twice as late each time (up to 10 minutes); never fatal. Writes never wait for it.")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
 @click.option("--json", "as_json", is_flag=True,
-              help='One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
-                   '"files": [...], "commit": ..., "seconds": ...}.')
+              help='One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"synced"|"error", '
+                   '"files": [...], "commit": ..., "seconds": ...}; "synced" has the files that came in, the new '
+                   'HEAD as commit, and a message.')
 @click.pass_context
-def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, verbose, as_json):
+def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, sync_every, verbose, as_json):
     """Keep the index fresh while agents write memory files without committing.
 
     Watches the memory directories (inotify on Linux, one descriptor however many files; elsewhere
     it stats the files every second) and, after DEBOUNCE seconds without a change, reindexes what
     changed. With --commit, memory files that stay unchanged for --commit-after seconds are
-    committed (`zmem watch: N memory files`), never other files. Stops cleanly on Ctrl-C (exit 130)
+    committed (`zmem watch: N memory files`), never other files. With --sync, it also shares them
+    through the git remote on an interval, like `zmem sync`. Stops cleanly on Ctrl-C (exit 130)
     or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
     """
     from zmem.watch import Watcher
@@ -1135,10 +1160,19 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
         elif e.event == "committed":
             click.echo(f"committed {len(e.files)} memory file{'s' if len(e.files) != 1 else ''} as {e.commit[:10]}: "
                        f"{names}", err=True)
+        elif e.event == "synced":
+            click.echo(f"synced: {e.message}" + (f": {names}" if e.files else ""), err=True)
 
+    syncer = None
+    if sync_every:
+        from zmem import sync
+        sync.upstream(ws.root)  # no remote or no upstream: said now, not at the first interval
+
+        def syncer():
+            return sync.sync(ws)
     watcher = Watcher(ws, debounce=ws.config.watch_debounce if debounce is None else debounce, commit=do_commit,
                       commit_after=commit_after, poll=poll, max_events=max_events, exit_after=exit_after,
-                      emit=emit, notice=warn)
+                      emit=emit, notice=warn, sync_every=sync_every, syncer=syncer)
     try:
         code = watcher.run()
     except ZmemError as e:

@@ -117,7 +117,8 @@ def _rev(root: Path, ref: str) -> str | None:
 
 
 def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | None) -> ZmemError:
-    kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and go out with the next sync"
+    kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and "
+            f"go{'' if ahead != 1 else 'es'} out with the next sync"
             if ahead else "; nothing was lost: your notes stay committed here")
     return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
                      hint=f"check the URL (git remote -v), the network and your git credentials "
@@ -295,6 +296,8 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
     proc = _git(root, "merge", "--ff", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
     if proc.returncode == 0:
         result.merge = "merge" if result.merge == "merge" or not ff else "fast-forward"
+        if not ff:
+            _upstream_first(root, theirs)
         return
     conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
     from zmem.repo import open_repo
@@ -308,6 +311,7 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
             done = _git(root, "commit", "--no-edit")
             if done.returncode == 0:
                 result.merge = "merge"
+                _upstream_first(root, theirs)
                 _regenerate(ws, settled, result)
                 return
     if merge_in_progress(Path(repo.git_dir())):
@@ -330,6 +334,23 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
                     "here, nothing was pushed",
                     hint=f"merge by hand: git pull --no-rebase {up.remote} {up.branch}, fix the conflicts in those "
                          "files, git commit, then: zmem sync")
+
+
+def _upstream_first(root: Path, theirs: str) -> None:
+    """Make the merge commit just made list the upstream commit as its first parent (and this
+    clone's commits second), as if the clone's work had been merged into the hub's line. Then the
+    first-parent line of every clone is the hub's history, whichever clone won a push race: a note
+    counts (in --as-of recall, `log @Entity`, `diff DATE`) from the commit that put it on the hub's
+    line, the same on every clone, and a clone that fast-forwards keeps its own commits on its
+    line. Same tree, so the work tree and git's index do not change; the commit was never pushed."""
+    head = _rev(root, "HEAD")
+    parents = (_out(root, "rev-list", "--parents", "-n", "1", head or "") or "").split()[1:]
+    if len(parents) != 2 or parents[1] != theirs:
+        return
+    message = _git(root, "log", "-1", "--format=%B", head).stdout.rstrip("\n")
+    new = _out(root, "commit-tree", f"{head}^{{tree}}", "-p", theirs, "-p", parents[0], "-m", message)
+    if new:
+        _git(root, "update-ref", "-m", "zmem sync: upstream first", "HEAD", new, head)
 
 
 def _regenerate(ws: Workspace, settled: list[str], result: SyncResult) -> None:
