@@ -502,7 +502,8 @@ def model_import(source, fmt, out, outtype, force):
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
 @click.option("--as-of", "as_of", metavar="DATE|REV", default=None,
               help="Recall from the memory as it stood at a commit: the last one on this branch at or before "
-                   "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
+                   "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly. Follows the first-parent "
+                   "line: after `zmem sync` merges, a note counts from the commit that put it on the hub's line.")
 @click.option("--scope", type=click.Choice(["private", "group"]), default="private", show_default=True,
               help="group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
 @click.option("--source", type=click.Choice(["memory", "sessions", "all"]), default=None,
@@ -921,6 +922,8 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
     TARGET is `path#Lx-Ly`, `path:LINE`, `path@REV#Lx-Ly`, a fact id (from `zmem facts`), or a
     query in quotes (its top hits are blamed). For lines that `zmem reflect` wrote (entity pages,
     opinions, MEMORY.md), the daily-log lines they cite are blamed too: the evidence chain.
+    Follows every parent: a line another clone wrote is credited to its own commit, not to the
+    merge that brought it in.
     """
     from zmem.blame import blame
     from zmem.indexer import catch_up, open_index
@@ -969,6 +972,9 @@ def log_cmd(ctx, target, since, reverse, as_json):
     newest commit first.
 
     TARGET is `@Name` (or an entity name) or a path such as memory/2025-11-27.md (renames followed).
+    A file's log lists the commits that changed it on every parent (who wrote what, on any clone);
+    an entity's log follows the first-parent line, where a note another clone wrote shows as added
+    by the `zmem sync` merge that brought it onto the hub's line (`zmem blame` names its writer).
     """
     from zmem.indexer import catch_up, open_index
     from zmem.search import parse_when
@@ -1053,7 +1059,8 @@ def _iso_time(t: int) -> str:
 def diff_cmd(ctx, rev1, rev2, entity, as_json):
     """What memory believed differently at REV2 (default HEAD) than at REV1: facts added,
     retracted and changed, opinions added and removed, confidence changes with their evidence.
-    REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day).
+    REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day, on the
+    first-parent line: with `zmem sync`, the hub's history, the same on every clone).
     """
     from zmem.indexer import catch_up, open_index
     from zmem.timeline import belief_diff, require_history
@@ -1204,8 +1211,11 @@ def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     Commits the changed memory files, fetches the upstream branch (or REMOTE's branch of the same
     name), merges it (daily logs merge by union, see .gitattributes), pushes, and retries a few times
     when another clone pushed first. Then it catches up the index and says what came in and what
-    went out. Uses git's own remotes and credentials. A conflict in a file a person wrote stops
-    the sync with the merge undone and the files named; nothing is lost.
+    went out. Uses git's own remotes and credentials. A conflict only in what `zmem reflect` wrote
+    (entity page blocks, bank/opinions.md) is settled and those files are written again by reflect;
+    a conflict in what a person wrote stops the sync with the merge undone and the files named, and
+    so does a hub whose history was rewritten (force-pushed); nothing is lost. Merges list the hub's
+    commit first, so the first-parent history (--as-of, `log @Entity`, `diff`) is the hub's.
     """
     from zmem import sync
     if no_fetch and not show_status:

@@ -241,7 +241,9 @@ def _finish_interrupted_merge(root: Path, git_dir: Path) -> bool:
     if _git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD").returncode == 0:
         _git(root, "merge", "--quit")  # killed after the merge commit, before git cleaned up
     elif _out(root, "diff", "--name-only", "--diff-filter=U") == "":
-        _git(root, "commit", "--no-edit")
+        theirs = _rev(root, "MERGE_HEAD")
+        if _git(root, "commit", "--no-edit").returncode == 0 and theirs:
+            _upstream_first(root, theirs)
     else:
         _git(root, "merge", "--abort")
     return True
