@@ -81,3 +81,26 @@ def test_a_conflict_in_the_hand_written_part_of_a_page_still_stops(tmp_path):
     assert "sync stopped: 1 file changed here and on origin/main" in first and PAGE in first
     assert not (b / ".git/MERGE_HEAD").exists() and not git(b, "status", "--porcelain")
     assert "A colleague from Madrid." in (b / PAGE).read_text() and no_conflict_markers(b)
+
+
+@pytest.mark.slow
+def test_a_line_that_reached_both_sides_is_kept_once_not_repeated_by_the_union_merge(tmp_path):
+    # union keeps both sides of a hunk: X A | B X gives X twice; many clones merging each other's
+    # merges (criss-cross) bring the same line to both sides that way
+    a, b = make_hub(tmp_path, 2)
+    for note in ("the backup ran at 02:00", "alpha only on a"):
+        zmem("-C", str(a), "append", note)
+    sync(a)
+    for note in ("beta only on b", "the backup ran at 02:00"):
+        zmem("-C", str(b), "append", note)
+    out = sync(b)
+    assert out["merge"] == "merge" and out["pushed"]
+    text = next((b / "memory").glob("2*.md")).read_text()
+    assert text.count("- the backup ran at 02:00\n") == 1, text
+    assert text.count("alpha only on a") == 1 and text.count("beta only on b") == 1
+    assert no_conflict_markers(b) and not git(b, "status", "--porcelain")
+    write(b, "MEMORY.md", "# Memory\n\n- twice on purpose\n- twice on purpose\n")  # a person's own repeat stays
+    sync(b)
+    zmem("-C", str(a), "append", "a later note")
+    sync(a)
+    assert (a / "MEMORY.md").read_text().count("- twice on purpose\n") == 2

@@ -96,5 +96,5 @@ def test_two_clones_started_on_their_own_get_a_specific_hint(tmp_path):
     first, hint = proc.stderr.strip().splitlines()
     assert first.startswith("zmem: this clone and origin/main share no history: each was started on its own")
     assert "git merge --allow-unrelated-histories origin/main" in hint and "git clone" in hint
-    assert "a note from a memory started elsewhere" in git(other, "log", "-p", "-1")
+    assert "a note from a memory started elsewhere" in git(other, "log", "-p")
     assert git(tmp_path / "hub.git", "rev-parse", "main") == git(a, "rev-parse", "HEAD")  # the hub is untouched

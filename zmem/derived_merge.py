@@ -8,10 +8,14 @@ merged notes, instead of stopping as it does for a conflict in what a person wro
 - bank/opinions.md: when only one side has commits that are not reflect's (a person's edit), that
   side's file is kept; when neither has, ours. Reflect then adds the evidence the other side had
   (each fact once, by its id). When both sides have a person's edits, it is a person's conflict.
+
+And the daily logs, merged by git's union driver, lose the repeats that driver adds
+(drop_union_duplicates).
 """
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from zmem.entities import BEGIN, END, ENTITY_DIR
@@ -116,3 +120,45 @@ def settle(root: Path, conflicted: dict[str, str], theirs_commit: str) -> list[s
         if _git(root, "add", "--", rel)[0]:
             return None
     return sorted(settled)
+
+
+def drop_union_duplicates(root: Path, ours: str, theirs: str) -> list[str]:
+    """In a merge in progress (not committed yet), remove the repeats the union driver adds: when a
+    line reached both sides by different ways (criss-cross merges of many clones, or the same line
+    written on both), union keeps each side's copy. No line is kept more times than the side that
+    has it most, so a line a person wrote twice stays twice. Returns the workspace paths changed
+    (written and staged)."""
+    code, out = _git(root, "diff", "--cached", "--name-only", "--relative", "HEAD")
+    paths = [p for p in out.splitlines() if p.endswith(".md")] if code == 0 else []
+    if not paths:
+        return []
+    code, attrs = _git(root, "check-attr", "merge", "--", *paths)
+    union = [line.rsplit(": merge: ", 1)[0] for line in attrs.splitlines() if line.endswith(": merge: union")]
+    changed = []
+    for path in union:  # relative to the current directory (the workspace), as check-attr names them
+        texts = []
+        for rev in (ours, theirs):
+            code, text = _git(root, "show", f"{rev}:./{path}")
+            texts.append(text if code == 0 else "")
+        try:
+            merged = (root / path).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        limit = _counts(texts[0]) | _counts(texts[1])  # per line, the most either side has
+        seen: dict[str, int] = {}
+        kept = []
+        for line in merged.splitlines(keepends=True):
+            key = line.rstrip("\r\n")
+            if key.strip() and limit.get(key, 0) and seen.get(key, 0) >= limit[key]:
+                continue
+            seen[key] = seen.get(key, 0) + 1
+            kept.append(line)
+        if len(kept) < len(merged.splitlines()):
+            write_file_in(root, path, "".join(kept).encode("utf-8"))
+            if _git(root, "add", "--", path)[0] == 0:
+                changed.append(path)
+    return changed
+
+
+def _counts(text: str) -> Counter:
+    return Counter(line.rstrip("\r") for line in text.split("\n") if line.strip())

@@ -4,9 +4,11 @@ meanwhile), catch up the index, and say what came in and what went out.
 
 Merge, not rebase: a rebase would rewrite commits this clone already indexed, blamed and cited
 (`path@sha#L…`), and every clone would see other ids for the same notes. With a merge every commit
-keeps its id; the first-parent history of a clone is what it wrote plus one merge per sync that
-brought something in. The git CLI does the network work, so any remote git understands and git's
-own credentials (SSH agent, credential helpers) work; zmem stores no token."""
+keeps its id. A sync's merge lists the upstream commit first (_upstream_first), so the first-parent
+history of every clone is the hub's. Conflicts only in what reflect wrote are settled and rewritten
+(derived_merge); anything else a person must decide (a real conflict, a rewritten hub) stops the
+sync before anything is merged or pushed. The git CLI does the network work, so any remote git
+understands and git's own credentials (SSH agent, credential helpers) work; zmem stores no token."""
 from __future__ import annotations
 
 import os
@@ -295,21 +297,31 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
         return  # nothing new upstream
     ff = head is None or _count(root, head, theirs) == 0
     # --ff and --no-edit whatever merge.ff or pull.* say: a fast-forward when possible, else a merge commit
-    proc = _git(root, "merge", "--ff", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
-    if proc.returncode == 0:
-        result.merge = "merge" if result.merge == "merge" or not ff else "fast-forward"
-        if not ff:
-            _upstream_first(root, theirs)
-        return
-    conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
+    # --no-commit: the union-merged logs lose their repeated lines before the merge is committed
+    proc = _git(root, "merge", "--ff", "--no-commit", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
+    from zmem.derived_merge import drop_union_duplicates
     from zmem.repo import open_repo
     from zmem.watch import merge_in_progress
     repo = open_repo(root)
+    if proc.returncode == 0:
+        if merge_in_progress(Path(repo.git_dir())) == "MERGE_HEAD":
+            drop_union_duplicates(root, head, theirs)
+            done = _git(root, "commit", "--no-edit")
+            if done.returncode:
+                _git(root, "merge", "--abort")
+                raise ZmemError(f"cannot commit the merge of {up.name}: {_said(done)}",
+                                hint="nothing was lost (your notes stay committed here); a pre-commit hook may have "
+                                     "refused it: see git status, then: zmem sync")
+            _upstream_first(root, theirs)
+        result.merge = "merge" if result.merge == "merge" or not ff else "fast-forward"
+        return
+    conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
     if conflicted and merge_in_progress(Path(repo.git_dir())) == "MERGE_HEAD":
         from zmem.derived_merge import settle
         in_ws = {repo.to_ws(p): p for p in conflicted}
         settled = settle(root, in_ws, theirs) if None not in in_ws else None
         if settled is not None:
+            drop_union_duplicates(root, head, theirs)
             done = _git(root, "commit", "--no-edit")
             if done.returncode == 0:
                 result.merge = "merge"
