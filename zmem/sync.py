@@ -23,7 +23,7 @@ from zmem.errors import ZmemError
 from zmem.gitcmd import run_git
 from zmem.workspace import Workspace
 
-PUSH_TRIES = 5  # a push rejected because another clone pushed first: fetch, merge and push again
+PUSH_TRIES = 10  # a push rejected because another clone pushed first: fetch, merge and push again
 
 
 @dataclass
@@ -220,7 +220,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
         if attempt == tries:
             raise ZmemError(f"the push to {up.name} was rejected {tries} times: other clones keep pushing first",
                             hint="nothing was lost (your notes are committed here); run zmem sync again")
-        time.sleep(min(2.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
+        time.sleep(min(4.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
     head = _rev(root, "HEAD")
     result.head = head
     result.incoming = _changes(ws, start, head) if start and head and start != head else _empty()
