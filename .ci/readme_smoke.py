@@ -40,7 +40,7 @@ EXPECTED_ERRORS = {
                           "the README's ./all-MiniLM-L6-v2 is a model directory the smoke test does not have"),
     ("mcp",): (lambda python: not _importable(python, "mcp"),
                "the `mcp` package is an extra (pip install 'zmem[mcp]'), not in this install"),
-    ("sync",): (lambda python: True, "the demo workspace has no git remote (tests/index/test_sync.py syncs real clones)"),
+    ("sync",): (lambda python: True, "the demo workspace has no git remote (tests/test_sync.py syncs real clones)"),
     ("model", "pull"): (lambda python: True,
                         "downloads from the Hugging Face Hub, and this test runs offline (HF_HUB_OFFLINE=1); "
                         "tests/embedders/test_model_pull.py runs the real download against a loopback hub"),

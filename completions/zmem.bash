@@ -58,6 +58,7 @@ _zmem() {
         "watch|--commit-after") kind="any" ;;
         "watch|--max-events") kind="any" ;;
         "watch|--exit-after") kind="any" ;;
+        "watch|--sync") kind="any" ;;
         "mcp|--scope") kind="choices:private group" ;;
         "mcp|--query-timeout") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
@@ -102,7 +103,7 @@ _zmem_words() {
         "blame") words="-k --k --no-follow --json --help" ;;
         "log") words="--since --reverse --json --help" ;;
         "diff") words="--entity --json --help" ;;
-        "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --verbose -v --json --help" ;;
+        "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --sync --verbose -v --json --help" ;;
         "sync") words="--status --no-fetch --json --help" ;;
         "mcp") words="--scope --query-timeout --help" ;;
         "status") words="--json --help" ;;

@@ -23,7 +23,7 @@ LAYERS = [
     ("history", {"history"}),
     ("reflect", {"reflect"}),
     # zmem.hookrun is where the installed hook shims point (`python -m zmem.hookrun`): it cannot move
-    ("front", {"zmem", "memory", "results", "status", "hookrun", "__main__", "cli", "mcp"}),
+    ("front", {"zmem", "memory", "sync", "results", "status", "hookrun", "__main__", "cli", "mcp"}),
 ]
 
 

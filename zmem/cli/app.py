@@ -112,6 +112,25 @@ class Seconds(click.FloatRange):
         return rv
 
 
+class Interval(click.ParamType):
+    """A duration: seconds, or a number with s, m or h (`90`, `60s`, `5m`, `1h`), at least 1 s."""
+    name = "interval"
+    UNITS = {"s": 1, "m": 60, "h": 3600}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = self.UNITS.get(text[-1:], None)
+        try:
+            seconds = float(text[:-1] if unit else text) * (unit or 1)
+        except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds < 1:
+            self.fail(f"{value!r} is not an interval of at least 1 s (e.g. 60s, 5m, 1h).", param, ctx)
+        return seconds
+
+
 KIND_CHOICES = [*KINDS.values(), *KINDS]  # a kind by name or by its one-letter code
 
 
@@ -516,7 +535,8 @@ def model_list(ctx, as_json):
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
 @click.option("--as-of", "as_of", metavar="DATE|REV", default=None,
               help="Recall from the memory as it stood at a commit: the last one on this branch at or before "
-                   "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.")
+                   "DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly. Follows the first-parent "
+                   "line: after `zmem sync` merges, a note counts from the commit that put it on the hub's line.")
 @scope_option("group: never return MEMORY.md or paths listed under [scopes] private (for shared chats).")
 @click.option("--source", type=click.Choice(["memory", "sessions", "all"]), default=None,
               help="Search memory files, agent session transcripts, or both (default: all when [sessions] "
@@ -875,6 +895,8 @@ def blame_cmd(ctx, target, k, no_follow, as_json):
     TARGET is `path#Lx-Ly`, `path:LINE`, `path@REV#Lx-Ly`, a fact id (from `zmem facts`), or a
     query in quotes (its top hits are blamed). For lines that `zmem reflect` wrote (entity pages,
     opinions, MEMORY.md), the daily-log lines they cite are blamed too: the evidence chain.
+    Follows every parent: a line another clone wrote is credited to its own commit, not to the
+    merge that brought it in.
     """
     found = _memory(ctx).blame(target, follow=not no_follow, k=k)
     for w in found.warnings:
@@ -912,6 +934,9 @@ def log_cmd(ctx, target, since, reverse, as_json):
     newest commit first.
 
     TARGET is `@Name` (or an entity name) or a path such as memory/2025-11-27.md (renames followed).
+    A file's log lists the commits that changed it on every parent (who wrote what, on any clone);
+    an entity's log follows the first-parent line, where a note another clone wrote shows as added
+    by the `zmem sync` merge that brought it onto the hub's line (`zmem blame` names its writer).
     """
     found = _memory(ctx).log(target, since=since, reverse=reverse)
     for w in found.warnings:
@@ -961,7 +986,8 @@ def log_cmd(ctx, target, since, reverse, as_json):
 def diff_cmd(ctx, rev1, rev2, entity, as_json):
     """What memory believed differently at REV2 (default HEAD) than at REV1: facts added,
     retracted and changed, opinions added and removed, confidence changes with their evidence.
-    REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day).
+    REV1/REV2 are commits, branches, tags or dates (the last commit at or before the day, on the
+    first-parent line: with `zmem sync`, the hub's history, the same on every clone).
     """
     d = _memory(ctx).diff(rev1, rev2, entity=entity, notice=warn).to_json()
     if as_json:
@@ -1014,17 +1040,23 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
               help="Exit 0 after N indexed/committed events (for scripts and tests).")
 @click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
+@click.option("--sync", "sync_every", type=Interval(), default=None, metavar="INTERVAL",
+              help="Also run `zmem sync` (commit, fetch, merge, push) every INTERVAL (60s, 5m, 1h). A failure "
+                   "(offline, a conflict) is a warning and a line in .zmem/watch.log, retried at the interval, then "
+                   "twice as late each time (up to 10 minutes); never fatal. Writes never wait for it.")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
-@json_option('One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"error", '
-             '"files": [...], "commit": ..., "seconds": ...}.')
+@json_option('One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"synced"|"error", '
+             '"files": [...], "commit": ..., "seconds": ...}; "synced" has the files that came in, the new '
+             'HEAD as commit, and a message.')
 @click.pass_context
-def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, verbose, as_json):
+def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, sync_every, verbose, as_json):
     """Keep the index fresh while agents write memory files without committing.
 
     Watches the memory directories (inotify on Linux, one descriptor however many files; elsewhere
     it stats the files every second) and, after DEBOUNCE seconds without a change, reindexes what
     changed. With --commit, memory files that stay unchanged for --commit-after seconds are
-    committed (`zmem watch: N memory files`), never other files. Stops cleanly on Ctrl-C (exit 130)
+    committed (`zmem watch: N memory files`), never other files. With --sync, it also shares them
+    through the git remote on an interval, like `zmem sync`. Stops cleanly on Ctrl-C (exit 130)
     or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
     """
     from zmem.index.watch import Watcher
@@ -1046,10 +1078,17 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
         elif e.event == "committed":
             click.echo(f"committed {len(e.files)} memory file{'s' if len(e.files) != 1 else ''} as {e.commit[:10]}: "
                        f"{names}", err=True)
+        elif e.event == "synced":
+            click.echo(f"synced: {e.message}" + (f": {names}" if e.files else ""), err=True)
 
+    syncer = None
+    if sync_every:
+        from zmem import sync
+        sync.upstream(ws.root)  # no remote or no upstream: said now, not at the first interval
+        syncer = functools.partial(sync.sync, ws)
     watcher = Watcher(ws, debounce=ws.config.watch_debounce if debounce is None else debounce, commit=do_commit,
                       commit_after=commit_after, poll=poll, max_events=max_events, exit_after=exit_after,
-                      emit=emit, notice=warn)
+                      emit=emit, notice=warn, sync_every=sync_every, syncer=syncer)
     try:
         code = watcher.run()
     except ZmemError as e:
@@ -1080,10 +1119,13 @@ def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     Commits the changed memory files, fetches the upstream branch (or REMOTE's branch of the same
     name), merges it (daily logs merge by union, see .gitattributes), pushes, and retries a few times
     when another clone pushed first. Then it catches up the index and says what came in and what
-    went out. Uses git's own remotes and credentials. A conflict in a file a person wrote stops
-    the sync with the merge undone and the files named; nothing is lost.
+    went out. Uses git's own remotes and credentials. A conflict only in what `zmem reflect` wrote
+    (entity page blocks, bank/opinions.md) is settled and those files are written again by reflect;
+    a conflict in what a person wrote stops the sync with the merge undone and the files named, and
+    so does a hub whose history was rewritten (force-pushed); nothing is lost. Merges list the hub's
+    commit first, so the first-parent history (--as-of, `log @Entity`, `diff`) is the hub's.
     """
-    from zmem.index import sync
+    from zmem import sync
     if no_fetch and not show_status:
         raise click.UsageError("--no-fetch goes with --status")
     ws = _memory(ctx).workspace

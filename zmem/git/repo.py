@@ -136,6 +136,13 @@ class Repo:
     def is_shallow(self) -> bool:
         return self.git.is_shallow
 
+    def is_ancestor(self, sha: str, of: str) -> bool:
+        """Whether commit sha is in the history of commit of (through any parent)."""
+        try:
+            return sha == of or self.git.descendant_of(self.git[of].id, self.git[sha].id)
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+
     def reachable_from_refs(self, sha: str) -> bool:
         """Whether a commit is still on some branch, tag or remote-tracking branch (not only in
         the reflog): a checkout leaves the commits it moved off reachable, a rewrite does not."""

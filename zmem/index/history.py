@@ -30,12 +30,13 @@ class HistoryUpdate:
     blobs: int = 0          # file contents parsed
     rewound: int = 0        # commits dropped because HEAD moved off them (checkout, reset, rebase)
     rewritten: bool = False  # ... and the old tip is on no branch or tag any more (not a mere checkout)
+    merged: bool = False     # ... or the old tip is in HEAD's history off its first-parent line (a sync's merge)
     shallow: bool = False
     seconds: float = 0.0
 
     def rewound_note(self) -> str | None:
         """What to tell the user about the commits dropped from the history index."""
-        if not self.rewound:
+        if not self.rewound or self.merged:  # merged in: what `zmem sync` does, documented as-of behaviour
             return None
         if self.rewritten:
             return (f"history was rewritten: {_commits(self.rewound)} no longer on any branch or tag "
@@ -67,6 +68,7 @@ def update_history(ws: Workspace, repo: Repo, conn, *, enable: bool = False, pro
             out.rewound = tip - fork
             old_tip = conn.execute("SELECT sha FROM hist_commits WHERE seq = ?", (tip,)).fetchone()[0]
             out.rewritten = not repo.reachable_from_refs(old_tip)
+            out.merged = bool(chain) and repo.is_ancestor(old_tip, chain[0].sha)
             conn.execute("DELETE FROM hist_versions WHERE from_seq > ?", (fork,))
             conn.execute("UPDATE hist_versions SET to_seq = NULL WHERE to_seq > ?", (fork,))
             conn.execute("DELETE FROM hist_commits WHERE seq > ?", (fork,))

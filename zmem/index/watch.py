@@ -46,6 +46,7 @@ _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-p
 
 POLL_SECONDS = 1.0
 COMMIT_ATTEMPTS = 3  # a memory file git keeps refusing is left uncommitted after this many tries
+SYNC_BACKOFF_MAX = 600.0  # a failing sync is retried at the interval, then twice as late each time, up to this
 MERGE_MARKERS = ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD")
 
 
@@ -276,7 +277,7 @@ class PollSource:
 
 @dataclass
 class WatchEvent:
-    event: str  # watching | indexed | committed | error
+    event: str  # watching | indexed | committed | synced | error
     files: list[str] = field(default_factory=list)
     commit: str | None = None
     seconds: float = 0.0
@@ -317,7 +318,8 @@ class Watcher:
                  poll: bool = False, max_events: int | None = None, exit_after: float | None = None,
                  emit: Callable[[WatchEvent], None] = lambda e: None,
                  notice: Callable[[str], None] = lambda s: None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 sync_every: float | None = None, syncer: Callable[[], object] | None = None):
         self.ws = ws
         self.debounce = debounce
         self.commit = commit
@@ -328,6 +330,12 @@ class Watcher:
         self.emit = emit
         self.notice = notice  # warnings for stderr (always shown)
         self.clock = clock
+        # --sync: syncer() runs `zmem sync` (returns a sync.SyncResult, raises ZmemError); the CLI
+        # passes it in, so this module never imports the sync above it
+        self.sync_every = sync_every
+        self.syncer = syncer if sync_every else None
+        self.sync_at = clock() + (sync_every or 0.0)
+        self.sync_failures = 0
         self.max_wait = max(10.0, 4 * debounce)  # a steady stream of writes is still indexed this often
         self.dirty_since: float | None = None  # first change not indexed yet
         self.last_change: float | None = None
@@ -366,6 +374,8 @@ class Watcher:
         if self.commit and self.pending:
             quiet = (self.last_change or 0.0) + self.commit_after
             waits.append(max(quiet, self.commit_retry_at) - now)
+        if self.syncer is not None:
+            waits.append(self.sync_at - now)
         return max(0.0, min(waits)) if waits else None
 
     def tick(self, now: float) -> None:
@@ -377,6 +387,8 @@ class Watcher:
             self.index()
         if commit_due and self.dirty_since is None and self.stop_signal is None:
             self.commit_pending()  # only once the index has seen every change (never after a stop)
+        if self.syncer is not None and now >= self.sync_at and self.dirty_since is None and self.stop_signal is None:
+            self.sync_now()
 
     # -- actions
     def index(self, startup: bool = False) -> None:
@@ -572,6 +584,49 @@ class Watcher:
         else:
             self.blocked = None
             self.commit_retry_at = 0.0
+
+    def sync_now(self) -> None:
+        """One `zmem sync` (it commits the changed memory files itself). A failure is said on stderr,
+        as an error event and in .zmem/watch.log, and retried later (backoff), never fatal."""
+        t0 = time.perf_counter()
+        try:
+            res = self.syncer()
+        except ZmemError as e:
+            self._sync_failed(e.message)
+            return
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the watcher keeps watching
+            self._sync_failed(f"{type(e).__name__}: {e}")
+            return
+        if self.sync_failures:
+            self._log(f"sync works again after {self.sync_failures} failed attempts")
+        self.sync_failures = 0
+        self.sync_at = self.clock() + self.sync_every
+        for w in res.warnings:
+            self.notice(w)
+        self.pending.difference_update(res.committed_files)
+        came = res.incoming
+        self.emit(WatchEvent("synced", list(came["files"]), commit=res.head, seconds=time.perf_counter() - t0,
+                             message=f"{came['commits']} commits in ({res.merge}), "
+                                     f"{res.outgoing['commits'] if res.pushed else 0} out",
+                             warnings=list(res.warnings)))
+
+    def _sync_failed(self, why: str) -> None:
+        self.sync_failures += 1
+        delay = min(self.sync_every * 2 ** (self.sync_failures - 1), max(self.sync_every, SYNC_BACKOFF_MAX))
+        self.sync_at = self.clock() + delay
+        message = f"sync failed (attempt {self.sync_failures}; retrying in {delay:g} s): {why}"
+        self._log(message)
+        self._error(message)
+
+    def _log(self, message: str) -> None:
+        """A line in .zmem/watch.log (what a watch running unattended did wrong, for later)."""
+        import datetime as dt
+        try:
+            self.ws.state_dir.mkdir(exist_ok=True)
+            with open(self.ws.state_dir / "watch.log", "a", encoding="utf-8") as f:
+                f.write(f"{dt.datetime.now().isoformat(timespec='seconds')} {message}\n")
+        except OSError:
+            pass
 
     def _blocked(self, why: str, retry: float, files=None) -> None:
         self.commit_retry_at = self.clock() + retry

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, git, run, write, zmem_proc
+from helpers.hub import assert_converged as _assert_converged
+from helpers.hub import make_hub as _hub
+from helpers.hub import sync as _sync
+from helpers.hub import today_log as _today_log
+from helpers.hub import zmem as _zmem
 
 LOG = "memory/2025-11-24.md"
 
@@ -112,53 +117,6 @@ def test_conflict_markers_in_a_note_are_a_warning_naming_file_and_line(ws):
 # ----------------------------------------------------------------------------- zmem sync with a real hub
 
 
-def _zmem(*args, ok=True) -> subprocess.CompletedProcess:
-    proc = zmem_proc(*args)
-    if ok:
-        assert proc.returncode == 0, f"zmem {' '.join(args)}: {proc.stdout}{proc.stderr}"
-    return proc
-
-
-def _sync(root: Path, *extra, ok=True):
-    proc = _zmem("-C", str(root), "sync", "--json", *extra, ok=ok)
-    return json.loads(proc.stdout) if ok else proc
-
-
-def _hub(tmp_path: Path, n: int) -> list[Path]:
-    """A bare hub and n clones with hooks installed; the first clone's `zmem init` went out first."""
-    hub = tmp_path / "hub.git"
-    git(tmp_path, "init", "-q", "--bare", str(hub))
-    clones = []
-    for i in range(n):
-        root = tmp_path / f"clone{i}"
-        git(tmp_path, "clone", "-q", str(hub), str(root))
-        git(root, "config", "user.name", f"agent{i}")
-        git(root, "config", "user.email", f"agent{i}@example.org")
-        _zmem("init", str(root))
-        if i == 0:
-            out = _sync(root)
-            assert out["pushed"] and {".gitattributes", "zmem.toml", "MEMORY.md"} <= set(out["outgoing"]["files"])
-        clones.append(root)
-    return clones
-
-
-def _today_log(root: Path) -> str:
-    return next((root / "memory").glob("2*.md")).read_text(encoding="utf-8")
-
-
-def _assert_converged(clones: list[Path], notes: list[str]) -> None:
-    head = git(clones[0], "rev-parse", "HEAD")
-    for root in clones:
-        assert git(root, "rev-parse", "HEAD") == head
-        text = _today_log(root)
-        for note in notes:
-            assert text.count(note) == 1, (root, note, text)
-        patch = git(root, "log", "-p", "--all")
-        assert not any(line[1:].startswith(("<<<<<<<", ">>>>>>>")) for line in patch.splitlines())
-        st = json.loads(_zmem("-C", str(root), "status", "--json").stdout)
-        assert not st["stale"] and st["indexed_commit"] == head and not st["dirty"], st
-
-
 @pytest.mark.slow
 def test_three_clones_append_and_sync_to_one_memory(tmp_path):
     clones = _hub(tmp_path, 3)
@@ -194,16 +152,27 @@ def test_sync_reports_facts_and_entities_that_came_in(tmp_path):
 
 @pytest.mark.slow
 def test_concurrent_syncs_from_three_clones_converge(tmp_path):
+    """Three agents, each appending through the CLI and through its own MCP server's memory_append,
+    and syncing, all at once."""
+    import asyncio
     import threading
+    from helpers import mcp_client  # skips this test where the MCP SDK is missing
     clones = _hub(tmp_path, 3)
     failures: list[str] = []
 
     def agent(i: int, root: Path) -> None:
-        for rnd in range(3):
-            _zmem("-C", str(root), "append", f"parallel note {i}.{rnd} plum{i}{rnd}")
-            proc = zmem_proc("-C", str(root), "sync")
-            if proc.returncode:
-                failures.append(proc.stderr)
+        async def work() -> None:
+            async with mcp_client.session(root) as s:
+                for rnd in range(3):
+                    _zmem("-C", str(root), "append", f"parallel note {i}.{rnd} plum{i}{rnd}")
+                    await mcp_client.call(s, "memory_append", text=f"mcp note {i}.{rnd} fig{i}{rnd}")
+                    proc = await asyncio.to_thread(zmem_proc, "-C", str(root), "sync")
+                    if proc.returncode:
+                        failures.append(proc.stderr)
+        try:
+            asyncio.run(work())
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            failures.append(repr(e))
     threads = [threading.Thread(target=agent, args=(i, root)) for i, root in enumerate(clones)]
     for t in threads:
         t.start()
@@ -212,9 +181,13 @@ def test_concurrent_syncs_from_three_clones_converge(tmp_path):
     assert not failures, failures
     for root in clones:
         _sync(root)
-    _assert_converged(clones, [f"parallel note {i}.{r} plum{i}{r}" for i in range(3) for r in range(3)])
-    out = json.loads(_zmem("-C", str(clones[0]), "recall", "plum21", "--json").stdout)
-    assert "parallel note 2.1" in out["results"][0]["snippet"]
+    _assert_converged(clones, [f"{kind} note {i}.{r} {word}{i}{r}" for kind, word in (("parallel", "plum"), ("mcp", "fig"))
+                               for i in range(3) for r in range(3)])
+    for j, root in enumerate(clones):  # each clone finds what the next one wrote, by CLI and by MCP
+        other = (j + 1) % 3
+        for word, note in ((f"plum{other}1", f"parallel note {other}.1"), (f"fig{other}2", f"mcp note {other}.2")):
+            out = json.loads(_zmem("-C", str(root), "recall", word, "--json").stdout)
+            assert note in out["results"][0]["snippet"], (root, word, out["results"][:1])
 
 
 @pytest.mark.slow
@@ -251,7 +224,8 @@ def test_an_unreachable_remote_loses_nothing(tmp_path):
     proc = _sync(a, ok=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[0].startswith("zmem: cannot reach the remote origin:") and "stay committed here" in lines[0]
+    assert lines[0].startswith("zmem: cannot reach the remote origin:")
+    assert lines[0].endswith("your 1 commit stays committed here and goes out with the next sync")
     assert lines[1].startswith("hint:") and "git remote -v" in lines[1]
     assert "written offline" in git(a, "log", "-p", "-1") and not git(a, "status", "--porcelain")
     st = _zmem("-C", str(a), "sync", "--status", "--no-fetch").stdout

@@ -4,9 +4,11 @@ meanwhile), catch up the index, and say what came in and what went out.
 
 Merge, not rebase: a rebase would rewrite commits this clone already indexed, blamed and cited
 (`path@sha#L…`), and every clone would see other ids for the same notes. With a merge every commit
-keeps its id; the first-parent history of a clone is what it wrote plus one merge per sync that
-brought something in. The git CLI does the network work, so any remote git understands and git's
-own credentials (SSH agent, credential helpers) work; zmem stores no token."""
+keeps its id. A sync's merge lists the upstream commit first (_upstream_first), so the first-parent
+history of every clone is the hub's. Conflicts only in what reflect wrote are settled and rewritten
+(derived_merge); anything else a person must decide (a real conflict, a rewritten hub) stops the
+sync before anything is merged or pushed. The git CLI does the network work, so any remote git
+understands and git's own credentials (SSH agent, credential helpers) work; zmem stores no token."""
 from __future__ import annotations
 
 import os
@@ -21,7 +23,7 @@ from zmem.errors import ZmemError
 from zmem.git.gitcmd import git_error, run_git
 from zmem.workspace.core import Workspace
 
-PUSH_TRIES = 5  # a push rejected because another clone pushed first: fetch, merge and push again
+PUSH_TRIES = 10  # a push rejected because another clone pushed first: fetch, merge and push again
 
 
 @dataclass
@@ -50,13 +52,16 @@ class SyncResult:
     push_attempts: int = 0
     incoming: dict = field(default_factory=dict)
     outgoing: dict = field(default_factory=dict)
+    regenerated: list[str] = field(default_factory=list)  # reflect-written files whose conflict reflect settled
+    reflect_commit: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"remote": self.upstream.remote, "branch": self.upstream.branch, "head": self.head,
                 "committed": self.committed, "committed_files": self.committed_files, "merge": self.merge,
                 "pushed": self.pushed, "push_attempts": self.push_attempts, "incoming": self.incoming,
-                "outgoing": self.outgoing, "warnings": self.warnings}
+                "outgoing": self.outgoing, "regenerated": self.regenerated,
+                "reflect_commit": self.reflect_commit, "warnings": self.warnings}
 
 
 def _env() -> dict[str, str]:
@@ -113,7 +118,8 @@ def _rev(root: Path, ref: str) -> str | None:
 
 
 def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | None) -> ZmemError:
-    kept = (f"; your {ahead} commit{'s' if ahead != 1 else ''} stay committed here and go out with the next sync"
+    kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and "
+            f"go{'' if ahead != 1 else 'es'} out with the next sync"
             if ahead else "; nothing was lost: your notes stay committed here")
     return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
                      hint=f"check the URL (git remote -v), the network and your git credentials "
@@ -121,13 +127,36 @@ def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | N
 
 
 def fetch(root: Path, up: Upstream) -> str | None:
-    """Fetch the upstream branch; its commit, or None when the remote has no such branch yet."""
-    proc = _git(root, "fetch", "--quiet", "--no-tags", up.remote, f"+refs/heads/{up.branch}:{up.tracking}")
+    """Fetch the upstream branch; its commit, or None when the remote has no such branch yet.
+    The remote-tracking ref only moves forward (no `+` in the refspec): when the remote's branch
+    was rewritten, the fetch stops here (_rewritten), and keeps stopping until a person decides."""
+    # not --quiet: that also hides the "[rejected] (non-fast-forward)" that tells a rewrite
+    # --refmap= : the remote's configured `+refs/heads/*` refspec must not force the ref either
+    proc = _git(root, "fetch", "--no-tags", "--refmap=", up.remote, f"refs/heads/{up.branch}:{up.tracking}")
     if proc.returncode:
-        if "couldn't find remote ref" in (proc.stderr or ""):
+        said = proc.stderr or ""
+        if "couldn't find remote ref" in said:
             return None  # an empty hub, or a branch nobody pushed yet: the first push creates it
+        if "non-fast-forward" in said or "[rejected]" in said:
+            raise _rewritten(root, up)
         raise _unreachable(up, proc, _count(root, "HEAD", _rev(root, up.tracking)))
     return _rev(root, up.tracking)
+
+
+def _rewritten(root: Path, up: Upstream) -> ZmemError:
+    """The remote's branch no longer contains what this clone fetched from it before (a force push).
+    Merging it would quietly put the removed commits back; following it would drop them here."""
+    old = _rev(root, up.tracking) or ""
+    new = _rev(root, "FETCH_HEAD") if _git(root, "fetch", "--quiet", "--no-tags", "--refmap=", up.remote,
+                                           f"refs/heads/{up.branch}").returncode == 0 else None
+    gone = _count(root, old, new) if new else 0
+    force = f"git fetch --force {up.remote} {up.branch}:{up.tracking}"
+    return ZmemError(f"{up.name} was rewritten (force-pushed): {gone or 'some'} commit{'s' if gone != 1 else ''} this "
+                     f"clone fetched from it before {'are' if gone != 1 else 'is'} no longer in it. Nothing was "
+                     "merged or pushed; your notes stay committed here",
+                     hint=f"if the rewrite was meant, follow it: {force} && git rebase --onto {up.name} {old[:12]} "
+                          f"(keeps the commits only this clone has), then: zmem sync. To undo it instead and put "
+                          f"those commits back on {up.name}: {force} && git merge {up.name}, then: zmem sync")
 
 
 def _count(root: Path, tip: str, base: str | None, *extra: str) -> int:
@@ -156,6 +185,8 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     root = ws.root
     repo = open_repo(root)
     marker = merge_in_progress(Path(repo.git_dir()))
+    if marker == "MERGE_HEAD" and _finish_interrupted_merge(root, Path(repo.git_dir())):
+        marker = merge_in_progress(Path(repo.git_dir()))
     if marker:
         raise ZmemError(f"a merge or rebase is in progress ({marker}): zmem sync does not start another",
                         hint="finish it (git status says how) or abort it (git merge --abort), then: zmem sync")
@@ -166,7 +197,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     theirs = None
     for attempt in range(1, tries + 1):
         theirs = fetch(root, up)
-        _integrate(root, up, theirs, result)
+        _integrate(ws, up, theirs, result)
         if theirs is not None and _count(root, "HEAD", theirs) == 0:
             break  # nothing of ours the remote lacks
         if _rev(root, "HEAD") is None:
@@ -188,7 +219,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
         if attempt == tries:
             raise ZmemError(f"the push to {up.name} was rejected {tries} times: other clones keep pushing first",
                             hint="nothing was lost (your notes are committed here); run zmem sync again")
-        time.sleep(min(2.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
+        time.sleep(min(4.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
     head = _rev(root, "HEAD")
     result.head = head
     result.incoming = _changes(ws, start, head) if start and head and start != head else _empty()
@@ -196,6 +227,27 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     from zmem.index.catchup import catch_up
     result.warnings += catch_up(ws).warnings
     return result
+
+
+def _finish_interrupted_merge(root: Path, git_dir: Path) -> bool:
+    """A merge a killed `zmem sync` left behind (its own message in MERGE_MSG) is finished: forgotten
+    when its commit was made already, committed when nothing conflicts, else undone (the next merge
+    redoes it; both sides' commits are intact). True when it was one; a person's merge is left alone."""
+    try:
+        message = (git_dir / "MERGE_MSG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if not message.startswith("zmem sync: merge "):
+        return False
+    if _git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD").returncode == 0:
+        _git(root, "merge", "--quit")  # killed after the merge commit, before git cleaned up
+    elif _out(root, "diff", "--name-only", "--diff-filter=U") == "":
+        theirs = _rev(root, "MERGE_HEAD")
+        if _git(root, "commit", "--no-edit").returncode == 0 and theirs:
+            _upstream_first(root, theirs)
+    else:
+        _git(root, "merge", "--abort")
+    return True
 
 
 def _track(root: Path, up: Upstream) -> None:
@@ -234,23 +286,58 @@ def _commit_pending(ws: Workspace, repo, result: SyncResult) -> None:
         result.committed, result.committed_files = sha, paths
 
 
-def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult) -> None:
-    """Merge the fetched upstream commit into HEAD; on a conflict git cannot settle, undo the merge
-    (the work tree is left as it was) and raise naming the files."""
+def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResult) -> None:
+    """Merge the fetched upstream commit into HEAD. Conflicts only in files reflect writes are
+    settled and those files written again (_regenerate); on a conflict in what a person wrote,
+    undo the merge (the work tree is left as it was) and raise naming the files."""
+    root = ws.root
     head = _rev(root, "HEAD")
     if theirs is None or theirs == head or (head and _count(root, theirs, head) == 0):
         return  # nothing new upstream
     ff = head is None or _count(root, head, theirs) == 0
     # --ff and --no-edit whatever merge.ff or pull.* say: a fast-forward when possible, else a merge commit
-    proc = _git(root, "merge", "--ff", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
+    # --no-commit: the union-merged logs lose their repeated lines before the merge is committed
+    proc = _git(root, "merge", "--ff", "--no-commit", "--no-edit", "-m", f"zmem sync: merge {up.name}", theirs)
+    from zmem.reflect.merge import drop_union_duplicates
+    from zmem.git.repo import open_repo
+    from zmem.index.watch import merge_in_progress
+    repo = open_repo(root)
     if proc.returncode == 0:
+        if merge_in_progress(Path(repo.git_dir())) == "MERGE_HEAD":
+            drop_union_duplicates(root, head, theirs)
+            done = _git(root, "commit", "--no-edit")
+            if done.returncode:
+                _git(root, "merge", "--abort")
+                raise ZmemError(f"cannot commit the merge of {up.name}: {_said(done)}",
+                                hint="nothing was lost (your notes stay committed here); a pre-commit hook may have "
+                                     "refused it: see git status, then: zmem sync")
+            _upstream_first(root, theirs)
         result.merge = "merge" if result.merge == "merge" or not ff else "fast-forward"
         return
     conflicted = (_out(root, "diff", "--name-only", "--diff-filter=U") or "").splitlines()
-    from zmem.git.repo import open_repo
-    from zmem.index.watch import merge_in_progress
-    if merge_in_progress(Path(open_repo(root).git_dir())):
+    if conflicted and merge_in_progress(Path(repo.git_dir())) == "MERGE_HEAD":
+        from zmem.reflect.merge import settle
+        in_ws = {repo.to_ws(p): p for p in conflicted}
+        settled = settle(root, in_ws, theirs) if None not in in_ws else None
+        if settled is not None:
+            drop_union_duplicates(root, head, theirs)
+            done = _git(root, "commit", "--no-edit")
+            if done.returncode == 0:
+                result.merge = "merge"
+                _upstream_first(root, theirs)
+                _regenerate(ws, settled, result)
+                return
+    if merge_in_progress(Path(repo.git_dir())):
         _git(root, "merge", "--abort")
+    if not conflicted and head and _out(root, "merge-base", head, theirs) is None:
+        raise ZmemError(f"this clone and {up.name} share no history: each was started on its own (`zmem init` "
+                        "in two places, or a new repository pushed to an existing hub). Nothing was merged or "
+                        "pushed; your notes stay committed here",
+                        hint=f"to join both memories: git merge --allow-unrelated-histories {up.name} (files both "
+                             "started with, such as MEMORY.md and zmem.toml, may conflict: keep what each says), "
+                             f"then: zmem sync. Or start this clone from the hub instead: move this directory "
+                             f"aside, git clone {up.remote}'s URL (git remote get-url {up.remote}), and copy your "
+                             "notes in")
     if not conflicted:
         raise ZmemError(f"cannot merge {up.name}: {_said(proc)}",
                         hint="nothing was lost; see git status, move aside what is in the way, then: zmem sync")
@@ -260,6 +347,38 @@ def _integrate(root: Path, up: Upstream, theirs: str | None, result: SyncResult)
                     "here, nothing was pushed",
                     hint=f"merge by hand: git pull --no-rebase {up.remote} {up.branch}, fix the conflicts in those "
                          "files, git commit, then: zmem sync")
+
+
+def _upstream_first(root: Path, theirs: str) -> None:
+    """Make the merge commit just made list the upstream commit as its first parent (and this
+    clone's commits second), as if the clone's work had been merged into the hub's line. Then the
+    first-parent line of every clone is the hub's history, whichever clone won a push race: a note
+    counts (in --as-of recall, `log @Entity`, `diff DATE`) from the commit that put it on the hub's
+    line, the same on every clone, and a clone that fast-forwards keeps its own commits on its
+    line. Same tree, so the work tree and git's index do not change; the commit was never pushed."""
+    head = _rev(root, "HEAD")
+    parents = (_out(root, "rev-list", "--parents", "-n", "1", head or "") or "").split()[1:]
+    if len(parents) != 2 or parents[1] != theirs:
+        return
+    message = _git(root, "log", "-1", "--format=%B", head).stdout.rstrip("\n")
+    new = _out(root, "commit-tree", f"{head}^{{tree}}", "-p", theirs, "-p", parents[0], "-m", message)
+    if new:
+        _git(root, "update-ref", "-m", "zmem sync: upstream first", "HEAD", new, head)
+
+
+def _regenerate(ws: Workspace, settled: list[str], result: SyncResult) -> None:
+    """Write the reflect-written files again from the merged notes (every page, every opinion's
+    evidence: each fact counts once, by its id), in one reflect commit. A failure here leaves the
+    merged files as settled (no conflict markers) and is a warning: `zmem reflect` redoes them."""
+    from zmem.reflect.run import reflect
+    result.regenerated = sorted({*result.regenerated, *settled})
+    try:
+        done = reflect(ws, everything=True)
+    except ZmemError as e:
+        result.warnings.append(f"the merge took one side of {', '.join(settled)}; regenerating them failed: "
+                               f"{e.message} (run `zmem reflect --since all`)")
+        return
+    result.reflect_commit = done.commit or result.reflect_commit
 
 
 def _empty() -> dict:
