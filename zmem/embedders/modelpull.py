@@ -139,11 +139,22 @@ def installed() -> list[dict]:
             continue
         manifest = read_manifest(path)
         name = manifest.get("name") or path.name.removesuffix(".onnx")
-        out.append({"name": name, "kind": manifest.get("kind", "embedding"), "format": "onnx", "path": str(path),
+        kind = manifest.get("kind") or _imported_kind(path)
+        out.append({"name": name, "kind": kind, "format": "onnx", "path": str(path),
                     "bytes": sum(f.stat().st_size for f in path.rglob("*") if f.is_file()),
                     "source": "pulled" if manifest else "imported",
                     "repo": manifest.get("repo"), "revision": manifest.get("revision")})
     return out
+
+
+def _imported_kind(path: Path) -> str:
+    """An imported model's kind, from its config.json: a cross-encoder is a reranker, never an embedder."""
+    from zmem.embedders.modelimport import is_cross_encoder
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return "embedding"
+    return "reranker" if is_cross_encoder(config) else "embedding"
 
 
 def installed_embedding_model() -> dict | None:
