@@ -30,7 +30,7 @@ complete -c zmem -n '__fish_seen_subcommand_from recall' -l until -r -d 'Only no
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l path -r -d 'Only files matching this glob (e.g. \'memory/2025-*\'), or this file, or everything under this directory (e.g. bank/people).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l max-chars -r -d 'Cap the total characters of all snippets (recall within a token budget).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l mode -r -f -a 'hybrid bm25 vector' -d 'Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).'
-complete -c zmem -n '__fish_seen_subcommand_from recall' -l explain -d 'Show each hit\'s BM25 rank/score, vector rank/similarity and fused score.'
+complete -c zmem -n '__fish_seen_subcommand_from recall' -l explain -d 'Show each hit\'s BM25 rank/score, vector rank/similarity and fused score, and the text/vector weights the query got (adaptive fusion).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l kind -r -f -a 'world experience opinion observation relation W B O S R' -d 'Only Retain facts of this kind (results are facts, not snippets).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l entity -r -d 'Only Retain facts about this entity (@ optional).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l as-of -r -d 'Recall from the memory as it stood at a commit: the last one on this branch at or before DATE (YYYY-MM-DD, 7d), or REV. Citations read path@<sha>#Lx-Ly.'

@@ -19,7 +19,7 @@ LAYERS = [
                    "embedders.llama", "embedders.onnx", "embedders", "modelimport", "summarize"}),
     ("git", {"repo", "hooks", "scaffold"}),
     ("index", {"history_build", "indexer", "embedding", "append", "hookrun", "watch", "sync"}),
-    ("query", {"entities", "search", "reading", "sessions"}),
+    ("query", {"entities", "fusion", "search", "reading", "sessions"}),
     ("history", {"history", "blame", "timeline"}),
     ("reflect", {"reflect"}),
     ("front", {"api", "status", "completion", "mcp_server", "cli", "__main__"}),

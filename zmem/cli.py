@@ -477,7 +477,8 @@ def model_import(source, fmt, out, outtype, force):
               help="Cap the total characters of all snippets (recall within a token budget).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
               help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
-@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score.")
+@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused "
+              "score, and the text/vector weights the query got (adaptive fusion).")
 @click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
               help="Only Retain facts of this kind (results are facts, not snippets).")
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
@@ -552,7 +553,9 @@ def _render_text(hits) -> None:
         if h.explain:
             e = h.explain
             echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
-                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}]")
+                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
+                       + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
+                          f"{e['keyword_evidence']})" if "text_weight" in e else "") + "]")
         echo("\n".join("    " + line for line in h.snippet.split("\n")))
 
 
