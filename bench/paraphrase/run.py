@@ -3,14 +3,15 @@ them, next to exact-token questions (IDs, error codes, names, versions), in Engl
 Spanish and Chinese.
 
     python bench/paraphrase/run.py --model-path /tmp/minilm.onnx [--provider onnx] \\
-        [--modes bm25,vector,hybrid] [--fusion adaptive,weighted] [--distractors 300] [--json OUT]
+        [--modes bm25,vector,hybrid] [--fusion adaptive,weighted] [--distractors 300] [--level line|chunk]
     python bench/paraphrase/run.py --check      # only check the questions (gold lines, shared words)
 
 The workspace is `workspace/` (written by hand, checked in) plus N generated daily logs from
 bench/make_synthetic.py as distractors (deterministic, seed 0), committed to a fresh git
 repository. Each line of questions.txt is `set | lang | path | a substring of the gold line |
 question`; the gold line is the one line of that file holding the substring. A hit counts when
-its cited lines (path#Lstart-Lend) contain the gold line. Prints R@5 and hit@1 per set and per
+its cited lines (path#Lstart-Lend) contain the gold line (`--level chunk`: when its chunk holds
+it, which measures the ranking without the snippet). Prints R@5 and hit@1 per set and per
 language for each mode. `--check` also verifies that no paraphrase question shares a content word
 with its gold line as zmem's keyword search sees them (stemmed word keys; CJK bigrams).
 """
@@ -84,15 +85,16 @@ def configure(provider: str, model_path: str | None) -> None:
     (home / "zmem" / "config.toml").write_text(text)
 
 
-def found_at(results, q: dict) -> int | None:
-    """The rank (1-based) of the first hit citing the gold line, or None."""
+def found_at(results, q: dict, level: str = "line") -> int | None:
+    """The rank (1-based) of the first hit citing the gold line (level chunk: whose chunk holds it), or None."""
     for rank, h in enumerate(results, 1):
-        if h.path == q["path"] and h.start_line <= q["line"] <= h.end_line:
+        first, last = (h.start_line, h.end_line) if level == "line" else (h.chunk_start_line, h.chunk_end_line)
+        if h.path == q["path"] and first <= q["line"] <= last:
             return rank
     return None
 
 
-def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5) -> dict:
+def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5, level: str = "line") -> dict:
     """{(mode, fusion): {question id: rank or None}} with recall run in-process."""
     from zmem.api import _query_vector
     from zmem.embedding import providers
@@ -108,7 +110,7 @@ def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5)
                 res = recall(conn, q["question"], k=k, mode=mode, query_vector=qvec, store=store,
                              fusion=fusion, vector_weight=ws.config.vector_weight,
                              text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier)
-                ranks[(mode, fusion)][q["id"]] = found_at(res.results, q)
+                ranks[(mode, fusion)][q["id"]] = found_at(res.results, q, level)
     finally:
         conn.close()
     return ranks
@@ -147,6 +149,8 @@ def main() -> None:
     ap.add_argument("--distractors", type=int, default=300, help="generated daily logs added as distractors")
     ap.add_argument("--out", type=Path, help="workspace directory (default: a new temporary one)")
     ap.add_argument("--json", type=Path, help="write per-question ranks here")
+    ap.add_argument("--level", choices=["line", "chunk"], default="line",
+                    help="line: a hit must cite the gold line; chunk: its chunk must hold it (the ranking alone)")
     ap.add_argument("--check", action="store_true", help="only check the questions")
     args = ap.parse_args()
     questions = load_questions()
@@ -170,7 +174,7 @@ def main() -> None:
         run_embed_job(ws)
     modes = [m for m in args.modes.split(",") if m] if args.model_path else ["bm25"]
     runs = [(m, f) for m in modes for f in (args.fusion.split(",") if m == "hybrid" else ["-"])]
-    ranks = evaluate(ws, questions, runs)
+    ranks = evaluate(ws, questions, runs, level=args.level)
     print_table(table(questions, ranks))
     if args.json:
         args.json.write_text(json.dumps({f"{m} {f}": r for (m, f), r in ranks.items()}, indent=1))
