@@ -1,11 +1,11 @@
 """Retrieval quality on LoCoMo dev (a benchmark, not a test): bm25, vector and hybrid recall.
 
     python3 ../shared/bench/make_workspace.py --data ../shared/bench/locomo-dev.json --out /tmp/locomo-ws
-    python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion rrf,weighted \\
-        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf] [--k 10]
+    python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion adaptive,weighted,rrf \\
+        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf | --provider onnx --model-path DIR] [--k 10]
 
-Indexes each conversation workspace (embedding with the local GGUF model when --model-path is
-given), runs recall in-process for every question, writes results per mode and prints the shared
+Indexes each conversation workspace (embedding with the local GGUF model, or the onnx provider's
+model directory, when --model-path is given), runs recall in-process for every question, writes results per mode and prints the shared
 scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N). Also prints
 the median in-process recall latency per mode.
 """
