@@ -106,3 +106,16 @@ def test_adaptive_fuse_follows_the_weights_the_query_got():
     ranked = adaptive_fuse(bm25, vec, Weights(0.7, 0.3, 1.0))
     assert ranked == [(1, pytest.approx(0.7 + 0.09)), (2, pytest.approx(0.7 / 6 + 0.18))]
     assert [cid for cid, _ in adaptive_fuse(bm25, vec, Weights(0.1, 0.9, 0.0))] == [2, 1]
+
+
+def test_facts_and_as_of_recall_take_the_weights_of_their_own_keyword_evidence(fusion_ws):
+    write(fusion_ws, "memory/2025-12-01.md", "# 2025-12-01\n\n## Retain\n\n- W @Ana: Error E4021 came back after the deploy.\n"
+          "- W @Ana: The relay daemon runs on the old box.\n")
+    commit_all(fusion_ws)
+    facts = recall_json(fusion_ws, "E4021", "--kind", "world", "--mode", "hybrid", "--explain")
+    assert "E4021" in facts["results"][0]["snippet"]
+    assert facts["results"][0]["explain"]["keyword_evidence"] == 1.0
+    head = recall_json(fusion_ws, "Which computer hosts the proxy?", "--as-of", "HEAD", "--mode", "hybrid", "--explain")
+    assert head["mode"] == "hybrid" and head["results"][0]["path"] in ("bank/setup.md", "memory/2025-12-01.md")
+    why = head["results"][0]["explain"]
+    assert why["vector_weight"] > why["text_weight"] and why["keyword_evidence"] < 0.5
