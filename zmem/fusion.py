@@ -106,4 +106,3 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
     table: the FTS table the keyword list came from (chunks_fts, facts_fts, hist_fts), for the IDFs."""
     weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight)
     return adaptive_fuse(bm25, vec, weights), weights
-

@@ -406,9 +406,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         from zmem.fusion import fuse_by_evidence
         ids = list({where[key][0] for key, _ in bm25})
         text_of = dict(conn.execute(f"SELECT id, text FROM hist_chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
-        texts = {key: text_of[where[key][0]] for key, _ in bm25}
-        ranked, weights = fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                           vector_weight=vector_weight, table="hist_fts")
+        ranked, weights = fuse_by_evidence(conn, query, bm25, vec, {key: text_of[where[key][0]] for key, _ in bm25},
+                                           text_weight=text_weight, vector_weight=vector_weight, table="hist_fts")
     else:
         ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
             fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)

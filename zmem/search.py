@@ -418,7 +418,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
         else:
-            # hybrid weighted: deeper, to give vector candidates their keyword score (complete_scores)
+            # hybrid weighted/adaptive: deeper, to give vector candidates their keyword score (complete_scores)
             depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion in ("weighted", "adaptive") else n
             deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
             bm25 = deep[:n]
@@ -435,7 +435,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     elif mode == "vector":
         ranked = vec
     else:
-        keyword_only = bm25
+        keyword_only = bm25  # what the keywords found themselves: their texts weigh the query (adaptive)
         if fusion in ("weighted", "adaptive"):
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         if fusion == "adaptive":
