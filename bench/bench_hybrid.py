@@ -53,9 +53,12 @@ def main() -> None:
     print(f"{len(rows)} chunks, {len(wins)} windows x {args.dims} dims; vector store: {store.detail}")
     matrix = VectorMatrix()
     VectorStore(conn, matrix)  # a long-running process loads the matrix once
-    for label, mode, st in (("bm25", "bm25", store), ("vector", "vector", store), ("hybrid", "hybrid", store),
-                            ("vector, vectors in memory (long-running process)", "vector", None),
-                            ("hybrid, vectors in memory (long-running process)", "hybrid", None)):
+    for label, mode, st, fusion in (("bm25", "bm25", store, "adaptive"), ("vector", "vector", store, "adaptive"),
+                                    ("hybrid adaptive", "hybrid", store, "adaptive"),
+                                    ("hybrid weighted", "hybrid", store, "weighted"),
+                                    ("vector, vectors in memory (long-running process)", "vector", None, "adaptive"),
+                                    ("hybrid adaptive, vectors in memory (long-running process)", "hybrid", None, "adaptive"),
+                                    ("hybrid weighted, vectors in memory (long-running process)", "hybrid", None, "weighted")):
         samples = []
         for _ in range(args.runs):
             for q in QUERIES:
@@ -63,7 +66,7 @@ def main() -> None:
                 qv /= np.linalg.norm(qv)
                 t = time.perf_counter()
                 st_ = st or VectorStore(conn, matrix)  # per recall, as the MCP server does: checks for changes
-                recall(conn, q, k=6, mode=mode, query_vector=qv.tolist(), store=st_, fusion="weighted",
+                recall(conn, q, k=6, mode=mode, query_vector=qv.tolist(), store=st_, fusion=fusion,
                        vector_weight=0.3, text_weight=0.7)
                 samples.append(time.perf_counter() - t)
         ms = sorted(s * 1000 for s in samples)

@@ -1,11 +1,12 @@
 """Retrieval quality on LoCoMo dev (a benchmark, not a test): bm25, vector and hybrid recall.
 
     python3 ../shared/bench/make_workspace.py --data ../shared/bench/locomo-dev.json --out /tmp/locomo-ws
-    python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion rrf,weighted \\
-        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf] [--k 10] [--rerank MODEL_DIR]
+    python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion adaptive,weighted,rrf \\
+        [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf | --provider onnx --model-path DIR] [--k 10] \\
+        [--rerank MODEL_DIR]
 
-Indexes each conversation workspace (embedding with the local GGUF model when --model-path is
-given), runs recall in-process for every question, writes results per mode and prints the shared
+Indexes each conversation workspace (embedding with the local GGUF model, or the onnx provider's
+model directory, when --model-path is given), runs recall in-process for every question, writes results per mode and prints the shared
 scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N). Also prints
 the median in-process recall latency per mode.
 """
@@ -21,7 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "bench"
+# ../shared/bench next to the checkout; from a git worktree (/work/wt/NAME) the checkout's parent's
+SHARED = next((p / "shared" / "bench" for p in Path(__file__).resolve().parents[1:4]
+               if (p / "shared" / "bench" / "score.py").exists()), Path("../shared/bench"))
 
 
 def configure(args) -> None:
@@ -32,7 +35,7 @@ def configure(args) -> None:
     (home / "zmem").mkdir(parents=True)
     text = f"[index]\nchunk_tokens = {args.chunk_tokens}\nchunk_overlap = {args.chunk_overlap}\n"
     if args.model_path:
-        text += (f'[embeddings]\nprovider = "local"\nmodel_path = "{Path(args.model_path).expanduser()}"\n'
+        text += (f'[embeddings]\nprovider = "{args.provider}"\nmodel_path = "{Path(args.model_path).expanduser()}"\n'
                  f'threads = {args.threads}\nquery_prefix = {json.dumps(args.query_prefix)}\n'
                  f'document_prefix = {json.dumps(args.document_prefix)}\n')
     (home / "zmem" / "config.toml").write_text(text)
@@ -42,8 +45,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path, help="output of make_workspace.py")
     ap.add_argument("--modes", default="bm25,vector,hybrid")
-    ap.add_argument("--fusion", default="weighted,rrf", help="fusion methods to try for hybrid")
-    ap.add_argument("--model-path", help="GGUF embedding model for the local provider")
+    ap.add_argument("--fusion", default="adaptive,weighted", help="fusion methods to try for hybrid")
+    ap.add_argument("--model-path", help="embedding model: a GGUF (local provider) or an onnx model directory")
+    ap.add_argument("--provider", default="local", help="embeddings.provider for --model-path: local or onnx")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--query-prefix", default="", help='e.g. "search_query: " for nomic-embed-text')
     ap.add_argument("--document-prefix", default="", help='e.g. "search_document: " for nomic-embed-text')
@@ -63,8 +67,7 @@ def main() -> None:
         from zmem.query import rerank
         stage = partial(rerank.stage, rerank.load(args.rerank))
 
-    from zmem.index.embedding import run_embed_job
-    from zmem.index.embedding import providers
+    from zmem.index.embedding import providers, run_embed_job
     from zmem.memory import _query_vector
     from zmem.index.catchup import catch_up, open_index
     from zmem.query.search import recall
@@ -89,13 +92,14 @@ def main() -> None:
         catch_up(ws, lock_timeout=600)
         report = run_embed_job(ws) if args.model_path else None
         conn = open_index(ws)
+        provs = providers(ws)
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         print(f"{name}: {chunks} chunks indexed in {time.perf_counter() - t:.1f} s"
               + (f" ({report.embedded} embedded, {report.from_cache} cached)" if report else ""), file=sys.stderr)
         for q in qs:
             qvec = store = None
-            if args.model_path:
-                qvec, store, notes = _query_vector(ws, conn, q["question"], 30, False, lambda: providers(ws))
+            if args.model_path:  # one provider for all questions: an onnx session loads its model once
+                qvec, store, notes = _query_vector(ws, conn, q["question"], 30, False, lambda: provs)
             for mode, fusion in runs:
                 t = time.perf_counter()
                 res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,

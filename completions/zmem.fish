@@ -35,7 +35,7 @@ complete -c zmem -n '__fish_seen_subcommand_from recall' -l until -r -d 'Only no
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l path -r -d 'Only files matching this glob (e.g. \'memory/2025-*\'), or this file, or everything under this directory (e.g. bank/people).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l max-chars -r -d 'Cap the total characters of all snippets (recall within a token budget).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l mode -r -f -a 'hybrid bm25 vector' -d 'Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).'
-complete -c zmem -n '__fish_seen_subcommand_from recall' -l explain -d 'Show each hit\'s BM25 rank/score, vector rank/similarity and fused score (and the reranker\'s score).'
+complete -c zmem -n '__fish_seen_subcommand_from recall' -l explain -d 'Show each hit\'s BM25 rank/score, vector rank/similarity and fused score, the text/vector weights the query got (adaptive fusion) and the reranker\'s score.'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l rerank -l no-rerank -d 'Reorder the top hits with a cross-encoder that reads the query and each hit\'s lines together, and cite the lines it scores best (default: recall.rerank; needs the semantic extra and a reranker model; without one, a warning and the usual order).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l kind -r -f -a 'world experience opinion observation relation W B O S R' -d 'Only Retain facts of this kind (results are facts, not snippets).'
 complete -c zmem -n '__fish_seen_subcommand_from recall' -l entity -r -d 'Only Retain facts about this entity (@ optional).'

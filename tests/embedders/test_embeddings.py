@@ -74,7 +74,8 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     assert hybrid["mode"] == "hybrid"
     top = hybrid["results"][0]
     assert top["path"] == "bank/world.md"
-    assert set(top["explain"]) == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity", "fused"}
+    assert set(top["explain"]) == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity", "fused",
+                                   "text_weight", "vector_weight", "keyword_evidence"}
     assert top["explain"]["vector_rank"] == 1 and top["explain"]["bm25_rank"] is None
     assert not any("BM25" in w for w in hybrid["warnings"])
 

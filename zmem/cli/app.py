@@ -524,8 +524,8 @@ def model_list(ctx, as_json):
               help="Cap the total characters of all snippets (recall within a token budget).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
               help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
-@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused score "
-                                              "(and the reranker's score).")
+@click.option("--explain", is_flag=True, help="Show each hit's BM25 rank/score, vector rank/similarity and fused "
+              "score, the text/vector weights the query got (adaptive fusion) and the reranker's score.")
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the top hits with a cross-encoder that reads the query and each hit's lines together, "
                    "and cite the lines it scores best (default: recall.rerank; needs the semantic extra and a "
@@ -599,6 +599,8 @@ def _render_text(hits) -> None:
             e = h.explain
             echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
                        f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
+                       + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
+                          f"{e['keyword_evidence']})" if "text_weight" in e else "")
                        + (f" · rerank {e['rerank']}" if "rerank" in e else "") + "]")
         echo("\n".join("    " + line for line in h.snippet.split("\n")))
 

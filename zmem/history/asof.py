@@ -399,9 +399,17 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                     windows.setdefault(key, []).append((a, b, sim))
         best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=lambda x: (-x[1], x[0]))
         vec = best[:n]
-    ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
-        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     where = {key: unit for unit, key in units.items()}
+    weights = None
+    if mode == "hybrid" and fusion == "adaptive":
+        from zmem.query.fusion import fuse_by_evidence
+        ids = list({where[key][0] for key, _ in bm25})
+        text_of = dict(conn.execute(f"SELECT id, text FROM hist_chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+        ranked, weights = fuse_by_evidence(conn, query, bm25, vec, {key: text_of[where[key][0]] for key, _ in bm25},
+                                           text_weight=text_weight, vector_weight=vector_weight, table="hist_fts")
+    else:
+        ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
+            fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     cids = list({where[key][0] for key, _ in ranked})
     texts = {}
     for i in range(0, len(cids), 500):
@@ -417,6 +425,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
     bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows})
     why = explain_scores(bm25, vec, ranked) if explain else {}
+    for w in why.values() if weights else ():
+        w.update(weights.explain())
     return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                          bonus=bonus, why=why, rev=at.sha)
 

@@ -8,8 +8,9 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 
 from zmem.errors import ZmemError, example
-from zmem.text.chunking import CJK_RE, CUT
-from zmem.store.fts import _quote, build_match, common_terms, fold, match_keys, nfc, query_grams
+from zmem.text.chunking import CUT
+from zmem.store.fts import (_quote, build_match, common_terms, fold, match_keys, nfc, query_grams,
+                            word_start as _word_start)
 from zmem.text.retain import entity_key
 from zmem.text.markdown import ATX, LIST_ITEM, _atx_title
 from zmem.workspace.core import glob_to_sql
@@ -142,18 +143,6 @@ class _Matcher:
                     found.append(where[at] if where else at)
         found = [i for i in found if i >= 0]
         return min(found) if found else None
-
-
-def _word_start(low: str, key: str) -> int:
-    """The first place key starts a word of low (after anything but a letter or digit, or after a
-    CJK character: unicode61 keeps `买了iphone` one token, cjk_columns indexes its `iphone`), or -1."""
-    at = low.find(key)
-    while at > 0:
-        before = low[at - 1]
-        if not before.isalnum() or (before >= "\u3040" and CJK_RE.match(before)):  # CJK_CLASS starts at U+3040
-            return at
-        at = low.find(key, at + 1)
-    return at
 
 
 @functools.lru_cache(maxsize=64)
@@ -425,8 +414,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         if build_match(query) is None:
             out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
         else:
-            # hybrid weighted: deeper, to give vector candidates their keyword score (complete_scores)
-            depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion == "weighted" else n
+            # hybrid weighted/adaptive: deeper, to give vector candidates their keyword score (complete_scores)
+            depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion in ("weighted", "adaptive") else n
             deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
             bm25 = deep[:n]
     if vector_search is not None:
@@ -436,14 +425,22 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             raw = [h for h in raw if h[0] in rows and _passes(rows[h[0]], since, until, path_glob, exclude)]
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
+    weights = None
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
         ranked = vec
     else:
-        if fusion == "weighted":
+        keyword_only = bm25  # what the keywords found themselves: their texts weigh the query (adaptive)
+        if fusion in ("weighted", "adaptive"):
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
-        ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+        if fusion == "adaptive":
+            from zmem.query.fusion import fuse_by_evidence
+            texts = {cid: row[6] for cid, row in _rows(conn, [cid for cid, _ in keyword_only]).items()}
+            ranked, weights = fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
+                                               vector_weight=vector_weight)
+        else:
+            ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     about: dict[int, float] | None = None
     facts_at: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts first
@@ -456,6 +453,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     for cid, lines in facts_at.items():
         bonus[cid] = {**bonus.get(cid, {}), **lines}
     why = explain_scores(bm25, vec, ranked) if explain else {}
+    if why and weights is not None:  # adaptive fusion: the weights this query got
+        for w in why.values():
+            w.update(weights.explain())
     if why and about is not None:
         for cid, w in why.items():
             w["entity"] = _r(about.get(cid))
@@ -657,8 +657,14 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
     vec: list[tuple[int, float]] = []
     if out.mode in ("vector", "hybrid"):
         vec = _fact_similarities(conn, store, query_vector, list(allowed.values()))[:k * multiplier]
-    ranked = bm25 if out.mode == "bm25" else vec if out.mode == "vector" else \
-        fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    weights = None
+    if out.mode == "hybrid" and fusion == "adaptive":
+        from zmem.query.fusion import fuse_by_evidence
+        ranked, weights = fuse_by_evidence(conn, query, bm25, vec, {rid: allowed[rid].text for rid, _ in bm25},
+                                           text_weight=text_weight, vector_weight=vector_weight, table="facts_fts")
+    else:
+        ranked = bm25 if out.mode == "bm25" else vec if out.mode == "vector" else \
+            fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     b = {rid: (rank, s) for rank, (rid, s) in enumerate(bm25, 1)}
     v = {rid: (rank, s) for rank, (rid, s) in enumerate(vec, 1)}
     if entity is not None and len(ranked) < k:
@@ -673,7 +679,7 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
         if explain:
             why = {"bm25_rank": b.get(rid, (None, None))[0], "bm25_score": _r(b.get(rid, (None, None))[1]),
                    "vector_rank": v.get(rid, (None, None))[0], "vector_similarity": _r(v.get(rid, (None, None))[1]),
-                   "fused": _r(score)}
+                   "fused": _r(score), **(weights.explain() if weights else {})}
         out.results.append(FactHit(allowed[rid], score, why))
     return out
 

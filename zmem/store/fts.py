@@ -5,7 +5,7 @@ import re
 import threading
 import unicodedata
 
-from zmem.text.chunking import CJK_CLASS, CUT, MARKS
+from zmem.text.chunking import CJK_CLASS, CJK_RE, CUT, MARKS
 from zmem.text.lazyre import LazyPattern
 
 # the CJK patterns compile in ~3 ms each (lazyre): not at import
@@ -518,6 +518,18 @@ def fts_tokens(words: list[str]) -> list[tuple[str, ...]]:
             for i, w in enumerate(missing):
                 _tokens[w] = tuple(term for _, term in sorted(found.get(i, ())))
         return [_tokens[w] for w in words]
+
+
+def word_start(low: str, key: str) -> int:
+    """The first place key starts a word of low (after anything but a letter or digit, or after a
+    CJK character: unicode61 keeps `买了iphone` one token, cjk_columns indexes its `iphone`), or -1."""
+    at = low.find(key)
+    while at > 0:
+        before = low[at - 1]
+        if not before.isalnum() or (before >= "\u3040" and CJK_RE.match(before)):  # CJK_CLASS starts at U+3040
+            return at
+        at = low.find(key, at + 1)
+    return at
 
 
 def match_keys(query: str) -> list[str]:

@@ -35,8 +35,10 @@ DEFAULT_TOML = """\
 
 # Recall mode when --mode is not given: hybrid (when vectors exist), bm25 or vector.
 # mode = "hybrid"
-# How hybrid merges keyword and vector candidates: "weighted" or "rrf" (see bench/README.md).
-# fusion = "weighted"
+# How hybrid merges keyword and vector candidates: "adaptive" (the weights below when a keyword
+# candidate holds the query's rare words, mostly vectors when none does), "weighted" (the weights
+# below always) or "rrf" (see bench/README.md).
+# fusion = "adaptive"
 # vector_weight = 0.3
 # text_weight = 0.7
 # candidate_multiplier = 4
@@ -115,7 +117,7 @@ class Config:
     inline_max_files: int = 200
     watch_debounce: float = 1.5  # seconds of quiet before `zmem watch` reindexes
     recall_mode: str = "hybrid"
-    fusion: str = "weighted"
+    fusion: str = "adaptive"  # weights per query by its keyword evidence (zmem/query/fusion.py; bench/README.md)
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
     text_weight: float = 0.7
     candidate_multiplier: int = 4
@@ -143,7 +145,7 @@ _KEYS = {
     ("hooks", "inline_max_files"): ("inline_max_files", int, 0),
     ("watch", "debounce"): ("watch_debounce", (int, float), 0),
     ("recall", "mode"): ("recall_mode", ("hybrid", "bm25", "vector"), None),
-    ("recall", "fusion"): ("fusion", ("rrf", "weighted"), None),
+    ("recall", "fusion"): ("fusion", ("adaptive", "weighted", "rrf"), None),
     ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
     ("recall", "text_weight"): ("text_weight", (int, float), 0),
     ("recall", "candidate_multiplier"): ("candidate_multiplier", int, 1),
