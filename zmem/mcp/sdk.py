@@ -1,7 +1,7 @@
 """The one place zmem reaches into the MCP SDK's private parts (`MCPServer._tool_manager`, a tool's
 `fn_metadata`): the SDK offers no public way to ask which arguments a tool accepts before it calls
 it. If a new SDK moves them, these functions fail with a message saying so, and
-tests/test_mcp_sdk.py fails first."""
+tests/mcp/test_mcp_sdk.py fails first."""
 from __future__ import annotations
 
 
