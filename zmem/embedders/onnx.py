@@ -25,6 +25,37 @@ MAX_TOKENS = 512  # BERT-family position tables; zmem's chunks are far shorter
 _HINT = "write one with `zmem model import DIR --format onnx`, and point [embeddings] model_path at its directory"
 
 
+def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens: int, error: type[Exception],
+                 needs: str, hint: str, what: str):
+    """(ONNX Runtime session, tokenizer, input names) for a model directory in zmem's onnx layout, for the
+    embedding provider and the reranker alike; every failure is `error` with a message and hint."""
+    try:
+        import numpy  # noqa: F401 - outputs are numpy arrays
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+    except ImportError as e:
+        raise error(f"{needs} needs {e.name}", hint="pip install 'zmem[semantic]'") from None
+    try:
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
+        raise error(f"cannot load {directory / 'tokenizer.json'}: {e}", hint=hint) from None
+    tokenizer.no_padding()  # padding is done by the caller, per batch, to its longest text
+    tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a pair: the longer side first
+    ort.set_default_logger_severity(3)  # errors only: agents read stderr
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise error(f"onnxruntime cannot load {model_file}: {first}", hint=hint) from None
+    inputs = {i.name for i in session.get_inputs()}
+    if "input_ids" not in inputs:
+        raise error(f"{model_file.name} takes no input_ids: not {what}", hint=hint)
+    return session, tokenizer, inputs
+
+
 def find_model(path: Path) -> Path:
     """The .onnx file `path` names, or the preferred one in the directory `path` (or its onnx/)."""
     if path.is_file():
@@ -134,31 +165,10 @@ class OnnxEmbedder(Embedder):
     def _load(self):
         if self._session is not None:
             return self._session, self._tokenizer
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as e:
-            raise EmbeddingError(f"the onnx provider needs {e.name}", hint="pip install 'zmem[semantic]'") from None
-        try:
-            tokenizer = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
-        except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
-            raise EmbeddingError(f"cannot load {self.directory / 'tokenizer.json'}: {e}", hint=_HINT) from None
-        tokenizer.no_padding()  # padding is done here, per batch, to the longest text
-        tokenizer.enable_truncation(max_length=self.settings["max_tokens"])
-        ort.set_default_logger_severity(3)  # errors only: agents read stderr
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        try:
-            session = ort.InferenceSession(str(self.model_file), options, providers=["CPUExecutionProvider"])
-        except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise EmbeddingError(f"onnxruntime cannot load {self.model_file}: {first}", hint=_HINT) from None
-        self._inputs = {i.name for i in session.get_inputs()}
-        if "input_ids" not in self._inputs:
-            raise EmbeddingError(f"{self.model_file.name} takes no input_ids: not a text embedding model", hint=_HINT)
-        self._session, self._tokenizer = session, tokenizer
-        return session, tokenizer
+        self._session, self._tokenizer, self._inputs = load_session(
+            self.directory, self.model_file, threads=self.threads, max_tokens=self.settings["max_tokens"],
+            error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model")
+        return self._session, self._tokenizer
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         import numpy as np

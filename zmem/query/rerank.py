@@ -92,32 +92,11 @@ class CrossEncoder:
     def _load(self):
         if self._session is not None:
             return self._session, self._tokenizer
-        try:
-            import numpy  # noqa: F401 - the scores are numpy arrays
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as e:
-            raise RerankError(f"the reranker needs {e.name}", hint="pip install 'zmem[semantic]'") from None
-        try:
-            tokenizer = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
-        except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
-            raise RerankError(f"cannot load {self.directory / 'tokenizer.json'}: {e}", hint=_HINT) from None
-        tokenizer.no_padding()  # padded here, per batch, to its longest pair
-        tokenizer.enable_truncation(max_length=self.max_tokens, strategy="longest_first")
-        ort.set_default_logger_severity(3)  # errors only: agents read stderr
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        try:
-            session = ort.InferenceSession(str(self.model_file), options, providers=["CPUExecutionProvider"])
-        except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise RerankError(f"onnxruntime cannot load {self.model_file}: {first}", hint=_HINT) from None
-        self._inputs = {i.name for i in session.get_inputs()}
-        if "input_ids" not in self._inputs:
-            raise RerankError(f"{self.model_file.name} takes no input_ids: not a text model", hint=_HINT)
-        self._session, self._tokenizer = session, tokenizer
-        return session, tokenizer
+        from zmem.embedders.onnx import load_session
+        self._session, self._tokenizer, self._inputs = load_session(
+            self.directory, self.model_file, threads=self.threads, max_tokens=self.max_tokens,
+            error=RerankError, needs="the reranker", hint=_HINT, what="a text model")
+        return self._session, self._tokenizer
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         """One relevance logit per passage, in the passages' order."""
