@@ -217,6 +217,7 @@ git -C "{b}" push -q origin HEAD:refs/heads/main
     assert "from b while a syncs" in _today_log(a)
 
 
+@pytest.mark.slow
 def test_an_unreachable_remote_loses_nothing(tmp_path):
     (a,) = _hub(tmp_path, 1)
     git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
@@ -282,6 +283,7 @@ def test_a_persons_real_conflict_stops_with_the_files_named_and_a_clean_tree(tmp
                                                                next((b / "memory").glob("2*.md")).relative_to(b).as_posix()]
 
 
+@pytest.mark.slow
 def test_a_push_the_hub_refuses_is_not_retried_and_says_why(tmp_path):
     (a,) = _hub(tmp_path, 1)
     hook = tmp_path / "hub.git/hooks/pre-receive"

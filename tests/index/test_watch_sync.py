@@ -13,6 +13,7 @@ from zmem.index.watch import Watcher
 from zmem.workspace.core import find_workspace
 
 
+@pytest.mark.slow
 def test_a_failing_sync_is_retried_later_each_time_and_then_goes_through(tmp_path):
     (a,) = make_hub(tmp_path, 1)
     hub = tmp_path / "hub.git"
