@@ -75,3 +75,27 @@ def test_the_reranker_session_lets_idle_threads_sleep(tmp_path):
     assert len(encoder.score("where is the gateway", ["on the mac studio", "at home"])) == 2
     options = encoder._session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_warm_reranker_loads_the_configured_model_before_the_first_recall(ws, tmp_path):
+    """What `zmem mcp` runs in the background at start: the first reranked search then finds it loaded."""
+    from zmem.memory import warm_reranker
+    from zmem.workspace.core import find_workspace
+    warm_reranker(find_workspace(str(ws)))
+    assert not rerank._loaded  # no recall.rerank: nothing loaded
+    model = Path(import_onnx(make_tiny_cross_encoder(tmp_path / "ce"), tmp_path / "ce.onnx")["out"])
+    user_config(f'[recall]\nrerank = "{model}"\n')
+    warm_reranker(find_workspace(str(ws)))
+    (encoder,) = rerank._loaded.values()
+    assert encoder._session is not None
+    out = recall_json(ws, "gateway", "--k", "3")
+    assert out["rerank"] == "ce.onnx" and list(rerank._loaded.values()) == [encoder]
+    user_config('[recall]\nrerank = "no-such-model"\n')
+    warm_reranker(find_workspace(str(ws)))  # the recall will say so; warming stays silent
+    import shutil
+    broken = Path(shutil.copytree(model, tmp_path / "broken.onnx"))
+    (broken / "model.onnx").write_bytes(b"not a graph")
+    user_config(f'[recall]\nrerank = "{broken}"\n')
+    warm_reranker(find_workspace(str(ws)))
+    out = recall_json(ws, "gateway", "--k", "3")
+    assert "rerank" not in out and any("not reranked" in w for w in out["warnings"])

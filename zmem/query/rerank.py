@@ -100,6 +100,11 @@ class CrossEncoder:
             spinning=False)
         return self._session, self._tokenizer
 
+    def warm(self) -> None:
+        """Load the session and tokenizer now rather than at the first score()."""
+        with self._lock:
+            self._load()
+
     def score(self, query: str, passages: list[str]) -> list[float]:
         """One relevance logit per passage, in the passages' order."""
         import numpy as np
