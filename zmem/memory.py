@@ -732,6 +732,19 @@ def _rerank_stage(ws: Workspace, asked: bool | None):
     return partial(rerank.stage, encoder), []
 
 
+def warm_reranker(ws: Workspace) -> None:
+    """Load the reranker recall.rerank names, if any (the MCP server does, in the background, at start),
+    so that the first reranked recall does not pay ~0.5 s for onnxruntime and the model. A model that
+    cannot load is left for that recall to warn about."""
+    from zmem.errors import ZmemError
+    stage, _ = _rerank_stage(ws, None)
+    if stage is not None:
+        try:
+            stage.args[0].warm()
+        except ZmemError:
+            pass
+
+
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
     """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
     from zmem.query.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning

@@ -202,13 +202,14 @@ def test_model_list_shows_the_catalog_and_imported_models(tmp_path):
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     names = {m["name"]: m for m in data["models"]}
-    assert set(names) == {"multilingual-e5-small", "all-MiniLM-L6-v2", "ms-marco-MiniLM-L6-v2"}
+    assert set(names) == {"multilingual-e5-small", "all-MiniLM-L6-v2", "ms-marco-MiniLM-L6-v2", "ms-marco-MiniLM-L2-v2"}
     assert names["multilingual-e5-small"]["default"] and names["ms-marco-MiniLM-L6-v2"]["kind"] == "reranker"
     assert all(len(m["revision"]) == 40 and not m["installed"] for m in data["models"])
     import re
     for entry in modelpull.CATALOG:  # pinned checksums are real sha256 values or None, never a guess
         locals_ = {local: sha for _, local, sha in entry.files}
-        assert {"model.onnx", "tokenizer.json"} <= set(locals_) and locals_["model.onnx"]
+        graph = "model.safetensors" if entry.convert else "model.onnx"  # converted on pull
+        assert {graph, "tokenizer.json"} <= set(locals_) and locals_[graph]
         assert all(sha is None or re.fullmatch("[0-9a-f]{64}", sha) for sha in locals_.values())
     assert data["in_use"] is None
     out = models() / "mine.onnx"

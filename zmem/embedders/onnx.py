@@ -26,9 +26,10 @@ _HINT = "write one with `zmem model import DIR --format onnx`, and point [embedd
 
 
 def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens: int, error: type[Exception],
-                 needs: str, hint: str, what: str):
+                 needs: str, hint: str, what: str, spinning: bool = True):
     """(ONNX Runtime session, tokenizer, input names) for a model directory in zmem's onnx layout, for the
-    embedding provider and the reranker alike; every failure is `error` with a message and hint."""
+    embedding provider and the reranker alike; every failure is `error` with a message and hint.
+    spinning=False: idle pool threads sleep instead of busy-waiting for the next operator's work."""
     try:
         import numpy  # noqa: F401 - outputs are numpy arrays
         import onnxruntime as ort
@@ -45,6 +46,8 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -28,7 +29,7 @@ from zmem import __version__
 from zmem.mcp import sdk as mcp_sdk
 from zmem.errors import Surface, ZmemError, describe, is_sqlite_error
 from zmem.text.kinds import KINDS
-from zmem.memory import Memory
+from zmem.memory import Memory, warm_reranker
 
 log = logging.getLogger("zmem.mcp")
 
@@ -378,9 +379,11 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
     """Run the server on stdin/stdout until the client closes it."""
     server = build_server(directory, scope=scope, query_timeout=query_timeout)
     try:
-        server.memory.workspace  # noqa: B018 - say so early on stderr; tools report it again
+        ws = server.memory.workspace  # say so early on stderr; tools report it again
     except ZmemError as e:
         log.warning("zmem mcp: %s (%s)", e.message, e.hint)
+    else:  # the reranker loads while the client starts up, not in its first search
+        threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
         server.run("stdio")
     finally:

@@ -95,8 +95,15 @@ class CrossEncoder:
         from zmem.embedders.onnx import load_session
         self._session, self._tokenizer, self._inputs = load_session(
             self.directory, self.model_file, threads=self.threads, max_tokens=self.max_tokens,
-            error=RerankError, needs="the reranker", hint=_HINT, what="a text model")
+            error=RerankError, needs="the reranker", hint=_HINT, what="a text model",
+            # busy-waiting pool threads burned a third of the stage's CPU (bench/README.md), more on a busy machine
+            spinning=False)
         return self._session, self._tokenizer
+
+    def warm(self) -> None:
+        """Load the session and tokenizer now rather than at the first score()."""
+        with self._lock:
+            self._load()
 
     def score(self, query: str, passages: list[str]) -> list[float]:
         """One relevance logit per passage, in the passages' order."""
