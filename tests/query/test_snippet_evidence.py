@@ -35,6 +35,8 @@ def test_a_line_holding_the_query_rare_words_is_cited_not_the_closest_window(led
     assert bm25["start_line"] <= LEDGER_LINE <= bm25["end_line"], bm25
     hybrid = recall_json(ledger_ws, query, "--mode", "hybrid")["results"][0]
     assert (hybrid["start_line"], hybrid["end_line"]) == (bm25["start_line"], bm25["end_line"])
+    as_of = recall_json(ledger_ws, query, "--as-of", "HEAD", "--mode", "hybrid")["results"][0]
+    assert (as_of["start_line"], as_of["end_line"]) == (bm25["start_line"], bm25["end_line"])
     # without the rule (the fixed weights keep every window's bonus) the host paragraph's window wins
     use_server(server, '\n[recall]\nfusion = "weighted"\n')
     weighted = recall_json(ledger_ws, query, "--mode", "hybrid")["results"][0]
