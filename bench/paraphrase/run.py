@@ -99,7 +99,7 @@ def found_at(results, q: dict, level: str = "line") -> int | None:
 
 def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5, level: str = "line") -> dict:
     """{(mode, fusion): {question id: rank or None}} with recall run in-process."""
-    from zmem.api import _query_vector
+    from zmem.memory import _query_vector
     from zmem.index.embedding import providers
     from zmem.index.catchup import open_index
     from zmem.query.search import recall
@@ -108,7 +108,7 @@ def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5,
     ranks: dict = {run: {} for run in runs}
     try:
         for q in questions:
-            qvec, store, _ = _query_vector(ws, conn, q["question"], 30, False, provs)
+            qvec, store, _ = _query_vector(ws, conn, q["question"], 30, False, lambda: provs)
             for mode, fusion in runs:
                 res = recall(conn, q["question"], k=k, mode=mode, query_vector=qvec, store=store,
                              fusion=fusion, vector_weight=ws.config.vector_weight,

@@ -423,7 +423,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         cid, path = where[key]
         start, end, heading, text = texts[cid]
         chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
-    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows})
+    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows
+                                and not (weights and weights.keyword_line(chunks[key][6]))})
     why = explain_scores(bm25, vec, ranked) if explain else {}
     for w in why.values() if weights else ():
         w.update(weights.explain())

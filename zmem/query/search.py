@@ -450,6 +450,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         return out
     rows = _rows(conn, [cid for cid, _ in ranked])
     bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    if weights is not None:  # a hit with a line holding the query's rare words cites it as BM25 would
+        bonus = {cid: lines for cid, lines in bonus.items() if not weights.keyword_line(rows[cid][6])}
     for cid, lines in facts_at.items():
         bonus[cid] = {**bonus.get(cid, {}), **lines}
     why = explain_scores(bm25, vec, ranked) if explain else {}
