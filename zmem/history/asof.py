@@ -155,8 +155,10 @@ class FactAt(FactRow):
         return fact_citation(self.path, self.start_line, self.end_line, self.rev)
 
 
-def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:
-    """The Retain facts memory held at a commit, each citing its line in that version."""
+def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None, entity: str | None = None
+             ) -> list[FactRow]:
+    """The Retain facts memory held at a commit, each citing its line in that version (of files,
+    path -> blob, when given; of entity's key only, when given: as entity_filter would leave them)."""
     files = files if files is not None else versions_at(ws, conn, at)
     by_blob: dict[str, list[str]] = {}
     for rel, blob in files.items():
@@ -168,11 +170,13 @@ def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None)
         for blob, start, end, kind, conf, text, names in conn.execute(
                 f"SELECT blob, start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob IN "
                 f"({','.join('?' * len(part))})", part):
+            ents = names.split("\t") if names else []
+            if entity is not None and entity not in {entity_key(n) for n in ents}:
+                continue  # before the dates are read: most of the cost, for every fact of every file
             for rel in by_blob[blob]:
                 from zmem.text.dates import event_range
                 day = day_from_path(rel)
                 ev = event_range(text, day)  # missing years: the one nearest the log's day, as in the index
-                ents = names.split("\t") if names else []
                 out.append(FactAt(0, fact_id(rel, kind, text, ents), rel, start, end, kind, conf, text, ents, day, ev,
                                   rev=at.sha))
     out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)

@@ -12,7 +12,7 @@ from zmem.text import opinions as op_mod
 from zmem.text.dates import commit_time
 from zmem.query.entities import FactRow
 from zmem.errors import TRY_AGAIN, ZmemError
-from zmem.history.asof import AsOf, ensure_history, entity_filter, facts_at, resolve_as_of
+from zmem.history.asof import AsOf, ensure_history, facts_at, resolve_as_of, versions_at
 from zmem.index.history import enabled
 from zmem.text.markdown import day_from_path
 from zmem.text.retain import entity_key, fact_id
@@ -247,8 +247,14 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
         a = resolve_as_of(ws, conn, rev1)
     except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
         a = None
-    fa = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, a), entity)} if a else {}
-    fb = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, b), entity)}
+    # a file with the same content at both commits holds the same facts at both: none of them is added,
+    # retracted, changed or moved (the keys hold the path), so only the files that differ are read
+    va = versions_at(ws, conn, a) if a else {}
+    vb = versions_at(ws, conn, b)
+    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}
+    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, {rel: va[rel] for rel in differ if rel in va},
+                                                 entity)} if a else {}
+    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, {rel: vb[rel] for rel in differ if rel in vb}, entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
