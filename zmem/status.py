@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -251,13 +252,22 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
     name = "full-text index"
     conn = open_index(ws)
     try:
+        record = ws.state_dir / FTS_PASSED
+        try:  # the tables' digests when the integrity-check last found nothing: unchanged, not checked again
+            passed = json.loads(record.read_text())
+            passed = passed if isinstance(passed, dict) else {}
+        except (OSError, ValueError):
+            passed = {}
+        before = dict(passed)
         conn.execute("BEGIN")  # one state of the index throughout (WAL: writers go on meanwhile)
         try:
-            problems = dict(fts.check_tables(conn))
+            problems = dict(fts.check_tables(conn, passed))
         finally:
             conn.execute("ROLLBACK")
         by_value = [t for t in fts.TABLES if not fts.deletes_by_rowid(conn, t)]
         why = db.readonly_reason(conn)
+        if why is None and passed != before:
+            _write_passed(record, passed)
         if why is not None:
             return [("fail", name, f"{t}: {problem}; not repaired: {why} (where the index can be written, "
                      "`zmem doctor` rebuilds it from the stored text)") for t, problem in problems.items()] or \
@@ -281,6 +291,19 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
             if t in problems else
             ("ok", name, f"{t}: made by a SQLite without contentless_delete; rebuilt to delete rows by rowid "
                          f"({rows[t]} rows)") for t in redo]
+
+
+FTS_PASSED = "fts-checked.json"  # in .zmem: table -> fts.stored_digest of the last state that passed
+
+
+def _write_passed(record, passed: dict[str, str]) -> None:
+    """Only a shortcut for the next doctor: a record that cannot be written is no problem."""
+    tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(passed, sort_keys=True))
+        os.replace(tmp, record)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
