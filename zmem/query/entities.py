@@ -157,9 +157,16 @@ class Entity:
 
 def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
     spellings: dict[str, Counter] = defaultdict(Counter)
-    for names, in conn.execute("SELECT names FROM facts WHERE names != ''"):
+    keys: dict[str, str] = {}
+    # facts name the same entities over and over: each list of names once, with how many facts have it,
+    # in the order of the first fact naming it (the entities' order, as a scan of every fact gives it)
+    for names, n, _ in conn.execute("SELECT names, count(*), min(rowid) FROM facts WHERE names != '' "
+                                    "GROUP BY names ORDER BY 3"):
         for name in names.split("\t"):
-            spellings[entity_key(name)][name] += 1
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = entity_key(name)
+            spellings[key][name] += n
     stats = {key: (n, first, last) for key, n, first, last in conn.execute(
         "SELECT e.entity, count(*), min(f.day), max(f.day) FROM fact_entities e JOIN facts f ON f.id = e.fact_id "
         "GROUP BY e.entity")}
