@@ -130,7 +130,12 @@ def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> i
     """`O` facts of the notes (about the entity with this key) that no opinion has as evidence yet:
     what `zmem reflect` turns into opinions, or into evidence for them."""
     known = {e.fact for o in parsed.opinions for e in o.evidence}
-    return sum(f.id not in known for f in query_facts(conn, kind="opinion", entity=entity))
+    if entity is None:
+        fids = conn.execute("SELECT fid FROM facts WHERE kind = 'opinion'")
+    else:
+        fids = conn.execute("SELECT f.fid FROM facts f JOIN fact_entities e ON e.fact_id = f.id AND e.entity = ? "
+                            "WHERE f.kind = 'opinion'", (entity,))
+    return sum(fid not in known for (fid,) in fids)
 
 
 # ----------------------------------------------------------------------------- entities
