@@ -57,8 +57,8 @@ def shallow_note(repo: Repo) -> str | None:
 
 
 def workspace_shallow_notes(ws: Workspace, repo: Repo | None = None) -> list[str]:
-    from zmem.git.repo import open_repo
-    note = shallow_note(repo or open_repo(ws.root))
+    from zmem.git.gitstatus import open_command_repo
+    note = shallow_note(repo or open_command_repo(ws.root))  # pygit2 only in a shallow clone
     return [note] if note else []
 
 
@@ -215,8 +215,8 @@ def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: 
                 ) -> dict[int, tuple[str, str, int, str]] | None:
     """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
     from the cache when this content was blamed before. None when the file cannot be read."""
-    from zmem.git.repo import blame_file, open_repo
-    repo = repo or open_repo(ws.root)
+    from zmem.git.gitstatus import open_command_repo
+    repo = repo or open_command_repo(ws.root)
     if rev is None:
         try:
             data = (ws.root / rel).read_bytes()
@@ -236,6 +236,7 @@ def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: 
     cached = {line: (c, a, t, s) for line, c, a, t, s in rows}
     if cached:
         return cached
+    from zmem.git.repo import blame_file
     blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
     out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
     if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()) and db.readonly_reason(conn) is None:
