@@ -660,12 +660,19 @@ class Memory:
         """Checks of git, the SQLite driver, sqlite-vec, the hooks, the config, the index (a damaged
         full-text table is rebuilt), opinions, entity pages, and suspected duplicate entities.
         Also runs where no workspace is found (that is then a failed check)."""
+        from zmem.errors import ZmemError
         from zmem.results import Check
         from zmem.query.entities import duplicate_warnings
         from zmem.status import run_doctor
-        self._close_conn()  # the checks open their own connections, and may rebuild tables
-        checks = [Check(*c) for c in run_doctor(self.directory)]
-        return checks + [Check("warn", "entities", w) for w in duplicate_warnings(self.directory)]
+        try:
+            ws = self.workspace
+        except ZmemError:
+            ws = None  # run_doctor says why, as a failed check
+        # the Memory's connection, opened where the index check opens it (run_doctor says what fails)
+        checks = [Check(*c) for c in run_doctor(self.directory, workspace=ws,
+                                                 connect=(lambda: self.conn) if ws is not None else None)]
+        return checks + [Check("warn", "entities", w)
+                         for w in duplicate_warnings(self.directory, ws=ws, conn=self._conn if ws else None)]
 
 
 def _iso_time(t: int) -> str:
