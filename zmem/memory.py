@@ -378,9 +378,15 @@ class Memory:
         from zmem.results import Facts
         from zmem.query.entities import normalize_kind, query_facts, resolve_entity
         from zmem.text.dates import parse_when
+        from zmem.text.retain import entity_key
         ws, conn = self.workspace, self.conn
         warnings = self.file_warnings()
-        key = resolve_entity(ws, conn, entity).key if entity else None
+        key = entity_key(entity) if entity else None
+        # a name as facts spell it is one index lookup; resolve_entity builds every entity (other
+        # spellings, page titles, suggestions)
+        if key is not None and not conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1",
+                                                (key,)).fetchone():
+            key = resolve_entity(ws, conn, entity).key
         rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, limit=limit)
         if origin:
