@@ -512,11 +512,11 @@ class Memory:
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
             events = events[::-1] if reverse else events  # file_log is newest first, as git log
             return Log(target, "file", events, rel, warnings)
-        from zmem.history.asof import resolve_history_entity
+        from zmem.history.asof import history_entity_key
         from zmem.history.timeline import entity_log, require_history
         warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
-        ent = resolve_history_entity(ws, conn, target)
-        return Log(target, "entity", entity_log(ws, conn, ent.key, since=since_day, reverse=reverse), None, warnings)
+        key = history_entity_key(ws, conn, target)
+        return Log(target, "entity", entity_log(ws, conn, key, since=since_day, reverse=reverse), None, warnings)
 
     def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None,
              notice: Callable[[str], None] | None = None) -> BeliefDiff:
@@ -525,13 +525,13 @@ class Memory:
         notice receives the warnings as soon as they are known, before the comparison (which may
         fail on an unknown revision or entity)."""
         from zmem.results import BeliefDiff
-        from zmem.history.asof import resolve_history_entity, workspace_shallow_notes
+        from zmem.history.asof import history_entity_key, workspace_shallow_notes
         from zmem.history.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
         warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
         for w in warnings if notice else ():
             notice(w)
-        key = resolve_history_entity(ws, conn, entity).key if entity else None
+        key = history_entity_key(ws, conn, entity) if entity else None
         d = belief_diff(ws, conn, rev1, rev2, entity=key)
         return BeliefDiff(d["from"], d["to"], d["facts"], d["opinions"], warnings)
 

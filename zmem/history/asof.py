@@ -202,6 +202,14 @@ def resolve_history_entity(ws: Workspace, conn, name: str):
     return resolve_entity(ws, conn, name, entities)
 
 
+def history_entity_key(ws: Workspace, conn, name: str) -> str:
+    """resolve_history_entity(...).key; a name as today's facts spell it is one index lookup."""
+    key = entity_key(name)
+    if conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1", (key,)).fetchone():
+        return key  # an entity of all_entities: resolve_history_entity would give it back
+    return resolve_history_entity(ws, conn, name).key
+
+
 def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
     if entity is None:
         return facts
