@@ -8,17 +8,21 @@ prints the median (min–max) of wall time and of the child's CPU (user + sys), 
 `-X importtime` self-time total (5 runs each, alternating). The workspace must be indexed already (the index
 is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users have it.
 --commands picks some of them (e.g. `recall,doctor`; doctor is not in the default set: seconds on older
-code). --watch runs `zmem watch` from B's code meanwhile, so a version that asks it (zmem.index.fsmonitor)
-skips the stat sweep.
+code; `everyday` is every command issue 14 names). `append` commits a line to today's log each run, so it
+runs in a copy of the workspace (made once, next to it), which keeps the workspace as it was. --watch runs
+`zmem watch` from B's code meanwhile, so a version that asks it (zmem.index.fsmonitor) skips the stat sweep.
+Each row ends with the 1-minute load average when its command's runs ended.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,10 +36,18 @@ def command_lines(ws: Path) -> dict[str, list[str]]:
             "get": ["get", f"{note}#L1-L5"],
             "status": ["status"],
             "index -q (no-op)": ["index", "-q"],
-            "doctor": ["doctor"]}
+            "facts": ["facts", "--entity", "Peter", "--limit", "20"],
+            "entity": ["entity", "Peter"],
+            "log": ["log", "@Peter", "--since", "30d"],
+            "blame": ["blame", "bank/entities/Peter.md#L3"],
+            "diff": ["diff", "HEAD~5", "HEAD", "--entity", "Peter"],
+            "doctor": ["doctor"],
+            "append": ["append", "Checked the backup job"]}
 DEFAULT = "recall,recall-nonascii,get,status,index"
 KEYS = {"recall": "recall (bm25)", "recall-nonascii": "recall, non-ASCII query", "get": "get", "status": "status",
-        "index": "index -q (no-op)", "doctor": "doctor"}
+        "index": "index -q (no-op)", "facts": "facts", "entity": "entity", "log": "log", "blame": "blame",
+        "diff": "diff", "doctor": "doctor", "append": "append"}
+EVERYDAY = "get,status,facts,entity,log,blame,diff,index,doctor,append"
 
 
 def once(pythonpath: str, ws: Path, args: list[str], importtime: bool = False) -> tuple[float, float, str]:
@@ -67,7 +79,7 @@ def main() -> None:
     ap.add_argument("--a", required=True, help="PYTHONPATH of version A (the baseline)")
     ap.add_argument("--b", required=True, help="PYTHONPATH of version B")
     ap.add_argument("--runs", type=int, default=9)
-    ap.add_argument("--commands", default=DEFAULT, help=f"comma-separated, of {', '.join(KEYS)}")
+    ap.add_argument("--commands", default=DEFAULT, help=f"comma-separated, of {', '.join(KEYS)}; or everyday")
     ap.add_argument("--watch", action="store_true", help="run `zmem watch` (B's code) during the runs")
     args = ap.parse_args()
     sides = {"A": args.a, "B": args.b}
@@ -89,24 +101,32 @@ def main() -> None:
 
 def run_all(args, sides: dict[str, str]) -> None:
     print(f"load before: {os.getloadavg()[0]:.2f}  (A = {args.a}, B = {args.b}; ms, median (min–max) of {args.runs})")
-    print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18}")
+    print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18} {'load':>6}")
     lines = command_lines(args.ws)
-    for name, cmd in ((KEYS[key], lines[KEYS[key]]) for key in args.commands.split(",")):
+    keys = EVERYDAY.split(",") if args.commands == "everyday" else args.commands.split(",")
+    for name, cmd in ((KEYS[key], lines[KEYS[key]]) for key in keys):
+        ws = args.ws
+        if name == "append":
+            ws = Path(tempfile.mkdtemp(prefix="append-", dir=args.ws.parent)) / args.ws.name
+            shutil.copytree(args.ws, ws, symlinks=True)
         for path in sides.values():  # warm the bytecode caches and the page cache
-            once(path, args.ws, cmd)
+            once(path, ws, cmd)
         wall = {s: [] for s in sides}
         cpu = {s: [] for s in sides}
         for _ in range(args.runs):
             for side, path in sides.items():
-                w, c, _ = once(path, args.ws, cmd)
+                w, c, _ = once(path, ws, cmd)
                 wall[side].append(w)
                 cpu[side].append(c)
         imports = {s: [] for s in sides}
         for _ in range(5):  # alternating too
             for side, path in sides.items():
-                imports[side].append(import_ms(once(path, args.ws, cmd, importtime=True)[2]) / 1000)
+                imports[side].append(import_ms(once(path, ws, cmd, importtime=True)[2]) / 1000)
         for side in sides:
-            print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {fmt(imports[side]):>18}")
+            print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {fmt(imports[side]):>18}"
+                  f" {os.getloadavg()[0]:6.2f}")
+        if ws != args.ws:
+            shutil.rmtree(ws.parent)
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 

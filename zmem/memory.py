@@ -378,9 +378,15 @@ class Memory:
         from zmem.results import Facts
         from zmem.query.entities import normalize_kind, query_facts, resolve_entity
         from zmem.text.dates import parse_when
+        from zmem.text.retain import entity_key
         ws, conn = self.workspace, self.conn
         warnings = self.file_warnings()
-        key = resolve_entity(ws, conn, entity).key if entity else None
+        key = entity_key(entity) if entity else None
+        # a name as facts spell it is one index lookup; resolve_entity builds every entity (other
+        # spellings, page titles, suggestions)
+        if key is not None and not conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1",
+                                                (key,)).fetchone():
+            key = resolve_entity(ws, conn, entity).key
         rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
                            until=parse_when(until, end=True) if until else None, limit=limit)
         if origin:
@@ -506,11 +512,11 @@ class Memory:
             events = [e for e in events if not since_day or e["date"][:10] >= since_day]
             events = events[::-1] if reverse else events  # file_log is newest first, as git log
             return Log(target, "file", events, rel, warnings)
-        from zmem.history.asof import resolve_history_entity
+        from zmem.history.asof import history_entity_key
         from zmem.history.timeline import entity_log, require_history
         warnings += require_history(ws, conn) or workspace_shallow_notes(ws)
-        ent = resolve_history_entity(ws, conn, target)
-        return Log(target, "entity", entity_log(ws, conn, ent.key, since=since_day, reverse=reverse), None, warnings)
+        key = history_entity_key(ws, conn, target)
+        return Log(target, "entity", entity_log(ws, conn, key, since=since_day, reverse=reverse), None, warnings)
 
     def diff(self, rev1: str, rev2: str = "HEAD", *, entity: str | None = None,
              notice: Callable[[str], None] | None = None) -> BeliefDiff:
@@ -519,13 +525,13 @@ class Memory:
         notice receives the warnings as soon as they are known, before the comparison (which may
         fail on an unknown revision or entity)."""
         from zmem.results import BeliefDiff
-        from zmem.history.asof import resolve_history_entity, workspace_shallow_notes
+        from zmem.history.asof import history_entity_key, workspace_shallow_notes
         from zmem.history.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
         warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
         for w in warnings if notice else ():
             notice(w)
-        key = resolve_history_entity(ws, conn, entity).key if entity else None
+        key = history_entity_key(ws, conn, entity) if entity else None
         d = belief_diff(ws, conn, rev1, rev2, entity=key)
         return BeliefDiff(d["from"], d["to"], d["facts"], d["opinions"], warnings)
 
@@ -660,12 +666,19 @@ class Memory:
         """Checks of git, the SQLite driver, sqlite-vec, the hooks, the config, the index (a damaged
         full-text table is rebuilt), opinions, entity pages, and suspected duplicate entities.
         Also runs where no workspace is found (that is then a failed check)."""
+        from zmem.errors import ZmemError
         from zmem.results import Check
         from zmem.query.entities import duplicate_warnings
         from zmem.status import run_doctor
-        self._close_conn()  # the checks open their own connections, and may rebuild tables
-        checks = [Check(*c) for c in run_doctor(self.directory)]
-        return checks + [Check("warn", "entities", w) for w in duplicate_warnings(self.directory)]
+        try:
+            ws = self.workspace
+        except ZmemError:
+            ws = None  # run_doctor says why, as a failed check
+        # the Memory's connection, opened where the index check opens it (run_doctor says what fails)
+        checks = [Check(*c) for c in run_doctor(self.directory, workspace=ws,
+                                                 connect=(lambda: self.conn) if ws is not None else None)]
+        return checks + [Check("warn", "entities", w)
+                         for w in duplicate_warnings(self.directory, ws=ws, conn=self._conn if ws else None)]
 
 
 def _iso_time(t: int) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -148,8 +149,9 @@ def hooks_line(hooks: dict[str, str], sep: str = " ") -> str:
     return "; ".join(f"{', '.join(n)}{sep}{state}" for state, n in names.items())
 
 
-def run_doctor(directory) -> list[tuple[str, str, str]]:
-    """(level, check, explanation) with level ok | warn | fail."""
+def run_doctor(directory, *, workspace: Workspace | None = None, connect=None) -> list[tuple[str, str, str]]:
+    """(level, check, explanation) with level ok | warn | fail. workspace: the one found already;
+    connect: gives the index connection to use (left open), e.g. a Memory's; else one is opened."""
     checks: list[tuple[str, str, str]] = []
     git = shutil.which("git")
     if git:
@@ -164,7 +166,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
     checks.append(("ok" if loaded else "warn", "sqlite-vec",
                    detail if loaded else f"{detail}; vector search would use the exact in-process fallback"))
     try:
-        ws = find_workspace(directory)
+        ws = workspace or find_workspace(directory)
     except ZmemError as e:
         checks.append(("fail", "workspace", f"{e.message} ({e.hint})"))
         return checks
@@ -173,8 +175,10 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
         checks += [("warn", "config", w) for w in ws.config.warnings]
     else:
         checks.append(("ok", "config", ", ".join(ws.config.sources) or "defaults (no zmem.toml)"))
+    conn = None
     try:
-        st = workspace_status(ws)
+        conn = connect() if connect else None
+        st = workspace_status(ws, conn)
     except ZmemError as e:
         checks.append(("fail", "index", f"{e.message} ({e.hint})"))
         return checks
@@ -227,7 +231,7 @@ def run_doctor(directory) -> list[tuple[str, str, str]]:
                        f"{ws.state_dir} to update it"))
     for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
-    return checks + _fts_checks(ws) + _opinion_checks(ws) + _marker_checks(ws)
+    return checks + _fts_checks(ws, conn) + _opinion_checks(ws, conn) + _marker_checks(ws)
 
 
 def _merge_check(ws: Workspace) -> tuple[str, str, str]:
@@ -242,22 +246,32 @@ def _merge_check(ws: Workspace) -> tuple[str, str, str]:
             f"appending to the same day conflict on sync; {fix}")
 
 
-def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
+def _fts_checks(ws: Workspace, conn=None) -> list[tuple[str, str, str]]:
     """The full-text tables against the rows they index (fts.check_tables, one consistent read); a
     table that does not match, or that still deletes by value where SQLite could delete by rowid,
     is rebuilt from the stored text under the index lock (it is derived: nothing is lost), and said."""
     from zmem.store import fts
     from zmem.index.catchup import IndexLock, LockTimeout
     name = "full-text index"
-    conn = open_index(ws)
+    own = conn is None
+    conn = open_index(ws) if own else conn
     try:
+        record = ws.state_dir / FTS_PASSED
+        try:  # the tables' digests when the integrity-check last found nothing: unchanged, not checked again
+            passed = json.loads(record.read_text())
+            passed = passed if isinstance(passed, dict) else {}
+        except (OSError, ValueError):
+            passed = {}
+        before = dict(passed)
         conn.execute("BEGIN")  # one state of the index throughout (WAL: writers go on meanwhile)
         try:
-            problems = dict(fts.check_tables(conn))
+            problems = dict(fts.check_tables(conn, passed))
         finally:
             conn.execute("ROLLBACK")
         by_value = [t for t in fts.TABLES if not fts.deletes_by_rowid(conn, t)]
         why = db.readonly_reason(conn)
+        if why is None and passed != before:
+            _write_passed(record, passed)
         if why is not None:
             return [("fail", name, f"{t}: {problem}; not repaired: {why} (where the index can be written, "
                      "`zmem doctor` rebuilds it from the stored text)") for t, problem in problems.items()] or \
@@ -276,25 +290,42 @@ def _fts_checks(ws: Workspace) -> list[tuple[str, str, str]]:
         except db.Error as e:
             return [("fail", name, f"{', '.join(redo)}: cannot be rebuilt ({e}); run `zmem index --full`")]
     finally:
-        conn.close()
+        if own:
+            conn.close()
     return [("warn", name, f"{t}: {problems[t]}; repaired: rebuilt from the stored text ({rows[t]} rows)")
             if t in problems else
             ("ok", name, f"{t}: made by a SQLite without contentless_delete; rebuilt to delete rows by rowid "
                          f"({rows[t]} rows)") for t in redo]
 
 
-def _opinion_checks(ws: Workspace) -> list[tuple[str, str, str]]:
+FTS_PASSED = "fts-checked.json"  # in .zmem: table -> fts.stored_digest of the last state that passed
+
+
+def _write_passed(record, passed: dict[str, str]) -> None:
+    """Only a shortcut for the next doctor: a record that cannot be written is no problem."""
+    tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(passed, sort_keys=True))
+        os.replace(tmp, record)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def _opinion_checks(ws: Workspace, conn=None) -> list[tuple[str, str, str]]:
     """The opinions `zmem opinions` lists, the `O` facts awaiting `zmem reflect`, and lines of
     bank/opinions.md that reflect cannot read (it goes on as if they were not there)."""
     from zmem.text import opinions as op_mod
     from zmem.query.entities import awaiting_reflect
     path = ws.root / op_mod.OPINIONS_PATH
     parsed = op_mod.read(ws.root)
-    conn = open_index(ws)
-    try:
+    if conn is not None:
         waiting = awaiting_reflect(conn, parsed)
-    finally:
-        conn.close()
+    else:
+        conn = open_index(ws)
+        try:
+            waiting = awaiting_reflect(conn, parsed)
+        finally:
+            conn.close()
     after = (f"; {waiting} `O` fact{'s await' if waiting != 1 else ' awaits'} `zmem reflect`" if waiting else "")
     if not path.is_file():
         return [("ok", "opinions", f"no {op_mod.OPINIONS_PATH} yet; `zmem reflect` starts it from `O` facts{after}")]

@@ -57,8 +57,8 @@ def shallow_note(repo: Repo) -> str | None:
 
 
 def workspace_shallow_notes(ws: Workspace, repo: Repo | None = None) -> list[str]:
-    from zmem.git.repo import open_repo
-    note = shallow_note(repo or open_repo(ws.root))
+    from zmem.git.gitstatus import open_command_repo
+    note = shallow_note(repo or open_command_repo(ws.root))  # pygit2 only in a shallow clone
     return [note] if note else []
 
 
@@ -155,8 +155,10 @@ class FactAt(FactRow):
         return fact_citation(self.path, self.start_line, self.end_line, self.rev)
 
 
-def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None) -> list[FactRow]:
-    """The Retain facts memory held at a commit, each citing its line in that version."""
+def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None, entity: str | None = None
+             ) -> list[FactRow]:
+    """The Retain facts memory held at a commit, each citing its line in that version (of files,
+    path -> blob, when given; of entity's key only, when given: as entity_filter would leave them)."""
     files = files if files is not None else versions_at(ws, conn, at)
     by_blob: dict[str, list[str]] = {}
     for rel, blob in files.items():
@@ -168,11 +170,13 @@ def facts_at(ws: Workspace, conn, at: AsOf, files: dict[str, str] | None = None)
         for blob, start, end, kind, conf, text, names in conn.execute(
                 f"SELECT blob, start_line, end_line, kind, confidence, text, names FROM hist_facts WHERE blob IN "
                 f"({','.join('?' * len(part))})", part):
+            ents = names.split("\t") if names else []
+            if entity is not None and entity not in {entity_key(n) for n in ents}:
+                continue  # before the dates are read: most of the cost, for every fact of every file
             for rel in by_blob[blob]:
                 from zmem.text.dates import event_range
                 day = day_from_path(rel)
                 ev = event_range(text, day)  # missing years: the one nearest the log's day, as in the index
-                ents = names.split("\t") if names else []
                 out.append(FactAt(0, fact_id(rel, kind, text, ents), rel, start, end, kind, conf, text, ents, day, ev,
                                   rev=at.sha))
     out.sort(key=lambda f: (f.day or "", f.path, f.start_line), reverse=True)
@@ -198,6 +202,14 @@ def resolve_history_entity(ws: Workspace, conn, name: str):
     return resolve_entity(ws, conn, name, entities)
 
 
+def history_entity_key(ws: Workspace, conn, name: str) -> str:
+    """resolve_history_entity(...).key; a name as today's facts spell it is one index lookup."""
+    key = entity_key(name)
+    if conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1", (key,)).fetchone():
+        return key  # an entity of all_entities: resolve_history_entity would give it back
+    return resolve_history_entity(ws, conn, name).key
+
+
 def entity_filter(facts: list[FactRow], entity: str | None) -> list[FactRow]:
     if entity is None:
         return facts
@@ -211,8 +223,8 @@ def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: 
                 ) -> dict[int, tuple[str, str, int, str]] | None:
     """line -> (commit, author, time, summary) for `rel` in the working tree (or at commit rev),
     from the cache when this content was blamed before. None when the file cannot be read."""
-    from zmem.git.repo import blame_file, open_repo
-    repo = repo or open_repo(ws.root)
+    from zmem.git.gitstatus import open_command_repo
+    repo = repo or open_command_repo(ws.root)
     if rev is None:
         try:
             data = (ws.root / rel).read_bytes()
@@ -232,6 +244,7 @@ def blame_lines(ws: Workspace, conn, rel: str, rev: str | None = None, *, repo: 
     cached = {line: (c, a, t, s) for line, c, a, t, s in rows}
     if cached:
         return cached
+    from zmem.git.repo import blame_file
     blamed = blame_file(repo.workdir, repo.prefix + rel, rev)
     out = {n: (b.commit, b.author, b.time, b.summary) for n, b in enumerate(blamed, 1)}
     if out and not any(c == ZERO_COMMIT for c, _, _, _ in out.values()) and db.readonly_reason(conn) is None:

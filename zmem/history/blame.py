@@ -73,8 +73,8 @@ def parse_target(ws: Workspace, conn, target: str, k: int = 3) -> list[tuple[str
 
 def blame(ws: Workspace, conn, target: str, *, follow: bool = True, k: int = 3) -> list[BlamedRange]:
     from zmem.history.asof import workspace_shallow_notes
-    from zmem.git.repo import open_repo
-    repo = open_repo(ws.root)  # once: opening it costs more than a cached blame
+    from zmem.git.gitstatus import open_command_repo
+    repo = open_command_repo(ws.root)  # once: opening it costs more than a cached blame
     out = []
     for path, a, b, rev in parse_target(ws, conn, target, k):
         out.append(_blame_range(ws, conn, path, a, b, rev, follow, 0, set(), repo))

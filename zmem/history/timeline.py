@@ -12,7 +12,7 @@ from zmem.text import opinions as op_mod
 from zmem.text.dates import commit_time
 from zmem.query.entities import FactRow
 from zmem.errors import TRY_AGAIN, ZmemError
-from zmem.history.asof import AsOf, ensure_history, entity_filter, facts_at, resolve_as_of
+from zmem.history.asof import AsOf, ensure_history, facts_at, resolve_as_of, versions_at
 from zmem.index.history import enabled
 from zmem.text.markdown import day_from_path
 from zmem.text.retain import entity_key, fact_id
@@ -115,6 +115,9 @@ def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, rever
     commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
                conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
     blobs_with_entity = _blobs_mentioning(conn, key)
+
+    def shown(seq: int) -> bool:  # the events of a commit before since are not shown (see the end)
+        return not since or _iso(commits[seq][1])[:10] >= since
     events: list[dict] = []
     versions: dict[str, list[_Version]] = {}
     for path, blob, a, b in conn.execute("SELECT path, blob, from_seq, to_seq FROM hist_versions ORDER BY path, from_seq"):
@@ -127,17 +130,25 @@ def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, rever
             continue
         if not any(v.blob in blobs_with_entity for v in vs):
             continue
-        before: dict = {}
+        read: dict[str, dict] = {}
+
+        def facts_of(v: _Version) -> dict:  # read only for the commits shown (since), once per blob
+            if v.blob not in blobs_with_entity:
+                return {}
+            if v.blob not in read:
+                read[v.blob] = _facts_of_blob(conn, v.blob, path, key)
+            return read[v.blob]
         for i, v in enumerate(vs):
+            prev = vs[i - 1] if i else None
             # a gap (deleted, then re-created) retracts everything at the deletion
-            if i and vs[i - 1].to_seq is not None and vs[i - 1].to_seq < v.from_seq:
-                events += _fact_events(before, {}, vs[i - 1].to_seq, commits, path, None)
-                before = {}
-            now = _facts_of_blob(conn, v.blob, path, key) if v.blob in blobs_with_entity else {}
-            events += _fact_events(before, now, v.from_seq, commits, path, commits[v.from_seq][0])
-            before = now
-        if vs[-1].to_seq is not None:
-            events += _fact_events(before, {}, vs[-1].to_seq, commits, path, None)
+            gap = prev is not None and prev.to_seq is not None and prev.to_seq < v.from_seq
+            if gap and shown(prev.to_seq):
+                events += _fact_events(facts_of(prev), {}, prev.to_seq, commits, path, None)
+            if shown(v.from_seq):
+                before = facts_of(prev) if prev is not None and not gap else {}
+                events += _fact_events(before, facts_of(v), v.from_seq, commits, path, commits[v.from_seq][0])
+        if vs[-1].to_seq is not None and shown(vs[-1].to_seq):
+            events += _fact_events(facts_of(vs[-1]), {}, vs[-1].to_seq, commits, path, None)
     events = _merge_moves(events)
     events.sort(key=lambda e: (e["seq"] if reverse else -e["seq"], e["path"], e.get("line") or 0))
     if since:
@@ -247,8 +258,14 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
         a = resolve_as_of(ws, conn, rev1)
     except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
         a = None
-    fa = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, a), entity)} if a else {}
-    fb = {(_key(f), f.path): f for f in entity_filter(facts_at(ws, conn, b), entity)}
+    # a file with the same content at both commits holds the same facts at both: none of them is added,
+    # retracted, changed or moved (the keys hold the path), so only the files that differ are read
+    va = versions_at(ws, conn, a) if a else {}
+    vb = versions_at(ws, conn, b)
+    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}
+    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, {rel: va[rel] for rel in differ if rel in va},
+                                                 entity)} if a else {}
+    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, {rel: vb[rel] for rel in differ if rel in vb}, entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
