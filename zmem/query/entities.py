@@ -165,7 +165,7 @@ def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
     keys: dict[str, str] = {}
     # facts name the same entities over and over: each list of names once, with how many facts have it,
     # in the order of the first fact naming it (the entities' order, as a scan of every fact gives it)
-    for names, n, _ in conn.execute("SELECT names, count(*), min(rowid) FROM facts WHERE names != '' "
+    for names, n, _ in conn.execute("SELECT names, count(*), min(id) FROM facts WHERE names != '' "
                                     "GROUP BY names ORDER BY 3"):
         for name in names.split("\t"):
             key = keys.get(name)
