@@ -80,13 +80,14 @@ def _model_dir(model_file: Path) -> Path:
     return here
 
 
-def _json(path: Path) -> dict:
+def read_json_object(path: Path, error: type[Exception] = EmbeddingError, hint: str = _HINT) -> dict:
+    """A model directory's JSON file as a dict ({} when absent or not an object); unreadable: `error`."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError, RecursionError) as e:
-        raise EmbeddingError(f"cannot read {path}: {e}", hint=_HINT) from None
+        raise error(f"cannot read {path}: {e}", hint=hint) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -100,7 +101,7 @@ def read_settings(directory: Path) -> dict:
                 pooling_path = module["path"]
     except (OSError, ValueError, TypeError) as e:
         raise EmbeddingError(f"cannot read {modules}: {e}", hint=_HINT) from None
-    pool = _json(directory / pooling_path / "config.json")
+    pool = read_json_object(directory / pooling_path / "config.json")
     if pool.get("pooling_mode_cls_token"):
         pooling = "cls"
     elif pool.get("pooling_mode_max_tokens") and not pool.get("pooling_mode_mean_tokens"):
@@ -108,10 +109,10 @@ def read_settings(directory: Path) -> dict:
                              hint="use a model with mean or CLS pooling (most sentence-transformers models)")
     else:
         pooling = "mean"  # also a plain BERT without a pooling module
-    positions = _json(directory / "config.json").get("max_position_embeddings")
-    limit = _json(directory / "sentence_bert_config.json").get("max_seq_length")
+    positions = read_json_object(directory / "config.json").get("max_position_embeddings")
+    limit = read_json_object(directory / "sentence_bert_config.json").get("max_seq_length")
     max_tokens = min(int(v) for v in (positions, limit, MAX_TOKENS) if isinstance(v, int) and v > 0)
-    prompts = _json(directory / "config_sentence_transformers.json").get("prompts") or {}
+    prompts = read_json_object(directory / "config_sentence_transformers.json").get("prompts") or {}
     prompts = prompts if isinstance(prompts, dict) else {}
     return {"pooling": pooling, "max_tokens": max_tokens, "query_prefix": prompts.get("query") or "",
             "document_prefix": prompts.get("document") or prompts.get("passage") or ""}
@@ -143,7 +144,7 @@ class OnnxEmbedder(Embedder):
         self.directory = _model_dir(self.model_file)
         if not (self.directory / "tokenizer.json").is_file():
             raise EmbeddingError(f"{self.directory} has no tokenizer.json", hint=_HINT)
-        archs = _json(self.directory / "config.json").get("architectures") or []
+        archs = read_json_object(self.directory / "config.json").get("architectures") or []
         if any(str(a).endswith("ForSequenceClassification") for a in archs):
             raise EmbeddingError(f"{self.directory} is a cross-encoder (a reranker), not an embedding model",
                                  hint="set it as [recall] rerank instead, and an embedding model as model_path")

@@ -8,7 +8,6 @@ export, `tokenizer.json`, `config.json` whose architectures say BertForSequenceC
 `zmem model import DIR --format onnx` writes one from safetensors weights."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -140,13 +139,8 @@ class CrossEncoder:
 
 
 def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError, RecursionError) as e:
-        raise RerankError(f"cannot read {path}: {e}", hint=_HINT) from None
-    return data if isinstance(data, dict) else {}
+    from zmem.embedders.onnx import read_json_object
+    return read_json_object(path, RerankError, _HINT)
 
 
 _loaded: dict[tuple, CrossEncoder] = {}
