@@ -194,13 +194,8 @@ class Memory:
         result = self._fresh = catch_up(ws, conn=conn)
         clean = source and not (result.stale or result.deferred) and result.head == head
         self._clean_head = head if clean else None
-        self._vouch = db.get_meta(conn, "snapshot_ns") if clean and self._watches_all(source, conn) else None
+        self._vouch = db.get_meta(conn, "snapshot_ns") if clean and source.watches_all(conn) else None
         return result
-
-    @staticmethod
-    def _watches_all(source, conn) -> bool:
-        """Whether inotify watches every directory holding an indexed file."""
-        return {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")} <= set(source.wd_of)
 
     def _watch_source(self, ws: Workspace):
         if self._source is None:
@@ -236,11 +231,7 @@ class Memory:
             source = self._source
             if not source or self._vouch is None:
                 return False
-            cookie = server.new_cookie()
-            try:
-                paths, seen = source.read_until(cookie, fsmonitor.ASK_TIMEOUT)
-            finally:
-                server.drop_cookie(cookie)
+            paths, seen = source.read_to_now(server)
             if paths or not seen or source.needs_sync or source.root_gone:
                 self._clean_head = self._vouch = None
                 return False

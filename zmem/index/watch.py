@@ -166,6 +166,20 @@ class InotifySource:
             except InterruptedError:
                 pass
 
+    def read_to_now(self, server: fsmonitor.VouchServer) -> tuple[set[str], bool]:
+        """Every event up to now, for a fresh process's question: a cookie file is created in the
+        server's directory and events are read until its own (read_until's answer)."""
+        cookie = server.new_cookie()
+        try:
+            return self.read_until(cookie, fsmonitor.ASK_TIMEOUT)
+        finally:
+            server.drop_cookie(cookie)
+
+    def watches_all(self, conn) -> bool:
+        """Whether every directory holding an indexed file is watched (a symlinked or unreadable one
+        is not: then nobody may vouch for it)."""
+        return {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")} <= set(self.wd_of)
+
     def _add_tree(self, rel: str) -> None:
         for sub in memory_dirs(self.ws.root, [rel])[1:]:
             if sub not in self.wd_of:
@@ -438,10 +452,7 @@ class Watcher:
         source = self.source
         if not isinstance(source, InotifySource) or source.needs_sync or source.root_gone:
             return None
-        parents = {rel.rpartition("/")[0] for (rel,) in conn.execute("SELECT path FROM files")}
-        if not parents <= set(source.wd_of):
-            return None
-        return db.get_meta(conn, "snapshot_ns")
+        return db.get_meta(conn, "snapshot_ns") if source.watches_all(conn) else None
 
     def answer(self, snapshot: str) -> bool:
         """A fresh process asks whether nothing changed since the index snapshot it read: every
@@ -451,13 +462,9 @@ class Watcher:
         if not isinstance(source, InotifySource) or source.cookie_wd is None:
             return False
         try:
-            cookie = self.server.new_cookie()
-        except OSError:
+            paths, seen = source.read_to_now(self.server)
+        except OSError:  # no cookie could be made, or inotify failed: the asking process sweeps
             return False
-        try:
-            paths, seen = source.read_until(cookie, fsmonitor.ASK_TIMEOUT)
-        finally:
-            self.server.drop_cookie(cookie)
         self.changed(paths, self.clock())
         if not seen or source.needs_sync or source.root_gone or self.vouch is None:
             return False
