@@ -43,3 +43,25 @@ def test_get_refusals_are_clear(ws, tmp_path):
     assert res.exit_code == 1 and "hint:" in res.stderr
     assert run(["-C", str(ws), "get", "memory/2025-11-24.md#L3-L5"]).stdout == \
         "## Notes\n\n- Set up the gateway on the Mac Studio.\n"
+
+
+def test_get_refuses_a_git_ignored_memory_file_as_recall_leaves_it_out(ws):
+    """A note the person keeps out of git (.gitignore) is not memory: recall never shows it, so get
+    (and the MCP server's memory_get, through Memory.get) must not serve it either."""
+    from zmem import Memory, ZmemError
+    write(ws, "memory/private.md", "- the vault code is tangerine\n")
+    write(ws, "memory/secret/notes.md", "- tangerine again\n")
+    with open(ws / ".gitignore", "a") as f:
+        f.write("memory/private.md\nmemory/secret/\n")
+    assert "tangerine" not in run(["-C", str(ws), "recall", "tangerine"]).stdout
+    for path in ("memory/private.md", "memory/secret/notes.md", "memory/private.md#L1-L1"):
+        res = run(["-C", str(ws), "get", path])
+        assert res.exit_code == 1 and "is ignored by git" in res.stderr and "git check-ignore -v" in res.stderr, res.stderr
+        assert "tangerine" not in res.output and "Traceback" not in res.output
+    with Memory.open(ws) as memory:
+        try:
+            memory.get("memory/private.md")
+            raise AssertionError("Memory.get served an ignored file")
+        except ZmemError as e:
+            assert "ignored by git" in str(e)
+        assert "Set up the gateway" in memory.get("memory/2025-11-24.md").text

@@ -29,6 +29,13 @@ def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
         raise
 
 
+def is_ignored(cwd, rel: str) -> bool:
+    """Do git's ignore rules cover rel (relative to cwd)? The rules alone, tracked or not, as the
+    indexer asks pygit2 (`path_is_ignored`); an answer without pygit2's import, for `get`."""
+    proc = run_git(["check-ignore", "-q", "--no-index", "--", rel], cwd=cwd, capture_output=True)
+    return proc.returncode == 0
+
+
 def git_error(err: str) -> str:
     """What git said went wrong, in one line: its `fatal:`/`error:` line, not the last line of
     advice ("remove the file manually to continue" is about index.lock, not the note). Without

@@ -65,7 +65,7 @@ class Lines:
 def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int | None = None,
                rev: str | None = None, scope: str = "private") -> dict:
     """Exactly the cited lines of a memory file, now or at a commit (rev, or `path@rev` in spec).
-    Paths outside the memory sources, `..` escapes, symlinks and non-.md files are refused, and
+    Paths outside the memory sources, `..` escapes, symlinks, git-ignored and non-.md files are refused, and
     with scope "group" so are private files (MEMORY.md, [scopes] private)."""
     from zmem.text.markdown import decode_note, split_lines
     from zmem.workspace.paths import normalize_rel
@@ -77,7 +77,11 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
         count = count or (cited[1] - cited[0] + 1)
     start = start or 1
     if rev is None:
+        from zmem.git.gitcmd import is_ignored
         rel = resolve_memory_path(ws, path)
+        if is_ignored(ws.root, rel):  # recall never shows it, so get must not serve it either
+            raise ZmemError(f"{rel} is ignored by git, so zmem neither indexes nor reads it",
+                            hint=f"`git check-ignore -v {rel}` shows the rule; take it out of .gitignore to make it memory")
         data = (ws.root / rel).read_bytes()
         sha = None
     else:
