@@ -200,3 +200,25 @@ def test_demo_does_not_overwrite_through_a_symlinked_memory_file(tmp_path, outsi
     res = zmem_proc("demo", str(root))
     _refused(res, "MEMORY.md")
     assert target.read_text() == "precious\n"
+
+
+def test_a_symlinked_state_dir_is_refused_and_nothing_is_written_where_it_points(ws, tmp_path, outside):
+    """.gitignore's `.zmem/` does not cover a symlink, so a repository can carry a committed `.zmem`
+    link; every command refuses it rather than write an index, lock or socket where it points."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    git(clone, "init", "-q")
+    write(clone, "memory/2025-11-24.md", "- a note\n")
+    os.symlink(outside, clone / ".zmem")
+    commit_all(clone, "a repository that carries a .zmem link")
+    for args in (["init", "--no-hooks", str(clone)], ["-C", str(clone), "recall", "note"],
+                 ["-C", str(clone), "status"], ["-C", str(clone), "index"]):
+        res = zmem_proc(*args)
+        assert res.returncode == 1, (args, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert lines[0] == f"zmem: {clone}/.zmem is a symlink (to {outside}); zmem keeps its index only in a real .zmem/ directory"
+        assert lines[1].startswith("hint: remove the link") and "Traceback" not in res.stderr
+    assert _tree(outside) == {"keep.md": b"# not memory\n"}
+    os.unlink(clone / ".zmem")
+    res = zmem_proc("-C", str(clone), "recall", "note")
+    assert res.returncode == 0 and "memory/2025-11-24.md#L1" in res.stdout, res.stderr

@@ -157,6 +157,12 @@ def find_workspace(directory: str | os.PathLike | None = None, *, must_exist: bo
         else:
             raise WorkspaceError(f"not inside a zmem workspace: {cwd}",
                                  hint="run `zmem init DIR` to create one, or pass -C DIR / set ZMEM_WORKSPACE")
+    state = root / STATE_DIR
+    if os.path.islink(state):
+        # .gitignore's `.zmem/` does not cover a symlink, so one can be committed: a clone would then
+        # write its index, lock and socket wherever the link points
+        raise WorkspaceError(f"{state} is a symlink (to {os.readlink(state)}); zmem keeps its index only in a real"
+                             f" {STATE_DIR}/ directory", hint=f"remove the link (`rm {state}`); `zmem index` rebuilds the index")
     return Workspace(root=root, config=load_config(root))
 
 
