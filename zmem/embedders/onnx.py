@@ -136,6 +136,7 @@ def default_threads() -> int:
 class OnnxEmbedder(Embedder):
     provider = "onnx"
     batch_size = 16
+    in_process = True
 
     def __init__(self, model_path: str, *, dimensions: int | None = None, query_prefix: str | None = None,
                  document_prefix: str | None = None, threads: int | None = None, timeout: float = 30.0):
@@ -165,6 +166,14 @@ class OnnxEmbedder(Embedder):
 
     def endpoint(self) -> str:
         return "onnxruntime"
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def load(self) -> None:
+        with self._lock:
+            self._load()
 
     def _load(self):
         if self._session is not None:
