@@ -189,6 +189,23 @@ def test_a_watcher_that_cannot_load_the_model_leaves_the_process_to_embed_itself
         watch.stop()
 
 
+def test_a_running_mcp_server_embeds_with_the_model_its_own_searches_loaded(ws):
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from helpers.mcp_client import call, session
+    expected, _ = fresh_recall(ws)
+
+    async def go():
+        async with session(ws.root) as s:
+            found = await call(s, "memory_search", query=QUERY)  # starts watching; loads the model for itself
+            assert found["mode"] == "hybrid"
+            assert await asyncio.to_thread(lambda: wait_for(lambda: served(ws)))
+            result, imported = await asyncio.to_thread(fresh_recall, ws)
+            assert imported == [] and result == expected
+    asyncio.run(go())
+
+
 def test_a_busy_embedding_thread_says_so_at_once():
     """More questions than EMBED_QUEUE waiting while the thread is held: the next hears "no busy"."""
     held, release = threading.Event(), threading.Event()
