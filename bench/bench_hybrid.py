@@ -148,16 +148,24 @@ def fresh_processes(ws: Path, runs: int) -> None:
             time.sleep(0.05)
         return proc
 
+    def cpu_of(pid: int) -> float:
+        """A process's CPU seconds so far (user + sys, from /proc)."""
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     recall("warm the bytecode and page caches")
     # bm25 with the watcher: the floor (the watcher also spares every process the stat sweep)
     samples: dict[str, list[tuple[float, float]]] = {"without a watcher": [], "with zmem watch": [],
                                                      "bm25, with zmem watch": []}
+    served: list[float] = []  # the watcher's own CPU during each recall it served (embedding the query)
     for i in range(runs):  # alternating, so load drifts hit both alike
         query = f"{QUERIES[i % len(QUERIES)]} {i}"
         samples["without a watcher"].append(recall(query))
         watcher = watcher_serving()
         try:
+            spent = cpu_of(watcher.pid)
             samples["with zmem watch"].append(recall(query + " again"))
+            served.append(cpu_of(watcher.pid) - spent)
             samples["bm25, with zmem watch"].append(recall(query, "bm25"))
         finally:
             watcher.terminate()
@@ -168,6 +176,8 @@ def fresh_processes(ws: Path, runs: int) -> None:
         cpu = sorted(r[1] * 1000 for r in rows)
         print(f"  {label:22} wall {statistics.median(wall):6.0f} ({wall[0]:.0f}-{wall[-1]:.0f})"
               f"   CPU {statistics.median(cpu):6.0f} ({cpu[0]:.0f}-{cpu[-1]:.0f})")
+    print(f"  the watcher's CPU per served recall: median {statistics.median(served) * 1000:.0f} ms "
+          f"(max {max(served) * 1000:.0f}; clock ticks of {1000 / os.sysconf('SC_CLK_TCK'):.0f} ms)")
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -233,3 +233,14 @@ def test_a_busy_embedding_thread_says_so_at_once():
         service.close()
         for a, b in pairs:
             b.close()
+
+
+def test_the_model_a_watcher_keeps_lets_its_threads_sleep_between_queries(tiny_onnx):
+    """Spinning pool threads cost the watcher ~40 ms of CPU after every query it served (bench/README.md)."""
+    from zmem.embedders import make_embedder
+    embedder = make_embedder({"provider": "onnx", "model_path": str(tiny_onnx), "threads": 2})
+    assert not embedder.loaded
+    embedder.load()
+    assert embedder.loaded
+    options = embedder._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
