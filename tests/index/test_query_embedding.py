@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("numpy")  # first: onnxruntime without numpy raises a plain ImportError, not skipped
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
