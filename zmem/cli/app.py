@@ -1063,8 +1063,10 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
     it stats the files every second) and, after DEBOUNCE seconds without a change, reindexes what
     changed. With --commit, memory files that stay unchanged for --commit-after seconds are
     committed (`zmem watch: N memory files`), never other files. With --sync, it also shares them
-    through the git remote on an interval, like `zmem sync`. Stops cleanly on Ctrl-C (exit 130)
-    or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
+    through the git remote on an interval, like `zmem sync`. While it watches with inotify, other
+    zmem processes on this workspace ask it whether anything changed instead of checking every
+    file, and with an in-process model (provider onnx or local) have it embed their queries.
+    Stops cleanly on Ctrl-C (exit 130) or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
     """
     from zmem.index.watch import Watcher
     ws = _memory(ctx).workspace
