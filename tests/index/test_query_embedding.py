@@ -177,11 +177,15 @@ def test_a_watcher_that_cannot_load_the_model_leaves_the_process_to_embed_itself
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'onnxruntime'\", "
                                         "name='onnxruntime')\n")
-    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+    before = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(shadow.parent), before])))
     watch = WatchProc(ws.root)
     try:
         watch.ready()
-        monkeypatch.delenv("PYTHONPATH")
+        if before is None:  # the recalls below run with the Python the test has
+            monkeypatch.delenv("PYTHONPATH")
+        else:
+            monkeypatch.setenv("PYTHONPATH", before)
         for _ in range(3):  # the first asks it to load (which fails); later ones hear "no error" at once
             result, imported = fresh_recall(ws)
             assert "onnxruntime" in imported and result == expected
