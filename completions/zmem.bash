@@ -20,6 +20,7 @@ _zmem() {
         "model import|--format") kind="choices:gguf onnx" ;;
         "model import|--out") kind="file" ;;
         "model import|--outtype") kind="choices:f16 f32 q8_0 int8" ;;
+        "model pull|--outtype") kind="choices:f32 int8" ;;
         "recall|-k") kind="any" ;;
         "recall|--k") kind="any" ;;
         "recall|--since") kind="any" ;;
@@ -90,7 +91,7 @@ _zmem_words() {
         "trust") words="--revoke --help" ;;
         "model") words="import pull list --help" ;;
         "model import") words="--format --out --outtype --force --help" ;;
-        "model pull") words="--force --json --help" ;;
+        "model pull") words="--outtype --force --json --help" ;;
         "model list") words="--json --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;

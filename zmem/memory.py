@@ -213,13 +213,25 @@ class Memory:
         import functools
         from zmem.index import fsmonitor
         try:
-            server = fsmonitor.VouchServer(ws.state_dir)
+            server = fsmonitor.VouchServer(ws.state_dir, embedder_for=self._query_embedder)
         except OSError:
             return  # another watcher answers, or the socket cannot be made: processes do the sweep
         if not self._source.watch_cookies(server.cookie_dir):
             server.close()
             return
         self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server))
+
+    def _query_embedder(self, fingerprint: str):
+        """(On fsmonitor's query embedding thread.) This Memory's provider making vectors with this
+        fingerprint (the model it loads for its own recalls), or None, also while a tool call holds the lock."""
+        from zmem.index import fsmonitor
+        if not self.lock.acquire(timeout=fsmonitor.EMBED_TIMEOUT):
+            return None
+        try:
+            provs = self.providers
+        finally:
+            self.lock.release()
+        return provs.for_fingerprint(fingerprint)
 
     def _answer(self, server, snapshot: str) -> bool:
         """Yes when no event came in since the catch-up that left this snapshot (events read up to a
@@ -842,6 +854,11 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     if 0 <= ago < RECENT_TIMEOUT:  # not waited for again by every recall, in any process
         return None, None, notes + [f"embedding provider timed out recently or could not be reached ({ago:.0f} s ago; "
                                     f"tried again in {RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
+    if embedder.in_process and not embedder.loaded:  # a watcher holding the model loaded may embed it
+        from zmem.index import fsmonitor
+        vector = fsmonitor.embedded(ws.state_dir, key, query, timeout=min(timeout, fsmonitor.EMBED_TIMEOUT))
+        if vector is not None:
+            return vector, store, notes
     if timeout < embedder.timeout:
         embedder.timeout = timeout
     embedder.max_retries = 0  # one attempt: the whole query embedding takes at most the timeout

@@ -54,6 +54,9 @@ class Embedder:
     # text and gets no more than what is left of it: an endpoint that hangs from the start costs this
     # much, not retries × timeout, while a slow but working one is not cut short on its later batches.
     give_up_after: float | None = None
+    # The model runs in this process (onnx, local): a watcher that holds it loaded can embed a fresh
+    # process's query instead (zmem.index.fsmonitor), sparing it the runtime's import and the load.
+    in_process = False
 
     def __init__(self, model: str, dimensions: int | None = None, *, query_prefix: str = "",
                  document_prefix: str = "", timeout: float = 30.0):
@@ -73,6 +76,14 @@ class Embedder:
     def endpoint(self) -> str:
         """Where vectors come from, without secrets (part of the fingerprint)."""
         return ""
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the next embed runs without loading a model first (always, for an HTTP provider)."""
+        return True
+
+    def load(self) -> None:
+        """Load the model now rather than at the first embed (nothing to do for an HTTP provider)."""
 
     def request_timeout(self) -> float:
         """The timeout of the next call (providers pass it to their HTTP client)."""

@@ -30,6 +30,7 @@ def model_id(path: Path) -> str:
 class LlamaEmbedder(Embedder):
     provider = "local"
     batch_size = 16
+    in_process = True
 
     def __init__(self, model_path: str, *, dimensions: int | None = None, query_prefix: str = "",
                  document_prefix: str = "", threads: int | None = None, timeout: float = 30.0):
@@ -55,6 +56,14 @@ class LlamaEmbedder(Embedder):
         return "llama.cpp"
 
     # -- loading
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
+
+    def load(self) -> None:
+        with self._lock:
+            self._load()
+
     def _load(self) -> "_Model":
         if self._llama is not None:
             return self._llama

@@ -670,6 +670,21 @@ def _tokenizer_json(src: Path, dest: Path) -> None:
     tokenizer.save(str(dest))
 
 
+def quantize_int8(directory: Path) -> str:
+    """Replace directory/model.onnx by model_quantized.onnx with int8 weight matrices (dynamic
+    quantization: activations stay float); the new file's name."""
+    import logging
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    name = "model_quantized.onnx"
+    logging.disable(logging.WARNING)  # it advises "pre-processing" on the root logger: not the user's to act on
+    try:
+        quantize_dynamic(str(directory / "model.onnx"), str(directory / name), weight_type=QuantType.QInt8)
+    finally:
+        logging.disable(logging.NOTSET)
+    (directory / "model.onnx").unlink()
+    return name
+
+
 def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = False) -> dict:
     """Write the BERT sentence-transformers model in `src` as a directory the onnx provider runs:
     model.onnx (or model_quantized.onnx, int8 weights), tokenizer.json and the sentence-transformers
@@ -705,17 +720,7 @@ def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = Fal
                 {"word_embedding_dimension": bert["hidden"], "pooling_mode_mean_tokens": bert["pooling"] == "mean",
                  "pooling_mode_cls_token": bert["pooling"] == "cls"}, indent=2) + "\n")
         onnx.save_model(model, str(tmp / "model.onnx"))
-        name = "model.onnx"
-        if outtype == "int8":
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-            name = "model_quantized.onnx"
-            import logging
-            logging.disable(logging.WARNING)  # it advises "pre-processing" on the root logger: not the user's to act on
-            try:
-                quantize_dynamic(str(tmp / "model.onnx"), str(tmp / name), weight_type=QuantType.QInt8)
-            finally:
-                logging.disable(logging.NOTSET)
-            (tmp / "model.onnx").unlink()
+        name = quantize_int8(tmp) if outtype == "int8" else "model.onnx"
         if os.path.lexists(out):  # _check_paths allowed it (force): swap, then drop the old one
             old = Path(tempfile.mkdtemp(prefix=out.name + ".", suffix=".old", dir=out.parent))
             os.replace(out, old / "x")

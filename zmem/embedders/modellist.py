@@ -42,10 +42,10 @@ def models_in_use(directory: str | None) -> dict:
         have = found.pop(path, None)
         rows.append({"name": entry.name, "kind": entry.kind, "description": entry.description, "repo": entry.repo,
                      "revision": entry.revision, "default": entry.name == modelpull.DEFAULT, "installed": have is not None,
-                     "path": path, "bytes": have["bytes"] if have else None,
+                     "path": path, "bytes": have["bytes"] if have else None, "outtype": have["outtype"] if have else None,
                      "source": have["source"] if have else None, "in_use": bool(have) and used_path == path})
     for m in found.values():  # imported ones
         rows.append({"name": m["name"], "kind": m["kind"], "description": None, "repo": m.get("repo"),
                      "revision": m.get("revision"), "default": False, "installed": True, "path": m["path"],
-                     "bytes": m["bytes"], "source": m["source"], "in_use": used_path == m["path"]})
+                     "bytes": m["bytes"], "outtype": m.get("outtype"), "source": m["source"], "in_use": used_path == m["path"]})
     return {"models_dir": str(models_dir()), "in_use": used, "models": rows}

@@ -151,6 +151,7 @@ def installed() -> list[dict]:
         name = manifest.get("name") or path.name.removesuffix(".onnx")
         kind = manifest.get("kind") or _imported_kind(path)
         out.append({"name": name, "kind": kind, "format": "onnx", "path": str(path),
+                    "outtype": "f32" if _model_file(path).name == "model.onnx" else "int8",
                     "bytes": sum(f.stat().st_size for f in path.rglob("*") if f.is_file()),
                     "source": "pulled" if manifest else "imported",
                     "repo": manifest.get("repo"), "revision": manifest.get("revision")})
@@ -311,18 +312,31 @@ def _verify(entry: CatalogModel, remote: str, part: Path, meta: dict, expected: 
     return ", ".join(checks) or "unverified (the server sent no checksum)"
 
 
-def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0, progress=None) -> dict:
+def pull(name: str | None = None, *, outtype: str = "f32", force: bool = False, timeout: float = 30.0,
+         progress=None) -> dict:
     """Download the catalog model `name` (default: DEFAULT) into models_dir()/NAME.onnx, checked and
-    atomic. Returns {name, kind, path, repo, revision, bytes, checked, already}."""
+    atomic; outtype int8 quantizes its weight matrices after the download (model_quantized.onnx).
+    Returns {name, kind, path, repo, revision, outtype, bytes, checked, already}."""
     import shutil
+    from zmem.embedders.modelimport import ONNX_OUTTYPES
     entry = catalog_entry(name or DEFAULT)
+    if outtype not in ONNX_OUTTYPES:
+        raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + " or ".join(ONNX_OUTTYPES), param="outtype")
+    if outtype == "int8":  # known before a download that could not be used
+        try:
+            import onnxruntime.quantization  # noqa: F401
+        except ImportError as e:
+            raise ZmemError(f"{arg('outtype', 'int8')} needs {e.name or 'onnxruntime'}",
+                            hint="pip install 'zmem[semantic]'", param="outtype") from None
     target = target_dir(entry)
     if target.exists() and not force:
         manifest = read_manifest(target)
-        if manifest.get("revision") == entry.revision:
+        have = manifest.get("outtype", "f32")
+        if manifest.get("revision") == entry.revision and have == outtype:
             return {**_summary(entry, target), "already": True}
-        raise ZmemError(f"{target} already exists" + (" (imported, not pulled)" if not manifest else
-                                                      f" (revision {str(manifest.get('revision'))[:10]})"),
+        what = ("imported, not pulled" if not manifest else f"{have}, not {outtype}"
+                if manifest.get("revision") == entry.revision else f"revision {str(manifest.get('revision'))[:10]}")
+        raise ZmemError(f"{target} already exists ({what})",
                         hint=f"pass {arg('force')} to replace it with the catalog's version", param="force")
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no", "off"):
         raise ZmemError(f"cannot download {entry.name}: offline (HF_HUB_OFFLINE is set)", hint=_offline_hint(entry))
@@ -330,7 +344,7 @@ def pull(name: str | None = None, *, force: bool = False, timeout: float = 30.0,
     lock = _lock(staging, entry)
     try:
         checked = _fetch(entry, staging, timeout, progress)
-        _assemble(entry, staging, target, checked)
+        _assemble(entry, staging, target, checked, outtype)
         shutil.rmtree(staging, ignore_errors=True)
         staging.with_name(staging.name + ".lock").unlink(missing_ok=True)  # held: no other pull is waiting
     finally:
@@ -406,27 +420,29 @@ def _http_error(entry: CatalogModel, e) -> ZmemError:
                      + _offline_hint(entry))
 
 
-def _assemble(entry: CatalogModel, staging: Path, target: Path, checked: dict) -> None:
+def _assemble(entry: CatalogModel, staging: Path, target: Path, checked: dict, outtype: str = "f32") -> None:
     """The model directory, built next to `target` and renamed into place (a previous one swapped out)."""
     import shutil
     import tempfile
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
+        build = tmp / "model"
         if entry.convert:
             from zmem.embedders.modelimport import import_onnx
-            import_onnx(staging, tmp / "model", outtype="f32")
-            build = tmp / "model"
+            import_onnx(staging, build, outtype=outtype)
         else:
-            build = tmp / "model"
             build.mkdir()
             for local in checked:
                 (build / local).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(staging / local, build / local)
+            if outtype == "int8":
+                _quantize(entry, build)
         if entry.prompts:
             _add_prompts(build / "config_sentence_transformers.json", entry.prompts)
         (build / MANIFEST).write_text(json.dumps(
             {"name": entry.name, "kind": entry.kind, "repo": entry.repo, "revision": entry.revision,
-             "checked": checked, "pulled_at": int(time.time())}, indent=2) + "\n", encoding="utf-8")
+             "outtype": outtype, "checked": checked, "pulled_at": int(time.time())}, indent=2) + "\n",
+            encoding="utf-8")
         if target.exists():
             os.replace(target, tmp / "old")
         os.replace(build, target)
@@ -435,6 +451,20 @@ def _assemble(entry: CatalogModel, staging: Path, target: Path, checked: dict) -
                         hint=f"free space or fix permissions under {models_dir()}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _quantize(entry: CatalogModel, build: Path) -> None:
+    """The downloaded (checked) graph with int8 weights; a graph the quantizer cannot read is an error
+    that names the way around it."""
+    from zmem.embedders.modelimport import quantize_int8
+    try:
+        quantize_int8(build)
+    except OSError:
+        raise  # the disk: _assemble says so
+    except Exception as e:  # noqa: BLE001 - onnxruntime's quantizer raises whatever its passes raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ZmemError(f"cannot quantize {entry.name} to int8: {first}",
+                        hint=f"pull it without {arg('outtype', 'int8')} (f32)", param="outtype") from None
 
 
 def _add_prompts(path: Path, prompts: dict) -> None:
@@ -452,6 +482,6 @@ def _add_prompts(path: Path, prompts: dict) -> None:
 
 def _summary(entry: CatalogModel, target: Path) -> dict:
     return {"name": entry.name, "kind": entry.kind, "path": str(target), "repo": entry.repo,
-            "revision": entry.revision,
+            "revision": entry.revision, "outtype": read_manifest(target).get("outtype", "f32"),
             "bytes": sum(f.stat().st_size for f in target.rglob("*") if f.is_file()),
             "checked": read_manifest(target).get("checked", {})}

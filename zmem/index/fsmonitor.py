@@ -9,11 +9,22 @@ It says "yes" only when it saw no event since the catch-up that recorded SNAPSHO
 (no watcher, a dead or busy one, another snapshot, a timeout) means the caller does the sweep.
 Not seen by inotify, and so not vouched against: writes through a hard link in an unwatched
 directory, writes through mmap, and changes made by another machine on a network file system.
+
+The same socket embeds queries: a fresh hybrid recall whose model runs in-process (onnx, local)
+sends "embed [vector fingerprint, query]" and gets the vector the watcher's copy of that model
+makes, instead of importing the runtime and loading the model itself (~0.5 s). The watcher builds
+its providers from the workspace's own settings (the asker only names a fingerprint, never a file)
+and loads the model at the first such question, answering "no" to that one. Any doubt (no watcher,
+another fingerprint, not loaded yet, busy, an error, no answer in time) and the asker embeds as before.
+The socket is protected as the vouching is: it lives in the workspace's state directory and is made
+with the process's umask, so only those who may write there can connect.
 """
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -21,40 +32,69 @@ SOCKET = "fsmonitor.sock"
 COOKIES = "fsmonitor"  # the directory of cookie files (watched by the watcher, inside the state directory)
 ASK_TIMEOUT = 0.05  # seconds a fresh process waits for an answer before it does the sweep itself
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; a longer path: no vouching, the sweep as before
+EMBED_TIMEOUT = 0.25  # seconds a fresh process waits for its query's vector (a served one takes ~1-30 ms)
+MAX_REQUEST = 1 << 16  # bytes; a longer query is embedded by the asking process itself
+EMBED_QUEUE = 4  # questions waiting for the embedding thread; one more is answered "no busy"
 _serving = False  # this process is the watcher: its own catch-ups never ask it (it would wait on itself)
 
 
 def vouched(state_dir: Path, snapshot: str, timeout: float = ASK_TIMEOUT) -> bool:
     """Whether a watcher vouches that no memory file changed since the index's snapshot was taken."""
+    return _ask(state_dir, f"vouch {snapshot}\n".encode(), timeout) == b"yes\n"
+
+
+def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBED_TIMEOUT) -> list[float] | None:
+    """The query vector a watcher made for text with the model whose vectors have this fingerprint
+    (zmem.index.embedding.vector_fingerprint), or None: the caller embeds it itself."""
+    request = b"embed " + json.dumps([fingerprint, text]).encode() + b"\n"
+    if len(request) > MAX_REQUEST:
+        return None
+    reply = _ask(state_dir, request, timeout)
+    if not reply or not reply.startswith(b"vector "):
+        return None
+    try:
+        vector = json.loads(reply[len(b"vector "):])
+    except ValueError:
+        return None
+    ok = isinstance(vector, list) and vector and all(isinstance(x, float) for x in vector)
+    return vector if ok else None
+
+
+def _ask(state_dir: Path, request: bytes, timeout: float) -> bytes | None:
+    """The watcher's one-line reply to a one-line request, or None (no watcher, or none in time)."""
     path = os.path.join(state_dir, SOCKET)
     if _serving or len(os.fsencode(path)) > MAX_SOCKET_PATH or not os.path.exists(path):  # no watcher: no socket import
-        return False
+        return None
     import _socket  # not `socket`: its enums cost a fresh process a few ms
     s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    deadline = time.monotonic() + timeout
     try:
         s.settimeout(timeout)
         s.connect(path)
-        s.sendall(f"vouch {snapshot}\n".encode())
+        s.sendall(request)
         reply = b""
         while not reply.endswith(b"\n"):
-            part = s.recv(64)
+            s.settimeout(max(deadline - time.monotonic(), 1e-3))
+            part = s.recv(1 << 16)
             if not part:
                 break
             reply += part
     except OSError:  # refused (a watcher that died), timed out (a busy one), …
-        return False
+        return None
     finally:
         s.close()
-    return reply == b"yes\n"
+    return reply
 
 
 class VouchServer:
-    """The watcher's end of the socket: answer(snapshot) -> bool decides each question."""
+    """The watcher's end of the socket: answer(snapshot) -> bool decides each question; with
+    embedder_for (see QueryEmbedding), query embedding questions go to a thread of their own."""
 
-    def __init__(self, state_dir: Path):
+    def __init__(self, state_dir: Path, embedder_for: Callable[[str], object] | None = None):
         import socket
         global _serving
         _serving = True
+        self.queries = QueryEmbedding(embedder_for) if embedder_for is not None else None
         self.path = os.path.join(state_dir, SOCKET)
         self.cookie_dir = os.path.join(state_dir, COOKIES)
         self._names = itertools.count()
@@ -104,25 +144,34 @@ class VouchServer:
                 return
             except OSError:
                 return
-            with conn:
-                try:
-                    conn.settimeout(ASK_TIMEOUT)
-                    request = b""
-                    while not request.endswith(b"\n") and len(request) < 256:
-                        part = conn.recv(256)
-                        if not part:
-                            break
-                        request += part
-                    word, _, snapshot = request.decode("ascii", "replace").strip().partition(" ")
-                    ok = word == "vouch" and snapshot.isdigit() and answer(snapshot)
-                    conn.sendall(b"yes\n" if ok else b"no\n")
-                except OSError:
-                    pass  # the client gave up waiting
+            try:
+                conn.settimeout(ASK_TIMEOUT)
+                request = b""
+                while not request.endswith(b"\n") and len(request) <= MAX_REQUEST:
+                    part = conn.recv(1 << 16)
+                    if not part:
+                        break
+                    request += part
+                word, _, rest = request.strip().partition(b" ")
+                if word == b"embed" and self.queries is not None:
+                    self.queries.submit(conn, rest)  # the connection is the embedding thread's now
+                    conn = None
+                    continue
+                snapshot = rest.decode("ascii", "replace")
+                ok = word == b"vouch" and snapshot.isdigit() and answer(snapshot)
+                conn.sendall(b"yes\n" if ok else b"no\n")
+            except OSError:
+                pass  # the client gave up waiting
+            finally:
+                if conn is not None:
+                    conn.close()
 
     def close(self) -> None:
         global _serving
         _serving = False
         self.sock.close()
+        if self.queries is not None:
+            self.queries.close()
         try:
             if os.stat(self.path).st_ino == self.ino:  # ours, not a newer watcher's
                 os.unlink(self.path)
@@ -157,6 +206,76 @@ def serve_in_thread(server: VouchServer, answer: Callable[[str], bool]) -> Calla
         os.close(stop_w)
         server.close()
     return stop
+
+
+class QueryEmbedding:
+    """Embeds fresh processes' queries on a thread of its own, with a model this process keeps loaded.
+    embedder_for(vector fingerprint) -> the embedder making such vectors, or None; called on that thread.
+    A model that is not loaded yet is loaded after answering "no loading"; one that failed to load is
+    not tried again (its process says why when it embeds itself)."""
+
+    def __init__(self, embedder_for: Callable[[str], object]):
+        import queue
+        import weakref
+        self.embedder_for = embedder_for
+        self.waiting: queue.Queue = queue.Queue()
+        self.failed: weakref.WeakSet = weakref.WeakSet()
+        self.thread = None
+
+    def submit(self, conn, payload: bytes) -> None:
+        """Take over conn, whose request was `embed PAYLOAD`: queued, or answered "no" at once."""
+        try:
+            fingerprint, text = json.loads(payload)
+            if not isinstance(fingerprint, str) or not isinstance(text, str):
+                raise ValueError
+        except (ValueError, TypeError):
+            return _reply(conn, b"no request\n")
+        if self.waiting.qsize() >= EMBED_QUEUE:
+            return _reply(conn, b"no busy\n")
+        if self.thread is None:
+            import threading
+            self.thread = threading.Thread(target=self._run, name="zmem-query-embedding", daemon=True)
+            self.thread.start()
+        self.waiting.put((conn, fingerprint, text))
+
+    def _run(self) -> None:
+        while (item := self.waiting.get()) is not None:
+            conn, fingerprint, text = item
+            to_load = None
+            try:
+                embedder = self.embedder_for(fingerprint)
+                if embedder is None or not embedder.in_process:
+                    reply = b"no model\n"
+                elif embedder in self.failed:
+                    reply = b"no error\n"
+                elif not embedder.loaded:
+                    reply, to_load = b"no loading\n", embedder
+                else:
+                    reply = b"vector " + json.dumps(embedder.embed([text], "query")[0]).encode() + b"\n"
+            except Exception:  # noqa: BLE001 - whatever failed, the asking process embeds itself and says why
+                reply = b"no error\n"
+            _reply(conn, reply)
+            if to_load is not None:
+                try:
+                    to_load.load()
+                except Exception:  # noqa: BLE001
+                    self.failed.add(to_load)
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.waiting.put(None)
+            self.thread.join(timeout=5)
+            self.thread = None
+
+
+def _reply(conn, reply: bytes) -> None:
+    try:
+        conn.settimeout(ASK_TIMEOUT)
+        conn.sendall(reply)
+    except OSError:
+        pass  # the asker gave up waiting
+    finally:
+        conn.close()
 
 
 def vouched_by_someone(path: str) -> bool:

@@ -362,6 +362,7 @@ class Watcher:
         self.source = None
         self.vouch: str | None = None  # the index snapshot no event has come in since (fsmonitor)
         self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
+        self.query_providers = None  # (workspace, embedding.Providers) that embed fresh processes' queries
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -479,13 +480,25 @@ class Watcher:
         if not isinstance(self.source, InotifySource) or self.server is not None:
             return
         try:
-            server = fsmonitor.VouchServer(self.ws.state_dir)
+            server = fsmonitor.VouchServer(self.ws.state_dir, embedder_for=self.query_embedder)
         except OSError:
             return
         if not self.source.watch_cookies(server.cookie_dir):
             server.close()
             return
         self.server = server
+
+    def query_embedder(self, fingerprint: str):
+        """(On fsmonitor's query embedding thread.) The provider, built from this workspace's settings,
+        whose vectors have this fingerprint, kept with its model once loaded; None when there is none.
+        Built again when it does not match (the settings were reloaded, or the model files replaced)."""
+        from zmem.index.embedding import providers
+        ws, kept = self.ws, self.query_providers
+        if kept is None or kept[0] is not ws or kept[1].for_fingerprint(fingerprint) is None:
+            fresh = providers(ws)
+            if kept is None or kept[0] is not ws or fresh.for_fingerprint(fingerprint) is not None:
+                kept = self.query_providers = (ws, fresh)  # a model loaded for the old settings is let go
+        return kept[1].for_fingerprint(fingerprint)
 
     def _dirty_at_start(self) -> set[str]:
         from zmem.git.repo import open_repo
