@@ -79,8 +79,9 @@ class Lists:
         return self.ordered[token]
 
 
-def top_k(lists: Lists, tokens: list[str], k: int, min_df: int, batch: int) -> tuple[list[tuple[int, float]], int]:
-    """(rowid, rank) best first, as FTS5 orders them, and how many chunks were scored."""
+def top_k(lists: Lists, tokens: list[str], k: int, min_df: int, batch: int) -> tuple[list[tuple[int, float]], int, int]:
+    """(rowid, rank) best first, as FTS5 orders them; how many chunks were scored; how deep the
+    deepest list was read (a side index keeping only each term's best M chunks needs M >= that)."""
     freqs = [lists.freqs(t) for t in tokens]
     idf = []
     for f in freqs:
@@ -110,7 +111,7 @@ def top_k(lists: Lists, tokens: list[str], k: int, min_df: int, batch: int) -> t
                 bound += idf[i] * ordered[i][at[i]][0]
         best = heapq.nsmallest(k, scored.items(), key=lambda x: (x[1], x[0]))
         if not listed or bound == 0.0 or (len(best) == k and -best[-1][1] > bound):
-            return best, len(scored)
+            return best, len(scored), max(at.values(), default=0)
         for i in listed:
             for _, doc in ordered[i][at[i]:at[i] + batch]:
                 if doc not in scored:
@@ -135,7 +136,7 @@ def main() -> None:
     lists = Lists(conn)
     print(f"chunk lengths read from the docsize table: {(time.perf_counter() - t0) * 1000:.1f} ms")
     print(f"load {os.getloadavg()[0]:.2f}; {lists.n_row} chunks; k={args.k} min_df={args.min_df} batch={args.batch}")
-    print(f"{'query':28} {'FTS5 ms':>8} {'TA ms':>7} {'scored':>7} {'matching':>8} {'lists ms':>8}  same")
+    print(f"{'query':28} {'FTS5 ms':>8} {'TA ms':>7} {'scored':>7} {'matching':>8} {'depth':>6} {'lists ms':>8}  same")
     for q in QUERIES:
         words = query_terms(q)
         toks = fts_tokens(words)
@@ -157,12 +158,12 @@ def main() -> None:
             want = conn.execute(sql, (match, args.k)).fetchall()
             fts_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            got, n_scored = top_k(lists, tokens, args.k, args.min_df, args.batch)
+            got, n_scored, depth = top_k(lists, tokens, args.k, args.min_df, args.batch)
             ta_t.append(time.perf_counter() - t0)
         matching = conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0]
         same = [tuple(r) for r in want] == [tuple(r) for r in got]
         print(f"{q:28} {statistics.median(fts_t) * 1000:8.1f} {statistics.median(ta_t) * 1000:7.1f} "
-              f"{n_scored:7} {matching:8} {build:8.1f}  {same}"
+              f"{n_scored:7} {matching:8} {depth:6} {build:8.1f}  {same}"
               + (f" (new lists: {' '.join(new)})" if new else ""))
         if not same:
             print("   FTS5:", want[:4], "\n   TA:  ", got[:4], file=sys.stderr)
