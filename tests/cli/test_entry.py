@@ -40,7 +40,8 @@ def test_plain_recall_prints_exactly_what_the_click_command_prints(ws, tmp_path)
     cases = [("recall", "gateway"), ("recall", "gateway", "--json"), ("recall", "--json", "Peter", "Marrakech"),
              ("recall", "北京"), ("recall", "nothingmatchesthis"), ("recall", "nothingmatchesthis", "--json"),
              ("recall", "!!!"), ("recall", "!!!", "--json"), ("recall", "red", "evil"),
-             ("recall", "gateway", "--json", "--json")]
+             ("recall", "gateway", "--json", "--json"), ("recall", "-k", "1", "gateway"),
+             ("recall", "gateway", "--k", "1000", "--json"), ("recall", "Peter", "--k", "2")]
     for args in cases:
         assert _same("-C", str(ws), *args).returncode == 0
         _same(*args, cwd=ws)
@@ -57,7 +58,9 @@ def test_errors_help_and_options_are_the_click_command_lines(ws, tmp_path):
     (tmp_path / "file").write_text("x")
     assert _same("-C", str(tmp_path / "file"), "recall", "gateway").returncode == 2
     assert _same("recall", "gateway", cwd=tmp_path).returncode == 1
-    for args in [("recall", "--help"), ("recall", "-k", "2", "gateway"), ("recall", "--bogus", "x"), ("recall",),
+    for args in [("recall", "--help"), ("recall", "-k", "0", "gateway"), ("recall", "-k", "1001", "gateway"),
+                 ("recall", "-k", "+2", "gateway"), ("recall", "-k", "2", "-k", "3", "gateway"), ("recall", "-k"),
+                 ("recall", "gateway", "-k"), ("recall", "-k3", "gateway"), ("recall", "--bogus", "x"), ("recall",),
                  ("recall", "--json"), ("recall", "--", "-gateway"), ("recall", ""), ("-C", str(ws), "recall")]:
         _same(*(args if args[0] == "-C" else ("-C", str(ws), *args)))
 
@@ -67,16 +70,19 @@ def test_plain_recall_loads_no_click_and_anything_else_does(ws, tmp_path):
     proc = _run(REPORT, str(report), "-C", str(ws), "recall", "gateway", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["results"], proc.stderr
     assert not [m for m in json.loads(report.read_text()) if m == "click" or m.startswith("click.")]
-    proc = _run(REPORT, str(report), "-C", str(ws), "recall", "gateway", "-k", "1")
+    proc = _run(REPORT, str(report), "-C", str(ws), "recall", "gateway", "--since", "7d")
     assert proc.returncode == 0 and "click" in json.loads(report.read_text())
 
 
 @pytest.mark.parametrize("args, plain", [
-    (["recall", "a", "b"], (None, ["a", "b"], False)),
-    (["recall", "--json", "a"], (None, ["a"], True)),
-    (["-C", ".", "recall", "a"], (".", ["a"], False)),
+    (["recall", "a", "b"], (None, ["a", "b"], False, None)),
+    (["recall", "--json", "a"], (None, ["a"], True, None)),
+    (["-C", ".", "recall", "a"], (".", ["a"], False, None)),
+    (["recall", "a", "-k", "12", "--json"], (None, ["a"], True, 12)), (["recall", "--k", "1000", "a"], (None, ["a"], False, 1000)),
+    (["recall", "-k", "007", "a"], None), (["recall", "-k", "1", "-k", "2", "a"], None), (["recall", "a", "-k"], None),
+    (["recall", "-k", "٣", "a"], None),
     (["-C", "/nonexistent-dir", "recall", "a"], None),
-    (["recall"], None), (["recall", "--json"], None), (["recall", "-k", "3", "a"], None),
+    (["recall"], None), (["recall", "--json"], None), (["recall", "--max-chars", "3", "a"], None),
     (["recall", "a", "--help"], None), (["recall", "--", "a"], None), (["recall", ""], None),
     (["recall", "caf\udce9"], None), (["--help"], None), (["get", "x"], None), (["-C"], None),
     (["-C", ".", "get", "x"], None), (["recall", "-"], None),
@@ -98,4 +104,4 @@ def test_a_terminal_or_another_encoding_takes_the_click_path(monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="latin-1"))
     assert plain_recall(["recall", "a"]) is None
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
-    assert plain_recall(["recall", "a"]) == (None, ["a"], False)
+    assert plain_recall(["recall", "a"]) == (None, ["a"], False, None)

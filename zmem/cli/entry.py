@@ -1,6 +1,6 @@
 """The `zmem` entry point. Agents run one process per recall, and `import click` with the command
 definitions is ~25-30 ms of the ~130 ms such a process spends: the plainest recall, `zmem [-C DIR]
-recall WORDS... [--json]` printed to a pipe, is answered here without click. Everything else goes
+recall WORDS... [--json] [-k N]` printed to a pipe, is answered here without click. Everything else goes
 to the click command line (cli/app.py), which stays the one place arguments, --help and errors are
 defined: any option, a word starting with `-`, a terminal, an error, all take that path, so what a
 user sees there is unchanged; this path prints exactly what the click command prints for the same
@@ -20,11 +20,11 @@ def main() -> None:
     sys.exit(_recall(*plain))
 
 
-def plain_recall(args: list[str]) -> tuple[str | None, list[str], bool] | None:
-    """(-C DIR or None, the query words, --json) when args are a recall this module answers the way
-    the click command would: only words, --json, and a leading -C naming a directory; stdout and
-    stderr pipes or files in UTF-8 on a POSIX system (click writes to such a stream as it is). None
-    for anything else."""
+def plain_recall(args: list[str]) -> tuple[str | None, list[str], bool, int | None] | None:
+    """(-C DIR or None, the query words, --json, -k N or None) when args are a recall this module
+    answers the way the click command would: only words, --json, one `-k N`/`--k N` with N a plain
+    number from 1 to 1000, and a leading -C naming a directory; stdout and stderr pipes or files in
+    UTF-8 on a POSIX system (click writes to such a stream as it is). None for anything else."""
     directory = None
     if args[:1] == ["-C"] and len(args) > 2:
         directory, args = args[1], args[2:]
@@ -32,13 +32,27 @@ def plain_recall(args: list[str]) -> tuple[str | None, list[str], bool] | None:
             return None
     if args[:1] != ["recall"]:
         return None
-    words = [a for a in args[1:] if a != "--json"]
-    # a word starting with `-` is an option (or `--`) to click; a lone surrogate is refused there
-    if not words or any(not w or w.startswith("-") or any("\udc80" <= c <= "\udcff" for c in w) for w in words):
+    words: list[str] = []
+    as_json, k = False, None
+    rest = iter(args[1:])
+    for a in rest:
+        if a == "--json":
+            as_json = True
+        elif a in ("-k", "--k") and k is None:
+            n = next(rest, "")
+            if not (n.isascii() and n.isdigit() and n[0] != "0" and int(n) <= 1000):
+                return None
+            k = int(n)
+        # a word starting with `-` is an option (or `--`) to click; a lone surrogate is refused there
+        elif not a or a.startswith("-") or any("\udc80" <= c <= "\udcff" for c in a):
+            return None
+        else:
+            words.append(a)
+    if not words:
         return None
     if os.name != "posix" or not all(_plain_stream(s) for s in (sys.stdout, sys.stderr)):
         return None
-    return directory, words, len(words) < len(args) - 1
+    return directory, words, as_json, k
 
 
 def _plain_stream(stream) -> bool:
@@ -50,12 +64,12 @@ def _plain_stream(stream) -> bool:
         return False
 
 
-def _recall(directory: str | None, words: list[str], as_json: bool) -> int:
+def _recall(directory: str | None, words: list[str], as_json: bool, k: int | None) -> int:
     """The click command `recall` with its defaults, printed as it prints to a pipe; the exit code."""
     from zmem.memory import Memory
     try:
         with Memory.open(directory) as mem:
-            res = mem.recall(" ".join(words), k=None, since=None, until=None, path=None, max_chars=None, mode=None,
+            res = mem.recall(" ".join(words), k=k, since=None, until=None, path=None, max_chars=None, mode=None,
                              explain=False, kind=None, entity=None, as_of=None, scope="private", source=None,
                              rerank=None)
             if as_json:
