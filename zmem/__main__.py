@@ -1,3 +1,3 @@
-from zmem.cli.app import main
+from zmem.cli.entry import main
 
 main()

@@ -15,6 +15,7 @@ import click
 from zmem import __version__
 from zmem.errors import CommandLine, ExitCode, ZmemError, describe
 from zmem.text.kinds import KINDS
+from zmem.cli.render import hit_lines
 from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
@@ -596,18 +597,8 @@ def _one_line(s: str, n: int) -> str:
 
 def _render_text(hits) -> None:
     for h in hits:
-        # a daily log titled by its day: the heading path (`2025-09-15 > Notes`) says the day once
-        day = "" if h.day and (h.heading == h.day or (h.heading or "").startswith(h.day + " > ")) else h.day
-        meta = " · ".join(x for x in (f"{h.score:.4g}", day or "", h.heading) if x)
-        echo(Bold(h.citation), f"  {meta}")
-        if h.explain:
-            e = h.explain
-            echo(f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
-                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
-                       + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
-                          f"{e['keyword_evidence']})" if "text_weight" in e else "")
-                       + (f" · rerank {e['rerank']}" if "rerank" in e else "") + "]")
-        echo("\n".join("    " + line for line in h.snippet.split("\n")))
+        for parts in hit_lines(h):
+            echo(*parts)
 
 
 @cli.command()

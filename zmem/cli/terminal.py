@@ -16,8 +16,6 @@ import json
 import re
 import sys
 
-import click
-
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -59,6 +57,7 @@ class Bold(str):
 def echo(*parts: str, nl: bool = True) -> None:
     """Print parts as one line of stdout: on a terminal with visible() escapes (and Bold parts in
     bold), otherwise exactly as given."""
+    import click  # here, not at import: the entry point's plain recall prints without click (cli/entry.py)
     if stdout_is_terminal():
         line = "".join(click.style(visible(p), bold=True) if isinstance(p, Bold) else visible(p) for p in parts)
     else:
@@ -79,5 +78,6 @@ def echo_table(rows, headers: list[str], numeric: tuple[int, ...] = ()) -> None:
 def echo_json(data, indent: int | None = 2) -> None:
     """data as JSON: the same value either way, but on a terminal the characters
     visible() escapes are written as \\uNNNN escapes (json leaves C1 and bidi controls raw)."""
+    import click
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     click.echo(_UNSAFE.sub(_json_escape, text) if stdout_is_terminal() else text, color=True)

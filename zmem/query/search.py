@@ -498,9 +498,13 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     rest = match_keys(" ".join(other))
     units = len(named) + len(rest)
 
+    spelled = [fold(e.spelled) for e in named]
+
     def share(text: str, keys: set[str], own: str | None = None) -> float:
-        low = fold(text)
-        got = sum(1 for e in named if e.key == own or e.key in keys or _word_start(low, fold(e.spelled)) >= 0)
+        return folded_share(fold(text), keys, own)
+
+    def folded_share(low: str, keys: set[str], own: str | None = None) -> float:
+        got = sum(1 for e, s in zip(named, spelled) if e.key == own or e.key in keys or _word_start(low, s) >= 0)
         return (got + sum(1 for key in rest if _word_start(low, key) >= 0)) / units
 
     about: dict[int, float] = {}
@@ -538,8 +542,9 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     # Porto on another stays below Peter's facts and page
     look = [cid for cid, _ in ranked[:3 * n] if cid not in about or cid in facts_at]
     for cid, text in conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(look))})", look):
-        best = max((share(line, set()) for line in text.split("\n")
-                    if any(_word_start(fold(line), fold(e.spelled)) >= 0 for e in named)), default=None)
+        lows = [fold(line) for line in text.split("\n")]
+        best = max((folded_share(low, set()) for low in lows if any(_word_start(low, s) >= 0 for s in spelled)),
+                   default=None)
         if best is not None and 0.45 + 0.4 * best > about.get(cid, 0.0):
             about[cid] = 0.45 + 0.4 * best
             facts_at.pop(cid, None)  # the snippet centres on the matching line, not on a lesser fact
