@@ -77,6 +77,8 @@ def _pair_changes(removed: list, added: list, *, same_path: bool = False) -> lis
     """(old, new) pairs of similar facts with shared entities; the rest stay removed/added.
     Similarity is over whole texts (not token sets: "Likes Lisbon" is not an edit of "Lives in
     Lisbon and works on warelay"); same_path: an edit stays in its file (diff across files)."""
+    if not removed or not added:
+        return []  # nothing to pair (and no rapidfuzz to import)
     from rapidfuzz import fuzz, utils
     pairs = []
     for old in list(removed):
@@ -111,22 +113,21 @@ class _Version:
 def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, reverse: bool = False) -> list[dict]:
     """Facts and opinions about an entity as they were added, changed and retracted: newest commit
     first, like `git log` and a file's log (reverse: oldest first); within a commit, by file and line."""
-    from zmem.git.repo import open_repo
     commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
                conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
     blobs_with_entity = _blobs_mentioning(conn, key)
+    # the events of a commit before since are not shown (see the end)
+    hidden = {seq for seq, (_, t, _, _) in commits.items() if since and _iso(t)[:10] < since}
 
-    def shown(seq: int) -> bool:  # the events of a commit before since are not shown (see the end)
-        return not since or _iso(commits[seq][1])[:10] >= since
+    def shown(seq: int) -> bool:
+        return seq not in hidden
     events: list[dict] = []
     versions: dict[str, list[_Version]] = {}
     for path, blob, a, b in conn.execute("SELECT path, blob, from_seq, to_seq FROM hist_versions ORDER BY path, from_seq"):
         versions.setdefault(path, []).append(_Version(path, blob, a, b))
-    repo = None
     for path, vs in versions.items():
         if path == op_mod.OPINIONS_PATH:
-            repo = repo or open_repo(ws.root)
-            events += _opinion_events(repo, vs, key, commits)
+            events += _opinion_events(ws, vs, key, commits)
             continue
         if not any(v.blob in blobs_with_entity for v in vs):
             continue
@@ -180,10 +181,14 @@ def _merge_moves(events: list[dict]) -> list[dict]:
 
 
 def _blobs_mentioning(conn, key: str) -> set[str]:
+    # facts repeat the same lists of names: each distinct list is read once, then the blobs of those naming key
+    lists = [names for (names,) in conn.execute("SELECT DISTINCT names FROM hist_facts WHERE names != ''")
+             if any(entity_key(n) == key for n in names.split("\t"))]
     out = set()
-    for blob, names in conn.execute("SELECT blob, names FROM hist_facts WHERE names != ''"):
-        if any(entity_key(n) == key for n in names.split("\t")):
-            out.add(blob)
+    for i in range(0, len(lists), 500):
+        part = lists[i:i + 500]
+        out.update(blob for (blob,) in conn.execute(
+            f"SELECT blob FROM hist_facts WHERE names IN ({','.join('?' * len(part))})", part))
     return out
 
 
@@ -219,11 +224,12 @@ def _fact_events(before: dict, now: dict, seq: int, commits: dict, path: str, sh
     return out
 
 
-def _opinion_events(repo, versions: list[_Version], key: str, commits: dict) -> list[dict]:
+def _opinion_events(ws: Workspace, versions: list[_Version], key: str, commits: dict) -> list[dict]:
+    from zmem.git.gitstatus import read_blobs
     out = []
     before: dict[str, float] = {}
-    for v in versions:
-        parsed = op_mod.parse(repo.read_blob(v.blob).decode("utf-8", "replace"))
+    for v, (_, data) in zip(versions, read_blobs(ws.root, [v.blob for v in versions])):
+        parsed = op_mod.parse(data.decode("utf-8", "replace"))
         now = {o.statement: o for o in parsed.opinions if key in o.entity_keys}
         commit, t, author, summary = commits[v.from_seq]
         base = {"seq": v.from_seq, "commit": commit, "date": _iso(t), "author": author, "summary": summary,
@@ -252,7 +258,6 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     """What memory believed differently at rev2 than at rev1: facts added, retracted and changed;
     opinions added, removed, and confidence changes with the evidence added between them."""
     from zmem.history.asof import BeforeHistory
-    from zmem.git.repo import open_repo
     b = resolve_as_of(ws, conn, rev2)
     try:
         a = resolve_as_of(ws, conn, rev1)
@@ -271,8 +276,7 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     confidence = _confidence_changes(fa, fb)
     moved = _pair_moves(removed, added)
     changed = _pair_changes(removed, added, same_path=True)
-    repo = open_repo(ws.root)
-    oa, ob = _opinions_at(repo, a, entity) if a else {}, _opinions_at(repo, b, entity)
+    oa, ob = _opinions_at(ws, va, vb, entity)
     ops = []
     for s, o in ob.items():
         if s not in oa:
@@ -301,10 +305,19 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
             "opinions": ops}
 
 
-def _opinions_at(repo, at: AsOf, entity: str | None) -> dict:
-    data = repo.file_at(at.sha, op_mod.OPINIONS_PATH)
-    parsed = op_mod.parse(data.decode("utf-8", "replace") if data else "")
-    return {o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys}
+def _opinions_at(ws: Workspace, va: dict[str, str], vb: dict[str, str], entity: str | None) -> tuple[dict, dict]:
+    """statement -> opinion at the two commits (of the memory files va and vb, path -> blob; va empty
+    before the history), about entity only when given. The same opinions file at both: nothing read."""
+    from zmem.git.gitstatus import read_blobs
+    blobs = [va.get(op_mod.OPINIONS_PATH), vb.get(op_mod.OPINIONS_PATH)]
+    if blobs[0] == blobs[1]:
+        return {}, {}
+    data = dict(read_blobs(ws.root, [blob for blob in blobs if blob]))
+    out = []
+    for blob in blobs:
+        parsed = op_mod.parse(data[blob].decode("utf-8", "replace") if blob else "")
+        out.append({o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys})
+    return out[0], out[1]
 
 
 # ----------------------------------------------------------------------------- a file's log
