@@ -115,21 +115,22 @@ def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, rever
     first, like `git log` and a file's log (reverse: oldest first); within a commit, by file and line."""
     commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
                conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
-    blobs_with_entity = _blobs_mentioning(conn, key)
     # the events of a commit before since are not shown (see the end)
     hidden = {seq for seq, (_, t, _, _) in commits.items() if since and _iso(t)[:10] < since}
 
     def shown(seq: int) -> bool:
         return seq not in hidden
+    if since:  # events come from versions a shown commit began or ended: the paths it changed
+        first = min((seq for seq in commits if seq not in hidden), default=None)
+        versions = _versions_of(conn, _paths_changed_from(conn, first) if first is not None else set())
+        blobs_with_entity = _blobs_mentioning(conn, key, among={v.blob for vs in versions.values() for v in vs})
+    else:
+        blobs_with_entity = _blobs_mentioning(conn, key)
+        versions = _versions_of(conn, _paths_holding(conn, blobs_with_entity))
     events: list[dict] = []
-    versions: dict[str, list[_Version]] = {}
-    for path, blob, a, b in conn.execute("SELECT path, blob, from_seq, to_seq FROM hist_versions ORDER BY path, from_seq"):
-        versions.setdefault(path, []).append(_Version(path, blob, a, b))
     for path, vs in versions.items():
         if path == op_mod.OPINIONS_PATH:
             events += _opinion_events(ws, vs, key, commits)
-            continue
-        if not any(v.blob in blobs_with_entity for v in vs):
             continue
         read: dict[str, dict] = {}
 
@@ -180,16 +181,49 @@ def _merge_moves(events: list[dict]) -> list[dict]:
     return [e for e in events if id(e) not in gone]
 
 
-def _blobs_mentioning(conn, key: str) -> set[str]:
-    # facts repeat the same lists of names: each distinct list is read once, then the blobs of those naming key
+def _in_batches(conn, sql: str, values: list, *extra):
+    """The rows of sql, whose one `{marks}` is an IN list of values, run in batches of 500."""
+    for i in range(0, len(values), 500):
+        part = values[i:i + 500]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *extra))
+
+
+def _blobs_mentioning(conn, key: str, among: set[str] | None = None) -> set[str]:
+    """The blobs (all, or among these) with a fact naming the entity key."""
+    names_key: dict[str, bool] = {}  # facts repeat the same lists of names: each is read once
+
+    def naming(names: str) -> bool:
+        if names not in names_key:
+            names_key[names] = any(entity_key(n) == key for n in names.split("\t"))
+        return names_key[names]
+    if among is not None:
+        return {blob for blob, names in _in_batches(
+            conn, "SELECT DISTINCT blob, names FROM hist_facts WHERE blob IN ({marks}) AND names != ''", list(among))
+            if naming(names)}
     lists = [names for (names,) in conn.execute("SELECT DISTINCT names FROM hist_facts WHERE names != ''")
-             if any(entity_key(n) == key for n in names.split("\t"))]
-    out = set()
-    for i in range(0, len(lists), 500):
-        part = lists[i:i + 500]
-        out.update(blob for (blob,) in conn.execute(
-            f"SELECT blob FROM hist_facts WHERE names IN ({','.join('?' * len(part))})", part))
-    return out
+             if naming(names)]
+    return {blob for (blob,) in _in_batches(conn, "SELECT blob FROM hist_facts WHERE names IN ({marks})", lists)}
+
+
+def _paths_holding(conn, blobs: set[str]) -> set[str]:
+    return {path for (path,) in _in_batches(conn, "SELECT path FROM hist_versions WHERE blob IN ({marks})", list(blobs))}
+
+
+def _paths_changed_from(conn, seq: int) -> set[str]:
+    """The paths whose version began or ended at commit seq or later."""
+    return {path for (path,) in conn.execute("SELECT path FROM hist_versions WHERE from_seq >= ? OR to_seq >= ?",
+                                             (seq, seq))}
+
+
+def _versions_of(conn, paths: set[str]) -> dict[str, list[_Version]]:
+    """path -> every version of it (oldest first), of these paths and the opinions file, in path order
+    (SQLite's order of text is Python's)."""
+    versions: dict[str, list[_Version]] = {}
+    for path, blob, a, b in _in_batches(conn, "SELECT path, blob, from_seq, to_seq FROM hist_versions "
+                                              "WHERE path IN ({marks}) ORDER BY path, from_seq",
+                                        sorted(paths | {op_mod.OPINIONS_PATH})):
+        versions.setdefault(path, []).append(_Version(path, blob, a, b))
+    return versions
 
 
 def _facts_of_blob(conn, blob: str, path: str, key: str) -> dict:
