@@ -297,14 +297,9 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
         a = resolve_as_of(ws, conn, rev1)
     except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
         a = None
-    # a file with the same content at both commits holds the same facts at both: none of them is added,
-    # retracted, changed or moved (the keys hold the path), so only the files that differ are read
-    va = versions_at(ws, conn, a) if a else {}
-    vb = versions_at(ws, conn, b)
-    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}
-    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, {rel: va[rel] for rel in differ if rel in va},
-                                                 entity)} if a else {}
-    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, {rel: vb[rel] for rel in differ if rel in vb}, entity)}
+    va, vb = _versions_that_differ(ws, conn, a, b)
+    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, va, entity)} if a else {}
+    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, vb, entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
@@ -339,9 +334,27 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
             "opinions": ops}
 
 
+def _versions_that_differ(ws: Workspace, conn, a: AsOf | None, b: AsOf) -> tuple[dict[str, str], dict[str, str]]:
+    """(path -> blob at a, path -> blob at b) of the memory files whose content differs between the two
+    commits (a None: before the history). A file with the same content at both holds the same facts at
+    both: none of them is added, retracted, changed or moved (the keys hold the path), so only these are read."""
+    if a is not None and a.seq is not None and b.seq is not None:
+        # on the chain, a version valid at both commits is the same file at both: the others, from the index
+        va, vb = {}, {}
+        for path, blob, start, end in conn.execute(
+                "SELECT path, blob, from_seq, to_seq FROM hist_versions WHERE (from_seq <= ?1 AND (to_seq IS NULL OR "
+                "to_seq > ?1)) != (from_seq <= ?2 AND (to_seq IS NULL OR to_seq > ?2))", (a.seq, b.seq)):
+            (va if start <= a.seq and (end is None or end > a.seq) else vb)[path] = blob
+    else:
+        va = versions_at(ws, conn, a) if a else {}
+        vb = versions_at(ws, conn, b)
+    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}  # a file reverted is the same
+    return {rel: va[rel] for rel in differ if rel in va}, {rel: vb[rel] for rel in differ if rel in vb}
+
+
 def _opinions_at(ws: Workspace, va: dict[str, str], vb: dict[str, str], entity: str | None) -> tuple[dict, dict]:
-    """statement -> opinion at the two commits (of the memory files va and vb, path -> blob; va empty
-    before the history), about entity only when given. The same opinions file at both: nothing read."""
+    """statement -> opinion at the two commits (of the memory files va and vb that differ, path -> blob),
+    about entity only when given. The same opinions file at both: nothing read."""
     from zmem.git.gitstatus import read_blobs
     blobs = [va.get(op_mod.OPINIONS_PATH), vb.get(op_mod.OPINIONS_PATH)]
     if blobs[0] == blobs[1]:
