@@ -38,3 +38,10 @@ def test_log_diff_and_entity_import_neither_pygit2_nor_rapidfuzz_without_need(ws
     commit_all(ws, "third")
     modules, proc = imported(ws, "entity", "Jose")
     assert "rapidfuzz" in modules and "@Jose and @José look like one entity" in proc.stderr
+
+
+def test_a_fresh_command_builds_only_its_own_result_classes(ws):
+    assert run(["-C", str(ws), "index", "-q"]).exit_code == 0
+    for args, module in ((["index", "-q"], "index"), (["blame", "memory/2025-11-24.md#L5"], "history"), (["status"], "status")):
+        modules, _ = imported(ws, *args)
+        assert {m for m in modules if m.startswith("zmem.results.")} == {f"zmem.results.{module}"}, args
