@@ -105,7 +105,7 @@ def test_revisions_and_blobs_from_the_git_command_are_pygit2s(history):
     repo, command = open_repo(history), open_command_repo(history)
     # (`^{/text}` among commits dated out of order is the one difference: git takes the youngest by date)
     for rev in ("HEAD", "HEAD~3", "main", "@", "HEAD^{/c2[0-9]}", git(history, "rev-parse", "--short", "HEAD~4"),
-                "HEAD:memory", "nonsense", "2025-10-01", "-1", "", "HEAD~99"):
+                "HEAD:memory", "nonsense", "2025-10-01", "-1", "--all", "", "HEAD~99"):
         assert command.resolve(rev) == repo.resolve(rev), rev
     blobs = [b for _, b in sorted(repo.tree_files(repo.head()).items())][:7]
     assert list(read_blobs(history, blobs, batch=3)) == [(b, repo.read_blob(b)) for b in blobs]

@@ -63,8 +63,10 @@ class CommandRepo:
 
     def resolve(self, rev: str) -> str | None:
         """A revision (sha, branch, tag, HEAD~3) -> commit id, or None: Repo.resolve from `git rev-parse`."""
-        proc = run_git(["rev-parse", "-q", "--verify", "--end-of-options", rev + "^{commit}"], cwd=self.root,
-                       capture_output=True, text=True)
+        if rev.startswith("-"):  # no revision does; git would read it as an option (--end-of-options: git 2.30)
+            return None
+        proc = run_git(["rev-parse", "-q", "--verify", rev + "^{commit}"], cwd=self.root, capture_output=True,
+                       text=True)
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     def opened(self):
