@@ -206,7 +206,8 @@ def _blobs_mentioning(conn, key: str, among: set[str] | None = None) -> set[str]
 
 
 def _paths_holding(conn, blobs: set[str]) -> set[str]:
-    return {path for (path,) in _in_batches(conn, "SELECT path FROM hist_versions WHERE blob IN ({marks})", list(blobs))}
+    return {path for (path,) in _in_batches(conn, "SELECT path FROM hist_versions WHERE blob IN ({marks})",
+                                            list(blobs))}
 
 
 def _paths_changed_from(conn, seq: int) -> set[str]:

@@ -168,7 +168,8 @@ def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
     # and their days, in the order of the first fact naming it (the entities' order, as a scan of every
     # fact gives it). fact_entities holds a fact's keys of these names, each once: the stats are theirs.
     for names, n, _, first, last in conn.execute(
-            "SELECT names, count(*), min(id), min(day), max(day) FROM facts WHERE names != '' GROUP BY names ORDER BY 3"):
+            "SELECT names, count(*), min(id), min(day), max(day) FROM facts WHERE names != '' "
+            "GROUP BY names ORDER BY 3"):
         named = set()
         for name in names.split("\t"):
             key = keys.get(name)
