@@ -418,7 +418,7 @@ class Memory:
             related.append({"key": other, "name": entities[other].name if other in entities else other, "type": kind,
                             "count": e.count, "weight": round(e.weight, 3), "last_day": e.last_day,
                             "evidence": e.evidence})
-        dups = [d for d in suspected_duplicates(entities) if ent.name in d[:2]]
+        dups = suspected_duplicates(entities, name=ent.name)
         return EntityReport(ent, page_text(ws, ent.page), facts, [o for o in parsed.opinions if ent.key in o.entity_keys],
                             related, dups, warnings + parsed.warnings)
 

@@ -728,29 +728,28 @@ def entity(ctx, name, as_json):
     found = _memory(ctx).entity(name)
     for w in found.warnings:
         warn(w)
-    report = found.to_json()
     if as_json:
-        echo_json(report)
+        echo_json(found.to_json())
         return
-    e = report["entity"]
-    echo(Bold(e["name"]), (f"  ({e['page']})" if e["page"] else "  (no page yet: `zmem reflect` writes one)"))
-    if len(e["spellings"]) > 1:
-        echo(f"written as: {', '.join(e['spellings'])}")
-    if report["page_text"]:
-        echo("\n" + report["page_text"])
-    echo(f"\nfacts ({len(report['facts'])}):")
-    for f in report["facts"]:
-        conf = f" c={f['confidence']:.2f}" if f["confidence"] is not None else ""
-        echo(f"  {f['day'] or 'undated'}  {f['kind']}{conf}: {f['text']}  — {f['source']}")
-    if report["opinions"]:
+    e = found.entity
+    echo(Bold(e.name), (f"  ({e.page})" if e.page else "  (no page yet: `zmem reflect` writes one)"))
+    if len(e.spellings) > 1:
+        echo(f"written as: {', '.join(e.spellings)}")
+    if found.page_text:
+        echo("\n" + found.page_text)
+    # one echo for all the facts (thousands for a common entity): click.echo flushes each line
+    echo("\n".join([f"\nfacts ({len(found.facts)}):"] + [
+        f"  {f.day or 'undated'}  {f.kind}{'' if f.confidence is None else f' c={f.confidence:.2f}'}: {f.text}  — {f.source}"
+        for f in found.facts]))
+    if found.opinions:
         echo("\nopinions:")
-        for o in report["opinions"]:
+        for o in (o.to_json() for o in found.opinions):
             echo(f"  c={o['confidence']:.2f}  {o['statement']}")
-    if report["related"]:
+    if found.related:
         echo("\nrelated:")
-        for r in report["related"]:
+        for r in found.related:
             echo(f"  {r['type']:14} @{r['name']}  ×{r['count']}  (last {r['last_day'] or 'undated'})")
-    for a, b, score in report["suspected_duplicates"]:
+    for a, b, score in found.suspected_duplicates:
         warn(duplicate_message(a, b, score))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from zmem.git.gitcmd import run_git
 
@@ -60,6 +61,14 @@ class CommandRepo:
     def is_shallow(self) -> bool:
         return os.path.exists(os.path.join(self._common_dir, "shallow"))
 
+    def resolve(self, rev: str) -> str | None:
+        """A revision (sha, branch, tag, HEAD~3) -> commit id, or None: Repo.resolve from `git rev-parse`."""
+        if rev.startswith("-"):  # no revision does; git would read it as an option (--end-of-options: git 2.30)
+            return None
+        proc = run_git(["rev-parse", "-q", "--verify", rev + "^{commit}"], cwd=self.root, capture_output=True,
+                       text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
     def opened(self):
         if self._repo is None:
             from zmem.git.repo import open_repo
@@ -81,3 +90,22 @@ def open_command_repo(root: Path):
         return open_repo(root)
     return CommandRepo(root, Path(lines[1]).resolve(), lines[2], os.path.join(root, lines[3]),
                        os.path.join(root, lines[4]))
+
+
+def read_blobs(root: Path, blobs: Iterable[str], batch: int = 64) -> Iterator[tuple[str, bytes]]:
+    """(blob id, content) of each blob, in order, from `git cat-file --batch` (one process per batch,
+    so that only a batch's contents are held at once); KeyError for a blob the repository lacks."""
+    blobs = list(blobs)
+    for i in range(0, len(blobs), batch):
+        part = blobs[i:i + batch]
+        proc = run_git(["cat-file", "--batch"], cwd=root, input="".join(b + "\n" for b in part).encode(),
+                       capture_output=True)
+        data, pos = proc.stdout, 0
+        for blob in part:
+            end = data.find(b"\n", pos)
+            header = data[pos:end].split(b" ")
+            if proc.returncode or end < 0 or len(header) != 3 or header[1] != b"blob":
+                raise KeyError(blob)
+            size = int(header[2])
+            yield blob, data[end + 1:end + 1 + size]
+            pos = end + 2 + size  # the content is followed by a newline

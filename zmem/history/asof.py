@@ -84,9 +84,9 @@ class BeforeHistory(ZmemError):
 def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
     """DATE (the last commit at or before the end of that day on the chain) or REV."""
     import datetime as dt
-    from zmem.git.repo import open_repo
+    from zmem.git.gitstatus import open_command_repo
     from zmem.text.dates import parse_when
-    repo = open_repo(ws.root)
+    repo = open_command_repo(ws.root)  # pygit2 only for a commit off the chain, or a shallow clone's note
     if repo.head() is None:
         raise ZmemError("the repository has no commits yet, so there is no history to look at",
                         hint="commit the memory files first")

@@ -77,6 +77,8 @@ def _pair_changes(removed: list, added: list, *, same_path: bool = False) -> lis
     """(old, new) pairs of similar facts with shared entities; the rest stay removed/added.
     Similarity is over whole texts (not token sets: "Likes Lisbon" is not an edit of "Lives in
     Lisbon and works on warelay"); same_path: an edit stays in its file (diff across files)."""
+    if not removed or not added:
+        return []  # nothing to pair (and no rapidfuzz to import)
     from rapidfuzz import fuzz, utils
     pairs = []
     for old in list(removed):
@@ -111,24 +113,24 @@ class _Version:
 def entity_log(ws: Workspace, conn, key: str, *, since: str | None = None, reverse: bool = False) -> list[dict]:
     """Facts and opinions about an entity as they were added, changed and retracted: newest commit
     first, like `git log` and a file's log (reverse: oldest first); within a commit, by file and line."""
-    from zmem.git.repo import open_repo
     commits = {seq: (sha, t, author, summary) for seq, sha, t, author, summary in
                conn.execute("SELECT seq, sha, time, author, summary FROM hist_commits")}
-    blobs_with_entity = _blobs_mentioning(conn, key)
+    # the events of a commit before since are not shown (see the end)
+    hidden = {seq for seq, (_, t, _, _) in commits.items() if since and _iso(t)[:10] < since}
 
-    def shown(seq: int) -> bool:  # the events of a commit before since are not shown (see the end)
-        return not since or _iso(commits[seq][1])[:10] >= since
+    def shown(seq: int) -> bool:
+        return seq not in hidden
+    if since:  # events come from versions a shown commit began or ended: the paths it changed
+        first = min((seq for seq in commits if seq not in hidden), default=None)
+        versions = _versions_of(conn, _paths_changed_from(conn, first) if first is not None else set())
+        blobs_with_entity = _blobs_mentioning(conn, key, among={v.blob for vs in versions.values() for v in vs})
+    else:
+        blobs_with_entity = _blobs_mentioning(conn, key)
+        versions = _versions_of(conn, _paths_holding(conn, blobs_with_entity))
     events: list[dict] = []
-    versions: dict[str, list[_Version]] = {}
-    for path, blob, a, b in conn.execute("SELECT path, blob, from_seq, to_seq FROM hist_versions ORDER BY path, from_seq"):
-        versions.setdefault(path, []).append(_Version(path, blob, a, b))
-    repo = None
     for path, vs in versions.items():
         if path == op_mod.OPINIONS_PATH:
-            repo = repo or open_repo(ws.root)
-            events += _opinion_events(repo, vs, key, commits)
-            continue
-        if not any(v.blob in blobs_with_entity for v in vs):
+            events += _opinion_events(ws, vs, key, commits)
             continue
         read: dict[str, dict] = {}
 
@@ -179,12 +181,50 @@ def _merge_moves(events: list[dict]) -> list[dict]:
     return [e for e in events if id(e) not in gone]
 
 
-def _blobs_mentioning(conn, key: str) -> set[str]:
-    out = set()
-    for blob, names in conn.execute("SELECT blob, names FROM hist_facts WHERE names != ''"):
-        if any(entity_key(n) == key for n in names.split("\t")):
-            out.add(blob)
-    return out
+def _in_batches(conn, sql: str, values: list, *extra):
+    """The rows of sql, whose one `{marks}` is an IN list of values, run in batches of 500."""
+    for i in range(0, len(values), 500):
+        part = values[i:i + 500]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(part))), (*part, *extra))
+
+
+def _blobs_mentioning(conn, key: str, among: set[str] | None = None) -> set[str]:
+    """The blobs (all, or among these) with a fact naming the entity key."""
+    names_key: dict[str, bool] = {}  # facts repeat the same lists of names: each is read once
+
+    def naming(names: str) -> bool:
+        if names not in names_key:
+            names_key[names] = any(entity_key(n) == key for n in names.split("\t"))
+        return names_key[names]
+    if among is not None:
+        return {blob for blob, names in _in_batches(
+            conn, "SELECT DISTINCT blob, names FROM hist_facts WHERE blob IN ({marks}) AND names != ''", list(among))
+            if naming(names)}
+    lists = [names for (names,) in conn.execute("SELECT DISTINCT names FROM hist_facts WHERE names != ''")
+             if naming(names)]
+    return {blob for (blob,) in _in_batches(conn, "SELECT blob FROM hist_facts WHERE names IN ({marks})", lists)}
+
+
+def _paths_holding(conn, blobs: set[str]) -> set[str]:
+    return {path for (path,) in _in_batches(conn, "SELECT path FROM hist_versions WHERE blob IN ({marks})",
+                                            list(blobs))}
+
+
+def _paths_changed_from(conn, seq: int) -> set[str]:
+    """The paths whose version began or ended at commit seq or later."""
+    return {path for (path,) in conn.execute("SELECT path FROM hist_versions WHERE from_seq >= ? OR to_seq >= ?",
+                                             (seq, seq))}
+
+
+def _versions_of(conn, paths: set[str]) -> dict[str, list[_Version]]:
+    """path -> every version of it (oldest first), of these paths and the opinions file, in path order
+    (SQLite's order of text is Python's)."""
+    versions: dict[str, list[_Version]] = {}
+    for path, blob, a, b in _in_batches(conn, "SELECT path, blob, from_seq, to_seq FROM hist_versions "
+                                              "WHERE path IN ({marks}) ORDER BY path, from_seq",
+                                        sorted(paths | {op_mod.OPINIONS_PATH})):
+        versions.setdefault(path, []).append(_Version(path, blob, a, b))
+    return versions
 
 
 def _facts_of_blob(conn, blob: str, path: str, key: str) -> dict:
@@ -219,11 +259,12 @@ def _fact_events(before: dict, now: dict, seq: int, commits: dict, path: str, sh
     return out
 
 
-def _opinion_events(repo, versions: list[_Version], key: str, commits: dict) -> list[dict]:
+def _opinion_events(ws: Workspace, versions: list[_Version], key: str, commits: dict) -> list[dict]:
+    from zmem.git.gitstatus import read_blobs
     out = []
     before: dict[str, float] = {}
-    for v in versions:
-        parsed = op_mod.parse(repo.read_blob(v.blob).decode("utf-8", "replace"))
+    for v, (_, data) in zip(versions, read_blobs(ws.root, [v.blob for v in versions])):
+        parsed = op_mod.parse(data.decode("utf-8", "replace"))
         now = {o.statement: o for o in parsed.opinions if key in o.entity_keys}
         commit, t, author, summary = commits[v.from_seq]
         base = {"seq": v.from_seq, "commit": commit, "date": _iso(t), "author": author, "summary": summary,
@@ -252,27 +293,20 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     """What memory believed differently at rev2 than at rev1: facts added, retracted and changed;
     opinions added, removed, and confidence changes with the evidence added between them."""
     from zmem.history.asof import BeforeHistory
-    from zmem.git.repo import open_repo
     b = resolve_as_of(ws, conn, rev2)
     try:
         a = resolve_as_of(ws, conn, rev1)
     except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
         a = None
-    # a file with the same content at both commits holds the same facts at both: none of them is added,
-    # retracted, changed or moved (the keys hold the path), so only the files that differ are read
-    va = versions_at(ws, conn, a) if a else {}
-    vb = versions_at(ws, conn, b)
-    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}
-    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, {rel: va[rel] for rel in differ if rel in va},
-                                                 entity)} if a else {}
-    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, {rel: vb[rel] for rel in differ if rel in vb}, entity)}
+    va, vb = _versions_that_differ(ws, conn, a, b)
+    fa = {(_key(f), f.path): f for f in facts_at(ws, conn, a, va, entity)} if a else {}
+    fb = {(_key(f), f.path): f for f in facts_at(ws, conn, b, vb, entity)}
     removed = [fa[k] for k in fa if k not in fb]
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
     moved = _pair_moves(removed, added)
     changed = _pair_changes(removed, added, same_path=True)
-    repo = open_repo(ws.root)
-    oa, ob = _opinions_at(repo, a, entity) if a else {}, _opinions_at(repo, b, entity)
+    oa, ob = _opinions_at(ws, va, vb, entity)
     ops = []
     for s, o in ob.items():
         if s not in oa:
@@ -301,10 +335,37 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
             "opinions": ops}
 
 
-def _opinions_at(repo, at: AsOf, entity: str | None) -> dict:
-    data = repo.file_at(at.sha, op_mod.OPINIONS_PATH)
-    parsed = op_mod.parse(data.decode("utf-8", "replace") if data else "")
-    return {o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys}
+def _versions_that_differ(ws: Workspace, conn, a: AsOf | None, b: AsOf) -> tuple[dict[str, str], dict[str, str]]:
+    """(path -> blob at a, path -> blob at b) of the memory files whose content differs between the two
+    commits (a None: before the history). A file with the same content at both holds the same facts at
+    both: none of them is added, retracted, changed or moved (the keys hold the path), so only these are read."""
+    if a is not None and a.seq is not None and b.seq is not None:
+        # on the chain, a version valid at both commits is the same file at both: the others, from the index
+        va, vb = {}, {}
+        for path, blob, start, end in conn.execute(
+                "SELECT path, blob, from_seq, to_seq FROM hist_versions WHERE (from_seq <= ?1 AND (to_seq IS NULL OR "
+                "to_seq > ?1)) != (from_seq <= ?2 AND (to_seq IS NULL OR to_seq > ?2))", (a.seq, b.seq)):
+            (va if start <= a.seq and (end is None or end > a.seq) else vb)[path] = blob
+    else:
+        va = versions_at(ws, conn, a) if a else {}
+        vb = versions_at(ws, conn, b)
+    differ = {rel for rel in va.keys() | vb.keys() if va.get(rel) != vb.get(rel)}  # a file reverted is the same
+    return {rel: va[rel] for rel in differ if rel in va}, {rel: vb[rel] for rel in differ if rel in vb}
+
+
+def _opinions_at(ws: Workspace, va: dict[str, str], vb: dict[str, str], entity: str | None) -> tuple[dict, dict]:
+    """statement -> opinion at the two commits (of the memory files va and vb that differ, path -> blob),
+    about entity only when given. The same opinions file at both: nothing read."""
+    from zmem.git.gitstatus import read_blobs
+    blobs = [va.get(op_mod.OPINIONS_PATH), vb.get(op_mod.OPINIONS_PATH)]
+    if blobs[0] == blobs[1]:
+        return {}, {}
+    data = dict(read_blobs(ws.root, [blob for blob in blobs if blob]))
+    out = []
+    for blob in blobs:
+        parsed = op_mod.parse(data[blob].decode("utf-8", "replace") if blob else "")
+        out.append({o.statement: o for o in parsed.opinions if entity is None or entity in o.entity_keys})
+    return out[0], out[1]
 
 
 # ----------------------------------------------------------------------------- a file's log

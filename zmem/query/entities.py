@@ -162,22 +162,31 @@ class Entity:
 
 def all_entities(ws: Workspace, conn) -> dict[str, Entity]:
     spellings: dict[str, Counter] = defaultdict(Counter)
+    stats: dict[str, list] = {}  # key -> [facts, first day, last day]
     keys: dict[str, str] = {}
-    # facts name the same entities over and over: each list of names once, with how many facts have it,
-    # in the order of the first fact naming it (the entities' order, as a scan of every fact gives it)
-    for names, n, _ in conn.execute("SELECT names, count(*), min(id) FROM facts WHERE names != '' "
-                                    "GROUP BY names ORDER BY 3"):
+    # facts name the same entities over and over: each list of names once, with how many facts have it
+    # and their days, in the order of the first fact naming it (the entities' order, as a scan of every
+    # fact gives it). fact_entities holds a fact's keys of these names, each once: the stats are theirs.
+    for names, n, _, first, last in conn.execute(
+            "SELECT names, count(*), min(id), min(day), max(day) FROM facts WHERE names != '' "
+            "GROUP BY names ORDER BY 3"):
+        named = set()
         for name in names.split("\t"):
             key = keys.get(name)
             if key is None:
                 key = keys[name] = entity_key(name)
             spellings[key][name] += n
-    stats = {key: (n, first, last) for key, n, first, last in conn.execute(
-        "SELECT e.entity, count(*), min(f.day), max(f.day) FROM fact_entities e JOIN facts f ON f.id = e.fact_id "
-        "GROUP BY e.entity")}
+            named.add(key)
+        for key in named:
+            s = stats.setdefault(key, [0, None, None])
+            s[0] += n
+            if first is not None and (s[1] is None or first < s[1]):
+                s[1] = first
+            if last is not None and (s[2] is None or last > s[2]):
+                s[2] = last
     out: dict[str, Entity] = {}
     for key, counts in spellings.items():
-        n, first, last = stats.get(key, (0, None, None))
+        n, first, last = stats[key]
         name = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         out[key] = Entity(key, name, None, n, first, last, sorted(counts))
     # a name too long for a file name has a page named by a cut slug (retain.entity_slug): back to its key
@@ -243,23 +252,42 @@ def _fold(s: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
 
-def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0) -> list[tuple[str, str, float]]:
-    """Pairs of entity names that look like one entity spelled two ways (not merged)."""
-    from rapidfuzz import fuzz, process
+def suspected_duplicates(entities: dict[str, Entity], threshold: float = 88.0, *, name: str | None = None
+                         ) -> list[tuple[str, str, float]]:
+    """Pairs of entity names that look like one entity spelled two ways (not merged); with name,
+    only the pairs where one of the two entities is named so (what `zmem entity` shows)."""
     keys = [k for k in sorted(entities) if len(_fold(k)) >= 3]  # shorter names are too alike to tell
     folded = [_fold(k).replace("-", " ") for k in keys]
     # fuzz.ratio(a, b) <= 2*len(a)/(len(a)+len(b)): in length order, each name is compared only with the
     # names that can reach the threshold. process.extract, not process.cdist: cdist needs numpy.
     order = sorted(range(len(keys)), key=lambda i: len(folded[i]))
     lengths = [len(folded[i]) for i in order]
-    pairs = []
+    named = None if name is None else {i for i, k in enumerate(keys) if entities[k].name == name}
+    compared = []  # (i, the names compared with it)
     for pos, i in enumerate(order):
         end = bisect.bisect_right(lengths, lengths[pos] * (200 - threshold) / threshold)
         later = order[pos + 1:end]
+        if named is not None:  # the pairs holding a named entity, which can reach the threshold
+            later = [j for j in (later if i in named else sorted(named.intersection(later)))
+                     if _can_reach(folded[i], folded[j], threshold)]
+        if later:
+            compared.append((i, later))
+    if not compared:
+        return []  # and no rapidfuzz to import (~7 ms): the usual answer for one entity
+    from rapidfuzz import fuzz, process
+    pairs = []
+    for i, later in compared:
         for _, score, n in process.extract(folded[i], [folded[j] for j in later], scorer=fuzz.ratio,
                                            score_cutoff=threshold, limit=None):
             pairs.append((*sorted((i, later[n])), score))
     return [(entities[keys[i]].name, entities[keys[j]].name, round(float(score), 1)) for i, j, score in sorted(pairs)]
+
+
+def _can_reach(a: str, b: str, threshold: float) -> bool:
+    """Could fuzz.ratio(a, b) reach threshold? It is 200 * LCS / (len(a) + len(b)), and the longest common
+    subsequence holds no more of a character than both strings have."""
+    common = sum((Counter(a) & Counter(b)).values())
+    return 200 * common >= threshold * (len(a) + len(b))
 
 
 def duplicate_message(a: str, b: str, score: float) -> str:
@@ -413,33 +441,37 @@ def _name(entities: dict[str, Entity], key: str) -> str:
 
 def edges(conn, keys: set[str] | None = None) -> list[Edge]:
     """Edges touching any of `keys` (all edges when None): explicit relations, then co-mentions."""
-    newest = conn.execute("SELECT max(coalesce(day, event_start)) FROM facts").fetchone()[0]
-    ref = _day(newest)
-    out: list[Edge] = []
     filt, args = "", []
     if keys is not None:
         marks = ",".join("?" * len(keys))
         filt, args = f"WHERE r.subject IN ({marks}) OR r.object IN ({marks})", [*keys, *keys]
-    rel: dict[tuple, Edge] = {}
-    for subject, predicate, obj, path, start, end, day in conn.execute(
-            "SELECT r.subject, r.predicate, r.object, f.path, f.start_line, f.end_line, f.day FROM relations r "
-            f"JOIN facts f ON f.id = r.fact_id {filt} ORDER BY f.day, f.path, f.start_line", args):
-        e = rel.setdefault((subject, predicate, obj), Edge(subject, obj, predicate, 0.0, 0, None, []))
-        _add_evidence(e, path, start, end, day, ref)
-    out.extend(rel.values())
+    relations = conn.execute(
+        "SELECT r.subject, r.predicate, r.object, f.path, f.start_line, f.end_line, f.day FROM relations r "
+        f"JOIN facts f ON f.id = r.fact_id {filt} ORDER BY f.day, f.path, f.start_line", args).fetchall()
     where, args = "WHERE f.kind != 'relation'", []
     if keys is not None:
+        # from the facts naming the keys (CROSS JOIN keeps that order): a pass over every mention otherwise
         marks = ",".join("?" * len(keys))
-        where, args = where + f" AND (a.entity IN ({marks}) OR b.entity IN ({marks}))", [*keys, *keys]
+        where += (f" AND (a.entity IN ({marks}) OR b.entity IN ({marks}))"
+                  f" AND a.fact_id IN (SELECT fact_id FROM fact_entities WHERE entity IN ({marks}))")
+        args = [*keys, *keys, *keys]
+    mentions = conn.execute(
+        "SELECT a.entity, b.entity, f.path, f.start_line, f.end_line, f.day FROM fact_entities a "
+        "CROSS JOIN fact_entities b ON b.fact_id = a.fact_id AND b.entity > a.entity "
+        f"CROSS JOIN facts f ON f.id = a.fact_id {where} ORDER BY f.day, f.path, f.start_line", args).fetchall()
+    if not relations and not mentions:
+        return []
+    # the newest fact's day is a pass over every fact: read only when there is an edge to weigh
+    ref = _day(conn.execute("SELECT max(coalesce(day, event_start)) FROM facts").fetchone()[0])
+    rel: dict[tuple, Edge] = {}
+    for subject, predicate, obj, path, start, end, day in relations:
+        e = rel.setdefault((subject, predicate, obj), Edge(subject, obj, predicate, 0.0, 0, None, []))
+        _add_evidence(e, path, start, end, day, ref)
     co: dict[tuple, Edge] = {}
-    for a, b, path, start, end, day in conn.execute(
-            "SELECT a.entity, b.entity, f.path, f.start_line, f.end_line, f.day FROM fact_entities a "
-            "JOIN fact_entities b ON b.fact_id = a.fact_id AND b.entity > a.entity "
-            f"JOIN facts f ON f.id = a.fact_id {where} ORDER BY f.day, f.path, f.start_line", args):
+    for a, b, path, start, end, day in mentions:
         e = co.setdefault((a, b), Edge(a, b, "co-mentioned", 0.0, 0, None, []))
         _add_evidence(e, path, start, end, day, ref)
-    out.extend(co.values())
-    return out
+    return [*rel.values(), *co.values()]
 
 
 def _add_evidence(e: Edge, path: str, start: int, end: int, day: str | None, ref: dt.date | None) -> None:
