@@ -23,8 +23,13 @@ FENCE_MAX_FACTOR = 4
 # 2: slices of a line too long for one chunk carry "…" where the line goes on.
 CHUNKER_VERSION = 2
 CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
-# Size of the line windows that get one vector each (part of the vector fingerprint).
+# The windows that get one vector each: a window per note (note_windows), a note longer than
+# WINDOW_TOKENS cut into runs of whole lines, consecutive notes merged up to NOTE_MERGE_TOKENS.
 WINDOW_TOKENS = 128
+NOTE_MERGE_TOKENS = 0
+# How windows are cut, as the vectors' fingerprint records it: a change re-embeds every index once.
+# "128" was windows of whole lines packed to 128 tokens regardless of the notes (before 2026-11-26).
+WINDOW_FINGERPRINT = f"notes{WINDOW_TOKENS}+{NOTE_MERGE_TOKENS}"
 
 
 def estimate_tokens(text: str) -> int:
@@ -197,6 +202,50 @@ def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list
     return out
 
 
+def note_windows(text: str, start_line: int, heading: str, max_tokens: int = WINDOW_TOKENS,
+                 merge_tokens: int = 0) -> list[tuple[int, int, str, str]]:
+    """A chunk cut along the notes a person wrote: one window per block (a list item with its
+    sub-items, a paragraph, a quote, a code fence), a block longer than max_tokens cut by windows();
+    consecutive notes under one heading merged while they fit in merge_tokens. Each window carries the
+    heading path it sits under: (start, end, text, heading)."""
+    lines = text.split("\n")
+    path = [[n, t] for n, t in enumerate(heading.split(" > "), 1)] if heading else []
+    out: list[tuple[int, int, str, str]] = []
+    run: list = []  # [first, last, tokens] of notes being merged
+
+    def flush() -> None:
+        if run:
+            a, b = run[0], run[1]
+            out.append((start_line + a, start_line + b, "\n".join(lines[a:b + 1]), " > ".join(t for _, t in path if t)))
+            run.clear()
+
+    for block in scan_blocks(lines):
+        a, b = block.start - 1, block.end - 1
+        if block.kind == "heading":
+            flush()
+            if a == 0 and path:  # the chunk's own first heading: the path holds it, only its level is new
+                path[-1][0] = block.level
+            else:
+                while path and path[-1][0] >= block.level:
+                    path.pop()
+                path.append([block.level, block.title])
+            continue
+        if block.kind == "hr":
+            continue
+        tokens = sum(estimate_tokens(line) + 1 for line in lines[a:b + 1])
+        if run and run[2] + tokens <= merge_tokens:
+            run[1], run[2] = b, run[2] + tokens
+            continue
+        flush()
+        if tokens > max_tokens:
+            here = " > ".join(t for _, t in path if t)
+            out.extend((x, y, t, here) for x, y, t in windows("\n".join(lines[a:b + 1]), start_line + a, max_tokens))
+            continue
+        run[:] = [a, b, tokens]
+    flush()
+    return out
+
+
 def embedding_text(text: str, heading: str) -> str:
     """What a window's vector represents: its heading path gives the text its context."""
     return f"{heading}\n\n{text}" if heading else text
@@ -208,6 +257,8 @@ def text_hash(text: str) -> str:
 
 
 def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
-    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
-    wins = windows(text, start_line) or [(start_line, start_line, text)]
-    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]
+    """(chunk id, start, end, text to embed) for each window of a chunk (note_windows); at least one."""
+    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading,
+                                                                          merge_tokens=NOTE_MERGE_TOKENS)]
+    wins = wins or [(start_line, start_line, embedding_text(text, heading))]
+    return [(cid, a, b, t) for a, b, t in wins]
