@@ -23,12 +23,12 @@ FENCE_MAX_FACTOR = 4
 # 2: slices of a line too long for one chunk carry "…" where the line goes on.
 CHUNKER_VERSION = 2
 CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
-# The windows that get one vector each: a window per note (note_windows), a note longer than
-# WINDOW_TOKENS cut into runs of whole lines, consecutive notes merged up to NOTE_MERGE_TOKENS.
+# The windows that get one vector each (note_windows): notes a person wrote, consecutive ones under
+# one heading merged up to NOTE_MERGE_TOKENS, a note longer than WINDOW_TOKENS cut into runs of lines.
 WINDOW_TOKENS = 128
-NOTE_MERGE_TOKENS = 0
+NOTE_MERGE_TOKENS = 64  # 0, a window per note, ranks a little better but makes 5x the vectors of a daily log
 # How windows are cut, as the vectors' fingerprint records it: a change re-embeds every index once.
-# "128" was windows of whole lines packed to 128 tokens regardless of the notes (before 2026-11-26).
+# "128" was runs of whole lines packed to 128 tokens across notes (before 2026-11-26).
 WINDOW_FINGERPRINT = f"notes{WINDOW_TOKENS}+{NOTE_MERGE_TOKENS}"
 
 
@@ -203,26 +203,20 @@ def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list
 
 
 def note_windows(text: str, start_line: int, heading: str, max_tokens: int = WINDOW_TOKENS,
-                 merge_tokens: int = 0) -> list[tuple[int, int, str, str]]:
-    """A chunk cut along the notes a person wrote: one window per block (a list item with its
-    sub-items, a paragraph, a quote, a code fence), a block longer than max_tokens cut by windows();
-    consecutive notes under one heading merged while they fit in merge_tokens. Each window carries the
-    heading path it sits under: (start, end, text, heading)."""
+                 merge_tokens: int = NOTE_MERGE_TOKENS) -> list[tuple[int, int, str, str]]:
+    """A chunk cut along the notes a person wrote: a note is a block (a list item with its sub-items,
+    a paragraph, a quote, a code fence); consecutive notes under one heading share a window while they
+    fit in merge_tokens; a note longer than max_tokens is cut by windows(). A daily log is a list of
+    unrelated notes: a window of 128 tokens spanning 5-8 of them blurred them into one vector
+    (bench/README.md, "Windows along the notes"). Each window carries the heading path it sits
+    under: (start, end, text, heading)."""
     lines = text.split("\n")
     path = [[n, t] for n, t in enumerate(heading.split(" > "), 1)] if heading else []
     out: list[tuple[int, int, str, str]] = []
-    run: list = []  # [first, last, tokens] of notes being merged
-
-    def flush() -> None:
-        if run:
-            a, b = run[0], run[1]
-            out.append((start_line + a, start_line + b, "\n".join(lines[a:b + 1]), " > ".join(t for _, t in path if t)))
-            run.clear()
-
+    size = 0  # tokens of the last window, while notes may still join it
     for block in scan_blocks(lines):
         a, b = block.start - 1, block.end - 1
         if block.kind == "heading":
-            flush()
             if a == 0 and path:  # the chunk's own first heading: the path holds it, only its level is new
                 path[-1][0] = block.level
             else:
@@ -232,17 +226,18 @@ def note_windows(text: str, start_line: int, heading: str, max_tokens: int = WIN
             continue
         if block.kind == "hr":
             continue
+        here = " > ".join(t for _, t in path if t)
         tokens = sum(estimate_tokens(line) + 1 for line in lines[a:b + 1])
-        if run and run[2] + tokens <= merge_tokens:
-            run[1], run[2] = b, run[2] + tokens
-            continue
-        flush()
-        if tokens > max_tokens:
-            here = " > ".join(t for _, t in path if t)
+        if size and out[-1][3] == here and size + tokens <= merge_tokens:
+            first = out[-1][0] - start_line
+            out[-1] = (start_line + first, start_line + b, "\n".join(lines[first:b + 1]), here)
+            size += tokens
+        elif tokens > max_tokens:
             out.extend((x, y, t, here) for x, y, t in windows("\n".join(lines[a:b + 1]), start_line + a, max_tokens))
-            continue
-        run[:] = [a, b, tokens]
-    flush()
+            size = 0
+        else:
+            out.append((start_line + a, start_line + b, "\n".join(lines[a:b + 1]), here))
+            size = tokens
     return out
 
 
@@ -258,7 +253,6 @@ def text_hash(text: str) -> str:
 
 def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
     """(chunk id, start, end, text to embed) for each window of a chunk (note_windows); at least one."""
-    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading,
-                                                                          merge_tokens=NOTE_MERGE_TOKENS)]
+    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading)]
     wins = wins or [(start_line, start_line, embedding_text(text, heading))]
     return [(cid, a, b, t) for a, b, t in wins]
