@@ -65,4 +65,5 @@ def test_chunk_windows_embed_each_note_with_its_heading_and_at_least_one_window(
     first = "\n".join(DAILY.split("\n")[4:7])  # three short notes of ~15 tokens: one window
     assert wins[0] == (7, 5, 7, embedding_text(first, "2025-03-09 > Notes"))
     assert len(wins) == len(set(wins))
-    assert chunk_windows(3, "# Only a title", "Only a title", 1) == [(3, 1, 1, embedding_text("# Only a title", "Only a title"))]
+    assert chunk_windows(3, "# Title\n\n## Section", "Title > Section", 4) == [
+        (3, 4, 6, embedding_text("# Title\n\n## Section", "Title > Section"))]

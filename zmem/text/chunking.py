@@ -179,8 +179,8 @@ def _slice_end(line: str, i: int, budget: int) -> int:
 
 
 def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int, str]]:
-    """A chunk cut into runs of whole lines of at most ~max_tokens (a longer line stands alone):
-    the units that get a vector each. Blank lines are not units of their own."""
+    """A text (a note too long for one window) cut into runs of whole lines of at most ~max_tokens (a
+    longer line stands alone). Blank lines are not units of their own."""
     out: list[tuple[int, int, str]] = []
     lines = text.split("\n")
     first, size, buf = None, 0, []
@@ -254,5 +254,5 @@ def text_hash(text: str) -> str:
 def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
     """(chunk id, start, end, text to embed) for each window of a chunk (note_windows); at least one."""
     wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading)]
-    wins = wins or [(start_line, start_line, embedding_text(text, heading))]
+    wins = wins or [(start_line, start_line + text.count("\n"), embedding_text(text, heading))]  # headings only
     return [(cid, a, b, t) for a, b, t in wins]
