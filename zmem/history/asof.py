@@ -303,9 +303,9 @@ def _ensure_windows(conn) -> bool:
     """Every history chunk has its windows (chunks parsed before there were any get them now),
     cut at the current window size (another size's hashes would match no vector). False when they
     are not there and a read-only index cannot take them in."""
-    from zmem.text.chunking import WINDOW_TOKENS
+    from zmem.text.chunking import WINDOW_FINGERPRINT
     done = db.get_meta(conn, "hist_window_tokens")
-    if done == str(WINDOW_TOKENS):
+    if done == WINDOW_FINGERPRINT:
         return True
     if db.readonly_reason(conn) is not None:  # usable as they are if every chunk got its windows when parsed
         return done is None and conn.execute("SELECT 1 FROM hist_chunks c WHERE NOT EXISTS "
@@ -316,7 +316,7 @@ def _ensure_windows(conn) -> bool:
         insert_windows(conn, conn.execute(
             "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
             "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
-        db.set_meta(conn, "hist_window_tokens", str(WINDOW_TOKENS))
+        db.set_meta(conn, "hist_window_tokens", WINDOW_FINGERPRINT)
     return True
 
 

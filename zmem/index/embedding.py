@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from zmem.store import db
-from zmem.text.chunking import WINDOW_TOKENS, chunk_windows, text_hash
+from zmem.text.chunking import WINDOW_FINGERPRINT, chunk_windows, text_hash
 from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.store.vectors import VectorStore, pack, unpack
@@ -51,7 +51,7 @@ def providers(ws: Workspace) -> Providers:
 def vector_fingerprint(embedder: Embedder) -> str:
     """The provider's fingerprint plus how texts were cut into windows: vectors are comparable
     only when both match."""
-    return f"{embedder.fingerprint()}|windows={WINDOW_TOKENS}"
+    return f"{embedder.fingerprint()}|windows={WINDOW_FINGERPRINT}"
 
 
 def pending_count(conn) -> int:

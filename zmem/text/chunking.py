@@ -23,8 +23,13 @@ FENCE_MAX_FACTOR = 4
 # 2: slices of a line too long for one chunk carry "…" where the line goes on.
 CHUNKER_VERSION = 2
 CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
-# Size of the line windows that get one vector each (part of the vector fingerprint).
+# The windows that get one vector each (note_windows): notes a person wrote, consecutive ones under
+# one heading merged up to NOTE_MERGE_TOKENS, a note longer than WINDOW_TOKENS cut into runs of lines.
 WINDOW_TOKENS = 128
+NOTE_MERGE_TOKENS = 64  # 0, a window per note, ranks a little better but makes 5x the vectors of a daily log
+# How windows are cut, as the vectors' fingerprint records it: a change re-embeds every index once.
+# "128" was runs of whole lines packed to 128 tokens across notes (before 2026-11-26).
+WINDOW_FINGERPRINT = f"notes{WINDOW_TOKENS}+{NOTE_MERGE_TOKENS}"
 
 
 def estimate_tokens(text: str) -> int:
@@ -174,8 +179,8 @@ def _slice_end(line: str, i: int, budget: int) -> int:
 
 
 def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int, str]]:
-    """A chunk cut into runs of whole lines of at most ~max_tokens (a longer line stands alone):
-    the units that get a vector each. Blank lines are not units of their own."""
+    """A text (a note too long for one window) cut into runs of whole lines of at most ~max_tokens (a
+    longer line stands alone). Blank lines are not units of their own."""
     out: list[tuple[int, int, str]] = []
     lines = text.split("\n")
     first, size, buf = None, 0, []
@@ -197,6 +202,45 @@ def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list
     return out
 
 
+def note_windows(text: str, start_line: int, heading: str, max_tokens: int = WINDOW_TOKENS,
+                 merge_tokens: int = NOTE_MERGE_TOKENS) -> list[tuple[int, int, str, str]]:
+    """A chunk cut along the notes a person wrote: a note is a block (a list item with its sub-items,
+    a paragraph, a quote, a code fence); consecutive notes under one heading share a window while they
+    fit in merge_tokens; a note longer than max_tokens is cut by windows(). A daily log is a list of
+    unrelated notes: a window of 128 tokens spanning 5-8 of them blurred them into one vector
+    (bench/README.md, "Windows along the notes"). Each window carries the heading path it sits
+    under: (start, end, text, heading)."""
+    lines = text.split("\n")
+    path = [[n, t] for n, t in enumerate(heading.split(" > "), 1)] if heading else []
+    out: list[tuple[int, int, str, str]] = []
+    size = 0  # tokens of the last window, while notes may still join it
+    for block in scan_blocks(lines):
+        a, b = block.start - 1, block.end - 1
+        if block.kind == "heading":
+            if a == 0 and path:  # the chunk's own first heading: the path holds it, only its level is new
+                path[-1][0] = block.level
+            else:
+                while path and path[-1][0] >= block.level:
+                    path.pop()
+                path.append([block.level, block.title])
+            continue
+        if block.kind == "hr":
+            continue
+        here = " > ".join(t for _, t in path if t)
+        tokens = sum(estimate_tokens(line) + 1 for line in lines[a:b + 1])
+        if size and out[-1][3] == here and size + tokens <= merge_tokens:
+            first = out[-1][0] - start_line
+            out[-1] = (start_line + first, start_line + b, "\n".join(lines[first:b + 1]), here)
+            size += tokens
+        elif tokens > max_tokens:
+            out.extend((x, y, t, here) for x, y, t in windows("\n".join(lines[a:b + 1]), start_line + a, max_tokens))
+            size = 0
+        else:
+            out.append((start_line + a, start_line + b, "\n".join(lines[a:b + 1]), here))
+            size = tokens
+    return out
+
+
 def embedding_text(text: str, heading: str) -> str:
     """What a window's vector represents: its heading path gives the text its context."""
     return f"{heading}\n\n{text}" if heading else text
@@ -208,6 +252,7 @@ def text_hash(text: str) -> str:
 
 
 def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
-    """(chunk id, start, end, text to embed) for each window of a chunk; at least one."""
-    wins = windows(text, start_line) or [(start_line, start_line, text)]
-    return [(cid, a, b, embedding_text(t, heading)) for a, b, t in wins]
+    """(chunk id, start, end, text to embed) for each window of a chunk (note_windows); at least one."""
+    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading)]
+    wins = wins or [(start_line, start_line + text.count("\n"), embedding_text(text, heading))]  # headings only
+    return [(cid, a, b, t) for a, b, t in wins]
