@@ -840,8 +840,10 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
             state = (f"re-embedding them failed: {failed} (`zmem embed` shows it)" if failed else
                      f"the index is read-only ({read_only}), so they are not re-embedded" if read_only else
                      "they are being re-embedded")
-            return None, None, notes + [f"stored vectors come from a different embedding model; {state}; "
-                                        "keyword (BM25) recall meanwhile"]
+            same_model = active is not None and (fp or "").partition("|windows=")[0] == active.fingerprint()
+            what = ("stored vectors were cut into windows another way (by an older zmem)" if same_model else
+                    "stored vectors come from a different embedding model")
+            return None, None, notes + [f"{what}; {state}; keyword (BM25) recall meanwhile"]
         if not pending:
             return None, None, notes
         return None, None, notes + ["no vectors yet: keyword (BM25) recall only"]

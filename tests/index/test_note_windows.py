@@ -70,6 +70,11 @@ def test_vectors_cut_the_old_way_are_re_embedded_once(ws, server):
             db.set_meta(conn, "vec_fingerprint", old)
     finally:
         conn.close()
+    from zmem import Memory
+    with Memory.open(ws) as memory:  # the warning says what changed: the windows, not the model
+        res = memory.recall("which computer runs the relay", mode="hybrid", background_embed=False)
+    assert any("cut into windows another way" in w for w in res.warnings), res.warnings
+    assert not any("different embedding model" in w for w in res.warnings)
     first = json.loads(run(["-C", str(ws), "embed", "--json"]).output)
     assert first["reembedded_all"] is True and first["pending"] == 0
     assert _vectors(ws) == (rows, fingerprint)
