@@ -15,7 +15,6 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from zmem.text.dates import commit_time
 from zmem.errors import ZmemError
@@ -23,6 +22,7 @@ from zmem.text.kinds import KIND_CODES, KINDS
 from zmem.text.retain import entity_key, entity_slug, is_long_name
 from zmem.workspace.core import Workspace
 
+TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 if TYPE_CHECKING:
     from zmem.text.opinions import OpinionsFile
 
