@@ -240,6 +240,8 @@ def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] |
 
 def _fold(s: str) -> str:
     """Lower case without accents, for similarity only (never for identity)."""
+    if s.isascii():  # what the rest does to ASCII, without Unicode's tables
+        return s.lower()
     return "".join(c for c in unicodedata.normalize("NFKD", s.casefold()) if not unicodedata.combining(c))
 
 
@@ -310,7 +312,7 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
     (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
     range of the files and chunks tables."""
     from zmem.store.fts import _WORD, STOPWORDS, _quote, nfc, without_cjk
-    words = [re.sub(r"['’]s$", "", w) for w in _WORD.findall(without_cjk(nfc(query)))]
+    words = [w[:-2] if w.endswith(("'s", "’s")) else w for w in _WORD.findall(without_cjk(nfc(query)))]
     folded = [_fold(w) for w in words]  # a word holds letters, digits and marks: its key is itself, folded
     grams: dict[str, tuple[int, int]] = {}  # folded key (as _fold(entity_key(name))) -> the first words that spell it
     for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
@@ -332,7 +334,7 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
         stem = path[len(ENTITY_DIR):-3]
         if "/" in stem or not path.endswith(".md"):
             continue
-        for name in (stem, (title or "").split(" > ")[0]):
+        for name in dict.fromkeys((stem, (title or "").split(" > ")[0])):  # a title as the stem: one key
             key = _fold(entity_key(name)) if name else ""
             if key in grams:
                 named(key).page = path
