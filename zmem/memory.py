@@ -285,11 +285,14 @@ class Memory:
         since = parse_when(since) if since else None
         until = parse_when(until, end=True) if until else None
         ws = self.workspace
-        from zmem.workspace.session_settings import settings_for
-        sessions = settings_for(ws)
+        sessions = None  # no [sessions] table: off, without importing their settings (~1 ms)
+        if ws.config.sessions:
+            from zmem.workspace.session_settings import settings_for
+            sessions = settings_for(ws)
+        enabled = sessions is not None and sessions.enabled
         if source is None:  # facts and the past are in memory files: the default source there is memory
-            source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
-        if source != "memory" and not sessions.enabled:
+            source = "all" if enabled and not (kind or entity or as_of) else "memory"
+        if source != "memory" and not enabled:
             from zmem.workspace.config import sessions_off
             raise sessions_off(ws.config)
         if source != "memory" and (kind or entity or as_of):

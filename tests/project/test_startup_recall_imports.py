@@ -29,14 +29,15 @@ with open(report_path, "w") as out:
     json.dump({"modules": sorted(sys.modules), "compiled": lazy}, out)
 """
 
-# Standard modules only some of zmem's paths need (tomllib with typing, string and datetime's
-# patterns: a zmem.toml that sets something; threading: watchers and local models)
-NOT_NEEDED = ("tomllib", "typing", "threading", "string")
-# Patterns only reading notes (indexing) or CJK text uses
-PARSING = ("zmem.text.markdown.FENCE_OPEN", "zmem.text.markdown.SETEXT", "zmem.text.markdown.HR",
-           "zmem.text.markdown.QUOTE", "zmem.text.chunking._BREAK", "zmem.text.retain._HEAD",
-           "zmem.text.retain._ARG", "zmem.text.retain._RELATION", "zmem.store.fts._TOKEN_START",
-           "zmem.store.fts._WCH_RE", "zmem.store.fts._ASTRAL", "zmem.text.chunking.CJK_RE")
+# Modules only some of zmem's paths need (tomllib with typing, string and datetime's patterns: a
+# zmem.toml that sets something; threading: watchers and local models; session settings: [sessions])
+NOT_NEEDED = ("tomllib", "typing", "threading", "string", "zmem.workspace.session_settings")
+# Patterns only reading notes (indexing), CJK text or a terminal uses
+UNUSED_PATTERNS = ("zmem.text.markdown.FENCE_OPEN", "zmem.text.markdown.SETEXT", "zmem.text.markdown.HR",
+                   "zmem.text.markdown.QUOTE", "zmem.text.chunking._BREAK", "zmem.text.retain._HEAD",
+                   "zmem.text.retain._ARG", "zmem.text.retain._RELATION", "zmem.store.fts._TOKEN_START",
+                   "zmem.store.fts._WCH_RE", "zmem.store.fts._ASTRAL", "zmem.text.chunking.CJK_RE",
+                   "zmem.cli.terminal._UNSAFE")
 
 
 def fresh_recall(ws: Path, *words: str) -> tuple[dict, subprocess.CompletedProcess]:
@@ -56,8 +57,8 @@ def test_a_fresh_recall_with_the_default_zmem_toml_imports_no_tomllib_typing_or_
     assert proc.returncode == 0, proc.stderr
     assert "memory/2025-11-24.md#L" in proc.stdout
     assert [m for m in NOT_NEEDED if m in report["modules"]] == []
-    assert [p for p in PARSING if report["compiled"].get(p)] == []
-    assert all(p in report["compiled"] for p in PARSING)  # each is still a lazy pattern
+    assert [p for p in UNUSED_PATTERNS if report["compiled"].get(p)] == []
+    assert all(p in report["compiled"] for p in UNUSED_PATTERNS)  # each is still a lazy pattern
 
 
 def test_a_zmem_toml_with_settings_is_still_read_by_tomllib(ws):
