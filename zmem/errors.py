@@ -10,8 +10,8 @@ import errno
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 class ExitCode(enum.IntEnum):

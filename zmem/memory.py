@@ -15,11 +15,13 @@ in their warnings, and user errors are ZmemError (message and hint)."""
 from __future__ import annotations
 
 import os
-import threading
 import time
+from _thread import allocate_lock  # threading.Lock itself, without importing threading (~1 ms)
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+
+TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 
 if TYPE_CHECKING:
     from zmem.history.blame import BlamedRange
@@ -61,7 +63,7 @@ class Memory:
         self.scope = scope
         self.query_timeout = query_timeout
         self.watch = watch
-        self.lock = threading.Lock()
+        self.lock = allocate_lock()
         self._ws = None
         self._ws_key = None
         self._conn = None
@@ -283,11 +285,14 @@ class Memory:
         since = parse_when(since) if since else None
         until = parse_when(until, end=True) if until else None
         ws = self.workspace
-        from zmem.workspace.session_settings import settings_for
-        sessions = settings_for(ws)
+        sessions = None  # no [sessions] table: off, without importing their settings (~1 ms)
+        if ws.config.sessions:
+            from zmem.workspace.session_settings import settings_for
+            sessions = settings_for(ws)
+        enabled = sessions is not None and sessions.enabled
         if source is None:  # facts and the past are in memory files: the default source there is memory
-            source = "all" if sessions.enabled and not (kind or entity or as_of) else "memory"
-        if source != "memory" and not sessions.enabled:
+            source = "all" if enabled and not (kind or entity or as_of) else "memory"
+        if source != "memory" and not enabled:
             from zmem.workspace.config import sessions_off
             raise sessions_off(ws.config)
         if source != "memory" and (kind or entity or as_of):

@@ -10,7 +10,11 @@ import json
 import re
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from zmem.embedders.base import Embedder, EmbeddingError, Kind, RetryableError
+from zmem.embedders.base import Embedder, EmbeddingError, RetryableError
+
+TYPE_CHECKING = False  # as typing's; checkers know the name
+if TYPE_CHECKING:
+    from zmem.embedders.base import Kind
 
 GEMINI_API = "https://generativelanguage.googleapis.com"
 DEFAULT_MODEL = "gemini-embedding-001"

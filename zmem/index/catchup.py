@@ -10,11 +10,12 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
 
+TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 if TYPE_CHECKING:
     from zmem.git.repo import Repo
 

@@ -25,8 +25,8 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 SOCKET = "fsmonitor.sock"
 COOKIES = "fsmonitor"  # the directory of cookie files (watched by the watcher, inside the state directory)

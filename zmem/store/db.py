@@ -7,7 +7,6 @@ stdlib module, reporting which one it uses and whether sqlite-vec loaded.
 """
 from __future__ import annotations
 
-import importlib.util
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,6 +72,7 @@ def schema_version(conn) -> int:
 
 def vec_extension_path() -> str | None:
     """Path of sqlite-vec's loadable library, found without importing the package (numpy)."""
+    import importlib.util  # here: a BM25 recall never looks (~0.4 ms)
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         return None

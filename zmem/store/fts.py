@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
+from _thread import allocate_lock  # threading.Lock itself, without importing threading (~1 ms)
 
-from zmem.text.chunking import CJK_CLASS, CJK_RE, CUT, MARKS
+from zmem.text.chunking import CJK_CLASS, CUT, MARKS
 from zmem.text.lazyre import LazyPattern
 
 # the CJK patterns compile in ~3 ms each (lazyre): not at import
@@ -14,11 +14,11 @@ _CJK_SPLIT = LazyPattern(f"([{CJK_CLASS}]+)")
 # A word as unicode61 sees it: letters and digits, and the combining marks it keeps inside tokens
 # (NFD text, macOS input: "a" + U+0301), which Python's \w leaves out.
 _WCH = rf"(?:[^\W_]|[{MARKS}])"
-_TOKEN_START = re.compile(f"{_WCH}+")  # the token characters a text starts with
+_TOKEN_START = LazyPattern(f"{_WCH}+")  # the token characters a text starts with
 _WORD = re.compile(rf"{_WCH}+(?:['’]{_WCH}+)*")
 _PHRASE = re.compile(r'"([^"]+)"')
 _MARK = re.compile(f"[{MARKS}]+")
-_WCH_RE = re.compile(_WCH)
+_WCH_RE = LazyPattern(_WCH)
 
 # Words too common to help an OR query (and slow on large indexes): English, Portuguese, Spanish.
 STOPWORDS = frozenset("""
@@ -106,7 +106,7 @@ def _cjk_grams(text: str) -> tuple[list[str], list[str]]:
 # (fts_glue.RANGES, generated from SQLite: its Unicode 6.1 tables are frozen). Compiled when first
 # needed (~6 ms): the BMP ranges as one class (a bitmap: ~5 µs per 700 characters), the others,
 # rare outside emoji, looked up per character after a quick scan for any character beyond the BMP.
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL = LazyPattern("[\U00010000-\U0010ffff]")
 _SUBCH = rf"(?:[^\W_{CJK_CLASS}]|[{MARKS}])"  # a letter, digit or mark, not CJK (CJK is _cjk_grams')
 _SUB = LazyPattern(f"{_SUBCH}+")
 _glue: tuple | None = None
@@ -514,7 +514,7 @@ def fold(text: str) -> str:
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # the FTS tables' tokenizer (migrations.py)
 _tokens: dict[str, tuple[str, ...]] = {}
-_tokens_lock = threading.Lock()
+_tokens_lock = allocate_lock()
 _tokens_conn = None
 
 
@@ -547,13 +547,17 @@ def fts_tokens(words: list[str]) -> list[tuple[str, ...]]:
         return [_tokens[w] for w in words]
 
 
+# CJK_CLASS as (first, last) character pairs: one character is tested without compiling CJK_RE (~3 ms)
+_CJK_RANGES = tuple((CJK_CLASS[i], CJK_CLASS[i + 2]) for i in range(0, len(CJK_CLASS), 3))
+
+
 def word_start(low: str, key: str) -> int:
     """The first place key starts a word of low (after anything but a letter or digit, or after a
     CJK character: unicode61 keeps `买了iphone` one token, cjk_columns indexes its `iphone`), or -1."""
     at = low.find(key)
     while at > 0:
         before = low[at - 1]
-        if not before.isalnum() or (before >= "\u3040" and CJK_RE.match(before)):  # CJK_CLASS starts at U+3040
+        if not before.isalnum() or (before >= "\u3040" and any(a <= before <= b for a, b in _CJK_RANGES)):
             return at
         at = low.find(key, at + 1)
     return at

@@ -4,9 +4,9 @@ are applied, bringing an index up to date (migrate), and refusing an index this 
 full-text rows some steps convert)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from zmem.store.db import DRIVER, schema_version, sqlite, write_transaction
 from zmem.errors import IndexUnusable

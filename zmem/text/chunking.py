@@ -17,7 +17,7 @@ CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u
 CJK_RE = LazyPattern(f"[{CJK_CLASS}]")
 # Combining marks (accents of decomposed text): part of the word they follow, never a place to cut.
 MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20dc\ufe20-\ufe2f"
-_BREAK = re.compile(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end
+_BREAK = LazyPattern(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end
 FENCE_MAX_FACTOR = 4
 # Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
 # 2: slices of a line too long for one chunk carry "…" where the line goes on.

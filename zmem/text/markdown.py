@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FENCE_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+from zmem.text.lazyre import LazyPattern
+
+# recall uses only ATX and LIST_ITEM: the others compile when notes are read (lazyre.py)
+FENCE_OPEN = LazyPattern(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-HR = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+SETEXT = LazyPattern(r"^ {0,3}(=+|-+)[ \t]*$")
+HR = LazyPattern(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 LIST_ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)")
-QUOTE = re.compile(r"^ {0,3}>")
+QUOTE = LazyPattern(r"^ {0,3}>")
 
 
 @dataclass(frozen=True, slots=True)

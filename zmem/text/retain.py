@@ -36,9 +36,9 @@ _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u06
           "\u0900-\u0dff\u0e31-\u0e3a\u0e47-\u0e4e\u0eb1-\u0ebc\u0ec8-\u0ecd\u0f18-\u0fbc\u1ab0-\u1aff"
           "\u1dc0-\u1dff\u20d0-\u20ff\u3099\u309a\ufe20-\ufe2f")
 MENTION = LazyPattern(rf"(?<![\w@])@(?:\[([^\[\]\n]{{1,80}})\]|([^\W_](?:[\w\-.'’{_MARKS}]*[\w{_MARKS}])?))")
-_HEAD = re.compile(r"^([A-Za-z])(?=[\s(:]|$)")
-_ARG = re.compile(r"^\s*(c|confidence)\s*=\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
-_RELATION = re.compile(r"^(@\S+|@\[[^\]]+\])\s+([^\W\d][\w\-]*)\s+(@\S+|@\[[^\]]+\])\s*(?::\s*(.*))?$")
+_HEAD = LazyPattern(r"^([A-Za-z])(?=[\s(:]|$)")  # parsing facts only: not compiled by recall
+_ARG = LazyPattern(r"^\s*(c|confidence)\s*=\s*([0-9]*\.?[0-9]+)\s*$", re.IGNORECASE)
+_RELATION = LazyPattern(r"^(@\S+|@\[[^\]]+\])\s+([^\W\d][\w\-]*)\s+(@\S+|@\[[^\]]+\])\s*(?::\s*(.*))?$")
 
 
 @dataclass
@@ -80,8 +80,11 @@ def _safe_name(name: str) -> str:
     name = unicodedata.normalize("NFC", name.strip().lstrip("@"))
     if name.startswith("[") and name.endswith("]"):  # `@[João Silva]` typed as an argument
         name = name[1:-1].strip()
-    name = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
-    return re.sub(r"\.{2,}", ".", re.sub(r"[/\\]+", "-", name))
+    if not name.isprintable():  # only then can it hold a Cc or Cs character (a C* category is never printable)
+        name = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
+    if "/" in name or "\\" in name:
+        name = re.sub(r"[/\\]+", "-", name)
+    return re.sub(r"\.{2,}", ".", name) if ".." in name else name
 
 
 @functools.lru_cache(maxsize=65536)  # called per mention of every fact when entities are listed
