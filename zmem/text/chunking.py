@@ -105,12 +105,13 @@ def _overlap(units: list[_Unit], overlap_tokens: int, next_tokens: int, max_toke
 def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_tokens: int) -> list[_Unit]:
     units: list[_Unit] = []
     path: list[tuple[int, str]] = []
+    heading = ""
     for b in blocks:
         if b.kind == "heading":
             while path and path[-1][0] >= b.level:
                 path.pop()
             path.append((b.level, b.title))
-        heading = " > ".join(t for _, t in path if t)
+            heading = " > ".join(t for _, t in path if t)
         tokens = sum(line_tokens[b.start - 1:b.end])
         limit = max_tokens * FENCE_MAX_FACTOR if b.kind == "code" else max_tokens
         if tokens <= limit:
