@@ -9,9 +9,10 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
@@ -530,12 +531,18 @@ def _known_files(conn, paths: set[str]) -> dict[str, str]:
 def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict, unreadable: dict) -> bytes | None:
     """A memory file's bytes; None when it is not a regular file (gone, a symlink, a directory) or
     cannot be read (then in unreadable with its warning, and its stat signature in sigs)."""
-    path = ws.root / rel
+    path = os.path.join(ws.root, rel)  # os, not pathlib: this runs for every file of a full index
     try:
-        if path.is_symlink() or not path.is_file():
-            return None
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):  # a symlink, a directory, ...
+                return None
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF):
+                return None  # gone
+            raise
         sigs[rel] = stat_signature(path)  # before reading: a later change shows as a new stat
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError as e:
         warning = f"{rel}: skipped: cannot read ({e.strerror})"
         result.warnings.append(warning)
@@ -702,25 +709,38 @@ def prepare_all(ws: Workspace, items: Iterable[tuple[str, bytes]], files: int, s
     ahead: deque = deque()
     finished = False
     try:
-        # the workers are forked by the first submit: with SIGINT blocked until each has set it to be
-        # ignored, a Ctrl-C in between cannot kill one; here it waits and is raised once they are started
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
+        # the workers are forked by the first submit: with SIGINT held until each has set it to be
+        # ignored, a Ctrl-C in between cannot kill one; it is raised once they are started
+        with _sigint_held():
             for group in itertools.islice(groups, workers * AHEAD_PER_WORKER):
                 ahead.append(pool.submit(_prepare_group, group, settings))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         while ahead:
-            prepared = ahead.popleft().result()
             group = next(groups, None)
-            if group is not None:
-                ahead.append(pool.submit(_prepare_group, group, settings))
+            # a Ctrl-C landing inside the wait for a result can break its lock ("cannot release
+            # un-acquired lock" instead of KeyboardInterrupt): held, it is raised right after
+            with _sigint_held():
+                prepared = ahead.popleft().result()
+                if group is not None:
+                    ahead.append(pool.submit(_prepare_group, group, settings))
             yield from prepared
         finished = True
     finally:
-        # on the way out early, what no worker has started is cancelled and nothing is waited for:
-        # the workers finish the group in hand (milliseconds) and exit
-        pool.shutdown(wait=finished, cancel_futures=not finished)
+        # on the way out early, what no worker has started is cancelled: the workers finish the group
+        # in hand (milliseconds) and exit. Waited for: the pool's thread, left running, could race the
+        # interpreter's exit ("Exception ignored in threading: Bad file descriptor" after Ctrl-C)
+        with _sigint_held():
+            pool.shutdown(wait=True, cancel_futures=not finished)
+
+
+@contextmanager
+def _sigint_held():
+    """SIGINT blocked in this thread meanwhile (the pool's threads, started while it was, block it
+    too): a Ctrl-C waits, then raises KeyboardInterrupt here on the way out."""
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def insert_files(conn, files: list[tuple[Prepared, str, int, tuple[int, int, int, int] | None]]) -> None:

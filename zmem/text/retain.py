@@ -118,9 +118,13 @@ def mentions(text: str) -> list[str]:
     """Entity names mentioned as @Name or @[Two Words], first occurrence first, one per key."""
     seen: dict[str, str] = {}
     for m in MENTION.finditer(text):
-        name = (m.group(1) or re.sub(r"['’]s$", "", m.group(2))).strip()  # @Andy's -> Andy
-        if name and entity_key(name) and entity_key(name) not in seen:
-            seen[entity_key(name)] = name
+        name = m.group(1) or m.group(2)
+        if m.group(1) is None and name.endswith(("'s", "’s")):  # @Andy's -> Andy
+            name = name[:-2]
+        name = name.strip()
+        key = entity_key(name) if name else ""
+        if key and key not in seen:
+            seen[key] = name
     return list(seen.values())
 
 
