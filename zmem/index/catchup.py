@@ -687,7 +687,7 @@ def prepare_all(ws: Workspace, items: Iterable[tuple[str, bytes]], files: int, s
     say how many there are. A big batch is chunked by a process pool (one worker per core) that is
     handed only a few groups ahead of the insertions. Close the generator when done with it early
     (an exception, Ctrl-C): that stops the pool at once, cancelling what the workers have not
-    started, without waiting for the rest."""
+    started; only the groups in their hands are waited for."""
     c = ws.config
     settings = (c.max_file_mb, c.chunk_tokens, c.chunk_overlap)
     workers = min(os.cpu_count() or 1, 8)
