@@ -666,7 +666,7 @@ POOL_MIN_BYTES = 2_000_000
 GROUP_FILES = 32
 GROUP_BYTES = 1 << 20
 AHEAD_PER_WORKER = 2
-KEEP_BYTES = 32 << 20  # file contents a catch-up holds from reading them to indexing them; the rest is read again
+KEEP_BYTES = 16 << 20  # file contents a catch-up holds from reading them to indexing them; the rest is read again
 
 
 def _groups(items: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
