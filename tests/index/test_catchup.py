@@ -165,14 +165,14 @@ def test_interrupted_full_rebuild_leaves_the_old_index(ws, monkeypatch):
     from zmem.workspace.core import find_workspace
     index_json(ws)
     calls = {"n": 0}
-    real = indexer.insert_file
+    real = indexer.insert_files
 
     def failing(*a, **kw):
         calls["n"] += 1
-        if calls["n"] == 2:
+        if calls["n"] == 1:  # the rebuild's first batch of files
             raise KeyboardInterrupt
         return real(*a, **kw)
-    monkeypatch.setattr(indexer, "insert_file", failing)
+    monkeypatch.setattr(indexer, "insert_files", failing)
     with pytest.raises(KeyboardInterrupt):
         indexer.rebuild(find_workspace(ws))
     monkeypatch.undo()

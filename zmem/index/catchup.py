@@ -4,14 +4,16 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
+import itertools
 import json
 import os
 import re
 import signal
+import stat
 import sys
 import time
-from collections.abc import Callable
-from contextlib import closing
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,11 +24,11 @@ if TYPE_CHECKING:
 from zmem.store import db
 from zmem.index import fsmonitor
 from zmem.store import migrations
-from zmem.text.chunking import CHUNKER_VERSION, chunk_text
+from zmem.text.chunking import CHUNKER_VERSION, chunk_lines
 from zmem.errors import TRY_AGAIN, IndexUnusable
 from zmem.store.fts import FTS_VERSION, cjk_columns, delete_rows
-from zmem.text.markdown import day_from_path, decode_note
-from zmem.text.retain import RETAIN_VERSION, Fact, entity_key, legacy_fact_id, parse_facts
+from zmem.text.markdown import day_from_path, decode_note, scan_blocks, split_lines
+from zmem.text.retain import RETAIN_VERSION, Fact, entity_key, facts_of_blocks, legacy_fact_id
 from zmem.workspace.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
                            stored_ignore_record)
@@ -391,7 +393,11 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         return result
     known = _known_files(conn, candidates)
 
-    todo: list[tuple[str, bytes | None, str | None]] = []  # (path, data or None to remove, blob)
+    # (path, content, blob); blob None: the file's rows go; UNREADABLE: a row that watches it replaces them;
+    # else it is indexed, its content held from here unless that would pass KEEP_BYTES (then read again)
+    todo: list[tuple[str, bytes | None, str | None]] = []
+    kept = 0
+    to_index_bytes = 0
     sigs: dict[str, tuple[int, int, int, int] | None] = {}
     unreadable: dict[str, str] = {}  # path -> warning
     for rel in sorted(candidates):
@@ -411,6 +417,11 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         if known.get(rel) == blob and not resettle:
             restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
             continue
+        to_index_bytes += len(data)
+        if kept + len(data) <= KEEP_BYTES:
+            kept += len(data)
+        else:
+            data = None
         todo.append((rel, data, blob))
 
     if dry_run:
@@ -426,26 +437,55 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             if resettle:  # every file is inserted again below: clear all rows at once
                 _clear_notes(conn, store)
             for rel, data, blob in todo:
-                if not resettle:
+                if not resettle and rel in known:
                     _remove_file(conn, rel, store)
                 if blob == UNREADABLE:
-                    sig = sigs.get(rel)
-                    insert_file(conn, Prepared(rel, day_from_path(rel), 0, [unreadable[rel]], []), UNREADABLE,
-                                sig[1] if sig else 0, sig)
+                    _insert_unreadable(conn, rel, sigs.get(rel), unreadable[rel])
                     if known.get(rel) not in (None, UNREADABLE):
                         result.removed.append(rel)  # its text left the index
-                elif data is None:
+                elif blob is None:
                     result.removed.append(rel)
-            blobs = {rel: (blob, len(data)) for rel, data, blob in todo if data is not None}
+            to_index = [(rel, data, blob) for rel, data, blob in todo if blob not in (None, UNREADABLE)]
+            del todo
+            blobs: dict[str, tuple[str, int]] = {}  # path -> (blob, size) of what was read, until inserted
+            lost: list[str] = []  # gone or unreadable when read again
+
+            def contents():
+                for rel, data, blob in to_index:
+                    if data is None:  # read again: a change since the scan is newer than its stat signature
+                        data = _read_memory_file(ws, rel, result, sigs, unreadable)
+                        if data is None:
+                            lost.append(rel)
+                            continue
+                        blob = git_blob_id(data)
+                    blobs[rel] = (blob, len(data))
+                    yield rel, data
+
             # closing: an exception here (Ctrl-C) stops the worker pool now, not when the generator is collected
-            with closing(prepare_all(ws, [(rel, data) for rel, data, _ in todo if data is not None])) as prepared:
-                for n, p in enumerate(prepared, 1):
-                    blob, size = blobs[p.rel]
-                    insert_file(conn, p, blob, size, sigs.get(p.rel))
+            batch: list[tuple[Prepared, str, int, tuple[int, int, int, int] | None]] = []
+
+            def insert_batch() -> None:
+                if not batch:
+                    return
+                insert_files(conn, batch)
+                for p, _, _, _ in batch:
                     result.warnings.extend(p.warnings)
                     result.updated.append(p.rel)
                     if progress:
-                        progress(n, len(blobs))
+                        progress(len(result.updated), len(to_index))
+                batch.clear()
+
+            with closing(prepare_all(ws, contents(), len(to_index), to_index_bytes)) as prepared:
+                for p in prepared:
+                    batch.append((p, *blobs.pop(p.rel), sigs.get(p.rel)))
+                    if len(batch) >= GROUP_FILES:
+                        insert_batch()
+                insert_batch()
+            for rel in lost:
+                if rel in unreadable:
+                    _insert_unreadable(conn, rel, sigs.get(rel), unreadable[rel])
+                if known.get(rel) not in (None, UNREADABLE):
+                    result.removed.append(rel)
             db.set_meta(conn, "indexed_commit", head or "")
             db.set_meta(conn, "fingerprint", fingerprint(ws))
             db.set_meta(conn, "snapshot_ns", str(taken))
@@ -492,18 +532,29 @@ def _known_files(conn, paths: set[str]) -> dict[str, str]:
 def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict, unreadable: dict) -> bytes | None:
     """A memory file's bytes; None when it is not a regular file (gone, a symlink, a directory) or
     cannot be read (then in unreadable with its warning, and its stat signature in sigs)."""
-    path = ws.root / rel
+    path = os.path.join(ws.root, rel)  # os, not pathlib: this runs for every file of a full index
     try:
-        if path.is_symlink() or not path.is_file():
-            return None
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):  # a symlink, a directory, ...
+                return None
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EBADF):
+                return None  # gone
+            raise
         sigs[rel] = stat_signature(path)  # before reading: a later change shows as a new stat
-        return path.read_bytes()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError as e:
         warning = f"{rel}: skipped: cannot read ({e.strerror})"
         result.warnings.append(warning)
         if sigs.get(rel) is not None:
             unreadable[rel] = warning
         return None
+
+
+def _insert_unreadable(conn, rel: str, sig: tuple[int, int, int, int] | None, warning: str) -> None:
+    """The row of a memory file that could not be read: its stat signature and its warning, no text."""
+    insert_files(conn, [(Prepared(rel, day_from_path(rel), 0, [warning], []), UNREADABLE, sig[1] if sig else 0, sig)])
 
 
 def _clear_notes(conn, store: VectorStore) -> None:
@@ -538,18 +589,22 @@ class Prepared:
     lines: int
     warnings: list[str]
     rows: list[tuple]  # (start_line, end_line, heading, tokens, text, cjk_bi, cjk_uni)
-    facts: list[Fact] = field(default_factory=list)
+    facts: list[tuple] = field(default_factory=list)  # fact_rows: each Retain fact as insert_files stores it
 
 
 def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_overlap: int) -> Prepared:
     text, warnings = decode_note(rel, data, max_mb)
-    chunks = chunk_text(text, chunk_tokens, chunk_overlap) if text else []
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1) if text else 0
-    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
-            for c in chunks]
     day = day_from_path(rel)
-    facts, fact_warnings = parse_facts(text, rel, day) if text else ([], [])
-    return Prepared(rel, day, lines, warnings + fact_warnings + conflict_markers(rel, text), rows, facts)
+    if not text:
+        return Prepared(rel, day, 0, warnings + conflict_markers(rel, text), [])
+    lines = split_lines(text)
+    blocks = scan_blocks(lines)  # once for both the chunks and the facts
+    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
+            for c in chunk_lines(lines, blocks, chunk_tokens, chunk_overlap)]
+    facts, fact_warnings = facts_of_blocks(lines, blocks, rel, day)
+    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    return Prepared(rel, day, n_lines, warnings + fact_warnings + conflict_markers(rel, text), rows,
+                    fact_rows(rel, day, facts))
 
 
 # git's conflict markers at a line start (not `=======`, which is also a Markdown heading underline)
@@ -567,8 +622,8 @@ def conflict_markers(rel: str, text: str | None) -> list[str]:
             "(keep the lines that are true, delete the markers) and commit"]
 
 
-def _prepare_args(args):
-    return prepare_file(*args)
+def _prepare_group(items: list[tuple[str, bytes]], settings: tuple[float, int, int]) -> list[Prepared]:
+    return [prepare_file(rel, data, *settings) for rel, data in items]
 
 
 def _worker_init(parent: int) -> None:
@@ -607,78 +662,161 @@ def _die_with(parent: int) -> None:
 
 POOL_MIN_FILES = 200  # smaller batches (or fewer bytes) are chunked in this process: a pool costs more than it saves
 POOL_MIN_BYTES = 2_000_000
+# What one worker task holds, and how many tasks per worker are handed out ahead (read, sent, or
+# prepared and not yet inserted): memory stays bounded whatever the number of files.
+GROUP_FILES = 32
+GROUP_BYTES = 1 << 20
+AHEAD_PER_WORKER = 2
+KEEP_BYTES = 16 << 20  # file contents a catch-up holds from reading them to indexing them; the rest is read again
 
 
-def prepare_all(ws: Workspace, items: list[tuple[str, bytes]]):
-    """Prepared files in order; a big batch is chunked by a process pool (one worker per core).
-    Close the generator when done with it early (an exception, Ctrl-C): that stops the pool at once,
-    cancelling what the workers have not started, without waiting for the rest."""
+def _groups(items: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
+    group: list[tuple[str, bytes]] = []
+    size = 0
+    for rel, data in items:
+        group.append((rel, data))
+        size += len(data)
+        if len(group) >= GROUP_FILES or size >= GROUP_BYTES:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
+
+
+def prepare_all(ws: Workspace, items: Iterable[tuple[str, bytes]], files: int, size: int) -> Iterator[Prepared]:
+    """Prepared files in order, from (path, content) read as they are needed; files and size (bytes)
+    say how many there are. A big batch is chunked by a process pool (one worker per core) that is
+    handed only a few groups ahead of the insertions. Close the generator when done with it early
+    (an exception, Ctrl-C): that stops the pool at once, cancelling what the workers have not
+    started; only the groups in their hands are waited for."""
     c = ws.config
-    args = [(rel, data, c.max_file_mb, c.chunk_tokens, c.chunk_overlap) for rel, data in items]
+    settings = (c.max_file_mb, c.chunk_tokens, c.chunk_overlap)
     workers = min(os.cpu_count() or 1, 8)
-    if len(args) < POOL_MIN_FILES or workers < 2 or sum(len(a[1]) for a in args) < POOL_MIN_BYTES:
-        yield from map(_prepare_args, args)
+    if files < POOL_MIN_FILES or workers < 2 or size < POOL_MIN_BYTES:
+        for rel, data in items:
+            yield prepare_file(rel, data, *settings)
         return
     import multiprocessing
+    from collections import deque
     from concurrent.futures import ProcessPoolExecutor
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:
-        yield from map(_prepare_args, args)
+        for rel, data in items:
+            yield prepare_file(rel, data, *settings)
         return
     pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),))
+    groups = _groups(items)
+    ahead: deque = deque()
     finished = False
     try:
-        # the workers are forked by the first submit: with SIGINT blocked until each has set it to be
-        # ignored, a Ctrl-C in between cannot kill one; here it waits and is raised once map() returns
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            results = pool.map(_prepare_args, args, chunksize=32)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        yield from results
+        # the workers are forked by the first submit: with SIGINT held until each has set it to be
+        # ignored, a Ctrl-C in between cannot kill one; it is raised once they are started
+        with _sigint_held():
+            for group in itertools.islice(groups, workers * AHEAD_PER_WORKER):
+                ahead.append(pool.submit(_prepare_group, group, settings))
+        while ahead:
+            group = next(groups, None)
+            # a Ctrl-C landing inside the wait for a result can break its lock ("cannot release
+            # un-acquired lock" instead of KeyboardInterrupt): held, it is raised right after
+            with _sigint_held():
+                prepared = ahead.popleft().result()
+                if group is not None:
+                    ahead.append(pool.submit(_prepare_group, group, settings))
+            yield from prepared
         finished = True
     finally:
-        # on the way out early, what no worker has started is cancelled and nothing is waited for:
-        # the workers finish the chunk in hand (milliseconds) and exit
-        pool.shutdown(wait=finished, cancel_futures=not finished)
+        # on the way out early, what no worker has started is cancelled: the workers finish the group
+        # in hand (milliseconds) and exit. Waited for: the pool's thread, left running, could race the
+        # interpreter's exit ("Exception ignored in threading: Bad file descriptor" after Ctrl-C)
+        with _sigint_held():
+            pool.shutdown(wait=True, cancel_futures=not finished)
 
 
-def insert_file(conn, p: Prepared, blob: str, size: int, sig: tuple[int, int, int, int] | None) -> None:
-    """Insert one prepared file's rows (the caller holds the transaction). sig: the file's stat
-    signature taken before it was read."""
-    mtime, size, ino, ctime = sig if sig is not None else (0, size, 0, 0)
-    conn.execute("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino, ctime_ns) "
-                 "VALUES(?,?,?,?,?,?,?,?,?,?)",
-                 (p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino, ctime))
-    for start, end, heading, tokens, text, bi, uni in p.rows:
-        cur = conn.execute(
-            "INSERT INTO chunks(path, start_line, end_line, heading, day, tokens, text) VALUES(?,?,?,?,?,?,?)",
-            (p.rel, start, end, heading, p.day, tokens, text))
-        conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
-                     (cur.lastrowid, text, heading, bi, uni))
-    insert_facts(conn, p.rel, p.day, p.facts)
+@contextmanager
+def _sigint_held():
+    """SIGINT blocked in this thread meanwhile (the pool's threads, started while it was, block it
+    too): a Ctrl-C waits, then raises KeyboardInterrupt here on the way out."""
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def insert_files(conn, files: list[tuple[Prepared, str, int, tuple[int, int, int, int] | None]]) -> None:
+    """Insert prepared files' rows, (file, blob, size, stat signature taken before it was read) each,
+    in order (the caller holds the transaction). Table by table, several files at once: half the time
+    of row by row."""
+    file_rows = []
+    chunk_rows = []
+    fts_rows = []
+    chunk_id = _next_id(conn, "main", "chunks")
+    for p, blob, size, sig in files:
+        mtime, size, ino, ctime = sig if sig is not None else (0, size, 0, 0)
+        file_rows.append((p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino, ctime))
+        for start, end, heading, tokens, text, bi, uni in p.rows:
+            chunk_rows.append((chunk_id, p.rel, start, end, heading, p.day, tokens, text))
+            fts_rows.append((chunk_id, text, heading, bi, uni))
+            chunk_id += 1
+    conn.executemany("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino, ctime_ns) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?)", file_rows)
+    conn.executemany("INSERT INTO chunks(id, path, start_line, end_line, heading, day, tokens, text) "
+                     "VALUES(?,?,?,?,?,?,?,?)", chunk_rows)
+    conn.executemany("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)", fts_rows)
+    _insert_fact_rows(conn, [row for p, _, _, _ in files for row in p.facts])
+
+
+def _next_id(conn, schema: str, table: str) -> int:
+    """The id SQLite would give the next row of an AUTOINCREMENT table: above every id it ever gave."""
+    seq = conn.execute(f"SELECT seq FROM {schema}.sqlite_sequence WHERE name = ?", (table,)).fetchone()
+    top = conn.execute(f"SELECT max(id) FROM {schema}.{table}").fetchone()[0]
+    return max(seq[0] if seq else 0, top or 0) + 1
+
+
+def fact_rows(rel: str, day: str | None, facts: list[Fact], *, fts: bool = True) -> list[tuple]:
+    """What the index stores of each fact: (the facts row without its id, the full-text columns
+    (None without fts), entity keys, relation keys or None)."""
+    rows = []
+    for f in facts:
+        names = "\t".join(f.entities)
+        row = (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, day,
+               *(f.event or (None, None)), legacy_fact_id(rel, f.kind, f.text))
+        text_columns = (f.text, names, *cjk_columns(f.text + "\n" + names)) if fts else None
+        relation = None
+        if f.relation:
+            subject, predicate, obj = f.relation
+            relation = (entity_key(subject), predicate, entity_key(obj))
+        rows.append((row, text_columns, [entity_key(name) for name in f.entities], relation))
+    return rows
 
 
 def insert_facts(conn, rel: str, day: str | None, facts: list[Fact], *, schema: str = "main") -> None:
     """Store one file's Retain facts with their entities and relations (and, in the index itself,
     their full-text rows). schema "temp": reflect's view of the facts as HEAD holds them."""
-    for f in facts:
-        names = "\t".join(f.entities)
-        fact_row = conn.execute(
-            f"INSERT INTO {schema}.facts(fid, path, start_line, end_line, kind, confidence, text, names, day, "
-            "event_start, event_end, legacy_fid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-            (f.fact_id(rel), rel, f.start_line, f.end_line, f.kind, f.confidence, f.text, names, day,
-             *(f.event or (None, None)), legacy_fact_id(rel, f.kind, f.text))).lastrowid
-        if schema == "main":
-            conn.execute("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
-                         (fact_row, f.text, names, *cjk_columns(f.text + "\n" + names)))
-        conn.executemany(f"INSERT OR IGNORE INTO {schema}.fact_entities(entity, fact_id) VALUES(?, ?)",
-                         [(entity_key(name), fact_row) for name in f.entities])
-        if f.relation:
-            subject, predicate, obj = f.relation
-            conn.execute(f"INSERT INTO {schema}.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)",
-                         (fact_row, entity_key(subject), predicate, entity_key(obj)))
+    _insert_fact_rows(conn, fact_rows(rel, day, facts, fts=schema == "main"), schema=schema)
+
+
+def _insert_fact_rows(conn, rows: list[tuple], *, schema: str = "main") -> None:
+    """Insert fact_rows, their ids in order (those one row at a time would get)."""
+    if not rows:
+        return
+    fact_id = _next_id(conn, schema, "facts")
+    facts, texts, entities, relations = [], [], [], []
+    for row, text_columns, keys, relation in rows:
+        facts.append((fact_id, *row))
+        if text_columns is not None:
+            texts.append((fact_id, *text_columns))
+        entities.extend((key, fact_id) for key in keys)
+        if relation is not None:
+            relations.append((fact_id, *relation))
+        fact_id += 1
+    conn.executemany(f"INSERT INTO {schema}.facts(id, fid, path, start_line, end_line, kind, confidence, text, names, "
+                     "day, event_start, event_end, legacy_fid) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", facts)
+    if schema == "main":
+        conn.executemany("INSERT INTO facts_fts(rowid, text, names, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)", texts)
+    conn.executemany(f"INSERT OR IGNORE INTO {schema}.fact_entities(entity, fact_id) VALUES(?, ?)", entities)
+    conn.executemany(f"INSERT INTO {schema}.relations(fact_id, subject, predicate, object) VALUES(?,?,?,?)", relations)
 
 
 def rebuild(ws: Workspace, *, lock_timeout: float = 60.0, progress: Progress = None) -> CatchUp:

@@ -81,7 +81,7 @@ def _cjk_grams(text: str) -> tuple[list[str], list[str]]:
     uni: list[str] = []
     for run in parts[1::2]:
         uni.extend(run)
-        bi.extend(run[i:i + 2] for i in range(len(run) - 1))
+        bi.extend(map(str.__add__, run, run[1:]))
     last = len(parts) - 1
     for j in range(0, len(parts), 2):  # the text between runs, which holds no CJK character
         part = parts[j]
@@ -90,8 +90,9 @@ def _cjk_grams(text: str) -> tuple[list[str], list[str]]:
         head = _TOKEN_START.match(part).end() if j and _letter(part, 0) else 0
         tail = len(part)
         if j < last:
-            while tail and _letter(part, tail - 1):
-                tail -= 1
+            m = _TOKEN_START.match(part[::-1])  # the letters it ends with (one per code point: any order)
+            if m:
+                tail -= m.end()
         if head == len(part) and j < last:  # letters only, between two runs: one token with both
             bi.append(part)
             continue

@@ -6,7 +6,6 @@ heading path above it.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from zmem.text.lazyre import LazyPattern
@@ -65,7 +64,8 @@ def chunk_text(text: str, max_tokens: int = 400, overlap_tokens: int = 80) -> li
 
 def chunk_lines(lines: list[str], blocks: list[Block], max_tokens: int = 400,
                 overlap_tokens: int = 80) -> list[Chunk]:
-    line_tokens = [estimate_tokens(line) + 1 for line in lines]  # +1: the newline
+    # +1: the newline; estimate_tokens of an ASCII line inline (most lines, and this runs for every one)
+    line_tokens = [(len(line) + 3) // 4 + 1 if line.isascii() else estimate_tokens(line) + 1 for line in lines]
     units = _units(lines, blocks, line_tokens, max_tokens)
     chunks: list[Chunk] = []
     current: list[_Unit] = []
@@ -110,12 +110,13 @@ def _overlap(units: list[_Unit], overlap_tokens: int, next_tokens: int, max_toke
 def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_tokens: int) -> list[_Unit]:
     units: list[_Unit] = []
     path: list[tuple[int, str]] = []
+    heading = ""
     for b in blocks:
         if b.kind == "heading":
             while path and path[-1][0] >= b.level:
                 path.pop()
             path.append((b.level, b.title))
-        heading = " > ".join(t for _, t in path if t)
+            heading = " > ".join(t for _, t in path if t)
         tokens = sum(line_tokens[b.start - 1:b.end])
         limit = max_tokens * FENCE_MAX_FACTOR if b.kind == "code" else max_tokens
         if tokens <= limit:

@@ -53,6 +53,7 @@ _PATTERNS = [LazyPattern(p, re.IGNORECASE) for p in (  # ~6 ms to compile: only 
                y1=_YEAR)
     + r"(?:" + _DASH + _p("{d3}\\s+(?:de\\s+)?{m3}(?:,?\\s+(?:de\\s+)?{y3})?\\b", d3=_DAY, m3=_MONTH, y3=_YEAR) + r")?",
 )]
+_DIGIT = re.compile(r"\d")  # what \d in _PATTERNS matches (any Unicode decimal digit)
 
 
 def _month(value: str | None) -> int | None:
@@ -135,6 +136,8 @@ def event_range(text: str, default_year: int | dt.date | str | None = None) -> t
     """The earliest start and latest end of the dates written in `text`, as ISO days, or None.
     default_year: the year of dates written without one; or the log's day (a date or ISO string),
     and then the year that puts each such date nearest that day."""
+    if not _DIGIT.search(text):  # every pattern needs a digit: most facts hold no date
+        return None
     if isinstance(default_year, str):
         default_year = context_day(default_year)
     spans = []

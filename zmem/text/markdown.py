@@ -55,8 +55,24 @@ def _fence_closes(line: str, char: str, length: int) -> bool:
     return s.rstrip(" \t").strip(char) == ""
 
 
+# The first character (after at most three spaces) of every line the block patterns above match: a
+# line starting otherwise is paragraph text, found without trying them. LIST_ITEM's \d is any decimal digit.
+_BLOCK_MARKERS = frozenset("#`~-*_+>=")
+
+
+def _marker(line: str) -> str:
+    """The character after a line's indentation when that is at most three spaces, else ""."""
+    return line[:4].lstrip(" ")[:1]
+
+
+def _may_start_block(marker: str) -> bool:
+    return marker in _BLOCK_MARKERS or marker.isdecimal()
+
+
 def _starts_block(line: str) -> bool:
     """Can this line interrupt a paragraph?"""
+    if not _may_start_block(_marker(line)):
+        return False
     return bool(
         ATX.match(line) or FENCE_OPEN.match(line) or HR.match(line) or QUOTE.match(line)
         or _interrupting_item(line)
@@ -97,7 +113,11 @@ def scan_blocks(lines: list[str]) -> list[Block]:
         if _is_blank(line):
             i += 1
             continue
-        fence = _fence_of(line)
+        marker = _marker(line)
+        if not _may_start_block(marker):
+            i = _scan_paragraph(lines, i, blocks)
+            continue
+        fence = _fence_of(line) if marker in "`~" else None
         if fence:
             j = i + 1
             while j < n and not _fence_closes(lines[j], *fence):
@@ -106,44 +126,49 @@ def scan_blocks(lines: list[str]) -> list[Block]:
             blocks.append(Block(i + 1, end + 1, "code"))
             i = end + 1
             continue
-        m = ATX.match(line)
+        m = ATX.match(line) if marker == "#" else None
         if m:
             blocks.append(Block(i + 1, i + 1, "heading", len(m.group(1)), _atx_title(m)))
             i += 1
             continue
-        if HR.match(line):
+        if marker in "-*_" and HR.match(line):
             blocks.append(Block(i + 1, i + 1, "hr"))
             i += 1
             continue
-        m = LIST_ITEM.match(line)
+        m = LIST_ITEM.match(line) if marker in "-*+" or marker.isdecimal() else None
         if m:
             i = _scan_item(lines, i, m, blocks)
             continue
-        if QUOTE.match(line):
+        if marker == ">" and QUOTE.match(line):
             j = i + 1
             while j < n and not _is_blank(lines[j]) and (QUOTE.match(lines[j]) or not _starts_block(lines[j])):
                 j += 1
             blocks.append(Block(i + 1, j, "quote"))
             i = j
             continue
-        # paragraph (tables and HTML included), possibly a setext heading
-        j = i + 1
-        while j < n and not _is_blank(lines[j]):
-            s = SETEXT.match(lines[j])
-            if s:
-                title = " ".join(x.strip() for x in lines[i:j])
-                blocks.append(Block(i + 1, j + 1, "heading", 1 if s.group(1)[0] == "=" else 2, title))
-                break
-            if _starts_block(lines[j]):
-                blocks.append(Block(i + 1, j, "paragraph"))
-                break
-            j += 1
-        else:
-            blocks.append(Block(i + 1, j, "paragraph"))
-            i = j
-            continue
-        i = blocks[-1].end
+        i = _scan_paragraph(lines, i, blocks)
     return blocks
+
+
+def _scan_paragraph(lines: list[str], i: int, blocks: list[Block]) -> int:
+    """A paragraph (tables and HTML included), possibly a setext heading."""
+    n = len(lines)
+    j = i + 1
+    while j < n and not _is_blank(lines[j]):
+        if not _may_start_block(_marker(lines[j])):  # neither a setext underline nor a block start
+            j += 1
+            continue
+        s = SETEXT.match(lines[j])
+        if s:
+            title = " ".join(x.strip() for x in lines[i:j])
+            blocks.append(Block(i + 1, j + 1, "heading", 1 if s.group(1)[0] == "=" else 2, title))
+            return j + 1
+        if _starts_block(lines[j]):
+            blocks.append(Block(i + 1, j, "paragraph"))
+            return j
+        j += 1
+    blocks.append(Block(i + 1, j, "paragraph"))
+    return j
 
 
 def _scan_item(lines: list[str], i: int, m: re.Match, blocks: list[Block]) -> int:
@@ -171,7 +196,7 @@ def _scan_item(lines: list[str], i: int, m: re.Match, blocks: list[Block]) -> in
             last = j
             j += 1
             continue
-        if blank_before or _starts_block(line) or LIST_ITEM.match(line):
+        if blank_before or LIST_ITEM.match(line) or _starts_block(line):
             break
         last = j  # lazy continuation of the item's paragraph
         j += 1

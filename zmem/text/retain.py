@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from zmem.text.dates import context_day, event_range
 from zmem.text.kinds import KINDS
 from zmem.text.lazyre import LazyPattern
-from zmem.text.markdown import LIST_ITEM, QUOTE, scan_blocks, split_lines
+from zmem.text.markdown import LIST_ITEM, QUOTE, Block, scan_blocks, split_lines
 
 RETAIN_VERSION = 5  # bump when parsing changes: the index re-reads every file
 
@@ -121,9 +121,13 @@ def mentions(text: str) -> list[str]:
     """Entity names mentioned as @Name or @[Two Words], first occurrence first, one per key."""
     seen: dict[str, str] = {}
     for m in MENTION.finditer(text):
-        name = (m.group(1) or re.sub(r"['’]s$", "", m.group(2))).strip()  # @Andy's -> Andy
-        if name and entity_key(name) and entity_key(name) not in seen:
-            seen[entity_key(name)] = name
+        name = m.group(1) or m.group(2)
+        if m.group(1) is None and name.endswith(("'s", "’s")):  # @Andy's -> Andy
+            name = name[:-2]
+        name = name.strip()
+        key = entity_key(name) if name else ""
+        if key and key not in seen:
+            seen[key] = name
     return list(seen.values())
 
 
@@ -134,11 +138,17 @@ def is_retain_heading(title: str) -> bool:
 def parse_facts(text: str, path: str = "", day: str | None = None) -> tuple[list[Fact], list[str]]:
     """All facts of a note's Retain sections, and warnings as `path:line: problem`."""
     lines = split_lines(text)
+    return facts_of_blocks(lines, scan_blocks(lines), path, day)
+
+
+def facts_of_blocks(lines: list[str], blocks: list[Block], path: str = "",
+                    day: str | None = None) -> tuple[list[Fact], list[str]]:
+    """parse_facts of a note already split into lines and blocks (the indexer chunks the same blocks)."""
     default_year = context_day(day)  # the log's day: a date without a year is taken nearest it
     facts: list[Fact] = []
     warnings: list[str] = []
     section_level = 0  # >0 while inside a Retain section of this heading level
-    for block in scan_blocks(lines):
+    for block in blocks:
         if block.kind == "heading":
             if section_level and block.level <= section_level:
                 section_level = 0
