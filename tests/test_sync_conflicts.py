@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers.workspace import git, write, zmem_proc
+from helpers.workspace import git, write
 from helpers.hub import make_hub, no_conflict_markers, sync, zmem
 
 PAGE = "bank/entities/Peter.md"

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from helpers.workspace import git, zmem_exe
-from helpers.hub import clone, make_hub, no_conflict_markers, sync, today_log, zmem
+from helpers.hub import make_hub, no_conflict_markers, sync, today_log, zmem
 
 
 def _kill_on_ref(root, ref: str, flag) -> None:

@@ -2,7 +2,6 @@
 inside the managed block, survives later runs without --llm, and a failing model only warns."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 

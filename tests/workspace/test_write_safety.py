@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, git, run, write, zmem_proc
+from helpers.workspace import commit_all, git, write, zmem_proc
 
 
 def _tree(d: Path) -> dict[str, bytes]:
