@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from helpers.fresh import fresh
 from helpers.workspace import commit_all, git, run, write
 from zmem.git.gitstatus import worktree_status
 from zmem.git.repo import open_repo
 
-REPORT = """
-import json, sys
-from zmem.cli.app import main
-path = sys.argv.pop(1)
-sys.argv[0] = "zmem"
-try:
-    main()
-except SystemExit:
-    pass
-json.dump(sorted(sys.modules), open(path, "w"))
-"""
 
 
 def pygit2_says(root: Path):
@@ -56,11 +44,8 @@ def test_the_same_head_and_uncommitted_paths_as_pygit2(tmp_path):
 
 
 def fresh_modules(*args) -> tuple[list[str], subprocess.CompletedProcess]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "modules.json"
-        proc = subprocess.run([sys.executable, "-c", REPORT, str(path), *args], capture_output=True, text=True,
-                              timeout=120)
-        return json.loads(path.read_text()), proc
+    report, proc = fresh(*args)
+    return report["modules"], proc
 
 
 def test_a_fresh_status_or_doctor_loads_no_pygit2(tmp_path):

@@ -8,9 +8,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -23,6 +20,7 @@ pytest.importorskip("onnx")
 
 from helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
+from helpers.fresh import fresh  # noqa: E402
 from helpers.workspace import commit_all, run, user_config, wait_for, write  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.index import fsmonitor  # noqa: E402
@@ -35,19 +33,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
 QUERY = "which machine runs the gateway"
 RUNTIME = ("onnxruntime", "numpy", "tokenizers")
 
-# the CLI in a fresh interpreter; then what it loaded, into the file named by its first argument
-WRAPPER = """
-import json, sys
-from zmem.cli.app import main
-report_path = sys.argv.pop(1)
-sys.argv[0], code = "zmem", None
-try:
-    main()
-except SystemExit as e:
-    code = e.code
-with open(report_path, "w") as out:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, out)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +63,7 @@ def watch(ws):
 
 def fresh_recall(ws, query: str = QUERY, env: dict | None = None) -> tuple[dict, list[str]]:
     """(recall's JSON, the heavy runtime modules it imported) of a fresh `zmem recall --mode hybrid`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "report.json"
-        proc = subprocess.run([sys.executable, "-c", WRAPPER, str(report), "-C", str(ws.root), "recall", query,
-                               "--mode", "hybrid", "--json"], capture_output=True, text=True, timeout=120,
-                              env=env or dict(os.environ))
-        loaded = json.loads(report.read_text())
+    loaded, proc = fresh("-C", str(ws.root), "recall", query, "--mode", "hybrid", "--json", env=env)
     assert loaded["code"] in (0, None), proc.stderr
     result = json.loads(proc.stdout)
     assert result["mode"] == "hybrid" and result["results"], proc.stderr

@@ -5,43 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
+from helpers.fresh import fresh
 from helpers.workspace import commit_all, run, sessions_config, write
 
-# Runs the CLI in a fresh interpreter, then writes what it loaded to the file named by its first
-# argument (the command owns stdout and stderr).
-WRAPPER = """
-import json, sys
-from zmem.cli.app import main
-report_path = sys.argv.pop(1)
-sys.argv[0], code = "zmem", None
-try:
-    main()
-except SystemExit as e:
-    code = e.code
-import zmem.text.chunking, zmem.store.fts
-report = {"code": code, "modules": sorted(sys.modules),
-          "cjk_compiled": [getattr(p, "_compiled", p) is not None for p in (zmem.text.chunking.CJK_RE, zmem.store.fts._CJK_RUN)]}
-with open(report_path, "w") as out:
-    json.dump(report, out)
-"""
+CJK_PATTERNS = ("zmem.text.chunking.CJK_RE", "zmem.store.fts._CJK_RUN")
 
 HEAVY = ("pygit2", "openai", "numpy", "sqlite_vec", "llama_cpp", "zmem.query.sessions", "zmem.git.repo")
-
-
-def fresh(*args) -> tuple[dict, subprocess.CompletedProcess]:
-    """(what the process loaded, the process) for `zmem ARGS` run in a new interpreter."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "report.json"
-        proc = subprocess.run([sys.executable, "-c", WRAPPER, str(path), *args], capture_output=True, text=True,
-                              timeout=120)
-        assert path.exists(), proc.stderr
-        return json.loads(path.read_text()), proc
 
 
 def loaded(report: dict, names=HEAVY) -> list[str]:
@@ -71,7 +43,7 @@ def test_a_fresh_bm25_recall_imports_no_git_library_embedder_or_session_code(ws)
                  "zmem.embedders.jsonhttp", "zmem.embedders.modelpull")
     assert loaded(report, HEAVY + ("hashlib", "zmem.index.embedding", "socket") + providers) == []
     # a query without CJK characters never compiles the CJK patterns (~3 ms each)
-    assert report["cjk_compiled"] == [False, False]
+    assert [report["compiled"].get(p, False) for p in CJK_PATTERNS] == [False, False]
 
 
 def test_a_cjk_query_still_compiles_and_uses_the_cjk_patterns(ws):
@@ -79,7 +51,7 @@ def test_a_cjk_query_still_compiles_and_uses_the_cjk_patterns(ws):
     assert report["code"] in (0, None), proc.stderr
     hits = json.loads(proc.stdout)["results"]
     assert hits and "北京" in hits[0]["snippet"]
-    assert report["cjk_compiled"][1] is True
+    assert report["compiled"]["zmem.store.fts._CJK_RUN"] is True
 
 
 def test_a_fresh_noop_index_and_get_import_no_git_library(ws):

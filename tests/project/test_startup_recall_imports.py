@@ -3,31 +3,12 @@ and compiles besides what it needs: facts about sys.modules and compiled pattern
 (bench/README.md has the timings)."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from helpers.fresh import fresh
 from helpers.workspace import run
-
-# The `zmem` entry point in a new interpreter; then what it loaded, to the file named by the first argument.
-WRAPPER = """
-import json, sys
-report_path = sys.argv.pop(1)
-sys.argv[0] = "zmem"
-from zmem.cli.entry import main
-try:
-    main()
-except SystemExit:
-    pass
-from zmem.text import lazyre
-lazy = {f"{name}.{attr}": value._compiled is not None for name, module in list(sys.modules.items())
-        if name.startswith("zmem.") for attr, value in vars(module).items() if isinstance(value, lazyre.LazyPattern)}
-with open(report_path, "w") as out:
-    json.dump({"modules": sorted(sys.modules), "compiled": lazy}, out)
-"""
 
 # Modules only some of zmem's paths need (tomllib with typing, string and datetime's patterns: a
 # zmem.toml that sets something; threading: watchers and local models; session settings: [sessions])
@@ -41,13 +22,7 @@ UNUSED_PATTERNS = ("zmem.text.markdown.FENCE_OPEN", "zmem.text.markdown.SETEXT",
 
 
 def fresh_recall(ws: Path, *words: str) -> tuple[dict, subprocess.CompletedProcess]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "report.json"
-        proc = subprocess.run([sys.executable, "-c", WRAPPER, str(path), "-C", str(ws), "recall", *words],
-                              capture_output=True, text=True, timeout=120,
-                              env={k: v for k, v in os.environ.items() if k != "ZMEM_WORKSPACE"})
-        assert path.exists(), proc.stderr
-        return json.loads(path.read_text()), proc
+    return fresh("-C", str(ws), "recall", *words, env={k: v for k, v in os.environ.items() if k != "ZMEM_WORKSPACE"})
 
 
 def test_a_fresh_recall_with_the_default_zmem_toml_imports_no_tomllib_typing_or_threading(ws):
