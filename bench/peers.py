@@ -50,7 +50,8 @@ def main() -> None:
     args = ap.parse_args()
     bun = args.qmd / "node_modules" / ".bin" / "bun"
     qmd_js = args.qmd / "node_modules" / "@tobilu" / "qmd" / "dist" / "cli" / "qmd.js"
-    zmem = [sys.executable, "-m", "zmem"]
+    script = Path(sys.executable).parent / "zmem"  # what agents run; `python -m zmem` also pays runpy's imports
+    zmem = [str(script)] if script.exists() else [sys.executable, "-m", "zmem"]
     print("| size: command | wall | CPU | peak RSS | load |\n|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         ws = args.out / f"ws{size}"
