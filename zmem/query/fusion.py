@@ -5,7 +5,9 @@ paraphrase is about ("where does the boss park his car" finding notes that say *
 Here the weights follow the query's keyword evidence: the share of its rarity (IDF of its words and
 CJK bigrams, counted in the index) that the best keyword candidate holds. Holding (nearly) all of it,
 the configured weights stand; below WEAK the text weight is the evidence itself, and the vectors
-decide. A candidate holding a rare identifier of the query (E4021, 9f3c2ab) ranks first. And a hit
+decide. A candidate holding a rare identifier of the query (E4021, 9f3c2ab) ranks first; below STRONG,
+a candidate whose cosine leads every other's by VECTOR_LEAD ranks next (a sum of weights would let a
+keyword share on incidental words push the vectors' clear answer to second place). And a hit
 with a line holding at least LINE_STRONG of that rarity cites its keyword lines, as BM25 recall does:
 the vector windows choose the lines only where the words match incidentally (keyword_line).
 """
@@ -20,6 +22,11 @@ WEAK = 0.5     # keyword evidence below this: the keyword list matched incidenta
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
 RARE_DF = 3    # an identifier in at most this many chunks is an exact match to keep first
 LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as the keywords choose
+# a cosine lead over the second-closest candidate that makes the closest first (below STRONG): with
+# all-MiniLM-L6-v2 the closest was the right note for 19 of the 19 paraphrase questions with such a
+# lead, 16 of the 107 without (bench/README.md, "A clear vector first"); a model whose cosines crowd
+# closer together simply shows such a lead less often
+VECTOR_LEAD = 0.06
 
 
 @dataclass
@@ -98,7 +105,8 @@ def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float,
 def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], weights: Weights) -> list[tuple[int, float]]:
     """(id, fused score) best first: text weight x BM25 / best BM25 + vector weight x cosine (both lists
     completed first: search.complete_scores), the candidates holding a rare identifier of the query
-    before all others (each group by its fused score). BM25 is compared as FTS5 ranks it, not as the
+    before all others (each group by its fused score), then, unless the keyword evidence is strong, the
+    vectors' clear first (vector_lead). BM25 is compared as FTS5 ranks it, not as the
     s / (1 + s) recall shows: that squeezes the top (ranks 1 and 20 within ~8%), and then a vector a
     little closer outweighs the best keyword match (LoCoMo dev, paraphrase set: bench/README.md)."""
     raw = [(cid, s / (1.0 - s) if s < 1.0 else s) for cid, s in bm25]
@@ -108,7 +116,16 @@ def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], w
         scores[cid] = weights.text * s / best
     for cid, sim in vec:
         scores[cid] = scores.get(cid, 0.0) + weights.vector * sim
-    return sorted(scores.items(), key=lambda x: (x[0] not in weights.exact, -x[1], x[0]))
+    lead = vector_lead(vec) if weights.evidence < STRONG else None
+    return sorted(scores.items(), key=lambda x: (x[0] not in weights.exact, x[0] != lead, -x[1], x[0]))
+
+
+def vector_lead(vec: list[tuple[int, float]]) -> int | None:
+    """The candidate whose cosine is ahead of every other's by at least VECTOR_LEAD, or None."""
+    if len(vec) < 2:
+        return None
+    (first, best), (_, second) = sorted(vec, key=lambda x: -x[1])[:2]
+    return first if best - second >= VECTOR_LEAD else None
 
 
 def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[tuple[int, float]], texts: dict[int, str],
