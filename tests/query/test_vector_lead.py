@@ -36,7 +36,9 @@ def test_a_lead_under_vector_lead_or_strong_evidence_keeps_the_fused_order():
 def test_an_exact_identifier_still_ranks_before_the_clear_vector_first():
     bm25 = [(3, 0.5), (1, 0.8)]
     vec = [(2, 0.6), (1, 0.3), (3, 0.1)]
-    assert order(bm25, vec, Weights(0.4, 0.6, 0.4, exact=frozenset({3}))) == [3, 2, 1]
+    weights = Weights(0.4, 0.6, 0.4, exact=frozenset({3}))
+    assert order(bm25, vec, weights) == [3, 2, 1]
+    assert [weights.explain(cid).get("ranked_first") for cid in (3, 2, 1)] == ["identifier", "vector_lead", None]
 
 
 def test_vector_lead_needs_a_second_candidate_to_lead():
@@ -65,5 +67,7 @@ def test_hybrid_recall_puts_the_vectors_clear_answer_first(billing_ws, monkeypat
     why = out["results"][0]["explain"]
     assert out["results"][0]["path"] == "bank/setup.md"
     assert why["bm25_rank"] != 1 and why["vector_rank"] == 1 and why["keyword_evidence"] < STRONG
+    # --explain says why it is first although a lower fused score than the next one may show
+    assert why["ranked_first"] == "vector_lead" and "ranked_first" not in out["results"][1]["explain"]
     monkeypatch.setattr(fusion, "VECTOR_LEAD", float("inf"))  # without the rule: the sum of weights
     assert recall_json(billing_ws, query, "--mode", "hybrid")["results"][0]["path"] == "bank/misc-3.md"

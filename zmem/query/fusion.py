@@ -36,6 +36,7 @@ class Weights:
     evidence: float  # the best keyword candidate's share of the query's rarity, in [0, 1]
     exact: frozenset = frozenset()  # candidates holding a rare identifier of the query: ranked first
     rarity: tuple = ()  # the query's Terms (query_rarity)
+    lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -43,9 +44,14 @@ class Weights:
         R@10: 0.858 with the bonus everywhere, 0.871 with this rule, BM25 0.867; bench/README.md)."""
         return any(coverage(line, list(self.rarity))[0] >= LINE_STRONG for line in text.split("\n"))
 
-    def explain(self) -> dict:
-        return {"text_weight": round(self.text, 3), "vector_weight": round(self.vector, 3),
-                "keyword_evidence": round(self.evidence, 3)}
+    def explain(self, cid: int | None = None) -> dict:
+        """--explain's fields for this query, plus for candidate cid why it ranks ahead of higher
+        fused scores, if it does: "identifier" (a rare identifier of the query) or "vector_lead"."""
+        out = {"text_weight": round(self.text, 3), "vector_weight": round(self.vector, 3),
+               "keyword_evidence": round(self.evidence, 3)}
+        if cid is not None and (cid in self.exact or cid == self.lead):
+            out["ranked_first"] = "identifier" if cid in self.exact else "vector_lead"
+        return out
 
 
 @dataclass
@@ -116,7 +122,7 @@ def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], w
         scores[cid] = weights.text * s / best
     for cid, sim in vec:
         scores[cid] = scores.get(cid, 0.0) + weights.vector * sim
-    lead = vector_lead(vec) if weights.evidence < STRONG else None
+    lead = weights.lead = vector_lead(vec) if weights.evidence < STRONG else None
     return sorted(scores.items(), key=lambda x: (x[0] not in weights.exact, x[0] != lead, -x[1], x[0]))
 
 

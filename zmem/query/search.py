@@ -456,8 +456,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         bonus[cid] = {**bonus.get(cid, {}), **lines}
     why = explain_scores(bm25, vec, ranked) if explain else {}
     if why and weights is not None:  # adaptive fusion: the weights this query got
-        for w in why.values():
-            w.update(weights.explain())
+        for cid, w in why.items():
+            w.update(weights.explain(cid))
     if why and about is not None:
         for cid, w in why.items():
             w["entity"] = _r(about.get(cid))
@@ -686,7 +686,7 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
         if explain:
             why = {"bm25_rank": b.get(rid, (None, None))[0], "bm25_score": _r(b.get(rid, (None, None))[1]),
                    "vector_rank": v.get(rid, (None, None))[0], "vector_similarity": _r(v.get(rid, (None, None))[1]),
-                   "fused": _r(score), **(weights.explain() if weights else {})}
+                   "fused": _r(score), **(weights.explain(rid) if weights else {})}
         out.results.append(FactHit(allowed[rid], score, why))
     return out
 
