@@ -225,11 +225,12 @@ class QueryEmbedding:
     def submit(self, conn, payload: bytes) -> None:
         """Take over conn, whose request was `embed PAYLOAD`: queued, or answered "no" at once."""
         try:
-            fingerprint, text = json.loads(payload)
-            if not isinstance(fingerprint, str) or not isinstance(text, str):
-                raise ValueError
-        except (ValueError, TypeError):
+            request = json.loads(payload)
+        except (ValueError, RecursionError):  # garbage, or arrays nested deeper than the parser goes
+            request = None
+        if not (isinstance(request, list) and len(request) == 2 and all(isinstance(x, str) for x in request)):
             return _reply(conn, b"no request\n")
+        fingerprint, text = request
         if self.waiting.qsize() >= EMBED_QUEUE:
             return _reply(conn, b"no busy\n")
         if self.thread is None:

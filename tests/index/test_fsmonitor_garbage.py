@@ -1,0 +1,40 @@
+"""Garbage on .zmem/fsmonitor.sock: every malformed embed question is answered "no request" and the
+server goes on answering (a question that killed its thread left every later recall to sweep alone,
+and `zmem watch` to exit)."""
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from zmem.index import fsmonitor
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="unix sockets")
+
+
+def _ask(path, request: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(path))
+        s.sendall(request)
+        reply = b""
+        while not reply.endswith(b"\n") and (part := s.recv(64)):
+            reply += part
+        return reply
+
+
+@pytest.mark.parametrize("payload", [
+    b"[" * 60000,  # deeper than the JSON parser recurses
+    b'{"fingerprint": 1, "text": 2}',  # two keys unpack like two strings
+    b'["a", "b", "c"]', b"\xff\xfe", b"7", b"", b'["a"' + b" " * 200000 + b"]",
+])
+def test_a_malformed_embed_question_gets_no_and_the_server_keeps_answering(tmp_path, payload):
+    server = fsmonitor.VouchServer(tmp_path, embedder_for=lambda fingerprint: None)
+    stop = fsmonitor.serve_in_thread(server, lambda snapshot: True)
+    try:
+        assert _ask(server.path, b"embed " + payload + b"\n") == b"no request\n"
+        assert _ask(server.path, b"vouch 1\n") == b"yes\n"
+        assert _ask(server.path, b'embed ["fp", "text"]\n') == b"no model\n"
+    finally:
+        stop()
