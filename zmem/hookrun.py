@@ -105,6 +105,8 @@ def _failed(state_dir: Path | None, name: str, args: list[str], e: Exception) ->
 
 
 def _log(state_dir: Path, message: str) -> None:
+    if os.path.islink(state_dir):  # a committed link: every command refuses it, and nothing is written through it
+        return
     try:
         state_dir.mkdir(exist_ok=True)
         with open(state_dir / "hook.log", "a", encoding="utf-8") as f:
