@@ -12,9 +12,14 @@ import sys
 
 
 def main() -> None:
-    plain = plain_recall(sys.argv[1:])
+    try:
+        plain = plain_recall(sys.argv[1:])
+        if plain is None:
+            from zmem.cli.app import main as click_main  # ~80 ms of imports a Ctrl-C can land in
+    except KeyboardInterrupt:  # what the command line says of it (errors.describe), before it is loaded
+        sys.stderr.write("zmem: interrupted\n")
+        sys.exit(130)
     if plain is None:
-        from zmem.cli.app import main as click_main
         click_main()
         return
     sys.exit(_recall(*plain))
@@ -66,8 +71,8 @@ def _plain_stream(stream) -> bool:
 
 def _recall(directory: str | None, words: list[str], as_json: bool, k: int | None) -> int:
     """The click command `recall` with its defaults, printed as it prints to a pipe; the exit code."""
-    from zmem.memory import Memory
     try:
+        from zmem.memory import Memory
         with Memory.open(directory) as mem:
             res = mem.recall(" ".join(words), k=k, since=None, until=None, path=None, max_chars=None, mode=None,
                              explain=False, kind=None, entity=None, as_of=None, scope="private", source=None,
