@@ -362,7 +362,8 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     candidates: set[str] = set()
     if not full and head != (indexed or None):
         if indexed and head and repo.has_commit(indexed):
-            candidates |= repo.changed_paths(indexed, head)
+            # only memory files: a name that is not UTF-8 is none (is_memory_path) and no query can take it
+            candidates |= {p for p in repo.changed_paths(indexed, head) if ws.is_memory_path(p)}
         else:  # first commit, orphan branch, or the indexed commit was rewritten away and pruned
             full = True
     old_taken = db.get_meta(conn, "snapshot_ns")

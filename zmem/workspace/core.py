@@ -63,9 +63,15 @@ class Workspace:
         return any(fnmatchcase(rel, g) for g in self.private_globs())
 
     def is_memory_path(self, rel: str) -> bool:
-        """Is this workspace-relative POSIX path one of the memory sources?"""
+        """Is this workspace-relative POSIX path one of the memory sources? Not a name that is not UTF-8
+        (its bytes reach Python as lone surrogates, which git's library, SQLite and JSON cannot take)."""
         if not rel.endswith(".md") or rel.startswith(STATE_DIR + "/"):
             return False
+        if not rel.isascii():
+            try:
+                rel.encode()
+            except UnicodeEncodeError:
+                return False
         if rel in ROOT_FILES:
             return True
         head = rel.split("/", 1)[0]
