@@ -248,13 +248,14 @@ def _download_file(entry: CatalogModel, remote: str, part: Path, meta: dict, tim
     import http.client
     import urllib.error
     for attempt in range(ATTEMPTS):
-        have = part.stat().st_size if part.exists() else 0
+        have = part.stat().st_size if part.exists() else -1  # -1: not even an empty file yet
         if meta["size"] is not None and have >= meta["size"]:
             if have > meta["size"]:
                 part.unlink()
                 continue
             return
         headers = {**_auth(meta["url"]), "Accept-Encoding": "identity"}
+        have = max(have, 0)
         if have:
             headers["Range"] = f"bytes={have}-"
         try:
