@@ -203,4 +203,7 @@ def describe(e: BaseException, surface: Surface = LIBRARY) -> Problem:
     if is_sqlite_error(e):  # the index is derived: rebuild it
         return Problem(f"the index could not be used: {e}", "run `zmem index --full` to rebuild it from the Markdown files",
                        int(ExitCode.ERROR))
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # e.g. output to a full disk
+        return Problem(f"cannot write: {e.strerror or e}", "the disk is full or a size limit was reached (`df -h`, "
+                       "`ulimit -f`); free some space, then run it again", int(ExitCode.ERROR))
     return Problem(f"internal error: {type(e).__name__}: {e}", "", int(ExitCode.BUG), bug=True)
