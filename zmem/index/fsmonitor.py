@@ -145,9 +145,10 @@ class VouchServer:
             except OSError:
                 return
             try:
-                conn.settimeout(ASK_TIMEOUT)
+                deadline = time.monotonic() + ASK_TIMEOUT  # for the whole question: a trickle must not hold the loop
                 request = b""
                 while not request.endswith(b"\n") and len(request) <= MAX_REQUEST:
+                    conn.settimeout(max(deadline - time.monotonic(), 1e-3))
                     part = conn.recv(1 << 16)
                     if not part:
                         break
