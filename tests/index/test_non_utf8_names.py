@@ -1,8 +1,9 @@
 """A memory file whose name is not UTF-8 (bytes from another system's encoding) is not a memory file:
 the index and every recall go on without it, on the full scan, the stat snapshot and the git diff
-alike. Such a name crashed every catch-up (exit 3) since neither git's library nor SQLite takes it."""
+alike, and a full scan names it in a warning. Such a name crashed every catch-up (exit 3) since neither git's library nor SQLite takes it."""
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -28,3 +29,19 @@ def test_a_name_that_is_not_utf8_is_left_out_and_nothing_else_breaks(ws):
     _write_latin1_name(ws, b"qu\xf6kka.md", "# y\n\n- zebrafish again\n")  # the stat snapshot sees it
     assert recall_json(ws, "gateway")["results"]
     assert recall_json(ws, "zebrafish")["results"] == []
+
+
+def test_a_full_scan_says_which_file_it_left_out_for_its_name(ws):
+    """Left out, not lost silently: the full scan names the file (its other bytes as \\xNN) and says why."""
+    _write_latin1_name(ws, b"caf\xe9.md", "# x\n\n- zebrafish in a latin-1 name\n")
+    res = run(["-C", str(ws), "index", "--full", "--json"])
+    assert res.exit_code == 0, res.stderr
+    warning = "memory/caf\\xe9.md: skipped: its name is not UTF-8"
+    assert any(w.startswith(warning) and "rename it" in w for w in json.loads(res.stdout)["warnings"])
+    assert f"warning: {warning}" in run(["-C", str(ws), "index", "--full"]).stderr
+
+
+def test_index_without_commits_says_so_in_full(tmp_path):
+    assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
+    res = run(["-C", str(tmp_path), "index", "--full"])
+    assert res.exit_code == 0 and res.stdout.startswith("index rebuilt at (no commits): "), res.stdout

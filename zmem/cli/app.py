@@ -312,7 +312,7 @@ def index(ctx, full, no_embed, quiet, with_history, with_sessions, as_json):
     elif not quiet:
         what = "rebuilt" if full else "NOT brought up to date" if result.stale else "up to date"
         if not out.sessions_only:
-            click.echo(f"index {what} at {(result.head or '(no commits)')[:10]}: {len(result.updated)} files "
+            click.echo(f"index {what} at {result.head[:10] if result.head else '(no commits)'}: {len(result.updated)} files "
                        f"indexed, {len(result.removed)} removed in {result.seconds * 1000:.0f} ms")
         if report and report.provider:  # without one, the warning below says why nothing was embedded
             click.echo(_embed_line(report))

@@ -33,7 +33,7 @@ from zmem.workspace.snapshot import (IGNORE_META, Changes, changed_since_snapsho
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
                            stored_ignore_record)
 from zmem.store.vectors import VectorStore
-from zmem.workspace.core import Workspace
+from zmem.workspace.core import Workspace, shown_name
 
 Progress = Callable[[int, int], None] | None
 # The blob column of a memory file that could not be read (EACCES, EIO): its row keeps the file's
@@ -372,7 +372,10 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
     if full or not old_taken:
         dirs = dir_signatures(ws.root, ws.memory_roots())  # before the files are listed
         rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
-        on_disk = {p for p in ws.memory_files() if not repo.is_ignored(p)}
+        unnamed: list[str] = []
+        on_disk = {p for p in ws.memory_files(unnamed) if not repo.is_ignored(p)}
+        result.warnings += [f"{shown_name(p)}: skipped: its name is not UTF-8 (zmem stores and cites paths as UTF-8); "
+                            "rename it to index it" for p in unnamed]
         candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
         skip = candidates - on_disk  # gone, or git-ignored: not indexed
         full = result.full_scan = True

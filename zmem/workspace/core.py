@@ -67,11 +67,8 @@ class Workspace:
         (its bytes reach Python as lone surrogates, which git's library, SQLite and JSON cannot take)."""
         if not rel.endswith(".md") or rel.startswith(STATE_DIR + "/"):
             return False
-        if not rel.isascii():
-            try:
-                rel.encode()
-            except UnicodeEncodeError:
-                return False
+        if not _utf8(rel):
+            return False
         if rel in ROOT_FILES:
             return True
         head = rel.split("/", 1)[0]
@@ -79,8 +76,9 @@ class Workspace:
             return True
         return any(rel == r or rel.startswith(r.rstrip("/") + "/") for r in self.extra_roots())
 
-    def memory_files(self) -> list[str]:
-        """All memory files on disk: workspace-relative, sorted; symlinks (files and dirs) skipped."""
+    def memory_files(self, unnamed: list[str] | None = None) -> list[str]:
+        """All memory files on disk: workspace-relative, sorted; symlinks (files and dirs) skipped.
+        unnamed: receives the .md files left out because their name is not UTF-8 (see is_memory_path)."""
         found: set[str] = set()
         for name in ROOT_FILES:
             p = self.root / name
@@ -101,7 +99,26 @@ class Workspace:
                 for f in filenames:
                     if f.endswith(".md") and not os.path.islink(os.path.join(dirpath, f)):
                         found.add(f"{rel_dir}/{f}")
-        return sorted(r for r in found if self.is_memory_path(r))
+        out = sorted(r for r in found if self.is_memory_path(r))
+        if unnamed is not None and len(out) < len(found):
+            unnamed += sorted(r for r in found - set(out) if not _utf8(r))
+        return out
+
+
+def _utf8(rel: str) -> bool:
+    """Is this name UTF-8 on disk? (Other bytes reach Python as lone surrogates.)"""
+    if rel.isascii():
+        return True
+    try:
+        rel.encode()
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def shown_name(rel: str) -> str:
+    """A name that is not UTF-8, printable: its other bytes as \\xNN."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _exact_name(root: Path, name: str) -> bool:
