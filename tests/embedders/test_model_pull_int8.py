@@ -3,8 +3,6 @@ weights quantized as `model import --outtype int8` does; the manifest and `model
 the reranker runs it (issue 16: only a 2-layer int8 cross-encoder reranks 40 candidates in 150 ms)."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -55,12 +53,7 @@ def hub(monkeypatch):
 
 def serve(hub, monkeypatch, tiny_ce, name: str) -> None:
     """The real catalog entry (repository, revision, files) with the stand-in's checksums."""
-    entry = modelpull.catalog_entry(name)
-    files = repo_files(tiny_ce, name)
-    stand_in = dataclasses.replace(entry, files=tuple(
-        (remote, local, hashlib.sha256(files[remote]).hexdigest()) for remote, local, _ in entry.files))
-    monkeypatch.setattr(modelpull, "CATALOG", tuple(stand_in if e is entry else e for e in modelpull.CATALOG))
-    hub.add_repo(entry.repo, entry.revision, files)
+    hub.serve_catalog(monkeypatch, name, repo_files(tiny_ce, name))
 
 
 def target(name: str) -> Path:

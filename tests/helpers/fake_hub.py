@@ -118,6 +118,17 @@ class FakeHub(LoopbackServer):
     def add_repo(self, repo: str, revision: str, files: dict[str, bytes]) -> None:
         self.repos[(repo, revision)] = dict(files)
 
+    def serve_catalog(self, monkeypatch, name: str, files: dict[str, bytes]):
+        """Serve files as catalog model name's repository at its pinned revision, with the catalog's
+        checksums replaced by these files' (the real entry otherwise: repository, revision, paths)."""
+        import dataclasses
+        from zmem.embedders import modelpull
+        entry = modelpull.catalog_entry(name)
+        stand_in = dataclasses.replace(entry, files=tuple(
+            (remote, local, hashlib.sha256(files[remote]).hexdigest()) for remote, local, _ in entry.files))
+        monkeypatch.setattr(modelpull, "CATALOG", tuple(stand_in if e is entry else e for e in modelpull.CATALOG))
+        self.add_repo(entry.repo, entry.revision, files)
+        return entry
     def gets(self, prefix: str = "/lfs/") -> list[dict]:
         """The GET requests' headers to paths starting with prefix."""
         return [h for method, path, h in self.requests if method == "GET" and path.startswith(prefix)]

@@ -3,8 +3,6 @@ reranker, pulled as safetensors from a loopback Hub and converted, reranks a rec
 reranker's ONNX Runtime session lets idle threads sleep instead of spinning (bench/README.md)."""
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -48,13 +46,9 @@ def test_the_two_layer_catalog_reranker_is_pulled_converted_and_reranks_a_recall
     assert entry.kind == "reranker" and entry.convert and re.fullmatch("[0-9a-f]{40}", entry.revision)
     assert all(re.fullmatch("[0-9a-f]{64}", sha) for _, _, sha in entry.files)  # every file pinned
     assert {local for _, local, _ in entry.files} == set(tiny_ce_repo)
-    # the real entry (repository, revision, files) with the stand-in's checksums in place of the real model's
-    stand_in = dataclasses.replace(entry, files=tuple(
-        (remote, local, hashlib.sha256(tiny_ce_repo[remote]).hexdigest()) for remote, local, _ in entry.files))
-    monkeypatch.setattr(modelpull, "CATALOG", tuple(stand_in if e is entry else e for e in modelpull.CATALOG))
-    with FakeHub() as hub:
+    with FakeHub() as hub:  # the real entry with the stand-in's checksums in place of the real model's
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        hub.add_repo(entry.repo, entry.revision, tiny_ce_repo)
+        hub.serve_catalog(monkeypatch, L2, tiny_ce_repo)
         res = run(["model", "pull", L2])
     assert res.exit_code == 0, res.output + res.stderr
     target = Path(os.environ["HOME"]) / ".cache" / "zmem" / "models" / f"{L2}.onnx"
