@@ -45,8 +45,8 @@ class Weights:
         return any(coverage(line, list(self.rarity))[0] >= LINE_STRONG for line in text.split("\n"))
 
     def explain(self, cid: int | None = None) -> dict:
-        """--explain's fields for this query, plus for candidate cid why it ranks ahead of higher
-        fused scores, if it does: "identifier" (a rare identifier of the query) or "vector_lead"."""
+        """--explain's fields for this query, plus, for a candidate cid that a rule ranks before the
+        fused scores' order, which rule: "identifier" (a rare identifier of the query) or "vector_lead"."""
         out = {"text_weight": round(self.text, 3), "vector_weight": round(self.vector, 3),
                "keyword_evidence": round(self.evidence, 3)}
         if cid is not None and (cid in self.exact or cid == self.lead):
