@@ -174,7 +174,13 @@ def ensure_state_dir(ws: Workspace) -> None:
     try:
         for name in STATE_FILES:
             path = d / name
-            if path.exists() and not path.is_file():
+            try:  # one stat: SQLite deletes the WAL when its last connection closes, maybe in between two
+                mode = os.stat(path).st_mode
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                    continue  # not there (a dangling or looping link: not ours either way)
+                raise
+            if not stat.S_ISREG(mode):
                 raise _not_a_file(path)
         ignore = d / ".gitignore"
         if not ignore.exists():  # keeps .zmem/ out of git even where the top .gitignore lacks it
