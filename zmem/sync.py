@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.errors import ZmemError
-from zmem.git.gitcmd import git_error, run_git
+from zmem.git.gitcmd import commit_id, git_error, run_git
 from zmem.workspace.core import Workspace
 
 PUSH_TRIES = 10  # a push rejected because another clone pushed first: fetch, merge and push again
@@ -113,10 +113,6 @@ def upstream(root: Path, remote: str | None = None) -> Upstream:
     return Upstream(remote, branch, local)
 
 
-def _rev(root: Path, ref: str) -> str | None:
-    return _out(root, "rev-parse", "-q", "--verify", ref + "^{commit}")
-
-
 def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | None) -> ZmemError:
     kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and "
             f"go{'' if ahead != 1 else 'es'} out with the next sync"
@@ -139,16 +135,16 @@ def fetch(root: Path, up: Upstream) -> str | None:
             return None  # an empty hub, or a branch nobody pushed yet: the first push creates it
         if "non-fast-forward" in said or "[rejected]" in said:
             raise _rewritten(root, up)
-        raise _unreachable(up, proc, _count(root, "HEAD", _rev(root, up.tracking)))
-    return _rev(root, up.tracking)
+        raise _unreachable(up, proc, _count(root, "HEAD", commit_id(root, up.tracking)))
+    return commit_id(root, up.tracking)
 
 
 def _rewritten(root: Path, up: Upstream) -> ZmemError:
     """The remote's branch no longer contains what this clone fetched from it before (a force push).
     Merging it would quietly put the removed commits back; following it would drop them here."""
-    old = _rev(root, up.tracking) or ""
-    new = _rev(root, "FETCH_HEAD") if _git(root, "fetch", "--quiet", "--no-tags", "--refmap=", up.remote,
-                                           f"refs/heads/{up.branch}").returncode == 0 else None
+    old = commit_id(root, up.tracking) or ""
+    new = commit_id(root, "FETCH_HEAD") if _git(root, "fetch", "--quiet", "--no-tags", "--refmap=", up.remote,
+                                                f"refs/heads/{up.branch}").returncode == 0 else None
     gone = _count(root, old, new) if new else 0
     force = f"git fetch --force {up.remote} {up.branch}:{up.tracking}"
     return ZmemError(f"{up.name} was rewritten (force-pushed): {gone or 'some'} commit{'s' if gone != 1 else ''} this "
@@ -169,8 +165,8 @@ def status(ws: Workspace, remote: str | None = None, *, do_fetch: bool = True) -
     but the remote-tracking ref a fetch updates."""
     from zmem.git.repo import open_repo
     up = upstream(ws.root, remote)
-    theirs = fetch(ws.root, up) if do_fetch else _rev(ws.root, up.tracking)
-    head = _rev(ws.root, "HEAD")
+    theirs = fetch(ws.root, up) if do_fetch else commit_id(ws.root, up.tracking)
+    head = commit_id(ws.root, "HEAD")
     pending = sorted(p for p in open_repo(ws.root).dirty_paths() if ws.is_memory_path(p))
     return {"remote": up.remote, "branch": up.branch, "upstream": up.name, "fetched": do_fetch,
             "remote_head": theirs, "head": head,
@@ -193,14 +189,14 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     up = upstream(root, remote)
     result = SyncResult(up)
     _commit_pending(ws, repo, result)
-    start = _rev(root, "HEAD")
+    start = commit_id(root, "HEAD")
     theirs = None
     for attempt in range(1, tries + 1):
         theirs = fetch(root, up)
         _integrate(ws, up, theirs, result)
         if theirs is not None and _count(root, "HEAD", theirs) == 0:
             break  # nothing of ours the remote lacks
-        if _rev(root, "HEAD") is None:
+        if commit_id(root, "HEAD") is None:
             break  # no commits at all: nothing to push
         result.push_attempts = attempt
         proc = _git(root, "push", "--porcelain", up.remote, f"HEAD:refs/heads/{up.branch}")
@@ -220,7 +216,7 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
             raise ZmemError(f"the push to {up.name} was rejected {tries} times: other clones keep pushing first",
                             hint="nothing was lost (your notes are committed here); run zmem sync again")
         time.sleep(min(4.0, 0.1 * 2 ** attempt) * random.uniform(0.5, 1.5))  # jittered: clones do not collide again
-    head = _rev(root, "HEAD")
+    head = commit_id(root, "HEAD")
     result.head = head
     result.incoming = _changes(ws, start, head) if start and head and start != head else _empty()
     result.outgoing = _changes(ws, theirs, head) if result.pushed else _empty()
@@ -242,7 +238,7 @@ def _finish_interrupted_merge(root: Path, git_dir: Path) -> bool:
     if _git(root, "merge-base", "--is-ancestor", "MERGE_HEAD", "HEAD").returncode == 0:
         _git(root, "merge", "--quit")  # killed after the merge commit, before git cleaned up
     elif _out(root, "diff", "--name-only", "--diff-filter=U") == "":
-        theirs = _rev(root, "MERGE_HEAD")
+        theirs = commit_id(root, "MERGE_HEAD")
         if _git(root, "commit", "--no-edit").returncode == 0 and theirs:
             _upstream_first(root, theirs)
     else:
@@ -291,7 +287,7 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
     settled and those files written again (_regenerate); on a conflict in what a person wrote,
     undo the merge (the work tree is left as it was) and raise naming the files."""
     root = ws.root
-    head = _rev(root, "HEAD")
+    head = commit_id(root, "HEAD")
     if theirs is None or theirs == head or (head and _count(root, theirs, head) == 0):
         return  # nothing new upstream
     ff = head is None or _count(root, head, theirs) == 0
@@ -356,7 +352,7 @@ def _upstream_first(root: Path, theirs: str) -> None:
     counts (in --as-of recall, `log @Entity`, `diff DATE`) from the commit that put it on the hub's
     line, the same on every clone, and a clone that fast-forwards keeps its own commits on its
     line. Same tree, so the work tree and git's index do not change; the commit was never pushed."""
-    head = _rev(root, "HEAD")
+    head = commit_id(root, "HEAD")
     parents = (_out(root, "rev-list", "--parents", "-n", "1", head or "") or "").split()[1:]
     if len(parents) != 2 or parents[1] != theirs:
         return

@@ -58,3 +58,11 @@ def git_error(err: str) -> str:
     if last is None:  # nothing but advice
         return next(line for line in reversed(lines) if line)
     return " ".join(last) if any(line.endswith(":") for line in last[:-1]) else last[-1]
+
+
+def commit_id(root, rev: str) -> str | None:
+    """A revision (sha, branch, tag, HEAD~3, FETCH_HEAD) -> its commit id, or None when it names none."""
+    if rev.startswith("-"):  # no revision does; git would read it as an option (--end-of-options: git 2.30)
+        return None
+    proc = run_git(["rev-parse", "-q", "--verify", rev + "^{commit}"], cwd=root, capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from zmem.git.gitcmd import run_git
+from zmem.git.gitcmd import commit_id, run_git
 
 
 @dataclass
@@ -63,11 +63,7 @@ class CommandRepo:
 
     def resolve(self, rev: str) -> str | None:
         """A revision (sha, branch, tag, HEAD~3) -> commit id, or None: Repo.resolve from `git rev-parse`."""
-        if rev.startswith("-"):  # no revision does; git would read it as an option (--end-of-options: git 2.30)
-            return None
-        proc = run_git(["rev-parse", "-q", "--verify", rev + "^{commit}"], cwd=self.root, capture_output=True,
-                       text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else None
+        return commit_id(self.root, rev)
 
     def opened(self):
         if self._repo is None:
