@@ -512,6 +512,12 @@ def common_terms(conn, query: str) -> frozenset[str]:
     if len(words) < 2:
         return frozenset()
     half = (conn.execute("SELECT count(*) FROM chunks").fetchone()[0] + 1) // 2
+    tokens = fts_tokens(words)
+    if all(len(t) == 1 for t in tokens):  # a one-token word's matching chunks: its document frequency
+        from zmem.store import impact
+        dfs = impact.document_frequencies(conn, [t[0] for t in tokens])
+        if dfs is not None:
+            return frozenset(w for w, df in zip(words, dfs) if df >= half)
     count = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
     return frozenset(w for w in words if conn.execute(count, (_quote(w), half)).fetchone()[0] >= half)
 

@@ -63,6 +63,7 @@ class State:
         self.dfs: dict[str, int] = {}
         self.freqs: dict[str, dict[int, float]] = {}
         self.ordered: dict[str, list[tuple[float, int]]] = {}
+        self.gs: dict[str, dict[int, float]] = {}
         self._lengths: dict[int, int] | None = None
 
     def df(self, token: str) -> int:
@@ -80,6 +81,7 @@ class State:
             if len(self.freqs) >= MAX_TERMS:
                 self.freqs.clear()
                 self.ordered.clear()
+                self.gs.clear()
             f: dict[int, float] = {}
             for doc, col in self.conn.execute("SELECT doc, col FROM temp.zmem_impact_instance WHERE term = ?", (token,)):
                 f[doc] = f.get(doc, 0.0) + WEIGHTS[col]
@@ -99,11 +101,17 @@ class State:
     def g(self, f: float, d: int) -> float:
         return (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.avgdl))
 
+    def contributions(self, token: str) -> dict[int, float]:
+        """chunk -> token's bm25 term before idf there, as FTS5 computes it (the same double)."""
+        if token not in self.gs:
+            lengths = self.lengths()
+            self.gs[token] = {doc: self.g(v, lengths[doc]) for doc, v in self.freq(token).items()}
+        return self.gs[token]
+
     def ordered_list(self, token: str) -> list[tuple[float, int]]:
         """(contribution before idf, chunk) of each chunk holding token, best first."""
         if token not in self.ordered:
-            lengths, f = self.lengths(), self.freq(token)
-            self.ordered[token] = sorted(((self.g(v, lengths[doc]), doc) for doc, v in f.items()),
+            self.ordered[token] = sorted(((g, doc) for doc, g in self.contributions(token).items()),
                                          key=lambda x: (-x[0], x[1]))
         return self.ordered[token]
 
@@ -134,6 +142,22 @@ def _state(conn) -> State | None:
     return state
 
 
+def document_frequencies(conn, tokens: list[str]) -> list[int] | None:
+    """How many chunks hold each token (FTS5's own count), or None when the index cannot tell."""
+    if not ENABLED or not tokens:
+        return None
+    with _lock:
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")
+        try:
+            state = _state(conn)
+            return None if state is None else [state.df(t) for t in tokens]
+        finally:
+            if began:
+                conn.execute("COMMIT")
+
+
 def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
     """FTS5's `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH '"w1" OR "w2" …' ORDER BY
     rank LIMIT k` for words of one token each (tokens: the words' tokens in the expression's
@@ -159,22 +183,24 @@ def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] |
         return None  # no common word: FTS5 ranks few chunks
     if sum({t: df for t, df in zip(tokens, dfs) if df < LIST_DF}.values()) > SCAN_MAX:
         return None
-    freqs = [state.freq(t) for t in tokens]
     idfs = [idf(state.n_row, df) for df in dfs]
-    lengths, avgdl = state.lengths(), state.avgdl
+    terms = [(w, state.contributions(t)) for w, t in zip(idfs, tokens)]
     scored: dict[int, float] = {}
 
-    def score(doc: int) -> None:  # FTS5's bm25 (fts5_aux.c), operation for operation
-        d = lengths[doc]
+    def score(doc: int) -> None:
+        """FTS5's bm25 (fts5_aux.c): the sum, in the expression's order, of idf x each word's term
+        (`contributions`: the same double). A word the chunk lacks adds idf * 0.0, which leaves the
+        sum as it is: skipped."""
         s = 0.0
-        for i, f in enumerate(freqs):
-            v = f.get(doc, 0.0)
-            s += idfs[i] * ((v * (K1 + 1.0)) / (v + K1 * (1 - B + B * d / avgdl)))
+        for w, gs in terms:
+            g = gs.get(doc)
+            if g is not None:
+                s += w * g
         scored[doc] = -1.0 * s
 
-    for i, f in enumerate(freqs):
+    for i, (_, gs) in enumerate(terms):
         if i not in listed:
-            for doc in f:
+            for doc in gs:
                 if doc not in scored:
                     score(doc)
     ordered = {i: state.ordered_list(tokens[i]) for i in listed}
@@ -185,9 +211,8 @@ def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] |
         for i in listed:
             if at[i] < len(ordered[i]):
                 bound += idfs[i] * ordered[i][at[i]][0]
-        best = heapq.nsmallest(k, scored.items(), key=lambda x: (x[1], x[0]))
-        if bound == 0.0 or (len(best) == k and -best[-1][1] > bound * (1 + MARGIN)):
-            return best
+        if bound == 0.0 or (len(scored) >= k and -heapq.nsmallest(k, scored.values())[-1] > bound * (1 + MARGIN)):
+            return heapq.nsmallest(k, scored.items(), key=lambda x: (x[1], x[0]))
         for i in listed:
             for _, doc in ordered[i][at[i]:at[i] + BATCH]:
                 if doc not in scored:
