@@ -52,8 +52,10 @@ def _same_top_k(root, r: random.Random, seen: list[int]) -> None:
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Lists for words in >= 3 chunks (the test workspaces are small); counts the answers they gave."""
+    """Lists for words in >= 3 chunks (the test workspaces are small), from a state's first search (as
+    in a long-lived process); counts the answers they gave."""
     monkeypatch.setattr(impact, "LIST_DF", 3)
+    monkeypatch.setattr(impact, "FTS5_FIRST", 0)
     seen = [0, 0]
     top_k = impact._top_k
 

@@ -58,6 +58,11 @@ def _fts5(conn, words: list[str], k: int) -> list[tuple[int, float]]:
         "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (match, k))]
 
 
+@pytest.fixture(autouse=True)
+def _lists_at_once(monkeypatch):
+    monkeypatch.setattr(impact, "FTS5_FIRST", 0)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_top_k_is_exactly_fts5s_on_random_tables_before_and_after_changes(seed, monkeypatch):
     r = random.Random(seed)
@@ -90,6 +95,16 @@ def test_a_query_without_a_common_word_or_with_too_many_rare_chunks_is_left_to_f
     assert impact.top_k(conn, ["w0"], 6) == _fts5(conn, ["w0"], 6)  # nothing rare to scan
     monkeypatch.setattr(impact, "ENABLED", False)
     assert impact.top_k(conn, ["w0"], 6) is None
+
+
+def test_the_first_searches_of_an_index_state_are_left_to_fts5(monkeypatch):
+    r = random.Random(3)
+    conn = _index(r, 300)
+    monkeypatch.setattr(impact, "LIST_DF", 10)
+    monkeypatch.setattr(impact, "FTS5_FIRST", 2)
+    assert [impact.top_k(conn, ["w0"], 6) for _ in range(3)] == [None, None, _fts5(conn, ["w0"], 6)]
+    _add(conn, r, 3)  # a new state: FTS5 again first
+    assert [impact.top_k(conn, ["w1"], 6) for _ in range(3)] == [None, None, _fts5(conn, ["w1"], 6)]
 
 
 def test_a_word_in_no_chunk_adds_nothing_and_changes_nothing(monkeypatch):

@@ -28,6 +28,10 @@ SCAN_MAX = 3000  # more rare-word chunks than this to score: FTS5 is as fast
 BATCH = 64  # list entries read per word per round
 MARGIN = 1e-9  # relative: the k-th score must beat the bound by more than the rounding of either
 MAX_TERMS = 256  # words' chunk lists kept per index state
+# Searches of each index state a process leaves to FTS5 before reading lists: making a word's list
+# costs about what FTS5 spends on one search of it, so a fresh `zmem recall` (one or two searches)
+# never pays for lists; a long-lived process (`zmem mcp`, `zmem watch`) pays once per state and word.
+FTS5_FIRST = 2
 ENABLED = True  # tests turn it off to compare with FTS5 alone
 
 
@@ -64,6 +68,7 @@ class State:
         self.freqs: dict[str, dict[int, float]] = {}
         self.ordered: dict[str, list[tuple[float, int]]] = {}
         self.gs: dict[str, dict[int, float]] = {}
+        self.searches = 0
         self._lengths: dict[int, int] | None = None
 
     def df(self, token: str) -> int:
@@ -170,7 +175,10 @@ def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
             conn.execute("BEGIN")  # one snapshot for the state's key and every read after it
         try:
             state = _state(conn)
-            return None if state is None else _top_k(state, tokens, k)
+            if state is None:
+                return None
+            state.searches += 1
+            return None if state.searches <= FTS5_FIRST else _top_k(state, tokens, k)
         finally:
             if began:
                 conn.execute("COMMIT")
