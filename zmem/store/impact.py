@@ -140,9 +140,13 @@ def _state(conn) -> State | None:
     key = (row[0], row[1], row[2])
     state = _states.get(path)
     if state is None or state.key != key or state.conn is not conn:
-        for name, kind in (("instance", "instance"), ("row", "row")):
-            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.zmem_impact_{name} USING "
-                         f"fts5vocab(main, chunks_fts, {kind})")
+        from zmem.store import db
+        try:
+            for name in ("instance", "row"):
+                conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.zmem_impact_{name} USING "
+                             f"fts5vocab(main, chunks_fts, {name})")
+        except db.Error:  # no temporary tables here: FTS5 answers
+            return None
         state = _states[path] = State(conn, key, avg[0], float(sum(avg[1:])) / float(avg[0]))
     return state
 
