@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from _thread import allocate_lock
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
-WEIGHTS = {"text": 1.0, "heading": 0.5, "cjk_bi": 1.0, "cjk_uni": 0.5}  # chunks_fts's rank: bm25(1.0, 0.5, 1.0, 0.5)
+# a word's weighted count per chunk sums chunks_fts's rank weights, bm25(1.0, 0.5, 1.0, 0.5): text, heading, cjk_bi, cjk_uni
 LIST_DF = 1000  # a word in at least this many chunks is read best first; rarer words' chunks are all scored
 SCAN_MAX = 3000  # more rare-word chunks than this to score: FTS5 is as fast
 BATCH = 64  # list entries read per word per round
@@ -51,6 +52,21 @@ def varints(blob: bytes) -> list[int]:
                 break
         out.append(v)
     return out
+
+
+_HIGH = bytes(b if b >= 0x80 else 0 for b in range(256))  # the first bytes of varints of two or more bytes
+_LONG = re.compile(rb"[\x80-\xff]{2}")  # a varint of three or more bytes
+
+
+def _length(sz: bytes) -> int:
+    """The sum of a docsize record's varints (the chunk's tokens in all columns), without decoding
+    each: a one-byte varint is its byte, a two-byte one (c, d) is 128 (c - 128) + d."""
+    if sz.isascii():
+        return sum(sz)
+    if _LONG.search(sz):
+        return sum(varints(sz))
+    high = sz.translate(_HIGH)
+    return sum(sz) + 127 * sum(high) - 16384 * (len(sz) - high.count(0))
 
 
 def idf(n_row: int, df: int) -> float:
@@ -87,9 +103,10 @@ class State:
                 self.freqs.clear()
                 self.ordered.clear()
                 self.gs.clear()
-            f: dict[int, float] = {}
-            for doc, col in self.conn.execute("SELECT doc, col FROM temp.zmem_impact_instance WHERE term = ?", (token,)):
-                f[doc] = f.get(doc, 0.0) + WEIGHTS[col]
+            # summed in SQLite, a row per chunk: halves and ones add up exactly in any order
+            f = dict(self.conn.execute(
+                "SELECT doc, sum(CASE col WHEN 'heading' THEN 0.5 WHEN 'cjk_uni' THEN 0.5 ELSE 1.0 END) "
+                "FROM temp.zmem_impact_instance WHERE term = ? GROUP BY doc", (token,)))
             self.freqs[token] = f
             self.dfs[token] = len(f)
         return self.freqs[token]
@@ -97,10 +114,7 @@ class State:
     def lengths(self) -> dict[int, int]:
         """chunk -> its length in tokens (all columns), from FTS5's docsize table."""
         if self._lengths is None:
-            out = {}
-            for doc, sz in self.conn.execute("SELECT id, sz FROM chunks_fts_docsize"):
-                out[doc] = sum(sz) if sz.isascii() else sum(varints(sz))  # one-byte varints: the bytes themselves
-            self._lengths = out
+            self._lengths = {doc: _length(sz) for doc, sz in self.conn.execute("SELECT id, sz FROM chunks_fts_docsize")}
         return self._lengths
 
     def g(self, f: float, d: int) -> float:
@@ -114,10 +128,9 @@ class State:
         return self.gs[token]
 
     def ordered_list(self, token: str) -> list[tuple[float, int]]:
-        """(contribution before idf, chunk) of each chunk holding token, best first."""
+        """(-contribution before idf, chunk) of each chunk holding token, best first."""
         if token not in self.ordered:
-            self.ordered[token] = sorted(((g, doc) for doc, g in self.contributions(token).items()),
-                                         key=lambda x: (-x[0], x[1]))
+            self.ordered[token] = sorted((-g, doc) for doc, g in self.contributions(token).items())
         return self.ordered[token]
 
 
@@ -222,7 +235,7 @@ def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] |
         bound = 0.0
         for i in listed:
             if at[i] < len(ordered[i]):
-                bound += idfs[i] * ordered[i][at[i]][0]
+                bound += idfs[i] * -ordered[i][at[i]][0]
         if bound == 0.0 or (len(scored) >= k and -heapq.nsmallest(k, scored.values())[-1] > bound * (1 + MARGIN)):
             return heapq.nsmallest(k, scored.items(), key=lambda x: (x[1], x[0]))
         for i in listed:
