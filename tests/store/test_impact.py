@@ -9,16 +9,17 @@ import random
 import pytest
 
 from zmem.store import db, impact
-from zmem.store.fts import TOKENIZER, can_delete_by_rowid
+from zmem.store.fts import TOKENIZER, can_delete_by_rowid, deletes_by_rowid
 
 VOCAB = [f"w{i}" for i in range(24)]
 WEIGHTS = [1.0 / (i + 1) ** 0.7 for i in range(len(VOCAB))]  # a few words in most rows, most in few
 
 
-def _index(r: random.Random, rows: int):
-    """An in-memory index with what impact reads: chunks (its id sequence), meta, chunks_fts."""
+def _index(r: random.Random, rows: int, by_rowid: bool = True):
+    """An in-memory index with what impact reads: chunks (its id sequence), meta, chunks_fts (deleting
+    by rowid, FTS5's tombstones, where SQLite can and by_rowid; else by the values indexed)."""
     conn = db.sqlite.connect(":memory:", isolation_level=None)
-    option = ", contentless_delete=1" if can_delete_by_rowid() else ""
+    option = ", contentless_delete=1" if by_rowid and can_delete_by_rowid() else ""
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT, heading TEXT)")
     conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, heading, cjk_bi, cjk_uni, content=''{option}, "
@@ -43,7 +44,7 @@ def _delete(conn, r: random.Random, share: float) -> None:
     rows = conn.execute("SELECT id, text, heading FROM chunks").fetchall()
     gone = [row for row in rows if r.random() < share]
     for rowid, text, heading in gone:
-        if can_delete_by_rowid():
+        if deletes_by_rowid(conn, "chunks_fts"):
             conn.execute("DELETE FROM chunks_fts WHERE rowid = ?", (rowid,))
         else:
             conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) "
@@ -63,11 +64,12 @@ def _lists_at_once(monkeypatch):
     monkeypatch.setattr(impact, "FTS5_FIRST", 0)
 
 
+@pytest.mark.parametrize("by_rowid", [True, False], ids=["contentless_delete", "delete_by_values"])
 @pytest.mark.parametrize("seed", range(6))
-def test_top_k_is_exactly_fts5s_on_random_tables_before_and_after_changes(seed, monkeypatch):
+def test_top_k_is_exactly_fts5s_on_random_tables_before_and_after_changes(seed, by_rowid, monkeypatch):
     r = random.Random(seed)
     answered = asked = 0
-    conn = _index(r, r.choice([30, 200, 600]))
+    conn = _index(r, r.choice([30, 200, 600]), by_rowid)
     for round_ in range(4):
         if round_:  # the index changes: rows deleted and added (the state is read again)
             _delete(conn, r, r.choice([0.05, 0.3]))
@@ -113,3 +115,22 @@ def test_a_word_in_no_chunk_adds_nothing_and_changes_nothing(monkeypatch):
     for words in (["w0", "nowhere"], ["nowhere", "w1", "w0"]):
         got = impact.top_k(conn, words, 24)
         assert got is not None and got == _fts5(conn, words, 24)
+
+
+def _varint(v: int) -> bytes:
+    out = [v & 0x7F]
+    v >>= 7
+    while v:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    return bytes(reversed(out))
+
+
+def test_a_chunks_length_is_the_sum_of_its_docsize_varints_however_long_they_are():
+    r = random.Random(5)
+    for _ in range(20_000):
+        sizes = [r.choice([0, 1, 5, 127, 128, 129, 300, 16383, 16384, 70_000, r.randint(0, 20_000)])
+                 for _ in range(r.randint(1, 5))]
+        record = b"".join(_varint(v) for v in sizes)
+        assert impact.varints(record) == sizes
+        assert impact._length(record) == sum(sizes)
