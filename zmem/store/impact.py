@@ -23,7 +23,6 @@ import re
 from _thread import allocate_lock
 
 K1, B = 1.2, 0.75  # FTS5's bm25 constants
-# a word's weighted count per chunk sums chunks_fts's rank weights, bm25(1.0, 0.5, 1.0, 0.5): text, heading, cjk_bi, cjk_uni
 LIST_DF = 1000  # a word in at least this many chunks is read best first; rarer words' chunks are all scored
 SCAN_MAX = 3000  # more rare-word chunks than this to score: FTS5 is as fast
 BATCH = 64  # list entries read per word per round
