@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from zmem.errors import ZmemError, example
 from zmem.text.chunking import CUT
 from zmem.store.fts import (_quote, build_match, common_terms, fold, match_keys, nfc, query_grams,
-                            word_start as _word_start)
+                            word_start as _word_start, word_tokens)
 from zmem.text.retain import entity_key
 from zmem.text.markdown import ATX, LIST_ITEM, _atx_title
 from zmem.workspace.core import glob_to_sql
@@ -76,15 +76,24 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
         return []
     common = common_terms(conn, query)
     rarer = build_match(query, leave_out=common) if common else None
+    filtered = bool(since or until or path_glob or exclude)
     if rarer is not None:
-        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude)
+        tokens = None if filtered else word_tokens(query, common)
+        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude, tokens)
         if len(hits) == k:
             return hits
-    return _bm25(conn, match, k, since, until, path_glob, exclude)
+    return _bm25(conn, match, k, since, until, path_glob, exclude, None if filtered else word_tokens(query))
 
 
 def _bm25(conn, match: str, k: int, since: str | None, until: str | None, path_glob: str | None,
-          exclude: list[str] | None) -> list[tuple[int, float]]:
+          exclude: list[str] | None, tokens: list[str] | None = None) -> list[tuple[int, float]]:
+    """tokens (an unfiltered search of one-token words, fts.word_tokens): the same answer from the
+    impact-ordered lists when they can give it (store.impact), else FTS5's."""
+    if tokens is not None:
+        from zmem.store import impact
+        rows = impact.top_k(conn, tokens, k)
+        if rows is not None:
+            return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
     where, args = [], []
     if since:
         where.append("c.day >= ?")

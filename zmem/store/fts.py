@@ -489,6 +489,20 @@ def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | No
     return " OR ".join(dict.fromkeys(parts))
 
 
+def word_tokens(query: str, leave_out: frozenset[str] = frozenset()) -> list[str] | None:
+    """The token of each phrase of build_match(query, leave_out), in the expression's order, when
+    every phrase is one word of one token; else None: a quoted phrase of several words, a CJK run
+    or a word the tokenizer splits (`don't`) makes phrases the bm25 replay (store.impact) leaves to FTS5."""
+    query = nfc(query)
+    if any(len(_WORD.findall(without_cjk(phrase))) > 1 for phrase in _PHRASE.findall(query)) or cjk_runs(query):
+        return None
+    words = [w for w in query_terms(query) if w not in leave_out]
+    tokens = fts_tokens(words)
+    if not words or any(len(t) != 1 for t in tokens):
+        return None
+    return [t[0] for t in tokens]
+
+
 def common_terms(conn, query: str) -> frozenset[str]:
     """The words of query_terms in at least half of the chunks. FTS5's bm25 gives such a word the
     floor weight 1e-6 (its idf would be <= 0), so it cannot lift a chunk above one holding a rarer
@@ -498,6 +512,12 @@ def common_terms(conn, query: str) -> frozenset[str]:
     if len(words) < 2:
         return frozenset()
     half = (conn.execute("SELECT count(*) FROM chunks").fetchone()[0] + 1) // 2
+    tokens = fts_tokens(words)
+    if all(len(t) == 1 for t in tokens):  # a one-token word's matching chunks: its document frequency
+        from zmem.store import impact
+        dfs = impact.document_frequencies(conn, [t[0] for t in tokens])
+        if dfs is not None:
+            return frozenset(w for w, df in zip(words, dfs) if df >= half)
     count = "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)"
     return frozenset(w for w in words if conn.execute(count, (_quote(w), half)).fetchone()[0] >= half)
 
