@@ -112,3 +112,19 @@ def test_no_cache_directory_still_embeds(model, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # zmem/onnx-graphs cannot be made under a file
     got = np.array(OnnxEmbedder(str(model)).embed(QUERIES, "query"))
     assert np.abs(got - plain_vectors(model, QUERIES)).max() < 1e-6
+
+
+def test_processes_writing_the_copy_at_the_same_time_all_embed(model):
+    """Each writes its own temporary copy and renames it into place; the later ones keep their session."""
+    import subprocess
+    import sys
+    code = ("import json, sys; from zmem.embedders.onnx import OnnxEmbedder; "
+            "print(json.dumps(OnnxEmbedder(sys.argv[1]).embed(sys.argv[2:], 'query')))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(model), *QUERIES], stdout=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    want = plain_vectors(model, QUERIES)
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and np.abs(np.array(json.loads(out)) - want).max() < 1e-6
+    [entry] = entries()
+    assert not [p for p in entry.parent.iterdir() if p.name.endswith(".tmp")]

@@ -38,7 +38,7 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     Idle pool threads sleep rather than spin (busy-wait) for the next operator's work: spinning cost a
     watcher ~40 ms of CPU after each query it embedded, and batches were no faster on 2 shared cores
     (spinning=True lets them spin). prepack=False keeps the weights as they are instead of copying the
-    matrices into the layout batches multiply fastest (~50 ms CPU for MiniLM): for a process that embeds
+    matrices into the layout batches multiply fastest (~40 ms CPU for MiniLM): for a process that embeds
     one query."""
     try:
         ort, Tokenizer = _import_runtime()
@@ -103,7 +103,6 @@ def _session(ort, model_file: Path, options):
     is keyed by the model file's path, size and mtime and the runtime's version: a changed model or
     runtime makes a new one, and the copies of other versions of that file are removed. When the cache
     cannot be written, or its copy cannot be read, the model file is loaded as it is."""
-    import shutil
     st = model_file.stat()
     source = str(model_file.resolve())
     key = hashlib.sha256(json.dumps([source, st.st_size, st.st_mtime_ns, ort.__version__, GRAPH_FORMAT]).encode())
@@ -116,7 +115,7 @@ def _session(ort, model_file: Path, options):
         try:
             return ort.InferenceSession(str(entry / "model.onnx"), o, providers=providers)
         except Exception:  # noqa: BLE001 - damaged (a full disk, a hand edit): written again below
-            shutil.rmtree(entry, ignore_errors=True)
+            _remove(entry)
     try:
         root.mkdir(parents=True, exist_ok=True)
         _prune(root, source, ort.__version__)
@@ -132,13 +131,14 @@ def _session(ort, model_file: Path, options):
     o.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
     try:
         session = ort.InferenceSession(str(model_file), o, providers=providers)
+    except Exception:  # noqa: BLE001 - saving failed inside onnxruntime: the model as it is (its error, if any)
+        _remove(tmp)
+        return ort.InferenceSession(str(model_file), options(), providers=providers)
+    try:
         (tmp / "source.json").write_text(json.dumps({"model": source, "onnxruntime": ort.__version__}))
         tmp.rename(entry)
     except OSError:  # a full disk, or another process saved it first: this session is good all the same
-        shutil.rmtree(tmp, ignore_errors=True)
-    except Exception:  # noqa: BLE001 - saving failed inside onnxruntime: the model as it is (its error, if any)
-        shutil.rmtree(tmp, ignore_errors=True)
-        return ort.InferenceSession(str(model_file), options(), providers=providers)
+        _remove(tmp)
     return session
 
 
@@ -146,20 +146,24 @@ def _prune(root: Path, source: str, version: str) -> None:
     """Remove the cached graphs of other versions of the model file `source` (for this runtime version;
     another runtime's, once unchanged for STALE_GRAPH days: another environment may still use it), and
     copies a killed process left half-written. A removed copy stays readable to a process mapping it."""
-    import shutil
     now = time.time()
     for path in root.iterdir():
         try:
             age = now - path.stat().st_mtime
             if path.name.endswith(".tmp"):
                 if age > 600:
-                    shutil.rmtree(path, ignore_errors=True)
+                    _remove(path)
                 continue
             saved = json.loads((path / "source.json").read_text(encoding="utf-8"))
             if saved["model"] == source and (saved["onnxruntime"] == version or age > STALE_GRAPH * 86400):
-                shutil.rmtree(path, ignore_errors=True)
+                _remove(path)
         except (OSError, ValueError, TypeError, KeyError):
             continue
+
+
+def _remove(path: Path) -> None:
+    import shutil  # not on a load from the cache (~5 ms of imports)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def find_model(path: Path) -> Path:
