@@ -5,10 +5,11 @@ zmem's search + fusion + snippets from the embedding model.
     python bench/bench_hybrid.py --out /tmp/zmem-hybrid --chunks 10000 [--dims 384] [--runs 7]
     python bench/bench_hybrid.py --out /tmp/zmem-hybrid --chunks 10000 --fresh /path/to/model.onnx [--runs 9]
 
---fresh MODEL: fresh `zmem recall --mode hybrid` processes with the onnx provider on that model
-directory (the random vectors are stored under its fingerprint, so recall embeds the query with the
-real model), alternating runs without and with a `zmem watch` that embeds queries for them
-(zmem.index.fsmonitor); wall and CPU (user+sys) medians, the load average noted.
+--fresh MODEL: fresh `zmem recall QUERY --json` processes (the console script beside this Python:
+hybrid, the default with vectors) with the onnx provider on that model directory (the random vectors
+are stored under its fingerprint, so recall embeds the query with the real model), alternating runs
+without a watcher, right after a `zmem watch` says "watching", and once that watcher embeds queries
+for them (zmem.index.fsmonitor); wall and CPU (user+sys) medians, the load average noted.
 """
 from __future__ import annotations
 
@@ -117,52 +118,64 @@ def fresh_processes(ws: Path, runs: int) -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     cfg = Path(env["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
     cfg.write_text(f'[embeddings]\nprovider = "onnx"\nmodel_path = "{Path(model).resolve()}"\nthreads = 2\n')
-    zmem = [sys.executable, "-m", "zmem", "-C", str(ws)]
+    # the console script agents run (its plain `recall WORDS --json` path; hybrid: the default with vectors)
+    zmem = [str(Path(sys.executable).parent / "zmem"), "-C", str(ws)]
 
     def recall(query: str, mode: str = "hybrid") -> tuple[float, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        proc = subprocess.run([*zmem, "recall", query, "--mode", mode, "--json"], env=env, capture_output=True,
-                              text=True, cwd=ws)
+        proc = subprocess.run([*zmem, "recall", query, *(["--mode", mode] if mode != "hybrid" else []), "--json"],
+                              env=env, capture_output=True, text=True, cwd=ws)
         wall = time.perf_counter() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode or json.loads(proc.stdout)["mode"] != mode:
             raise SystemExit(f"recall failed: {proc.stdout[:300]} {proc.stderr}")
         return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-    def watcher_serving() -> subprocess.Popen:
-        """`zmem watch`, ready, with the model loaded (its first question only starts the load)."""
-        from zmem.index import fsmonitor
-        from zmem.index.catchup import open_index
-        from zmem.store import db
-        from zmem.workspace.core import find_workspace
+    def start_watcher() -> subprocess.Popen:
+        """`zmem watch`, once it says "watching"."""
         proc = subprocess.Popen([*zmem, "watch", "--json"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
         for line in proc.stdout:
             if '"watching"' in line:
                 break
+        return proc
+
+    def wait_serving() -> None:
+        """Until the watcher embeds queries (its model loaded; asking also starts the load)."""
+        from zmem.index import fsmonitor
+        from zmem.index.catchup import open_index
+        from zmem.store import db
+        from zmem.workspace.core import find_workspace
         conn = open_index(find_workspace(ws))
         fp = db.get_meta(conn, "vec_fingerprint")
         conn.close()
         while fsmonitor.embedded(ws / ".zmem", fp, "warm", timeout=5.0) is None:
             time.sleep(0.05)
-        return proc
 
     def cpu_of(pid: int) -> float:
         """A process's CPU seconds so far (user + sys, from /proc)."""
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    recall("warm the bytecode and page caches")
+    def rss_mb(pid: int) -> float:
+        status = Path(f"/proc/{pid}/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+    recall("warm the bytecode and page caches")  # and the model's cached graph, where zmem keeps one
     # bm25 with the watcher: the floor (the watcher also spares every process the stat sweep)
-    samples: dict[str, list[tuple[float, float]]] = {"without a watcher": [], "with zmem watch": [],
-                                                     "bm25, with zmem watch": []}
+    samples: dict[str, list[tuple[float, float]]] = {"without a watcher": [], "first, as zmem watch starts": [],
+                                                     "with zmem watch": [], "bm25, with zmem watch": []}
     served: list[float] = []  # the watcher's own CPU during each recall it served (embedding the query)
+    loaded: list[tuple[float, float]] = []  # the watcher's (CPU s, RSS MB) once serving
     for i in range(runs):  # alternating, so load drifts hit both alike
         query = f"{QUERIES[i % len(QUERIES)]} {i}"
         samples["without a watcher"].append(recall(query))
-        watcher = watcher_serving()
+        watcher = start_watcher()
         try:
+            samples["first, as zmem watch starts"].append(recall(query + " first"))
+            wait_serving()
+            loaded.append((cpu_of(watcher.pid), rss_mb(watcher.pid)))
             spent = cpu_of(watcher.pid)
             samples["with zmem watch"].append(recall(query + " again"))
             served.append(cpu_of(watcher.pid) - spent)
@@ -170,14 +183,16 @@ def fresh_processes(ws: Path, runs: int) -> None:
         finally:
             watcher.terminate()
             watcher.wait()
-    print(f"fresh `zmem recall --mode hybrid`, onnx provider ({Path(model).name}), ms, median (min-max) of {runs}:")
+    print(f"fresh `zmem recall QUERY --json` (hybrid), onnx provider ({Path(model).name}), ms, median (min-max) of {runs}:")
     for label, rows in samples.items():
         wall = sorted(r[0] * 1000 for r in rows)
         cpu = sorted(r[1] * 1000 for r in rows)
-        print(f"  {label:22} wall {statistics.median(wall):6.0f} ({wall[0]:.0f}-{wall[-1]:.0f})"
+        print(f"  {label:28} wall {statistics.median(wall):6.0f} ({wall[0]:.0f}-{wall[-1]:.0f})"
               f"   CPU {statistics.median(cpu):6.0f} ({cpu[0]:.0f}-{cpu[-1]:.0f})")
     print(f"  the watcher's CPU per served recall: median {statistics.median(served) * 1000:.0f} ms "
           f"(max {max(served) * 1000:.0f}; clock ticks of {1000 / os.sysconf('SC_CLK_TCK'):.0f} ms)")
+    print(f"  the watcher once serving: CPU since start {statistics.median(c for c, _ in loaded) * 1000:.0f} ms, "
+          f"RSS {statistics.median(r for _, r in loaded):.0f} MB (medians)")
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -82,15 +82,20 @@ def served(ws) -> bool:
     return fsmonitor.embedded(ws.state_dir, fingerprint(ws), "x", timeout=5.0) is not None
 
 
-def test_a_watcher_embeds_a_fresh_recalls_query_with_the_same_hits_and_no_runtime_import(ws, watch):
-    alone, imported = fresh_recall(ws)  # the watcher has not loaded the model yet: "no loading"
+def test_a_watcher_embeds_a_fresh_recalls_query_with_the_same_hits_and_no_runtime_import(ws):
+    alone, imported = fresh_recall(ws)  # no watcher
     assert "onnxruntime" in imported
-    assert wait_for(lambda: served(ws))  # … and loads it after answering
-    with_watcher, imported = fresh_recall(ws)
-    assert imported == []
-    assert with_watcher == alone
-    other, imported = fresh_recall(ws, "Peter replies whatsapp")
-    assert imported == [] and other["results"][0]["path"] == "memory/2025-01-02.md"
+    watch = WatchProc(ws.root)
+    try:
+        watch.ready()
+        assert wait_for(lambda: served(ws))  # it loads the model as it starts (test_query_model_preload.py)
+        with_watcher, imported = fresh_recall(ws)
+        assert imported == []
+        assert with_watcher == alone
+        other, imported = fresh_recall(ws, "Peter replies whatsapp")
+        assert imported == [] and other["results"][0]["path"] == "memory/2025-01-02.md"
+    finally:
+        watch.stop()
 
 
 def test_the_served_vector_is_the_one_the_process_would_make(ws, watch, tiny_onnx):
@@ -166,7 +171,7 @@ def test_a_watcher_that_cannot_load_the_model_leaves_the_process_to_embed_itself
             monkeypatch.delenv("PYTHONPATH")
         else:
             monkeypatch.setenv("PYTHONPATH", before)
-        for _ in range(3):  # the first asks it to load (which fails); later ones hear "no error" at once
+        for _ in range(3):  # its load as it starts failed: each hears "no error" at once
             result, imported = fresh_recall(ws)
             assert "onnxruntime" in imported and result == expected
         assert not served(ws)

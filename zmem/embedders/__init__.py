@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 from zmem.embedders.base import Embedder, EmbeddingError
 
 DEFAULT_PROVIDER = "auto"  # with nothing found it is keyword recall, as "none" (embedders/auto.py)
+IN_PROCESS_PROVIDERS = ("onnx", "local")  # their models run in the process (Embedder.in_process)
 
 
 def make_embedder(settings: dict, provider: str | None = None) -> Embedder | None:

@@ -619,6 +619,7 @@ def bert_graph(bert: dict):
     mask = node("Unsqueeze", [mask, i64("axes_1_2", [1, 2])])
     split_shape, merge_shape = i64("split_heads", [0, 0, heads, d]), i64("merge_heads", [0, 0, hidden])
     scale = f32("scale", 1.0 / np.sqrt(d))
+    half, sqrt2 = f32("half", 0.5), f32("sqrt2", np.sqrt(2.0))  # once: a name given twice is a duplicate initializer
     for i in range(bert["layers"]):
         p = f"encoder.layer.{i}."
 
@@ -632,8 +633,7 @@ def bert_graph(bert: dict):
         ctx = node("Reshape", [node("Transpose", [ctx], perm=[0, 2, 1, 3]), merge_shape])
         x = layer_norm(node("Add", [x, linear(ctx, p + "attention.output.dense")]), p + "attention.output.LayerNorm")
         h = linear(x, p + "intermediate.dense")  # erf GELU, as BERT's "gelu"
-        h = node("Mul", [node("Mul", [h, f32("half", 0.5)]),
-                         node("Add", [node("Erf", [node("Div", [h, f32("sqrt2", np.sqrt(2.0))])]), "f_one"])])
+        h = node("Mul", [node("Mul", [h, half]), node("Add", [node("Erf", [node("Div", [h, sqrt2])]), "f_one"])])
         x = layer_norm(node("Add", [x, linear(h, p + "output.dense")]), p + "output.LayerNorm")
     if bert.get("reranker"):  # BertForSequenceClassification: classifier(tanh(pooler([CLS]))) -> one logit
         cls = node("Squeeze", [node("Gather", [x, i64("first", [0])], axis=1), "one"])  # [batch, hidden]

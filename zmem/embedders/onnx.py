@@ -15,9 +15,15 @@ import hashlib
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 from zmem.embedders.base import Embedder, EmbeddingError, hash_file_ends
+from zmem.workspace.config import user_cache_dir
+
+TYPE_CHECKING = False  # as typing's, without importing typing
+if TYPE_CHECKING:
+    from zmem.embedders.base import Kind
 
 # in order of preference when model_path is a directory
 MODEL_FILES = ("model.onnx", "model_quantized.onnx", "model_int8.onnx", "model_qint8_avx512_vnni.onnx")
@@ -26,16 +32,16 @@ _HINT = "write one with `zmem model import DIR --format onnx`, and point [embedd
 
 
 def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens: int, error: type[Exception],
-                 needs: str, hint: str, what: str, spinning: bool = False):
+                 needs: str, hint: str, what: str, spinning: bool = False, prepack: bool = True):
     """(ONNX Runtime session, tokenizer, input names) for a model directory in zmem's onnx layout, for the
     embedding provider and the reranker alike; every failure is `error` with a message and hint.
     Idle pool threads sleep rather than spin (busy-wait) for the next operator's work: spinning cost a
     watcher ~40 ms of CPU after each query it embedded, and batches were no faster on 2 shared cores
-    (spinning=True lets them spin)."""
+    (spinning=True lets them spin). prepack=False keeps the weights as they are instead of copying the
+    matrices into the layout batches multiply fastest (~40 ms CPU for MiniLM): for a process that embeds
+    one query."""
     try:
-        import numpy  # noqa: F401 - outputs are numpy arrays
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        ort, Tokenizer = _import_runtime()
     except ImportError as e:
         raise error(f"{needs} needs {e.name}", hint="pip install 'zmem[semantic]'") from None
     try:
@@ -45,13 +51,18 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     tokenizer.no_padding()  # padding is done by the caller, per batch, to its longest text
     tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a pair: the longer side first
     ort.set_default_logger_severity(3)  # errors only: agents read stderr
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+    def options():
+        o = ort.SessionOptions()
+        o.intra_op_num_threads = threads
+        o.inter_op_num_threads = 1
+        if not spinning:
+            o.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if not prepack:
+            o.add_session_config_entry("session.disable_prepacking", "1")
+        return o
     try:
-        session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+        session = _session(ort, model_file, options)
     except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base class
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise error(f"onnxruntime cannot load {model_file}: {first}", hint=hint) from None
@@ -59,6 +70,100 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     if "input_ids" not in inputs:
         raise error(f"{model_file.name} takes no input_ids: not {what}", hint=hint)
     return session, tokenizer, inputs
+
+
+def _import_runtime():
+    """(onnxruntime, tokenizers.Tokenizer), numpy first. numpy's OpenBLAS starts a thread per core as it
+    is imported (~30 ms CPU, more wall on a busy machine); zmem does no large matrix work with it (ONNX
+    Runtime has its own kernels), so a process whose first numpy import is this one starts a single thread."""
+    import sys
+    if "numpy" not in sys.modules and "OPENBLAS_NUM_THREADS" not in os.environ:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        try:
+            import numpy  # noqa: F401
+        finally:
+            del os.environ["OPENBLAS_NUM_THREADS"]  # read once at import: child processes get the user's
+    import numpy  # noqa: F401,F811 - outputs are numpy arrays
+    import onnxruntime
+    from tokenizers import Tokenizer
+    return onnxruntime, Tokenizer
+
+
+GRAPHS = "onnx-graphs"  # under zmem's cache directory: each model's optimised graph, weights in a file to map
+GRAPH_FORMAT = 1  # bump when what is written there changes
+STALE_GRAPH = 30  # days
+
+
+def _session(ort, model_file: Path, options):
+    """An InferenceSession of model_file. ONNX Runtime parses the whole file and copies every weight out
+    of it at each load, then optimises the graph (~160 ms CPU for MiniLM's 90 MB, most of a fresh
+    hybrid recall's model load). So the first load saves the optimised graph in zmem's cache with the
+    weights in a file of their own, aligned so that later loads map it instead of copying it, and
+    later loads read that copy with optimisation off: the same vectors (the same graph runs). The copy
+    is keyed by the model file's path, size and mtime and the runtime's version: a changed model or
+    runtime makes a new one, and the copies of other versions of that file are removed. When the cache
+    cannot be written, or its copy cannot be read, the model file is loaded as it is."""
+    st = model_file.stat()
+    source = str(model_file.resolve())
+    key = hashlib.sha256(json.dumps([source, st.st_size, st.st_mtime_ns, ort.__version__, GRAPH_FORMAT]).encode())
+    root = user_cache_dir() / GRAPHS
+    entry = root / key.hexdigest()[:24]
+    providers = ["CPUExecutionProvider"]
+    if (entry / "model.onnx").is_file():
+        o = options()
+        o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # done before it was saved
+        try:
+            return ort.InferenceSession(str(entry / "model.onnx"), o, providers=providers)
+        except Exception:  # noqa: BLE001 - damaged (a full disk, a hand edit): written again below
+            _remove(entry)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _prune(root, source, ort.__version__)
+        import tempfile
+        tmp = Path(tempfile.mkdtemp(prefix=f"{entry.name}.", suffix=".tmp", dir=root))
+    except OSError:
+        return ort.InferenceSession(str(model_file), options(), providers=providers)
+    o = options()
+    # extended: fusions that hold on any CPU (all would add layout changes tied to this machine's)
+    o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    o.optimized_model_filepath = str(tmp / "model.onnx")
+    o.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.data")
+    o.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    try:
+        session = ort.InferenceSession(str(model_file), o, providers=providers)
+    except Exception:  # noqa: BLE001 - saving failed inside onnxruntime: the model as it is (its error, if any)
+        _remove(tmp)
+        return ort.InferenceSession(str(model_file), options(), providers=providers)
+    try:
+        (tmp / "source.json").write_text(json.dumps({"model": source, "onnxruntime": ort.__version__}))
+        tmp.rename(entry)
+    except OSError:  # a full disk, or another process saved it first: this session is good all the same
+        _remove(tmp)
+    return session
+
+
+def _prune(root: Path, source: str, version: str) -> None:
+    """Remove the cached graphs of other versions of the model file `source` (for this runtime version;
+    another runtime's, once unchanged for STALE_GRAPH days: another environment may still use it), and
+    copies a killed process left half-written. A removed copy stays readable to a process mapping it."""
+    now = time.time()
+    for path in root.iterdir():
+        try:
+            age = now - path.stat().st_mtime
+            if path.name.endswith(".tmp"):
+                if age > 600:
+                    _remove(path)
+                continue
+            saved = json.loads((path / "source.json").read_text(encoding="utf-8"))
+            if saved["model"] == source and (saved["onnxruntime"] == version or age > STALE_GRAPH * 86400):
+                _remove(path)
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+
+
+def _remove(path: Path) -> None:
+    import shutil  # not on a load from the cache (~5 ms of imports)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def find_model(path: Path) -> Path:
@@ -177,12 +282,19 @@ class OnnxEmbedder(Embedder):
         with self._lock:
             self._load()
 
-    def _load(self):
+    def embed(self, texts: list[str], kind: Kind = "document") -> list[list[float]]:
+        if self._session is None and kind == "query" and len(texts) == 1:
+            with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking
+                self._load(prepack=False)
+        return super().embed(texts, kind)
+
+    def _load(self, prepack: bool = True):
         if self._session is not None:
             return self._session, self._tokenizer
         self._session, self._tokenizer, self._inputs = load_session(
             self.directory, self.model_file, threads=self.threads, max_tokens=self.settings["max_tokens"],
-            error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model")
+            error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model",
+            prepack=prepack)
         return self._session, self._tokenizer
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:

@@ -20,7 +20,7 @@ from zmem.text.dates import commit_time, day_end
 from zmem.query.entities import FactRow, fact_citation
 from zmem.errors import ZmemError, example
 from zmem.git.gitcmd import ZERO_COMMIT
-from zmem.index.history import HistoryUpdate, add_blob, insert_windows, update_history
+from zmem.index.history import HistoryUpdate, add_blob, insert_windows, update_history, with_fences
 from zmem.text.markdown import day_from_path
 from zmem.text.retain import entity_key, fact_id
 from zmem.workspace.snapshot import git_blob_id
@@ -313,9 +313,9 @@ def _ensure_windows(conn) -> bool:
     with db.write_transaction(conn):
         if done is not None:
             conn.execute("DELETE FROM hist_windows")
-        insert_windows(conn, conn.execute(
-            "SELECT c.id, c.text, c.heading, c.start_line FROM hist_chunks c "
-            "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall())
+        insert_windows(conn, with_fences(conn, conn.execute(
+            "SELECT c.id, c.text, c.heading, c.start_line, c.blob FROM hist_chunks c "
+            "WHERE NOT EXISTS (SELECT 1 FROM hist_windows w WHERE w.chunk_id = c.id)").fetchall()))
         db.set_meta(conn, "hist_window_tokens", WINDOW_FINGERPRINT)
     return True
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from zmem.store import db
-from zmem.text.chunking import WINDOW_FINGERPRINT, chunk_windows, text_hash
+from zmem.text.chunking import WINDOW_FINGERPRINT, chunk_windows, fences_at, text_hash
 from zmem.embedders import fallback_settings, make_embedder
 from zmem.embedders.base import Embedder, EmbeddingError
 from zmem.store.vectors import VectorStore, pack, unpack
@@ -52,6 +52,15 @@ def vector_fingerprint(embedder: Embedder) -> str:
     """The provider's fingerprint plus how texts were cut into windows: vectors are comparable
     only when both match."""
     return f"{embedder.fingerprint()}|windows={WINDOW_FINGERPRINT}"
+
+
+def _fences(conn, path: str, seen: dict[str, dict[int, str]]) -> dict[int, str]:
+    """{start line: fence} of the chunks of path that start inside a code fence (chunking.fences_at), for
+    their windows; seen keeps the last file's (a file's chunks have consecutive ids)."""
+    if path not in seen:
+        seen.clear()
+        seen[path] = fences_at(conn.execute("SELECT start_line, text FROM chunks WHERE path = ?", (path,)).fetchall())
+    return seen[path]
 
 
 def pending_count(conn) -> int:
@@ -109,15 +118,17 @@ def embed_pending(ws: Workspace, conn, embedder: Embedder, *, batch: int | None 
         with db.write_transaction(conn):
             store.upgrade_layout()
     total = pending_count(conn)
+    fences: dict[str, dict[int, str]] = {}  # the last file's chunks that start inside a code fence
     batch = batch or embedder.batch_size  # one provider call per transaction: a failure keeps the rest
     done = 0
     while True:
-        rows = conn.execute("SELECT id, text, heading, start_line FROM chunks WHERE id NOT IN "
+        rows = conn.execute("SELECT id, text, heading, start_line, path FROM chunks WHERE id NOT IN "
                             "(SELECT chunk_id FROM chunk_vectors) ORDER BY id LIMIT ?",
                             (max(1, batch // 4),)).fetchall()  # ~4 windows per chunk
         if not rows or (deadline is not None and time.monotonic() > deadline):
             break
-        wins = [w for cid, text, heading, start in rows for w in chunk_windows(cid, text, heading, start)]
+        wins = [w for cid, text, heading, start, path in rows
+                for w in chunk_windows(cid, text, heading, start, _fences(conn, path, fences).get(start, ""))]
         hashes = [text_hash(w[3]) for w in wins]
         cached = _cache_get(conn, fp, set(hashes))
         missing = list(dict.fromkeys(h for h in hashes if h not in cached))

@@ -14,7 +14,8 @@ The same socket embeds queries: a fresh hybrid recall whose model runs in-proces
 sends "embed [vector fingerprint, query]" and gets the vector the watcher's copy of that model
 makes, instead of importing the runtime and loading the model itself (~0.5 s). The watcher builds
 its providers from the workspace's own settings (the asker only names a fingerprint, never a file)
-and loads the model at the first such question, answering "no" to that one. Any doubt (no watcher,
+and loads the model at the first such question, answering "no" to that one (a watcher that starts
+with such a model's vectors stored starts loading it at once: QueryEmbedding.preload). Any doubt (no watcher,
 another fingerprint, not loaded yet, busy, an error, no answer in time) and the asker embeds as before.
 The socket is protected as the vouching is: it lives in the workspace's state directory and is made
 with the process's umask, so only those who may write there can connect.
@@ -234,11 +235,20 @@ class QueryEmbedding:
         fingerprint, text = request
         if self.waiting.qsize() >= EMBED_QUEUE:
             return _reply(conn, b"no busy\n")
+        self._start()
+        self.waiting.put((conn, fingerprint, text))
+
+    def preload(self, fingerprint: str) -> None:
+        """Load the model making vectors with this fingerprint now, on the embedding thread (a watcher
+        that just started), so that the first question is answered with a vector, not "no loading"."""
+        self._start()
+        self.waiting.put((None, fingerprint, None))
+
+    def _start(self) -> None:
         if self.thread is None:
             import threading
             self.thread = threading.Thread(target=self._run, name="zmem-query-embedding", daemon=True)
             self.thread.start()
-        self.waiting.put((conn, fingerprint, text))
 
     def _run(self) -> None:
         while (item := self.waiting.get()) is not None:
@@ -252,11 +262,14 @@ class QueryEmbedding:
                     reply = b"no error\n"
                 elif not embedder.loaded:
                     reply, to_load = b"no loading\n", embedder
+                elif text is None:  # a preload of a model already loaded
+                    reply = b""
                 else:
                     reply = b"vector " + json.dumps(embedder.embed([text], "query")[0]).encode() + b"\n"
             except Exception:  # noqa: BLE001 - whatever failed, the asking process embeds itself and says why
                 reply = b"no error\n"
-            _reply(conn, reply)
+            if conn is not None:
+                _reply(conn, reply)
             if to_load is not None:
                 try:
                     to_load.load()

@@ -111,7 +111,7 @@ def add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
                            "VALUES(?,?,?,?,?,?)", (blob, ch.start_line, ch.end_line, ch.heading, ch.text, FTS_VERSION))
         conn.execute("INSERT INTO hist_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?,?,?,?,?)",
                      (cur.lastrowid, ch.text, ch.heading, *cjk_columns(ch.text + "\n" + ch.heading)))
-        insert_windows(conn, [(cur.lastrowid, ch.text, ch.heading, ch.start_line)])
+        insert_windows(conn, [(cur.lastrowid, ch.text, ch.heading, ch.start_line, ch.fence)])
     facts, _ = parse_facts(text, rel, day_from_path(rel))
     conn.executemany("INSERT INTO hist_facts(blob, start_line, end_line, kind, confidence, text, names) "
                      "VALUES(?,?,?,?,?,?,?)",
@@ -120,7 +120,21 @@ def add_blob(ws: Workspace, conn, rel: str, blob: str, data: bytes) -> None:
 
 
 def insert_windows(conn, chunks) -> None:
-    """The vector windows of history chunks (id, text, heading, start line), each with the hash of
+    """The vector windows of history chunks (id, text, heading, start line, fence), each with the hash of
     the text it would embed: the key to its vector in the embedding cache."""
     conn.executemany("INSERT INTO hist_windows(chunk_id, start_line, end_line, hash) VALUES(?,?,?,?)",
                      [(cid, a, b, text_hash(t)) for row in chunks for cid, a, b, t in chunk_windows(*row)])
+
+
+def with_fences(conn, rows) -> list[tuple[int, str, str, int, str]]:
+    """History chunks (id, text, heading, start line, blob) as insert_windows takes them: with the code
+    fence each starts inside (chunking.fences_at over its blob's chunks)."""
+    from zmem.text.chunking import fences_at
+    fences: dict[str, dict[int, str]] = {}
+    out = []
+    for cid, text, heading, start, blob in rows:
+        if blob not in fences:
+            fences[blob] = fences_at(conn.execute("SELECT start_line, text FROM hist_chunks WHERE blob = ?",
+                                                  (blob,)).fetchall())
+        out.append((cid, text, heading, start, fences[blob].get(start, "")))
+    return out

@@ -488,6 +488,29 @@ class Watcher:
             return
         self.server = server
 
+    def _preload_query_model(self) -> None:
+        """Hybrid recall with stored vectors of a model that runs in-process (onnx, local): start loading
+        it on the query embedding thread, so that the first fresh recall after the watcher starts is
+        served too (it would answer "no loading" to that one). After "watching": the start is not delayed."""
+        if self.server is None or self.server.queries is None or self.ws.config.recall_mode == "bm25":
+            return
+        import json
+        import sqlite3
+        from zmem.embedders import IN_PROCESS_PROVIDERS
+        from zmem.index.catchup import open_index
+        from zmem.store import db
+        try:
+            conn = open_index(self.ws)
+            try:
+                fingerprint = db.get_meta(conn, "vec_fingerprint")
+            finally:
+                conn.close()
+            provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider") if fingerprint else None
+        except (ZmemError, OSError, ValueError, AttributeError, sqlite3.Error):
+            return
+        if provider in IN_PROCESS_PROVIDERS:  # an endpoint has nothing to load
+            self.server.queries.preload(fingerprint)
+
     def query_embedder(self, fingerprint: str):
         """(On fsmonitor's query embedding thread.) The provider, built from this workspace's settings,
         whose vectors have this fingerprint, kept with its model once loaded; None when there is none.
@@ -731,6 +754,7 @@ class Watcher:
             # ready: the watches are in place and the index is up to date
             self.emit(WatchEvent("watching", seconds=self.clock() - start, backend=self.source.name,
                                  watched=self.source.count()))
+            self._preload_query_model()
             next_poll = self.clock() + POLL_SECONDS
             while self.stop_signal is None and not self._done(start):
                 now = self.clock()

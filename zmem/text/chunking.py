@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zmem.text.lazyre import LazyPattern
-from zmem.text.markdown import Block, scan_blocks, split_lines
+from zmem.text.markdown import Block, fence_marker, scan_blocks, split_lines
 
 # Han, kana, Hangul: scripts written without spaces between words (Hangul: too short to stem).
 CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u3131-\u318e"
@@ -27,8 +27,9 @@ CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut fro
 WINDOW_TOKENS = 128
 NOTE_MERGE_TOKENS = 64  # 0, a window per note, ranks a little better but makes 5x the vectors of a daily log
 # How windows are cut, as the vectors' fingerprint records it: a change re-embeds every index once.
-# "128" was runs of whole lines packed to 128 tokens across notes (before 2026-11-26).
-WINDOW_FINGERPRINT = f"notes{WINDOW_TOKENS}+{NOTE_MERGE_TOKENS}"
+# "128" was runs of whole lines packed to 128 tokens across notes (before 2026-11-26); "notes128+64"
+# read `# …` lines as headings in a chunk that starts inside a long code fence (2026-11-26).
+WINDOW_FINGERPRINT = f"notes{WINDOW_TOKENS}+{NOTE_MERGE_TOKENS}+fences"
 
 
 def estimate_tokens(text: str) -> int:
@@ -44,6 +45,7 @@ class Chunk:
     text: str
     heading: str  # "Title > Section"
     tokens: int
+    fence: str = ""  # the code fence open at start_line (a long fence cut into chunks): note_windows needs it
 
 
 @dataclass(slots=True)
@@ -55,6 +57,7 @@ class _Unit:
     heading: str
     is_heading: bool
     text: str | None = None  # set only for a slice of one huge line
+    fence: str = ""  # the fence this slice of a code block starts inside
 
 
 def chunk_text(text: str, max_tokens: int = 400, overlap_tokens: int = 80) -> list[Chunk]:
@@ -77,7 +80,7 @@ def chunk_lines(lines: list[str], blocks: list[Block], max_tokens: int = 400,
             body = first.text
         else:
             body = "\n".join(lines[first.start - 1:last.end])
-        chunks.append(Chunk(first.start, last.end, body, first.heading, sum(u.tokens for u in current)))
+        chunks.append(Chunk(first.start, last.end, body, first.heading, sum(u.tokens for u in current), first.fence))
 
     for unit in units:
         if current and (size + unit.tokens > max_tokens or unit.text is not None
@@ -123,25 +126,29 @@ def _units(lines: list[str], blocks: list[Block], line_tokens: list[int], max_to
             units.append(_Unit(b.start, b.end, tokens, heading, b.kind == "heading"))
             continue
         # Oversized block: slices of whole lines; a single huge line is cut by characters.
+        fence = fence_marker(lines[b.start - 1]) if b.kind == "code" else ""
         start, size = b.start, 0
+
+        def inside(ln: int) -> str:  # the fence a slice starting at line ln is inside of
+            return fence if ln > b.start else ""
         for ln in range(b.start, b.end + 1):
             t = line_tokens[ln - 1]
             if t > max_tokens:
                 if ln > start:
-                    units.append(_Unit(start, ln - 1, size, heading, False))
-                units.extend(_split_line(lines[ln - 1], ln, heading, max_tokens))
+                    units.append(_Unit(start, ln - 1, size, heading, False, fence=inside(start)))
+                units.extend(_split_line(lines[ln - 1], ln, heading, max_tokens, inside(ln)))
                 start, size = ln + 1, 0
                 continue
             if size + t > max_tokens and ln > start:
-                units.append(_Unit(start, ln - 1, size, heading, False))
+                units.append(_Unit(start, ln - 1, size, heading, False, fence=inside(start)))
                 start, size = ln, 0
             size += t
         if start <= b.end:
-            units.append(_Unit(start, b.end, size, heading, False))
+            units.append(_Unit(start, b.end, size, heading, False, fence=inside(start)))
     return units
 
 
-def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit]:
+def _split_line(line: str, ln: int, heading: str, max_tokens: int, fence: str = "") -> list[_Unit]:
     """A line too long for one chunk, cut into slices of at most max_tokens estimated tokens, marks
     included: each slice's text has a "…" on the side(s) where the line goes on, so a snippet that
     shows a slice says it is part of a line, and between the marks is a verbatim part of the line.
@@ -159,7 +166,7 @@ def _split_line(line: str, ln: int, heading: str, max_tokens: int) -> list[_Unit
                 pass
             j = m.end() if m else j
         text = (CUT if i else "") + line[i:j] + (CUT if j < n else "")
-        units.append(_Unit(ln, ln, estimate_tokens(text), heading, False, text))
+        units.append(_Unit(ln, ln, estimate_tokens(text), heading, False, text, fence))
         i = j - 1 if j < n and j - i > 1 and CJK_RE.match(line, j - 1) and CJK_RE.match(line, j) else j
     return units
 
@@ -204,18 +211,19 @@ def windows(text: str, start_line: int, max_tokens: int = WINDOW_TOKENS) -> list
 
 
 def note_windows(text: str, start_line: int, heading: str, max_tokens: int = WINDOW_TOKENS,
-                 merge_tokens: int = NOTE_MERGE_TOKENS) -> list[tuple[int, int, str, str]]:
+                 merge_tokens: int = NOTE_MERGE_TOKENS, fence: str = "") -> list[tuple[int, int, str, str]]:
     """A chunk cut along the notes a person wrote: a note is a block (a list item with its sub-items,
     a paragraph, a quote, a code fence); consecutive notes under one heading share a window while they
     fit in merge_tokens; a note longer than max_tokens is cut by windows(). A daily log is a list of
     unrelated notes: a window of 128 tokens spanning 5-8 of them blurred them into one vector
     (bench/README.md, "Windows along the notes"). Each window carries the heading path it sits
-    under: (start, end, text, heading)."""
+    under: (start, end, text, heading). fence: the code fence open at the chunk's first line (Chunk.fence,
+    fences_at): its lines up to the closing one are code, never headings or notes of their own."""
     lines = text.split("\n")
     path = [[n, t] for n, t in enumerate(heading.split(" > "), 1)] if heading else []
     out: list[tuple[int, int, str, str]] = []
     size = 0  # tokens of the last window, while notes may still join it
-    for block in scan_blocks(lines):
+    for block in scan_blocks(lines, fence):
         a, b = block.start - 1, block.end - 1
         if block.kind == "heading":
             if a == 0 and path:  # the chunk's own first heading: the path holds it, only its level is new
@@ -252,8 +260,31 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def chunk_windows(cid: int, text: str, heading: str, start_line: int) -> list[tuple[int, int, int, str]]:
+def chunk_windows(cid: int, text: str, heading: str, start_line: int,
+                  fence: str = "") -> list[tuple[int, int, int, str]]:
     """(chunk id, start, end, text to embed) for each window of a chunk (note_windows); at least one."""
-    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading)]
+    wins = [(a, b, embedding_text(t, h)) for a, b, t, h in note_windows(text, start_line, heading, fence=fence)]
     wins = wins or [(start_line, start_line + text.count("\n"), embedding_text(text, heading))]  # headings only
     return [(cid, a, b, t) for a, b, t in wins]
+
+
+def fences_at(chunks) -> dict[int, str]:
+    """{start line: the code fence open there} for the chunks of one file that start inside a fence
+    (Chunk.fence), found again from the chunks alone, (start_line, text) in any order, as the index
+    stores them: together they hold every line of the file but blank ones."""
+    chunks = sorted(chunks)
+    if not any("```" in text or "~~~" in text for _, text in chunks):
+        return {}
+    lines: list[str] = []
+    for start, text in chunks:
+        part = text.split("\n")
+        if len(lines) < start - 1:
+            lines.extend([""] * (start - 1 - len(lines)))
+        lines.extend(part[len(lines) - (start - 1):])  # overlapping lines: the earlier chunk's copy
+    code = [(b.start, b.end, fence_marker(lines[b.start - 1])) for b in scan_blocks(lines) if b.kind == "code"]
+    out = {}
+    for start, _ in chunks:
+        for a, b, fence in code:
+            if a < start <= b and fence:
+                out[start] = fence
+    return out

@@ -97,12 +97,25 @@ def _fence_of(line: str) -> tuple[str, int] | None:
     return fence[0], len(fence)
 
 
-def scan_blocks(lines: list[str]) -> list[Block]:
-    """Split lines into top-level blocks. Never raises; unknown shapes become paragraphs."""
+def fence_marker(line: str) -> str:
+    """The fence a line opens ("```", "~~~~", …), or ""."""
+    fence = _fence_of(line)
+    return fence[0] * fence[1] if fence else ""
+
+
+def scan_blocks(lines: list[str], open_fence: str = "") -> list[Block]:
+    """Split lines into top-level blocks. Never raises; unknown shapes become paragraphs.
+    open_fence: the fence (fence_marker) open before lines[0], when they start inside a code block:
+    the lines up to the one closing it are that block's rest."""
     blocks: list[Block] = []
     n = len(lines)
     i = 0
-    if n and lines[0].strip() == "---":  # YAML front matter
+    if open_fence and n:
+        while i < n and not _fence_closes(lines[i], open_fence[0], len(open_fence)):
+            i += 1
+        blocks.append(Block(1, min(i, n - 1) + 1, "code"))
+        i += 1
+    elif n and lines[0].strip() == "---":  # YAML front matter
         for j in range(1, min(n, 1000)):
             if lines[j].strip() in ("---", "..."):
                 blocks.append(Block(1, j + 1, "front_matter"))
