@@ -2,13 +2,19 @@
 each `adaptive:NAME` in --fusion runs adaptive fusion changed as NAME says, `adaptive` is the default.
 
     python bench/fusion_variants.py bench/paraphrase/run.py --model-path /tmp/minilm.onnx --out WS \\
-        --fusion adaptive,adaptive:nolead,adaptive:lead=0.04 --level chunk
+        --fusion adaptive,adaptive:nolead,adaptive:lead=2,adaptive:abs=0.06 --level chunk
     python bench/vec_variants.py notes0 bench/fusion_variants.py bench/quality.py ROOT ... --fusion ...
 
-NAME: parts joined by `+`: `nolead` (no clear-vector-first rule), `lead=X` (fusion.VECTOR_LEAD = X),
-`leadE=X` (the rule only when the keyword evidence is below X), and text weights below fusion.WEAK
-(evidence E): `zero=X` (0 when E < X), `scale=X` (X * E), `pow=X` (WEAK * (E / WEAK) ** X).
+NAME: parts joined by `+`: `nolead` (no clear-vector-first rule), `lead=X` (fusion.VECTOR_LEAD = X
+standard deviations), `leadE=X` (the rule only when the keyword evidence is below X), other leads instead of
+fusion's: `abs=X` (the closest candidate ranks first when its cosine leads the second's by X, the rule
+before 2026-11-26's e5 measurements), `rel=X` (by X times the gap between the first and the `relk`-th,
+default 10th), and text weights below fusion.WEAK (evidence E): `zero=X`
+(0 when E < X), `scale=X` (X * E), `pow=X` (WEAK * (E / WEAK) ** X).
+FUSION_LOG=FILE writes, per query, the candidates' cosines best first (the default variant's), as JSON.
 """
+import json
+import os
 import runpy
 import sys
 
@@ -31,18 +37,45 @@ def query_weights(rarity, texts, text_weight, vector_weight):
     return w
 
 
+cosines: dict[str, list[float]] = {}  # FUSION_LOG: query -> its candidates' cosines, best first
+asked = {"query": None}
+
+
+def relative_lead(vec, share: float, kth: int):
+    """The closest candidate when its lead over the second is at least share x (first - kth-closest)."""
+    top = sorted(vec, key=lambda x: -x[1])[:kth]
+    if len(top) < 2:
+        return None
+    spread = top[0][1] - top[-1][1]
+    return top[0][0] if spread > 0 and top[0][1] - top[1][1] >= share * spread else None
+
+
+def absolute_lead(vec, lead: float):
+    """The closest candidate when its cosine leads the second's by at least `lead`."""
+    top = sorted(vec, key=lambda x: -x[1])[:2]
+    return top[0][0] if len(top) == 2 and top[0][1] - top[1][1] >= lead else None
+
+
 def adaptive_fuse(bm25, vec, weights):
+    if not variant and asked["query"] is not None:
+        cosines[asked["query"]] = [round(s, 5) for _, s in sorted(vec, key=lambda x: -x[1])]
     lead = fusion.VECTOR_LEAD
     fusion.VECTOR_LEAD = variant.get("lead", lead)
-    if "nolead" in variant or weights.evidence >= variant.get("leadE", 2.0):
+    if "nolead" in variant or "rel" in variant or "abs" in variant or weights.evidence >= variant.get("leadE", 2.0):
         fusion.VECTOR_LEAD = float("inf")
     try:
-        return default_fuse(bm25, vec, weights)
+        ranked = default_fuse(bm25, vec, weights)
     finally:
         fusion.VECTOR_LEAD = lead
+    if ("rel" in variant or "abs" in variant) and weights.evidence < fusion.STRONG:
+        first = weights.lead = (relative_lead(vec, variant["rel"], int(variant.get("relk", 10))) if "rel" in variant
+                                else absolute_lead(vec, variant["abs"]))
+        ranked.sort(key=lambda x: (x[0] not in weights.exact, x[0] != first))  # stable: the fused order otherwise
+    return ranked
 
 
 def recall(*args, fusion=None, **kwargs):
+    asked["query"] = args[1] if len(args) > 1 else kwargs.get("query")
     if fusion and fusion.startswith("adaptive"):
         name = fusion.partition(":")[2]
         variant.clear()
@@ -54,4 +87,9 @@ def recall(*args, fusion=None, **kwargs):
 fusion.query_weights, fusion.adaptive_fuse, search.recall = query_weights, adaptive_fuse, recall
 sys.argv = sys.argv[1:]
 sys.path.insert(0, sys.argv[0].rsplit("/", 1)[0])
-runpy.run_path(sys.argv[0], run_name="__main__")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    if os.environ.get("FUSION_LOG"):
+        with open(os.environ["FUSION_LOG"], "w", encoding="utf-8") as f:
+            json.dump(cosines, f, ensure_ascii=False)

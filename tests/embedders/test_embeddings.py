@@ -74,9 +74,11 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     assert hybrid["mode"] == "hybrid"
     top = hybrid["results"][0]
     assert top["path"] == "bank/world.md"
-    assert set(top["explain"]) == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity", "fused",
-                                   "text_weight", "vector_weight", "keyword_evidence", "ranked_first"}
-    assert top["explain"]["ranked_first"] == "vector_lead"  # no keyword holds it: the vectors' clear first
+    assert set(top["explain"]) - {"ranked_first"} == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity",
+                                                      "fused", "text_weight", "vector_weight", "keyword_evidence"}
+    # no keyword holds it: the vectors decide, by the fused order or their clear lead (in standard deviations
+    # of the candidates' cosines, which the loopback server's few hashed vectors may not show)
+    assert top["explain"].get("ranked_first") in (None, "vector_lead")
     assert top["explain"]["vector_rank"] == 1 and top["explain"]["bm25_rank"] is None
     assert not any("BM25" in w for w in hybrid["warnings"])
 

@@ -6,8 +6,9 @@ Here the weights follow the query's keyword evidence: the share of its rarity (I
 CJK bigrams, counted in the index) that the best keyword candidate holds. Holding (nearly) all of it,
 the configured weights stand; below WEAK the text weight is the evidence itself, and the vectors
 decide. A candidate holding a rare identifier of the query (E4021, 9f3c2ab) ranks first; below STRONG,
-a candidate whose cosine leads every other's by VECTOR_LEAD ranks next (a sum of weights would let a
-keyword share on incidental words push the vectors' clear answer to second place). And a hit
+a candidate whose cosine leads every other's by VECTOR_LEAD standard deviations of theirs ranks next (a
+sum of weights would let a keyword share on incidental words push the vectors' clear answer to second
+place). And a hit
 with a line holding at least LINE_STRONG of that rarity cites its keyword lines, as BM25 recall does:
 the vector windows choose the lines only where the words match incidentally (keyword_line).
 """
@@ -22,11 +23,13 @@ WEAK = 0.5     # keyword evidence below this: the keyword list matched incidenta
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
 RARE_DF = 3    # an identifier in at most this many chunks is an exact match to keep first
 LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as the keywords choose
-# a cosine lead over the second-closest candidate that makes the closest first (below STRONG): with
-# all-MiniLM-L6-v2 the closest was the right note for 19 of the 19 paraphrase questions with such a
-# lead, 16 of the 107 without (bench/README.md, "A clear vector first"); a model whose cosines crowd
-# closer together simply shows such a lead less often
-VECTOR_LEAD = 0.06
+# the closest candidate ranks first (below STRONG) when its cosine leads the second-closest's by this many
+# standard deviations of all the candidates' cosines: a lead in the query's own units, so it means the same
+# for a model whose cosines crowd together (multilingual-e5-small: the top ten within ~0.01 of ~0.85) as
+# for one whose cosines spread (all-MiniLM-L6-v2: ~0.05 of ~0.50). A fixed 0.06 of cosine never fired
+# with e5; this one gives MiniLM the same hit@1 as 0.06 did (bench/README.md, "A clear vector first,
+# in the query's own units")
+VECTOR_LEAD = 1.5
 
 
 @dataclass
@@ -127,11 +130,15 @@ def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], w
 
 
 def vector_lead(vec: list[tuple[int, float]]) -> int | None:
-    """The candidate whose cosine is ahead of every other's by at least VECTOR_LEAD, or None."""
-    if len(vec) < 2:
+    """The candidate whose cosine is ahead of every other's by at least VECTOR_LEAD standard deviations of
+    all the candidates' cosines, or None (also with fewer than 3 candidates: no spread to measure)."""
+    if len(vec) < 3:
         return None
-    (first, best), (_, second) = sorted(vec, key=lambda x: -x[1])[:2]
-    return first if best - second >= VECTOR_LEAD else None
+    ranked = sorted(vec, key=lambda x: -x[1])
+    mean = sum(s for _, s in vec) / len(vec)
+    spread = math.sqrt(sum((s - mean) ** 2 for _, s in vec) / len(vec))
+    (first, best), (_, second) = ranked[:2]
+    return first if spread > 0 and best - second >= VECTOR_LEAD * spread else None
 
 
 def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[tuple[int, float]], texts: dict[int, str],
