@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -199,3 +200,31 @@ def test_fresh_recalls_while_a_note_is_being_written(ws):
         stop.set()
         t.join()
     assert _cited(ws, "wombat") == {"memory/2025-11-27.md"}
+
+
+def test_the_child_holds_none_of_the_output_pipes(ws, monkeypatch):
+    """A reader waiting for the end of a recall's output (an agent) never waits for the child."""
+    _indexed(ws)
+    monkeypatch.setattr(catchup, "_nothing_to_do", lambda _ws: time.sleep(600))  # a sweep that hangs
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a process whose stdout and stderr are the pipe starts the check, then exits
+        try:
+            os.close(r)
+            os.dup2(w, 1)
+            os.dup2(w, 2)
+            os.close(w)
+            mem = Memory.open(ws)
+            mem.check_ahead()
+            os.write(1, b"%d\n" % mem._ahead.pid)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        child = int(os.read(r, 32))
+        os.waitpid(pid, 0)
+        assert select.select([r], [], [], 60)[0] and os.read(r, 32) == b""  # the end of the output
+        os.kill(child, 0)  # while the check's child still runs
+    finally:
+        os.close(r)
+        os.kill(child, signal.SIGKILL)

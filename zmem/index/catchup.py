@@ -381,6 +381,9 @@ def check_ahead(ws: Workspace) -> CheckAhead | None:
         code = 1
         try:
             os.close(r)
+            null = os.open(os.devnull, os.O_RDWR)  # a reader waiting for EOF on the parent's output never waits for it
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
             indexed = _nothing_to_do(ws)
             if indexed:
                 os.write(w, indexed.encode())
