@@ -341,8 +341,10 @@ class CheckAhead:
             while chunk := os.read(self.fd, 128):
                 reply += chunk
             status = os.waitpid(self.pid, 0)[1]
-        finally:
-            self._done()
+        except BaseException:  # Ctrl-C while waiting: the child is not left behind
+            self.abandon()
+            raise
+        self._done()
         ok = os.waitstatus_to_exitcode(status) == 0 and bool(reply) and reply.isascii()
         return reply.decode() if ok else None
 
