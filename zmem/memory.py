@@ -69,6 +69,7 @@ class Memory:
         self._conn = None
         self._conn_id = None
         self._fresh = None          # the CatchUp of this Memory's freshness check
+        self._ahead = None          # that check running in a child process (check_ahead), not yet confirmed
         self._providers = None
         self._models_key = None     # the model files the providers were loaded from, as _model_files saw them
         self._matrix = None         # stored vectors kept in memory (vectors.VectorMatrix), when watching
@@ -94,6 +95,7 @@ class Memory:
 
     def close(self) -> None:
         """Close the index connection (and the watch); the Memory reopens them if used again."""
+        self._abandon_ahead()
         self._close_conn()
         if self._stop_vouching is not None:
             self._stop_vouching()
@@ -172,7 +174,48 @@ class Memory:
         file, an ignore rule or HEAD changed since the last time). Its warnings say what it could not do."""
         if self.watch:
             return self._caught_up_live()
+        if self._fresh is None and self._ahead is not None:
+            self._fresh = self._assumed_fresh()
         return self._fresh if self._fresh is not None else self.catch_up()
+
+    def check_ahead(self) -> None:
+        """(A fresh process that reads once, such as `zmem recall`.) Start the freshness check in a
+        child process now, and until confirmed() let fresh() take the index as caught up: what is read
+        meanwhile counts only once confirmed() says so. Does nothing once the index is open (a
+        connection must not cross a fork), with watch, or where it cannot fork."""
+        if self._conn is None and self._fresh is None and self._ahead is None and not self.watch:
+            from zmem.index.catchup import check_ahead
+            self._ahead = check_ahead(self.workspace)
+
+    def confirmed(self) -> bool:
+        """Whether the check that check_ahead started found the index caught up, with nothing to do (so
+        what was read since holds); True when none was started. When not, fresh() checks and catches up
+        again, and whatever was read must be read again."""
+        if self._ahead is None:
+            return True
+        ahead, self._ahead = self._ahead, None
+        assumed = self._fresh
+        if assumed is not None and ahead.indexed() == assumed.head:
+            return True
+        self._fresh = None
+        return False
+
+    def _assumed_fresh(self) -> CatchUp | None:
+        """What catch_up returns when nothing changed, taken from the index while the check runs;
+        None (and the check stopped) when the index was never caught up: catch_up decides at once."""
+        from zmem.store import db
+        from zmem.index.catchup import CatchUp
+        indexed = db.get_meta(self.conn, "indexed_commit")
+        if not indexed:
+            self._abandon_ahead()
+            return None
+        return CatchUp(head=indexed, previous=indexed, warnings=list(self.workspace.config.warnings))
+
+    def _abandon_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.abandon()
+            self._ahead = None
+            self._fresh = None
 
     def _caught_up_live(self) -> CatchUp:
         """The index brought up to date — or known to be, without the stat sweep: no memory file

@@ -74,9 +74,10 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
     try:
         from zmem.memory import Memory
         with Memory.open(directory) as mem:
-            res = mem.recall(" ".join(words), k=k, since=None, until=None, path=None, max_chars=None, mode=None,
-                             explain=False, kind=None, entity=None, as_of=None, scope="private", source=None,
-                             rerank=None)
+            mem.check_ahead()  # the stat sweep in a child process, on the other core, while this one searches
+            res = _recall_once(mem, words, k)
+            if not mem.confirmed():  # something changed: caught up now, asked again
+                res = _recall_once(mem, words, k)
             if as_json:
                 import json
                 out = json.dumps(res.to_json(), ensure_ascii=False, indent=2) + "\n"
@@ -107,6 +108,11 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             raise
         return _failed(e)
     return 0
+
+
+def _recall_once(mem, words: list[str], k: int | None):
+    return mem.recall(" ".join(words), k=k, since=None, until=None, path=None, max_chars=None, mode=None,
+                      explain=False, kind=None, entity=None, as_of=None, scope="private", source=None, rerank=None)
 
 
 def _failed(e: BaseException) -> int:

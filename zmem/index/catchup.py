@@ -326,6 +326,102 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     return (indexed if same else None), changes
 
 
+class CheckAhead:
+    """quick_check running in a forked child process while this one reads the index (check_ahead)."""
+
+    def __init__(self, pid: int, fd: int):
+        self.pid, self.fd = pid, fd
+
+    def indexed(self) -> str | None:
+        """Wait for the child: the indexed commit when catch_up would have returned at once with
+        nothing to record (HEAD, settings, files, directories and ignore rules as the index saw
+        them), else None (changed, or anything odd: the caller catches up as usual)."""
+        try:
+            reply = b""
+            while chunk := os.read(self.fd, 128):
+                reply += chunk
+            status = os.waitpid(self.pid, 0)[1]
+        except BaseException:  # Ctrl-C while waiting: the child is not left behind
+            self.abandon()
+            raise
+        self._done()
+        ok = os.waitstatus_to_exitcode(status) == 0 and bool(reply) and reply.isascii()
+        return reply.decode() if ok else None
+
+    def abandon(self) -> None:
+        """Stop the child, if it is still running, and reap it."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:  # reaped already
+            pass
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def check_ahead(ws: Workspace) -> CheckAhead | None:
+    """Start the freshness check (quick_check, with its own connection) in a forked child, so that
+    its stat sweep runs on another core while this process opens the index and searches. Call it
+    before this process opens the index: an open SQLite connection must not cross a fork. None
+    where there is no fork, when no other core is idle (the child would only add its own cost, ~8 ms
+    of CPU), or when a watcher's socket is there (asking it is quicker than a fork)."""
+    if not hasattr(os, "fork") or not _idle_core() or os.path.exists(os.path.join(ws.state_dir, fsmonitor.SOCKET)):
+        return None
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the child: say the indexed commit when nothing is to be done, exit 1 for anything else
+        code = 1
+        try:
+            os.close(r)
+            null = os.open(os.devnull, os.O_RDWR)  # a reader waiting for EOF on the parent's output never waits for it
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            indexed = _nothing_to_do(ws)
+            if indexed:
+                os.write(w, indexed.encode())
+                code = 0
+        except BaseException:  # noqa: BLE001 - the parent then checks for itself
+            pass
+        finally:
+            os._exit(code)  # no atexit, no flushing of the parent's buffers, no SQLite close
+    os.close(w)
+    return CheckAhead(pid, r)
+
+
+def _idle_core() -> bool:
+    """Whether a core is idle now besides this process's: Linux counts the tasks running or ready to
+    run now (this one included) in /proc/loadavg; elsewhere the last minute's load average tells."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0]) < cores
+    except (OSError, ValueError, IndexError):
+        try:
+            return os.getloadavg()[0] < cores - 1
+        except OSError:
+            return False
+
+
+def _nothing_to_do(ws: Workspace) -> str | None:
+    """The indexed commit when catch_up would return at once without writing anything, else None."""
+    conn = db.connect(ws.index_path, readonly=True)
+    indexed, changes = quick_check(ws, conn)
+    if indexed is None or changes is None or changes.files or changes.dirs or changes.ignores or changes.restat \
+            or changes.rehashed or changes.rescanned or dead_rebuilds(ws.state_dir):
+        return None
+    return indexed
+
+
 def _restat(ws: Workspace, conn, restat: dict, checked_at: int | None) -> None:
     """Record verified stat signatures under the lock (checked_at None: only take the lock, which
     removes what killed rebuilds left)."""

@@ -91,7 +91,6 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
     gone, and new memory files in directories whose signature moved or is too recent to trust."""
     out = Changes()
     out.ignores = ignore_rules_changed(stored_ignore_record(conn))
-    known = set()
     suspects: dict[str, tuple[int, int, int, int] | None] = {}  # stat moved or too recent to trust
     base = str(root) + os.sep  # plain strings: pathlib would triple the cost of 10,000 stats
     stat = os.stat
@@ -100,7 +99,6 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
     try:
         # the stat columns only (a covering index): blobs are read for the few suspects
         for rel, mtime, size, ino, ctime in conn.execute("SELECT path, mtime_ns, size, ino, ctime_ns FROM files"):
-            known.add(rel)
             parent, _, name = rel.rpartition("/")
             fd = dir_fds.get(parent)
             if fd is None:
@@ -128,6 +126,7 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
         except OSError:  # gone, or (still) unreadable: the catch-up decides
             out.files.add(rel)
     recorded = {rel: (mtime, ctime) for rel, mtime, ctime in conn.execute("SELECT path, mtime_ns, ctime_ns FROM dirs")}
+    known: set[str] | None = None  # the indexed paths: read once a directory is to be listed
     for rel, was in recorded.items():
         directory = base + rel if rel else str(root)
         sig = dir_signature(directory)
@@ -139,6 +138,8 @@ def changed_since_snapshot(root: Path, conn, taken_ns: int, is_memory_path, tops
             out.rescanned += 1
         else:
             out.dirs[rel] = sig
+        if known is None:
+            known = {p for (p,) in conn.execute("SELECT path FROM files")}
         if sig is None:  # gone, or now a file (`memory/x.md` was a directory): its notes went with it
             if rel not in known and is_memory_path(rel) and os.path.isfile(directory) and not os.path.islink(directory):
                 out.files.add(rel)
