@@ -16,6 +16,10 @@ makes, instead of importing the runtime and loading the model itself (~0.5 s). T
 its providers from the workspace's own settings (the asker only names a fingerprint, never a file)
 and loads the model at the first such question, answering "no" to that one. Any doubt (no watcher,
 another fingerprint, not loaded yet, busy, an error, no answer in time) and the asker embeds as before.
+And it answers keyword searches: a fresh recall whose words include common ones sends "bm25 KEY K
+TOKEN…" (KEY: zmem.store.impact's key of the index state the asker reads) and gets the rows impact's
+top_k gives for exactly that state, from the lists this process keeps (KeywordSearches); any doubt
+and the asker searches with FTS5 itself.
 The socket is protected as the vouching is: it lives in the workspace's state directory and is made
 with the process's umask, so only those who may write there can connect.
 """
