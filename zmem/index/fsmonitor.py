@@ -324,6 +324,7 @@ class KeywordSearches:
         self.words: dict[str, None] = {}  # asked common words, oldest first
         self.building = False
         self.thread = None
+        self.index, self.stamp = None, None  # the thread's connection, and the file's (device, inode) then
 
     def submit(self, conn, payload: bytes) -> None:
         """Take over conn, whose request was `bm25 PAYLOAD`: queued, or answered "no" at once."""
@@ -344,11 +345,7 @@ class KeywordSearches:
 
     def _run(self) -> None:
         import queue
-        from zmem.store import db, impact
-        try:
-            index = db.connect(self.index_path, readonly=True)
-        except Exception:  # noqa: BLE001 - no index to read: every question gets "no"
-            index = None
+        from zmem.store import impact
         seen = made = None  # the state key at the last look; the one the remembered words have lists for
         while True:
             try:
@@ -358,8 +355,9 @@ class KeywordSearches:
             if item is None:
                 break
             try:
+                index = self._open()
                 if item is False:  # a quiet moment: the newest state's lists, once it held for a poll
-                    now = impact.state_key(index)
+                    now = impact.state_key(index) if index is not None else None
                     if now is not None and now == seen and now != made:
                         made = self._build(index, impact, list(reversed(self.words)), evict=False)
                     seen = now
@@ -371,7 +369,7 @@ class KeywordSearches:
                 else:
                     _reply(conn, ("rows" + "".join(f" {cid}:{rank!r}" for cid, rank in rows) + "\n").encode())
                 if missing or rows is not None:
-                    for t in tokens:  # the common ones are listed; the others cost nothing to remember
+                    for t in tokens:  # latest last; build() skips the rare ones
                         self.words.pop(t, None)
                         self.words[t] = None
                     while len(self.words) > self.WORDS:
@@ -380,10 +378,28 @@ class KeywordSearches:
                     made = None
                     self._build(index, impact, tokens, evict=True)
             except Exception:  # noqa: BLE001 - a failed search or build: the asking processes use FTS5
-                if item and not isinstance(item, bool):
+                if item:
                     _reply(item[0], b"no error\n")
-        if index is not None:
-            index.close()
+        self._close_index()
+
+    def _open(self):
+        """This thread's read-only connection to the index, opened again when the file was replaced
+        (`zmem index --full`); None without one."""
+        from zmem.store import db
+        try:
+            st = os.stat(self.index_path)
+        except OSError:
+            self._close_index()
+            return None
+        if self.index is None or self.stamp != (st.st_dev, st.st_ino):
+            self._close_index()
+            self.index, self.stamp = db.connect(self.index_path, readonly=True), (st.st_dev, st.st_ino)
+        return self.index
+
+    def _close_index(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
 
     def _build(self, index, impact, tokens: list[str], evict: bool) -> str | None:
         self.building = True
