@@ -230,3 +230,20 @@ def assert_served_soon(root: Path, tokens: list[str], query: str, expected: str)
         if True in report["served"]:
             return
     raise AssertionError("no fresh recall was answered by the watcher")
+
+
+def test_a_running_mcp_server_answers_too_and_its_own_searches_are_unchanged(ws):
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from helpers.mcp_client import call, session
+    tokens = listed(ws)
+    alone, _ = fresh_recall(ws, "gateway backup studio", "alone")
+
+    async def go():
+        async with session(ws) as s:
+            own = await call(s, "memory_search", query="relay deploy")  # the first call starts watching
+            await asyncio.to_thread(lambda: assert_served_soon(ws, tokens, "gateway backup studio", alone))
+            for _ in range(3):  # the server's own searches, from the lists its answers made: as before
+                assert await call(s, "memory_search", query="relay deploy") == own
+    asyncio.run(go())
