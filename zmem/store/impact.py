@@ -14,7 +14,11 @@ a word's chunks and weighted counts from fts5vocab (instance), the chunk lengths
 docsize table, the row count and average length from its averages record. The state is keyed by
 what any write of the notes changes (the snapshot time every catch-up records, the chunk id
 sequence, the averages record), read in one read transaction with the answer, so a write in
-between can never mix two states."""
+between can never mix two states.
+
+A fresh process, which leaves its first searches of a state to FTS5, asks a watcher holding lists
+instead (top_k_asking): `zmem watch` / `zmem mcp` answer from theirs for exactly the same key
+(served_top_k) and make the missing ones after answering (build; zmem.index.fsmonitor)."""
 from __future__ import annotations
 
 import heapq
