@@ -264,6 +264,7 @@ class Memory:
         if not self._source.watch_cookies(server.cookie_dir):
             server.close()
             return
+        server.serve_searches(ws.index_path)
         self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server))
 
     def _query_embedder(self, fingerprint: str):
@@ -397,7 +398,7 @@ class Memory:
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
-                         exclude=exclude, rerank=stage)
+                         exclude=exclude, rerank=stage, watcher=None if self.watch else ws.state_dir)
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
         res.warnings = warnings + res.warnings

@@ -17,6 +17,10 @@ its providers from the workspace's own settings (the asker only names a fingerpr
 and loads the model at the first such question, answering "no" to that one (a watcher that starts
 with such a model's vectors stored starts loading it at once: QueryEmbedding.preload). Any doubt (no watcher,
 another fingerprint, not loaded yet, busy, an error, no answer in time) and the asker embeds as before.
+And it answers keyword searches: a fresh recall whose words include common ones sends "bm25 KEY K
+TOKEN…" (KEY: zmem.store.impact's key of the index state the asker reads) and gets the rows impact's
+top_k gives for exactly that state, from the lists this process keeps (KeywordSearches); any doubt
+and the asker searches with FTS5 itself.
 The socket is protected as the vouching is: it lives in the workspace's state directory and is made
 with the process's umask, so only those who may write there can connect.
 """
@@ -36,6 +40,8 @@ MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; a longer path: no vouching, t
 EMBED_TIMEOUT = 0.25  # seconds a fresh process waits for its query's vector (a served one takes ~1-30 ms)
 MAX_REQUEST = 1 << 16  # bytes; a longer query is embedded by the asking process itself
 EMBED_QUEUE = 4  # questions waiting for the embedding thread; one more is answered "no busy"
+SEARCH_TIMEOUT = 0.1  # seconds a fresh process waits for a watcher's keyword search (a served one: ~1-10 ms)
+SEARCH_WORDS = 64  # words in a keyword search a watcher answers; more: the asking process searches itself
 _serving = False  # this process is the watcher: its own catch-ups never ask it (it would wait on itself)
 
 
@@ -59,6 +65,23 @@ def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBE
         return None
     ok = isinstance(vector, list) and vector and all(isinstance(x, float) for x in vector)
     return vector if ok else None
+
+
+def ranked(state_dir: Path, key: str, tokens: list[str], k: int,
+           timeout: float = SEARCH_TIMEOUT) -> list[tuple[int, float]] | None:
+    """A watcher's top k (chunk id, FTS5 rank) for tokens in the index state whose key is key
+    (zmem.store.impact.key_text), exactly what impact.top_k gives there; None: FTS5 answers."""
+    request = f"bm25 {key} {k} {' '.join(tokens)}\n".encode()
+    if len(request) > MAX_REQUEST or any(" " in t or "\n" in t for t in tokens):
+        return None
+    reply = _ask(state_dir, request, timeout)
+    if not reply or not reply.startswith(b"rows") or not reply.endswith(b"\n"):
+        return None
+    try:  # "rows ID:RANK ID:RANK…": each rank written by repr, read back as the same double
+        rows = [(int(cid), float(rank)) for cid, _, rank in (row.partition(b":") for row in reply.split()[1:])]
+    except ValueError:
+        return None
+    return rows if len(rows) <= k else None
 
 
 def _ask(state_dir: Path, request: bytes, timeout: float) -> bytes | None:
@@ -155,6 +178,10 @@ class VouchServer:
                         break
                     request += part
                 word, _, rest = request.strip().partition(b" ")
+                if word == b"bm25" and self.searches is not None:
+                    self.searches.submit(conn, rest)  # the connection is the search thread's now
+                    conn = None
+                    continue
                 if word == b"embed" and self.queries is not None:
                     self.queries.submit(conn, rest)  # the connection is the embedding thread's now
                     conn = None
@@ -168,10 +195,18 @@ class VouchServer:
                 if conn is not None:
                     conn.close()
 
+    searches = None  # KeywordSearches, once serve_searches is called
+
+    def serve_searches(self, index_path: Path) -> None:
+        """Answer fresh processes' keyword searches too (`bm25 …`), from lists this process keeps."""
+        self.searches = KeywordSearches(index_path)
+
     def close(self) -> None:
         global _serving
         _serving = False
         self.sock.close()
+        if self.searches is not None:
+            self.searches.close()
         if self.queries is not None:
             self.queries.close()
         try:
@@ -275,6 +310,116 @@ class QueryEmbedding:
                     to_load.load()
                 except Exception:  # noqa: BLE001
                     self.failed.add(to_load)
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.waiting.put(None)
+            self.thread.join(timeout=5)
+            self.thread = None
+
+
+class KeywordSearches:
+    """Answers fresh processes' keyword searches on a thread of its own: `bm25 KEY K TOKEN…`, the
+    top k of those one-token words for the index state KEY (zmem.store.impact: what its top_k gives
+    there, from the impact-ordered lists this process keeps), read from the index through a
+    connection of this thread. It answers only for exactly that state and only from lists already
+    made, else "no" at once and then makes them; while it makes lists, questions get "no busy".
+    Between questions it makes ahead the lists of the words asked lately for the index's newest
+    state (once that state has held for a poll), as far as impact.MAX_ENTRIES allows."""
+
+    POLL = 0.5  # seconds between looks at the index's state, while words were asked
+    WORDS = 64  # common words remembered (the latest asked)
+
+    def __init__(self, index_path: Path):
+        import queue
+        self.index_path = index_path
+        self.waiting: queue.Queue = queue.Queue()
+        self.words: dict[str, None] = {}  # asked common words, oldest first
+        self.building = False
+        self.thread = None
+        self.index, self.stamp = None, None  # the thread's connection, and the file's (device, inode) then
+
+    def submit(self, conn, payload: bytes) -> None:
+        """Take over conn, whose request was `bm25 PAYLOAD`: queued, or answered "no" at once."""
+        try:
+            key, k, *tokens = payload.decode("utf-8").split(" ")
+            k = int(k) if k.isascii() and k.isdigit() and len(k) <= 6 else 0
+        except (UnicodeDecodeError, ValueError):
+            key, k, tokens = "", 0, []
+        if not (key and 0 < k and 0 < len(tokens) <= SEARCH_WORDS and all(tokens)):
+            return _reply(conn, b"no request\n")
+        if self.building or self.waiting.qsize() >= EMBED_QUEUE:
+            return _reply(conn, b"no busy\n")
+        if self.thread is None:
+            import threading
+            self.thread = threading.Thread(target=self._run, name="zmem-keyword-search", daemon=True)
+            self.thread.start()
+        self.waiting.put((conn, key, k, tokens))
+
+    def _run(self) -> None:
+        import queue
+        from zmem.store import impact
+        seen = made = None  # the state key at the last look; the one the remembered words have lists for
+        while True:
+            try:
+                item = self.waiting.get(timeout=self.POLL if self.words else None)
+            except queue.Empty:
+                item = False
+            if item is None:
+                break
+            try:
+                index = self._open()
+                if item is False:  # a quiet moment: the newest state's lists, once it held for a poll
+                    now = impact.state_key(index) if index is not None else None
+                    if now is not None and now == seen and now != made:
+                        made = self._build(index, impact, list(reversed(self.words)), evict=False)
+                    seen = now
+                    continue
+                conn, key, k, tokens = item
+                rows, missing = impact.served_top_k(index, key, tokens, k) if index is not None else (None, False)
+                if rows is None:
+                    _reply(conn, b"no lists\n" if missing else b"no state\n")
+                else:
+                    _reply(conn, ("rows" + "".join(f" {cid}:{rank!r}" for cid, rank in rows) + "\n").encode())
+                if missing or rows is not None:
+                    for t in tokens:  # latest last; build() skips the rare ones
+                        self.words.pop(t, None)
+                        self.words[t] = None
+                    while len(self.words) > self.WORDS:
+                        del self.words[next(iter(self.words))]
+                if missing:
+                    made = None
+                    self._build(index, impact, tokens, evict=True)
+            except Exception:  # noqa: BLE001 - a failed search or build: the asking processes use FTS5
+                if item:
+                    _reply(item[0], b"no error\n")
+        self._close_index()
+
+    def _open(self):
+        """This thread's read-only connection to the index, opened again when the file was replaced
+        (`zmem index --full`); None without one."""
+        from zmem.store import db
+        try:
+            st = os.stat(self.index_path)
+        except OSError:
+            self._close_index()
+            return None
+        if self.index is None or self.stamp != (st.st_dev, st.st_ino):
+            self._close_index()
+            self.index, self.stamp = db.connect(self.index_path, readonly=True), (st.st_dev, st.st_ino)
+        return self.index
+
+    def _close_index(self) -> None:
+        if self.index is not None:
+            self.index.close()
+            self.index = None
+
+    def _build(self, index, impact, tokens: list[str], evict: bool) -> str | None:
+        self.building = True
+        try:
+            return impact.build(index, tokens, evict)
+        finally:
+            self.building = False
 
     def close(self) -> None:
         if self.thread is not None:

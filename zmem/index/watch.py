@@ -486,6 +486,7 @@ class Watcher:
         if not self.source.watch_cookies(server.cookie_dir):
             server.close()
             return
+        server.serve_searches(self.ws.index_path)
         self.server = server
 
     def _preload_query_model(self) -> None:

@@ -6,6 +6,7 @@ import functools
 import math
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from zmem.errors import ZmemError, example
 from zmem.text.chunking import CUT
@@ -66,11 +67,13 @@ class Recall:
 
 
 def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: str | None = None,
-                path_glob: str | None = None, exclude: list[str] | None = None) -> list[tuple[int, float]]:
+                path_glob: str | None = None, exclude: list[str] | None = None,
+                watcher: Path | None = None) -> list[tuple[int, float]]:
     """(chunk id, normalized score in (0, 1)) best first. score = s / (1 + s) with s = -bm25:
     monotonic, so a better keyword match always scores higher, and no threshold hides a hit.
     Words in half the chunks or more are searched only when the rarer words fill fewer than k hits
-    (fts.common_terms: they would add at most ~1e-6 to a hit holding a rarer word)."""
+    (fts.common_terms: they would add at most ~1e-6 to a hit holding a rarer word). watcher: the
+    state directory of a watcher that may answer the search from its lists (zmem.index.fsmonitor)."""
     match = build_match(query)
     if match is None:
         return []
@@ -79,19 +82,25 @@ def search_bm25(conn, query: str, *, k: int, since: str | None = None, until: st
     filtered = bool(since or until or path_glob or exclude)
     if rarer is not None:
         tokens = None if filtered else word_tokens(query, common)
-        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude, tokens)
+        hits = _bm25(conn, rarer, k, since, until, path_glob, exclude, tokens, watcher)
         if len(hits) == k:
             return hits
-    return _bm25(conn, match, k, since, until, path_glob, exclude, None if filtered else word_tokens(query))
+    return _bm25(conn, match, k, since, until, path_glob, exclude, None if filtered else word_tokens(query), watcher)
 
 
 def _bm25(conn, match: str, k: int, since: str | None, until: str | None, path_glob: str | None,
-          exclude: list[str] | None, tokens: list[str] | None = None) -> list[tuple[int, float]]:
+          exclude: list[str] | None, tokens: list[str] | None = None,
+          watcher: Path | None = None) -> list[tuple[int, float]]:
     """tokens (an unfiltered search of one-token words, fts.word_tokens): the same answer from the
-    impact-ordered lists when they can give it (store.impact), else FTS5's."""
+    impact-ordered lists when they can give it (store.impact: this process's, or a watcher's for
+    exactly this index state), else FTS5's."""
     if tokens is not None:
         from zmem.store import impact
-        rows = impact.top_k(conn, tokens, k)
+        if watcher is None:
+            rows = impact.top_k(conn, tokens, k)
+        else:
+            from zmem.index import fsmonitor
+            rows = impact.top_k_asking(conn, tokens, k, lambda *search: fsmonitor.ranked(watcher, *search))
         if rows is not None:
             return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
     where, args = [], []
@@ -400,11 +409,11 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
            vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
-           explain: bool = False, exclude: list[str] | None = None, rerank=None) -> Recall:
+           explain: bool = False, exclude: list[str] | None = None, rerank=None, watcher: Path | None = None) -> Recall:
     """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
     store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned.
     rerank: the optional step after fusion (zmem.query.rerank.stage bound to a model), which reorders the
-    candidates and chooses the lines each cites."""
+    candidates and chooses the lines each cites. watcher: see search_bm25."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -425,7 +434,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         else:
             # hybrid weighted/adaptive: deeper, to give vector candidates their keyword score (complete_scores)
             depth = max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion in ("weighted", "adaptive") else n
-            deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude)
+            deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude,
+                               watcher=watcher)
             bm25 = deep[:n]
     if vector_search is not None:
         raw = vector_search()
@@ -482,7 +492,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
                       snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
                       vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
-                      explain=explain, exclude=exclude, rerank=rerank)
+                      explain=explain, exclude=exclude, rerank=rerank, watcher=watcher)
     return out
 
 

@@ -14,7 +14,11 @@ a word's chunks and weighted counts from fts5vocab (instance), the chunk lengths
 docsize table, the row count and average length from its averages record. The state is keyed by
 what any write of the notes changes (the snapshot time every catch-up records, the chunk id
 sequence, the averages record), read in one read transaction with the answer, so a write in
-between can never mix two states."""
+between can never mix two states.
+
+A fresh process, which leaves its first searches of a state to FTS5, asks a watcher holding lists
+instead (top_k_asking): `zmem watch` / `zmem mcp` answer from theirs for exactly the same key
+(served_top_k) and make the missing ones after answering (build; zmem.index.fsmonitor)."""
 from __future__ import annotations
 
 import heapq
@@ -27,7 +31,7 @@ LIST_DF = 1000  # a word in at least this many chunks is read best first; rarer 
 SCAN_MAX = 3000  # more rare-word chunks than this to score: FTS5 is as fast
 BATCH = 64  # list entries read per word per round
 MARGIN = 1e-9  # relative: the k-th score must beat the bound by more than the rounding of either
-MAX_TERMS = 256  # words' chunk lists kept per index state
+MAX_ENTRIES = 500_000  # list entries kept per index state (~50 MB); a word in more chunks: FTS5 answers
 # Searches of each index state a process leaves to FTS5 before reading lists: making a word's list
 # costs about what FTS5 spends on one search of it, so a fresh `zmem recall` (one or two searches)
 # never pays for lists; a long-lived process (`zmem mcp`, `zmem watch`) pays once per state and word.
@@ -75,40 +79,33 @@ def idf(n_row: int, df: int) -> float:
 
 
 class State:
-    """What the scores of one index state need, read as queries need it."""
+    """What the scores of one index state need, read as queries need it. Memory: ~100 bytes per
+    list entry (a chunk holding a listed word), at most MAX_ENTRIES of them, and ~85 bytes per chunk
+    for the lengths."""
 
     def __init__(self, conn, key: tuple, n_row: int, avgdl: float):
         self.conn, self.key, self.n_row, self.avgdl = conn, key, n_row, avgdl
         self.dfs: dict[str, int] = {}
-        self.freqs: dict[str, dict[int, float]] = {}
-        self.ordered: dict[str, list[tuple[float, int]]] = {}
         self.gs: dict[str, dict[int, float]] = {}
+        self.ordered: dict[str, list[int]] = {}
+        self.entries = 0  # in gs
         self.searches = 0
         self._lengths: dict[int, int] | None = None
 
     def df(self, token: str) -> int:
         if token not in self.dfs:
-            if token in self.freqs:
-                self.dfs[token] = len(self.freqs[token])
-            else:
-                row = self.conn.execute("SELECT doc FROM temp.zmem_impact_row WHERE term = ?", (token,)).fetchone()
-                self.dfs[token] = row[0] if row else 0
+            row = self.conn.execute("SELECT doc FROM temp.zmem_impact_row WHERE term = ?", (token,)).fetchone()
+            self.dfs[token] = row[0] if row else 0
         return self.dfs[token]
 
     def freq(self, token: str) -> dict[int, float]:
         """chunk -> the token's weighted count there (text and cjk_bi 1.0, heading and cjk_uni 0.5)."""
-        if token not in self.freqs:
-            if len(self.freqs) >= MAX_TERMS:
-                self.freqs.clear()
-                self.ordered.clear()
-                self.gs.clear()
-            # summed in SQLite, a row per chunk: halves and ones add up exactly in any order
-            f = dict(self.conn.execute(
-                "SELECT doc, sum(CASE col WHEN 'heading' THEN 0.5 WHEN 'cjk_uni' THEN 0.5 ELSE 1.0 END) "
-                "FROM temp.zmem_impact_instance WHERE term = ? GROUP BY doc", (token,)))
-            self.freqs[token] = f
-            self.dfs[token] = len(f)
-        return self.freqs[token]
+        # summed in SQLite, a row per chunk: halves and ones add up exactly in any order
+        f = dict(self.conn.execute(
+            "SELECT doc, sum(CASE col WHEN 'heading' THEN 0.5 WHEN 'cjk_uni' THEN 0.5 ELSE 1.0 END) "
+            "FROM temp.zmem_impact_instance WHERE term = ? GROUP BY doc ORDER BY doc", (token,)))
+        self.dfs[token] = len(f)
+        return f
 
     def lengths(self) -> dict[int, int]:
         """chunk -> its length in tokens (all columns), from FTS5's docsize table."""
@@ -122,15 +119,28 @@ class State:
     def contributions(self, token: str) -> dict[int, float]:
         """chunk -> token's bm25 term before idf there, as FTS5 computes it (the same double)."""
         if token not in self.gs:
+            if self.entries + self.df(token) > MAX_ENTRIES:  # the lists kept so far make room
+                self.gs.clear()
+                self.ordered.clear()
+                self.entries = 0
             lengths = self.lengths()
-            self.gs[token] = {doc: self.g(v, lengths[doc]) for doc, v in self.freq(token).items()}
+            self.gs[token] = gs = {doc: self.g(v, lengths[doc]) for doc, v in self.freq(token).items()}
+            self.entries += len(gs)
         return self.gs[token]
 
-    def ordered_list(self, token: str) -> list[tuple[float, int]]:
-        """(-contribution before idf, chunk) of each chunk holding token, best first."""
+    def ordered_list(self, token: str) -> list[int]:
+        """The chunks holding token, by contribution best first (equal ones by chunk id)."""
         if token not in self.ordered:
-            self.ordered[token] = sorted((-g, doc) for doc, g in self.contributions(token).items())
+            gs = self.contributions(token)  # in chunk id order (freq's): the stable sort keeps equal ones so
+            # floats compared, not (-g, id) tuples: a sort holds the GIL throughout, and a watcher's other
+            # threads wait for it (vouching: ~200 ms for a word in 80k chunks with tuples)
+            self.ordered[token] = sorted(gs, key=gs.__getitem__, reverse=True)
         return self.ordered[token]
+
+    def has_lists(self, tokens: list[str]) -> bool:
+        """Whether a search of tokens would read no list it does not hold yet (nor the lengths)."""
+        return self._lengths is not None and all(
+            t in self.ordered for t in tokens if self.df(t) >= LIST_DF)
 
 
 _states: dict[str, State] = {}
@@ -159,10 +169,29 @@ def _state(conn) -> State | None:
                              f"fts5vocab(main, chunks_fts, {name})")
         except db.Error:  # no temporary tables here: FTS5 answers
             return None
+        if state is not None and state.key == key and path:
+            state.conn = conn  # another connection to the same index file in the same state: the lists hold
+            return state
         if len(_states) >= 4:  # indexes this process read before (tests, a library user): let them go
             _states.clear()
         state = _states[path] = State(conn, key, avg[0], float(sum(avg[1:])) / float(avg[0]))
     return state
+
+
+def state_key(conn) -> str | None:
+    """The key_text of the index state conn reads now (in a read transaction of its own)."""
+    with _lock:
+        conn.execute("BEGIN")
+        try:
+            state = _state(conn)
+            return None if state is None else key_text(state.key)
+        finally:
+            conn.execute("COMMIT")
+
+
+def key_text(key: tuple) -> str:
+    """A state's key as one word of ASCII (what a fresh process sends a watcher: zmem.index.fsmonitor)."""
+    return f"{key[0]}.{key[1]}.{key[2].hex()}"
 
 
 def document_frequencies(conn, tokens: list[str]) -> list[int] | None:
@@ -202,6 +231,73 @@ def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
                 conn.execute("COMMIT")
 
 
+def top_k_asking(conn, tokens: list[str], k: int, ask) -> list[tuple[int, float]] | None:
+    """top_k, or when this process would leave the search to FTS5 but its lists could answer it,
+    ask(key_text, tokens, k): another process's answer for exactly this index state (a watcher's,
+    zmem.index.fsmonitor.ranked) or None. Both are None for FTS5."""
+    if not ENABLED or not tokens or k <= 0:
+        return None
+    with _lock:
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")
+        try:
+            state = _state(conn)
+            if state is None:
+                return None
+            state.searches += 1
+            if state.searches > FTS5_FIRST:
+                return _top_k(state, tokens, k)
+            return ask(key_text(state.key), tokens, k) if _listable(state, tokens) else None
+        finally:
+            if began:
+                conn.execute("COMMIT")
+
+
+def _listable(state: State, tokens: list[str]) -> bool:
+    """Whether _top_k would read lists for these tokens rather than return None at once."""
+    dfs = dict(zip(tokens, (state.df(t) for t in tokens)))
+    return (any(df >= LIST_DF for df in dfs.values()) and sum(df for df in dfs.values() if df < LIST_DF) <= SCAN_MAX
+            and sum(dfs.values()) <= MAX_ENTRIES)
+
+
+def served_top_k(conn, key: str, tokens: list[str], k: int) -> tuple[list[tuple[int, float]] | None, bool]:
+    """(A watcher's side.) (top_k's rows for the index state whose key_text is key, or None; whether
+    the lists to answer it are missing): answered only from lists already made, read in one read
+    transaction with the state's key; `build` makes the missing ones."""
+    with _lock:
+        conn.execute("BEGIN")
+        try:
+            state = _state(conn)
+            if state is None or key_text(state.key) != key or not _listable(state, tokens):
+                return None, False
+            if not state.has_lists(tokens):
+                return None, True
+            return _top_k(state, tokens, k), False
+        finally:
+            conn.execute("COMMIT")
+
+
+def build(conn, tokens: list[str], evict: bool = False) -> str | None:
+    """(A watcher's side.) Make the lists of tokens (the common ones) and the lengths for the index
+    state conn reads now; its key_text. evict: let other lists go to make room for these, else make
+    only those that fit, in the order given."""
+    with _lock:
+        conn.execute("BEGIN")
+        try:
+            state = _state(conn)
+            if state is None:
+                return None
+            state.lengths()
+            for t in tokens:
+                df = state.df(t)
+                if LIST_DF <= df and (evict or t in state.gs or state.entries + df <= MAX_ENTRIES):
+                    state.ordered_list(t)
+            return key_text(state.key)
+        finally:
+            conn.execute("COMMIT")
+
+
 def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
     dfs = [state.df(t) for t in tokens]
     listed = [i for i, df in enumerate(dfs) if df >= LIST_DF]
@@ -209,6 +305,8 @@ def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] |
         return None  # no common word: FTS5 ranks few chunks
     if sum({t: df for t, df in zip(tokens, dfs) if df < LIST_DF}.values()) > SCAN_MAX:
         return None
+    if sum(dict(zip(tokens, dfs)).values()) > MAX_ENTRIES:
+        return None  # more than the lists may hold
     idfs = [idf(state.n_row, df) for df in dfs]
     terms = [(w, state.contributions(t)) for w, t in zip(idfs, tokens)]
     scored: dict[int, float] = {}
@@ -236,11 +334,11 @@ def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] |
         bound = 0.0
         for i in listed:
             if at[i] < len(ordered[i]):
-                bound += idfs[i] * -ordered[i][at[i]][0]
+                bound += idfs[i] * terms[i][1][ordered[i][at[i]]]
         if bound == 0.0 or (len(scored) >= k and -heapq.nsmallest(k, scored.values())[-1] > bound * (1 + MARGIN)):
             return heapq.nsmallest(k, scored.items(), key=lambda x: (x[1], x[0]))
         for i in listed:
-            for _, doc in ordered[i][at[i]:at[i] + BATCH]:
+            for doc in ordered[i][at[i]:at[i] + BATCH]:
                 if doc not in scored:
                     score(doc)
             at[i] += BATCH
