@@ -276,9 +276,9 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
                 # nothing changed: no pygit2, no lock
                 return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
                                seconds=time.perf_counter() - t0)
-            if why is None:
-                from zmem.git.repo import open_repo
-                repo = open_repo(ws.root)
+            if why is None:  # git's answers from the git command: pygit2 only if a full scan needs it
+                from zmem.git.gitstatus import open_command_repo
+                repo = open_command_repo(ws.root, git_optional=True)
         if why is not None:
             # what changed, found as a catch-up would find it (a chmod -R moves every ctime, and
             # content nobody changed is not stale), but nothing is written
