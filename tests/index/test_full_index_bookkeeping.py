@@ -57,10 +57,14 @@ def test_a_full_index_holds_about_a_path_per_file_until_it_inserts(ws, monkeypat
 
 def test_a_full_scan_over_an_index_with_rows_keeps_replaces_and_drops(ws):
     _logs(ws, 0, 12)
+    # names whose order must be the same in Python and in SQLite (UTF-8 bytes): the scan merges both
+    for name in ("é", "中", "\U0001F600", "\ue000", "Z", "a b"):
+        write(ws, f"memory/2024/{name}.md", f"# {name}\n\n- the okapi named {name}\n")
     commit_all(ws, "logs")
     indexer.catch_up(find_workspace(ws))
     write(ws, "memory/2024/2024-01-01-00003.md", "# changed\n\n- the okapi became a giraffe\n")
     (ws / "memory/2024/2024-01-01-00007.md").unlink()
+    (ws / "memory/2024/\u4e2d.md").unlink()
     write(ws, "memory/2024/2024-01-01-00099.md", "# new\n\n- a zebra joined\n")
     (ws / ".gitignore").write_text(".zmem/\nmemory/2024/2024-01-01-00005.md\n")
     conn = indexer.open_index(find_workspace(ws))
@@ -72,7 +76,8 @@ def test_a_full_scan_over_an_index_with_rows_keeps_replaces_and_drops(ws):
     result = indexer.catch_up(find_workspace(ws))
     assert result.full_scan
     assert result.updated == ["memory/2024/2024-01-01-00003.md", "memory/2024/2024-01-01-00099.md"]
-    assert result.removed == ["memory/2024/2024-01-01-00005.md", "memory/2024/2024-01-01-00007.md"]
+    assert result.removed == ["memory/2024/2024-01-01-00005.md", "memory/2024/2024-01-01-00007.md",
+                              "memory/2024/\u4e2d.md"]
     assert indexed_paths(ws) == set(find_workspace(ws).memory_files()) - {"memory/2024/2024-01-01-00005.md"}
     again = indexer.catch_up(find_workspace(ws))
     assert again.updated == [] and again.removed == []
