@@ -267,7 +267,7 @@ def _refusal(porcelain: str) -> tuple[bool, str] | None:
 
 
 def _commit_pending(ws: Workspace, repo, result: SyncResult) -> None:
-    from zmem.git.repo import ALREADY_COMMITTED, commit_paths
+    from zmem.git.commit import ALREADY_COMMITTED, commit_paths
     from zmem.git.scaffold import LAYOUT
     layout = {*LAYOUT, ".gitattributes", ".gitignore"}  # what `zmem init` writes: every clone needs it too
     paths = sorted(p for p in repo.dirty_paths() if ws.is_memory_path(p) or p in layout)

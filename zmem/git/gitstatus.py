@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from zmem.git.gitcmd import commit_id, run_git
+from zmem.git.gitcmd import commit_id, is_ignored, run_git
+
+IGNORE_ASKS = 8  # is_ignored questions a CommandRepo asks of git before it asks pygit2
 
 
 @dataclass
@@ -53,6 +55,7 @@ class CommandRepo:
         self.root, self.workdir, self.prefix = root, workdir, prefix
         self._git_dir, self._common_dir = git_dir, common_dir
         self._repo = None
+        self._ignore_asks = 0
 
     def head(self) -> str | None:
         from zmem.workspace.snapshot import read_head
@@ -65,6 +68,67 @@ class CommandRepo:
         """A revision (sha, branch, tag, HEAD~3) -> commit id, or None: Repo.resolve from `git rev-parse`."""
         return commit_id(self.root, rev)
 
+    def git_dir(self) -> str:
+        return str(Path(self._git_dir).resolve())  # as Repo.git_dir
+
+    def common_dir(self) -> str:
+        return str(Path(self._common_dir).resolve())
+
+    def head_is_detached(self) -> bool:
+        try:
+            head = Path(self._git_dir, "HEAD").read_text().strip()
+        except OSError:
+            head = ""
+        if head.startswith("ref: "):
+            return False
+        if len(head) in (40, 64):  # a commit id
+            return True
+        return self.opened().head_is_detached()  # a reftable repository, or anything odd
+
+    def has_commit(self, oid: str) -> bool:
+        proc = run_git(["cat-file", "-t", oid], cwd=self.workdir, capture_output=True, text=True)
+        return proc.returncode == 0 and proc.stdout.strip() == "commit"
+
+    def changed_paths(self, old: str, new: str) -> set[str]:
+        """Workspace paths that differ between two commits' trees (renames are delete + add), as Repo's."""
+        proc = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new], cwd=self.workdir,
+                       capture_output=True)
+        if proc.returncode:
+            return self.opened().changed_paths(old, new)
+        names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        return {name[len(self.prefix):] for name in names if name and name.startswith(self.prefix)}
+
+    def _index_entries(self, rel: str) -> list[str]:
+        """`git ls-files --stage -t` lines of this exact workspace path (a tag, mode, blob, stage and path each)."""
+        path = self.prefix + rel
+        proc = run_git(["--literal-pathspecs", "ls-files", "--stage", "-t", "-z", "--", path], cwd=self.workdir,
+                       capture_output=True)
+        entries = proc.stdout.decode("utf-8", "surrogateescape").split("\0") if proc.returncode == 0 else []
+        return [e for e in entries if e.partition("\t")[2] == path]
+
+    def in_index(self, rel: str) -> bool:
+        return bool(self._index_entries(rel))
+
+    def in_conflict(self, rel: str) -> bool:
+        return any(e.partition("\t")[0].split(" ")[-1] != "0" for e in self._index_entries(rel))
+
+    def skip_worktree(self, rel: str) -> bool:
+        return any(e.startswith("S ") for e in self._index_entries(rel))
+
+    def in_head(self, rel: str) -> bool:
+        if self.head() is None:
+            return False
+        proc = run_git(["cat-file", "-e", f"HEAD:{self.prefix + rel}"], cwd=self.workdir, capture_output=True)
+        return proc.returncode == 0
+
+    def is_ignored(self, rel: str) -> bool:
+        """git check-ignore for the first few paths; pygit2 after that (one import costs less than
+        dozens of processes)."""
+        self._ignore_asks += 1
+        if self._ignore_asks > IGNORE_ASKS:
+            return self.opened().is_ignored(rel)
+        return is_ignored(self.workdir, self.prefix + rel)
+
     def opened(self):
         if self._repo is None:
             from zmem.git.repo import open_repo
@@ -75,9 +139,16 @@ class CommandRepo:
         return getattr(self.opened(), name)
 
 
-def open_command_repo(root: Path):
+def open_command_repo(root: Path, *, git_optional: bool = False):
     """A CommandRepo of the repository holding the workspace root, or open_repo's Repo when git
-    cannot tell (not a work tree, a bare repository, …: open_repo then says why)."""
+    cannot tell (not a work tree, a bare repository, …: open_repo then says why). git_optional:
+    open_repo's Repo too when git is not on PATH (indexing, or an append without a commit, needs no
+    git), instead of the error saying so."""
+    if git_optional:
+        import shutil
+        if shutil.which("git") is None:
+            from zmem.git.repo import open_repo
+            return open_repo(root)
     where = run_git(["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix", "--git-dir",
                      "--git-common-dir"], cwd=root, capture_output=True, text=True)
     lines = where.stdout.split("\n")

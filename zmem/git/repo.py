@@ -9,8 +9,7 @@ from pathlib import Path
 import pygit2
 
 from zmem.errors import WorkspaceError
-from zmem.git.gitcmd import git_error, run_git
-from zmem.workspace.snapshot import stat_signature
+from zmem.git.gitcmd import run_git
 
 
 @dataclass
@@ -319,18 +318,6 @@ def _quote(p: Path) -> str:
     return f"'{s}'" if any(c in s for c in " \t'\"$") else s
 
 
-def git_env(repo: Repo) -> dict[str, str]:
-    """Environment for `git commit`: fall back to a zmem identity only where git has none. Asked
-    of git itself (`git var`), which honours GIT_CONFIG_GLOBAL and the like as the commit will."""
-    env = dict(os.environ)
-    for who in ("AUTHOR", "COMMITTER"):
-        if run_git(["var", f"GIT_{who}_IDENT"], cwd=repo.workdir, env=env,
-                   capture_output=True).returncode != 0:
-            env.setdefault(f"GIT_{who}_NAME", "zmem")
-            env.setdefault(f"GIT_{who}_EMAIL", "zmem@localhost")
-    return env
-
-
 WORKSPACE_KEY = "zmem.workspace"  # multi-valued: workspaces in subdirectories of a repository
 
 
@@ -400,75 +387,6 @@ def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[Bla
         elif len(parts) == 2:
             current[head] = parts[1].decode("utf-8", "replace")
     return out
-
-
-def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: float = 15.0) -> tuple[str | None, str | None]:
-    """Commit exactly these workspace paths (other staged work stays staged). Returns
-    (commit id, None), (HEAD, ALREADY_COMMITTED) when HEAD already holds every path exactly as it
-    is (someone else committed it meanwhile), or (None, why not). Retries while git's index is
-    locked by another git, and (a few times) when another commit moved HEAD while git was at work."""
-    import time
-    repo = open_repo(root)
-    env = git_env(repo)
-    deadline = time.monotonic() + retry_seconds
-    raced = 0
-    while True:
-        head, files = repo.head(), _stats(root, paths)
-        # `git add` fails on a path gone from both the work tree and the index (a `git rm`, or a
-        # `git mv` away, already staged), and `git commit -- PATH` on one git knows nowhere: each
-        # gets only the paths it can take, so a staged deletion is still committed
-        addable = [p for p in paths if os.path.lexists(Path(root) / p) or repo.in_index(p)]
-        add = run_git(["add", "-A", "--", *addable], cwd=root, env=env, capture_output=True,
-                      text=True) if addable else None
-        if add is not None and add.returncode:
-            proc = add
-        else:
-            repo = open_repo(root)  # the index as `git add` left it
-            known = [p for p in paths if repo.in_index(p) or repo.in_head(p)]
-            if not known:
-                return None, "nothing to commit: none of these paths exists or is known to git"
-            # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit
-            proc = run_git(
-                ["commit", "--quiet", "-F", "-", "--", *known], cwd=root, env=env, input=message,
-                capture_output=True, text=True, encoding="utf-8", errors="surrogateescape")
-        if proc.returncode == 0:
-            return open_repo(root).head(), None
-        repo = open_repo(root)
-        if all(repo.matches_head(p) for p in paths):
-            # another committer (a watcher, a concurrent append, a hook) got there first: HEAD
-            # already holds exactly these contents, so git had nothing to commit
-            return repo.head(), ALREADY_COMMITTED
-        err = (proc.stderr or proc.stdout).strip()
-        if "index.lock" in err and time.monotonic() < deadline:
-            time.sleep(0.1)
-            continue
-        if (repo.head() != head or _stats(root, paths) != files) and raced < 3:
-            # HEAD moved or a file changed while git was at work (it found nothing to commit in a
-            # state that is gone): try again with the state as it is now
-            raced += 1
-            continue
-        return None, git_error(err) if err else _git_exit(proc.returncode)
-
-
-def _git_exit(code: int) -> str:
-    """A git that said nothing: how it ended (killed by a signal when code is negative)."""
-    if code >= 0:
-        return f"git exited {code}"
-    import signal
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = f"signal {-code}"
-    why = " (a file size limit was reached: `ulimit -f`)" if name == "SIGXFSZ" else ""
-    return f"git was killed by {name}{why}"
-
-
-def _stats(root: Path, paths: list[str]) -> list[tuple | None]:
-    return [stat_signature(Path(root) / p) for p in paths]
-
-
-# commit_paths' second value when it made no commit because HEAD already held the paths as they are
-ALREADY_COMMITTED = "already committed"
 
 
 def last_commit_with_trailer(root: Path, trailer: str) -> str | None:

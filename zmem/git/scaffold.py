@@ -177,7 +177,8 @@ def write_demo(root: Path) -> list[str]:
         "# Memory\n\n## People\n\n- Peter: the human I work for; based in Lisbon.\n"
         "- Ana: Peter's colleague; recommends restaurants.\n\n## Infrastructure\n\n"
         "- The gateway host is the Mac Studio in the office.\n").encode("utf-8"))
-    from zmem.git.repo import git_env, open_repo
+    from zmem.git.commit import git_env
+    from zmem.git.repo import open_repo
     repo = open_repo(root)
     env = git_env(repo)
     if repo.head() is not None:

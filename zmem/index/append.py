@@ -16,8 +16,14 @@ from zmem.errors import ZmemError, arg, describe, example
 from zmem.text.markdown import scan_blocks, split_lines
 from zmem.text.kinds import KINDS
 from zmem.text.retain import is_retain_heading, parse_bullet
-from zmem.git.repo import Repo, commit_paths, open_repo
+from zmem.git.commit import commit_paths
+from zmem.git.gitstatus import open_command_repo
 from zmem.workspace.core import Workspace, check_no_symlink, open_dir_in, write_through_symlink
+
+TYPE_CHECKING = False  # as typing's, without importing typing; checkers know the name
+if TYPE_CHECKING:
+    from zmem.git.gitstatus import CommandRepo
+    from zmem.git.repo import Repo
 
 NOTES_HEADINGS = ("notes",)
 # C0 control characters but tab, LF and CR: a NUL makes git take the log for a binary file (its
@@ -156,7 +162,9 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
     ensure_state_dir(ws)  # a clear error when .zmem is not a directory
     with _append_lock(ws) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent appends queue here, so none is lost
-        _check_can_write(open_repo(ws.root), ws.root, rel, commit)
+        # git's answers from the git command: no pygit2 (its import alone is ~1/3 of an append's CPU)
+        repo = open_command_repo(ws.root, git_optional=True)
+        _check_can_write(repo, ws.root, rel, commit)
         try:
             line, warnings = _insert_atomically(ws.root, rel,
                                                 lambda old: insert_entry(old, entry, day_s, retain is not None))
@@ -167,7 +175,7 @@ def append(ws: Workspace, text: str, *, retain: str | None = None, entities=(), 
         result = Appended(rel, line, line + entry.count("\n") - 1, entry.rstrip("\n"), warnings=warnings)
         if commit:
             try:
-                _commit(ws, rel, entry, result)
+                _commit(ws, rel, entry, result, repo)
             except Exception as e:  # noqa: BLE001 - a failed commit leaves the note written, uncommitted
                 problem = describe(e)
                 why = f"{e.filename}: {e.strerror}" if problem.bug and isinstance(e, OSError) and e.filename \
@@ -224,7 +232,7 @@ IN_PROGRESS = {"MERGE_HEAD": "merge", "rebase-merge": "rebase", "rebase-apply": 
                "CHERRY_PICK_HEAD": "cherry-pick", "REVERT_HEAD": "revert"}
 
 
-def _check_can_write(repo: Repo, root: Path, rel: str, commit: bool) -> None:
+def _check_can_write(repo: CommandRepo | Repo, root: Path, rel: str, commit: bool) -> None:
     """Refuse, before anything is written, what would lose the note, write it outside the
     workspace (memory/ or the log a symlink) or break the repository's state."""
     check_no_symlink(root, rel)
@@ -252,7 +260,7 @@ def _check_can_write(repo: Repo, root: Path, rel: str, commit: bool) -> None:
                         hint=f"install git or fix PATH, or append with {arg('commit', False)} to write without committing")
 
 
-def _check_not_tracked(repo: Repo, rel: str) -> None:
+def _check_not_tracked(repo: CommandRepo | Repo, rel: str) -> None:
     """Today's log is missing from the work tree: refuse when git still has it (in the index or
     in HEAD). A fresh log holding only the new note would, once committed, delete its committed
     lines. Starting from git's copy instead would quietly undo a deletion, or write a file a sparse
@@ -430,9 +438,8 @@ def _write_temporary(dfd: int, path: Path, content: bytes, seen) -> str:
     return tmp
 
 
-def _commit(ws: Workspace, rel: str, entry: str, result: Appended) -> None:
-    commit, problem = commit_paths(ws.root, [rel], f"zmem append: {rel}\n\n{entry}")
-    repo = open_repo(ws.root)
+def _commit(ws: Workspace, rel: str, entry: str, result: Appended, repo: CommandRepo | Repo) -> None:
+    commit, problem = commit_paths(ws.root, [rel], f"zmem append: {rel}\n\n{entry}", repo=repo)
     if not commit:
         if repo.is_ignored(rel):  # git's own last words would be only its advice line
             result.warnings.append(f"{rel} is ignored by git (.gitignore), so it was written but neither committed "

@@ -276,9 +276,9 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
                 # nothing changed: no pygit2, no lock
                 return CatchUp(head=indexed, previous=indexed, warnings=list(ws.config.warnings),
                                seconds=time.perf_counter() - t0)
-            if why is None:
-                from zmem.git.repo import open_repo
-                repo = open_repo(ws.root)
+            if why is None:  # git's answers from the git command: pygit2 only if a full scan needs it
+                from zmem.git.gitstatus import open_command_repo
+                repo = open_command_repo(ws.root, git_optional=True)
         if why is not None:
             # what changed, found as a catch-up would find it (a chmod -R moves every ctime, and
             # content nobody changed is not stale), but nothing is written
@@ -475,12 +475,13 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         dirs = dir_signatures(ws.root, ws.memory_roots())  # before the files are listed
         rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
         unnamed: list[str] = []
-        on_disk = {p for p in ws.memory_files(unnamed) if not repo.is_ignored(p)}
+        on_disk = [p for p in ws.memory_files(unnamed) if not repo.is_ignored(p)]  # sorted
         result.warnings += [f"{shown_name(p)}: skipped: its name is not UTF-8 (zmem stores and cites paths as UTF-8); "
                             "rename it to index it" for p in unnamed]
-        candidates = on_disk | {p for (p,) in conn.execute("SELECT path FROM files")}
-        skip = candidates - on_disk  # gone, or git-ignored: not indexed
         full = result.full_scan = True
+
+        def listing():
+            return _full_listing(on_disk, conn)
     else:
         changes = hint or changed_since_snapshot(ws.root, conn, int(old_taken), ws.is_memory_path, ws.memory_roots())
         dirs = changes.dirs
@@ -494,46 +495,61 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             candidates |= {p for p in indexed_all if ignored(p)} | (set(ws.memory_files()) - indexed_all)
         skip = {p for p in candidates if ws.is_memory_path(p) and ignored(p)}
         restat = dict(changes.restat)
-    if max_inline is not None and len(candidates) > max_inline:
+        known = _known_files(conn, candidates)
+
+        def listing():
+            return ((rel, ws.is_memory_path(rel) and rel not in skip, known.get(rel)) for rel in sorted(candidates))
+    if max_inline is not None and sum(1 for _ in listing()) > max_inline:
         result.deferred = True
         return result
-    known = _known_files(conn, candidates)
 
-    # (path, content, blob); blob None: the file's rows go; UNREADABLE: a row that watches it replaces them;
-    # else it is indexed, its content held from here unless that would pass KEEP_BYTES (then read again)
-    todo: list[tuple[str, bytes | None, str | None]] = []
+    # What a full index holds per file until the end is its path and a pointer or two (a workspace of
+    # 100k files must not cost a few hundred bytes each): contents, blob ids and stat signatures only
+    # for the files held from the scan (KEEP_BYTES); the others are read, stat'ed and hashed again.
+    # removals: (path, None, indexed blob): its rows go; (path, UNREADABLE, indexed blob): a row that watches it
+    # replaces them. to_index: read (again) and indexed, in order; replaced: those of them the index holds a
+    # row of -> whether that row has text (not UNREADABLE).
+    removals: list[tuple[str, str | None, str | None]] = []
+    to_index: list[str] = []
+    replaced: dict[str, bool] = {}
+    held: dict[str, tuple[bytes, str | None]] = {}  # path -> (content, blob id if computed)
     kept = 0
     to_index_bytes = 0
     sigs: dict[str, tuple[int, int, int, int] | None] = {}
     unreadable: dict[str, str] = {}  # path -> warning
-    for rel in sorted(candidates):
-        data = _read_memory_file(ws, rel, result, sigs, unreadable) \
-            if ws.is_memory_path(rel) and rel not in skip else None
+    for rel, listed, old in listing():
+        data = _read_memory_file(ws, rel, result, sigs, unreadable) if listed else None
         if rel in unreadable:
-            if known.get(rel) == UNREADABLE and not resettle:
+            if old == UNREADABLE and not resettle:
                 restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
             else:  # its rows go; a row that keeps watching it takes their place
-                todo.append((rel, None, UNREADABLE))
+                removals.append((rel, UNREADABLE, old))
             continue
         if data is None:
-            if rel in known:
-                todo.append((rel, None, None))
+            if old is not None:
+                removals.append((rel, None, old))
             continue
-        blob = git_blob_id(data)
-        if known.get(rel) == blob and not resettle:
-            restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
-            continue
+        blob = None
+        if old is not None and not resettle:  # the only use of the blob before the insert
+            blob = git_blob_id(data)
+            if blob == old:
+                restat[rel] = sigs.get(rel) or (0, 0, 0, 0)
+                continue
         to_index_bytes += len(data)
+        to_index.append(rel)
+        if old is not None:
+            replaced[rel] = old != UNREADABLE
         if kept + len(data) <= KEEP_BYTES:
             kept += len(data)
+            held[rel] = (data, blob)
         else:
-            data = None
-        todo.append((rel, data, blob))
+            del sigs[rel]  # taken again with the second read
 
     if dry_run:
-        result.stale = bool(todo) or indexed != (head or "") or full
+        result.stale = bool(removals or to_index) or indexed != (head or "") or full
         return result
-    if todo or restat or dirs or indexed != (head or "") or full or rules["inputs"] != (old_rules or {}).get("inputs"):
+    if removals or to_index or restat or dirs or indexed != (head or "") or full \
+            or rules["inputs"] != (old_rules or {}).get("inputs"):
         store = VectorStore(conn)
         with db.write_transaction(conn):
             _record_stats(conn, restat)
@@ -542,29 +558,30 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
             record_dirs(conn, dirs)
             if resettle:  # every file is inserted again below: clear all rows at once
                 _clear_notes(conn, store)
-            for rel, data, blob in todo:
-                if not resettle and rel in known:
+            for rel, blob, old in removals:
+                if not resettle and old is not None:
                     _remove_file(conn, rel, store)
                 if blob == UNREADABLE:
                     _insert_unreadable(conn, rel, sigs.get(rel), unreadable[rel])
-                    if known.get(rel) not in (None, UNREADABLE):
+                    if old not in (None, UNREADABLE):
                         result.removed.append(rel)  # its text left the index
-                elif blob is None:
+                else:
                     result.removed.append(rel)
-            to_index = [(rel, data, blob) for rel, data, blob in todo if blob not in (None, UNREADABLE)]
-            del todo
-            blobs: dict[str, tuple[str, int]] = {}  # path -> (blob, size) of what was read, until inserted
+            if not resettle:
+                for rel in replaced:
+                    _remove_file(conn, rel, store)
+            pending: dict[str, tuple[str, str, int]] = {}  # path -> (path, blob, size) of what was read, until inserted
             lost: list[str] = []  # gone or unreadable when read again
 
             def contents():
-                for rel, data, blob in to_index:
+                for rel in to_index:
+                    data, blob = held.pop(rel, (None, None))
                     if data is None:  # read again: a change since the scan is newer than its stat signature
                         data = _read_memory_file(ws, rel, result, sigs, unreadable)
                         if data is None:
                             lost.append(rel)
                             continue
-                        blob = git_blob_id(data)
-                    blobs[rel] = (blob, len(data))
+                    pending[rel] = (rel, blob or git_blob_id(data), len(data))
                     yield rel, data
 
             # closing: an exception here (Ctrl-C) stops the worker pool now, not when the generator is collected
@@ -583,14 +600,16 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
 
             with closing(prepare_all(ws, contents(), len(to_index), to_index_bytes)) as prepared:
                 for p in prepared:
-                    batch.append((p, *blobs.pop(p.rel), sigs.get(p.rel)))
+                    # this process's string for the path, not the worker's copy: one string per file, not two
+                    p.rel, blob, size = pending.pop(p.rel)
+                    batch.append((p, blob, size, sigs.pop(p.rel, None)))
                     if len(batch) >= GROUP_FILES:
                         insert_batch()
                 insert_batch()
             for rel in lost:
                 if rel in unreadable:
                     _insert_unreadable(conn, rel, sigs.get(rel), unreadable[rel])
-                if known.get(rel) not in (None, UNREADABLE):
+                if replaced.get(rel):
                     result.removed.append(rel)
             db.set_meta(conn, "indexed_commit", head or "")
             db.set_meta(conn, "fingerprint", fingerprint(ws))
@@ -633,6 +652,27 @@ def _known_files(conn, paths: set[str]) -> dict[str, str]:
         batch = ordered[i:i + 500]
         out.update(conn.execute(f"SELECT path, blob FROM files WHERE path IN ({','.join('?' * len(batch))})", batch))
     return out
+
+
+def _full_listing(on_disk: list[str], conn) -> Iterator[tuple[str, bool, str | None]]:
+    """(path, on disk, blob the index holds or None) of every memory file on disk (on_disk, sorted)
+    and every path the index holds, in order: on_disk merged with the index's rows read in the same
+    order (SQLite compares the paths' UTF-8 bytes, which sort as their code points do), so the
+    index's paths are never all held at once."""
+    rows = conn.execute("SELECT path, blob FROM files ORDER BY path")
+    row = rows.fetchone()
+    for rel in on_disk:
+        while row is not None and row[0] < rel:
+            yield row[0], False, row[1]
+            row = rows.fetchone()
+        if row is not None and row[0] == rel:
+            yield rel, True, row[1]
+            row = rows.fetchone()
+        else:
+            yield rel, True, None
+    while row is not None:
+        yield row[0], False, row[1]
+        row = rows.fetchone()
 
 
 def _read_memory_file(ws: Workspace, rel: str, result: CatchUp, sigs: dict, unreadable: dict) -> bytes | None:

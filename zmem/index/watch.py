@@ -544,7 +544,8 @@ class Watcher:
             self.failed_commits.pop(p, None)
 
     def commit_pending(self) -> None:
-        from zmem.git.repo import ALREADY_COMMITTED, commit_paths, open_repo
+        from zmem.git.commit import ALREADY_COMMITTED, commit_paths
+        from zmem.git.repo import open_repo
         t0 = time.perf_counter()
         try:
             repo = open_repo(self.ws.root)

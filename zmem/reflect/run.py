@@ -75,7 +75,8 @@ def reflect(ws: Workspace, *, since: dt.datetime | None = None, everything: bool
     there was none); everything: all facts (evidence already recorded is still never re-applied).
     conn: an open index connection to use (left open)."""
     # pygit2 (~100 ms) only when reflecting: doctor imports this module for put_block
-    from zmem.git.repo import commit_paths, last_commit_with_trailer, open_repo
+    from zmem.git.commit import commit_paths
+    from zmem.git.repo import last_commit_with_trailer, open_repo
     repo = open_repo(ws.root)
     if not dry_run:
         guarded = [p for p in sorted(repo.dirty_paths())
