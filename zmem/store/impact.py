@@ -178,15 +178,39 @@ def _state(conn) -> State | None:
     return state
 
 
+class _reading:
+    """`with _reading(conn) as state:` this process's State of the index conn reads now (None when
+    there is none), with _lock held, inside one read transaction (begun here unless conn is in one):
+    the state's key and every read after it see one snapshot."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.began = False
+
+    def __enter__(self) -> State | None:
+        _lock.acquire()
+        try:
+            self.began = not self.conn.in_transaction
+            if self.began:
+                self.conn.execute("BEGIN")
+            return _state(self.conn)
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.began:
+                self.began = False
+                self.conn.execute("COMMIT")
+        finally:
+            _lock.release()
+
+
 def state_key(conn) -> str | None:
     """The key_text of the index state conn reads now (in a read transaction of its own)."""
-    with _lock:
-        conn.execute("BEGIN")
-        try:
-            state = _state(conn)
-            return None if state is None else key_text(state.key)
-        finally:
-            conn.execute("COMMIT")
+    with _reading(conn) as state:
+        return None if state is None else key_text(state.key)
 
 
 def key_text(key: tuple) -> str:
@@ -198,16 +222,8 @@ def document_frequencies(conn, tokens: list[str]) -> list[int] | None:
     """How many chunks hold each token (FTS5's own count), or None when the index cannot tell."""
     if not ENABLED or not tokens:
         return None
-    with _lock:
-        began = not conn.in_transaction
-        if began:
-            conn.execute("BEGIN")
-        try:
-            state = _state(conn)
-            return None if state is None else [state.df(t) for t in tokens]
-        finally:
-            if began:
-                conn.execute("COMMIT")
+    with _reading(conn) as state:
+        return None if state is None else [state.df(t) for t in tokens]
 
 
 def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
@@ -216,19 +232,11 @@ def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
     order), or None when this cannot answer it cheaply (the caller asks FTS5)."""
     if not ENABLED or not tokens or k <= 0:
         return None
-    with _lock:
-        began = not conn.in_transaction
-        if began:
-            conn.execute("BEGIN")  # one snapshot for the state's key and every read after it
-        try:
-            state = _state(conn)
-            if state is None:
-                return None
-            state.searches += 1
-            return None if state.searches <= FTS5_FIRST else _top_k(state, tokens, k)
-        finally:
-            if began:
-                conn.execute("COMMIT")
+    with _reading(conn) as state:
+        if state is None:
+            return None
+        state.searches += 1
+        return None if state.searches <= FTS5_FIRST else _top_k(state, tokens, k)
 
 
 def top_k_asking(conn, tokens: list[str], k: int, ask) -> list[tuple[int, float]] | None:
@@ -237,21 +245,13 @@ def top_k_asking(conn, tokens: list[str], k: int, ask) -> list[tuple[int, float]
     zmem.index.fsmonitor.ranked) or None. Both are None for FTS5."""
     if not ENABLED or not tokens or k <= 0:
         return None
-    with _lock:
-        began = not conn.in_transaction
-        if began:
-            conn.execute("BEGIN")
-        try:
-            state = _state(conn)
-            if state is None:
-                return None
-            state.searches += 1
-            if state.searches > FTS5_FIRST:
-                return _top_k(state, tokens, k)
-            return ask(key_text(state.key), tokens, k) if _listable(state, tokens) else None
-        finally:
-            if began:
-                conn.execute("COMMIT")
+    with _reading(conn) as state:
+        if state is None:
+            return None
+        state.searches += 1
+        if state.searches > FTS5_FIRST:
+            return _top_k(state, tokens, k)
+        return ask(key_text(state.key), tokens, k) if _listable(state, tokens) else None
 
 
 def _listable(state: State, tokens: list[str]) -> bool:
@@ -265,37 +265,27 @@ def served_top_k(conn, key: str, tokens: list[str], k: int) -> tuple[list[tuple[
     """(A watcher's side.) (top_k's rows for the index state whose key_text is key, or None; whether
     the lists to answer it are missing): answered only from lists already made, read in one read
     transaction with the state's key; `build` makes the missing ones."""
-    with _lock:
-        conn.execute("BEGIN")
-        try:
-            state = _state(conn)
-            if state is None or key_text(state.key) != key or not _listable(state, tokens):
-                return None, False
-            if not state.has_lists(tokens):
-                return None, True
-            return _top_k(state, tokens, k), False
-        finally:
-            conn.execute("COMMIT")
+    with _reading(conn) as state:
+        if state is None or key_text(state.key) != key or not _listable(state, tokens):
+            return None, False
+        if not state.has_lists(tokens):
+            return None, True
+        return _top_k(state, tokens, k), False
 
 
 def build(conn, tokens: list[str], evict: bool = False) -> str | None:
     """(A watcher's side.) Make the lists of tokens (the common ones) and the lengths for the index
     state conn reads now; its key_text. evict: let other lists go to make room for these, else make
     only those that fit, in the order given."""
-    with _lock:
-        conn.execute("BEGIN")
-        try:
-            state = _state(conn)
-            if state is None:
-                return None
-            state.lengths()
-            for t in tokens:
-                df = state.df(t)
-                if LIST_DF <= df and (evict or t in state.gs or state.entries + df <= MAX_ENTRIES):
-                    state.ordered_list(t)
-            return key_text(state.key)
-        finally:
-            conn.execute("COMMIT")
+    with _reading(conn) as state:
+        if state is None:
+            return None
+        state.lengths()
+        for t in tokens:
+            df = state.df(t)
+            if LIST_DF <= df and (evict or t in state.gs or state.entries + df <= MAX_ENTRIES):
+                state.ordered_list(t)
+        return key_text(state.key)
 
 
 def _top_k(state: State, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
