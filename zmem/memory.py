@@ -70,6 +70,7 @@ class Memory:
         self._conn_id = None
         self._fresh = None          # the CatchUp of this Memory's freshness check
         self._ahead = None          # that check running in a child process (check_ahead), not yet confirmed
+        self._assumed_state = None  # the index state (catchup.index_state) taken as fresh meanwhile
         self._providers = None
         self._models_key = None     # the model files the providers were loaded from, as _model_files saw them
         self._matrix = None         # stored vectors kept in memory (vectors.VectorMatrix), when watching
@@ -195,7 +196,7 @@ class Memory:
             return True
         ahead, self._ahead = self._ahead, None
         assumed = self._fresh
-        if assumed is not None and ahead.indexed() == assumed.head:
+        if assumed is not None and ahead.indexed() == self._assumed_state:
             return True
         self._fresh = None
         return False
@@ -204,11 +205,12 @@ class Memory:
         """What catch_up returns when nothing changed, taken from the index while the check runs;
         None (and the check stopped) when the index was never caught up: catch_up decides at once."""
         from zmem.store import db
-        from zmem.index.catchup import CatchUp
+        from zmem.index.catchup import CatchUp, index_state
         indexed = db.get_meta(self.conn, "indexed_commit")
         if not indexed:
             self._abandon_ahead()
             return None
+        self._assumed_state = index_state(self.conn)  # what the child's check must have found fresh
         return CatchUp(head=indexed, previous=indexed, warnings=list(self.workspace.config.warnings))
 
     def _abandon_ahead(self) -> None:

@@ -100,12 +100,14 @@ def _session(ort, model_file: Path, options):
     hybrid recall's model load). So the first load saves the optimised graph in zmem's cache with the
     weights in a file of their own, aligned so that later loads map it instead of copying it, and
     later loads read that copy with optimisation off: the same vectors (the same graph runs). The copy
-    is keyed by the model file's path, size and mtime and the runtime's version: a changed model or
+    is keyed by the model file's path, size, mtime, ctime and inode and the runtime's version: a changed model or
     runtime makes a new one, and the copies of other versions of that file are removed. When the cache
     cannot be written, or its copy cannot be read, the model file is loaded as it is."""
     st = model_file.stat()
     source = str(model_file.resolve())
-    key = hashlib.sha256(json.dumps([source, st.st_size, st.st_mtime_ns, ort.__version__, GRAPH_FORMAT]).encode())
+    # ctime and inode too: a file replaced in place keeping its size and mtime (`cp`, `touch -r`) moves its ctime
+    key = hashlib.sha256(json.dumps([source, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, ort.__version__,
+                                     GRAPH_FORMAT]).encode())
     root = user_cache_dir() / GRAPHS
     entry = root / key.hexdigest()[:24]
     providers = ["CPUExecutionProvider"]

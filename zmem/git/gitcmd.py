@@ -2,12 +2,17 @@
 No pygit2 here: hooks and init use it without paying pygit2's import."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 from zmem.errors import WorkspaceError
 
 
 ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
+# Where git finds a repository, inherited from another one's hook (`git commit` there running `zmem -C
+# ~/notes append`): zmem works on the repository holding its workspace, as pygit2 finds it (which reads none).
+REPOSITORY_ENV = frozenset(("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                            "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX"))
 GIT_MISSING_HINT = "install git, or add the directory that holds it to PATH"
 
 
@@ -20,6 +25,9 @@ def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
     """`git ARGS` (subprocess.run's keyword arguments). Every git zmem runs goes through here, so
     that a git missing from PATH is one clear error (exit 1 with a hint) for every command. Paths
     in git's output are as named (core.quotePath off), not `"Jo\\303\\243o.md"`."""
+    env = os.environ if kwargs.get("env") is None else kwargs["env"]
+    if any(var in env for var in REPOSITORY_ENV):
+        kwargs["env"] = {k: v for k, v in env.items() if k not in REPOSITORY_ENV}
     try:
         return subprocess.run(["git", "-c", "core.quotePath=false", *args], **kwargs)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as e:

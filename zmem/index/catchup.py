@@ -333,7 +333,7 @@ class CheckAhead:
         self.pid, self.fd = pid, fd
 
     def indexed(self) -> str | None:
-        """Wait for the child: the indexed commit when catch_up would have returned at once with
+        """Wait for the child: the index state it checked (index_state) when catch_up would have returned at once with
         nothing to record (HEAD, settings, files, directories and ignore rules as the index saw
         them), else None (changed, or anything odd: the caller catches up as usual)."""
         try:
@@ -413,13 +413,23 @@ def _idle_core() -> bool:
 
 
 def _nothing_to_do(ws: Workspace) -> str | None:
-    """The indexed commit when catch_up would return at once without writing anything, else None."""
+    """"COMMIT SNAPSHOT" (the index state checked: its indexed commit and snapshot time, see
+    index_state) when catch_up would return at once without writing anything, else None."""
     conn = db.connect(ws.index_path, readonly=True)
+    conn.execute("BEGIN")  # one index state for every read: another process may catch up meanwhile
     indexed, changes = quick_check(ws, conn)
     if indexed is None or changes is None or changes.files or changes.dirs or changes.ignores or changes.restat \
             or changes.rehashed or changes.rescanned or dead_rebuilds(ws.state_dir):
         return None
-    return indexed
+    return index_state(conn)
+
+
+def index_state(conn) -> str:
+    """"COMMIT SNAPSHOT" of the index conn reads: every catch-up that writes records a new snapshot
+    time, so the child's check holds for what this process read only when both say the same."""
+    return " ".join(v or "" for v in conn.execute(
+        "SELECT (SELECT value FROM meta WHERE key = 'indexed_commit'), "
+        "(SELECT value FROM meta WHERE key = 'snapshot_ns')").fetchone())
 
 
 def _restat(ws: Workspace, conn, restat: dict, checked_at: int | None) -> None:

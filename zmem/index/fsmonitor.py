@@ -268,22 +268,21 @@ class QueryEmbedding:
         if not (isinstance(request, list) and len(request) == 2 and all(isinstance(x, str) for x in request)):
             return _reply(conn, b"no request\n")
         fingerprint, text = request
-        if self.waiting.qsize() >= EMBED_QUEUE:
+        if self.waiting.qsize() >= EMBED_QUEUE or not self._start():
             return _reply(conn, b"no busy\n")
-        self._start()
         self.waiting.put((conn, fingerprint, text))
 
     def preload(self, fingerprint: str) -> None:
         """Load the model making vectors with this fingerprint now, on the embedding thread (a watcher
         that just started), so that the first question is answered with a vector, not "no loading"."""
-        self._start()
-        self.waiting.put((None, fingerprint, None))
+        if self._start():
+            self.waiting.put((None, fingerprint, None))
 
-    def _start(self) -> None:
+    def _start(self) -> bool:
+        """Whether the embedding thread runs (started now if need be)."""
         if self.thread is None:
-            import threading
-            self.thread = threading.Thread(target=self._run, name="zmem-query-embedding", daemon=True)
-            self.thread.start()
+            self.thread = _started(self._run, "zmem-query-embedding")
+        return self.thread is not None
 
     def _run(self) -> None:
         while (item := self.waiting.get()) is not None:
@@ -351,9 +350,9 @@ class KeywordSearches:
         if self.building or self.waiting.qsize() >= EMBED_QUEUE:
             return _reply(conn, b"no busy\n")
         if self.thread is None:
-            import threading
-            self.thread = threading.Thread(target=self._run, name="zmem-keyword-search", daemon=True)
-            self.thread.start()
+            self.thread = _started(self._run, "zmem-keyword-search")
+            if self.thread is None:
+                return _reply(conn, b"no busy\n")
         self.waiting.put((conn, key, k, tokens))
 
     def _run(self) -> None:
@@ -426,6 +425,18 @@ class KeywordSearches:
             self.waiting.put(None)
             self.thread.join(timeout=5)
             self.thread = None
+
+
+def _started(target: Callable[[], None], name: str):
+    """A daemon thread running target, or None when none can start now (a pids cgroup or `ulimit -u`
+    reached): the asking process then does the work itself, and the watcher goes on."""
+    import threading
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:
+        return None
+    return thread
 
 
 def _reply(conn, reply: bytes) -> None:
