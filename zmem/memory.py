@@ -301,7 +301,9 @@ class Memory:
 
     def _watch_source(self, ws: Workspace):
         if self._source is None:
-            from zmem.index.watch import InotifySource, InotifyUnavailable
+            from zmem.index.watch import InotifySource, InotifyUnavailable, Settling
+            if self._settling is not None:  # keeping caught up: with the settings' debounce (maybe reloaded)
+                self._settling = Settling(ws.config.watch_debounce)
             try:
                 self._source = InotifySource(ws)
             except (InotifyUnavailable, OSError):

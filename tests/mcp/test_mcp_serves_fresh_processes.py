@@ -85,14 +85,14 @@ def hooked(tmp_path) -> Path:
 
 def test_fresh_recalls_are_vouched_for_from_the_start_before_any_tool_call(hooked):
     alone, answers = fresh_recall(hooked, "relay gateway")
-    assert answers in ([], ["no"])  # nobody to ask: the sweep
+    assert "yes" not in answers  # nobody to ask: the sweep
 
     async def go():
         async with session(hooked):  # the handshake only: no tool call
             assert await asyncio.to_thread(wait_for, lambda: vouched(hooked))
             return await asyncio.to_thread(fresh_recall, hooked, "relay gateway")
     served, answers = asyncio.run(go())
-    assert answers == ["yes"] and served == alone
+    assert set(answers) == {"yes"} and served == alone
     assert not (hooked / ".zmem" / fsmonitor.SOCKET).exists()  # removed when the server stops
 
 
@@ -117,13 +117,13 @@ def test_after_a_commit_and_an_edit_fresh_recalls_are_vouched_for_again_without_
             return head, after_commit, after_edit, found, after_call
     head, (commit_out, commit_answers), (edit_out, edit_answers), found, (call_out, call_answers) = asyncio.run(go())
     assert git(hooked, "rev-parse", "HEAD") == head
-    assert commit_answers == ["yes"] and paths(commit_out) == ["memory/2025-01-04.md"]
-    assert edit_answers == ["yes"] and paths(edit_out) == ["memory/2025-01-04.md"]
+    assert set(commit_answers) == {"yes"} and paths(commit_out) == ["memory/2025-01-04.md"]
+    assert set(edit_answers) == {"yes"} and paths(edit_out) == ["memory/2025-01-04.md"]
     assert [r["path"] for r in found["results"]] == ["memory/2025-01-04.md"]
-    assert call_answers == ["yes"] and call_out == edit_out
+    assert set(call_answers) == {"yes"} and call_out == edit_out
     # without the server, the same recall prints the same
     alone, answers = fresh_recall(hooked, "wombat")
-    assert answers in ([], ["no"]) and alone == edit_out
+    assert "yes" not in answers and alone == edit_out
 
 
 def test_the_query_model_is_loaded_as_the_server_starts(tmp_path):

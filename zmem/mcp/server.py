@@ -390,5 +390,10 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
         threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
         server.run("stdio")
-    finally:
-        server.memory.close()
+    finally:  # after the watch start, if still running (its socket is removed too), not during it
+        locked = server.memory.lock.acquire(timeout=10)
+        try:
+            server.memory.close()
+        finally:
+            if locked:
+                server.memory.lock.release()
