@@ -256,7 +256,7 @@ class Memory:
             source, now = self._source, time.monotonic()
             if not source:
                 return None, None
-            if source.read() or source.needs_sync or source.root_gone:
+            if source.read() or source.needs_sync:  # (a root gone or replaced: the next call sees to it)
                 self._clean_head = self._vouch = None
                 self._settling.changed(now)
             if self._settling.due(now):

@@ -126,6 +126,23 @@ def test_after_a_commit_and_an_edit_fresh_recalls_are_vouched_for_again_without_
     assert "yes" not in answers and alone == edit_out
 
 
+def test_a_settings_change_rebuilds_the_watch_and_fresh_recalls_are_vouched_for_again(hooked):
+    """zmem.toml changed: the server's watch thread reloads everything (its own thread stopped, a new
+    one serving the socket) and vouches again, still with no tool call; the session keeps answering."""
+    async def go():
+        async with session(hooked) as s:
+            assert await asyncio.to_thread(wait_for, lambda: vouched(hooked))
+            write(hooked, "zmem.toml", (hooked / "zmem.toml").read_text() + "\n# edited\n")
+            assert await asyncio.to_thread(wait_for, lambda: vouched(hooked), 60)
+            recalled = await asyncio.to_thread(fresh_recall, hooked, "relay gateway")
+            found = await call(s, "memory_search", query="relay gateway")
+            return recalled, found
+    (out, answers), found = asyncio.run(go())
+    assert set(answers) == {"yes"} and len(paths(out)) == 3
+    assert len(found["results"]) == 3
+    assert not (hooked / ".zmem" / fsmonitor.SOCKET).exists()
+
+
 def test_the_query_model_is_loaded_as_the_server_starts(tmp_path):
     """A hybrid workspace whose vectors come from an in-process model (onnx): the server loads it as it
     starts, so the first fresh hybrid recall's query is embedded by it (not answered "no loading")."""
