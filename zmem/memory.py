@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from zmem.workspace.core import Workspace
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
+BUSY_RETRY = 0.1  # seconds the watch thread waits before looking again while a call holds the lock
+BACKGROUND_LOCK_WAIT = 0.5  # seconds a background catch-up waits for the index lock; then it tries again later
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 SCOPES = ("private", "group")
 
@@ -78,6 +80,8 @@ class Memory:
         self._clean_head = None     # HEAD at the last complete catch-up with no file change since
         self._vouch = None          # the index snapshot that catch-up left (fsmonitor: fresh processes ask)
         self._stop_vouching = None  # stops the thread answering them
+        self._server = None         # fsmonitor.VouchServer of that thread
+        self._settling = None       # watch.Settling, once watch_in_background() was called: the thread catches up
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
@@ -100,7 +104,7 @@ class Memory:
         self._close_conn()
         if self._stop_vouching is not None:
             self._stop_vouching()
-            self._stop_vouching = None
+            self._stop_vouching, self._server = None, None
         if self._source:
             self._source.close()
         self._ws, self._ws_key, self._providers, self._matrix, self._source = None, None, None, None, None
@@ -219,7 +223,56 @@ class Memory:
             self._ahead = None
             self._fresh = None
 
-    def _caught_up_live(self) -> CatchUp:
+    def watch_in_background(self) -> None:
+        """(A long-lived Memory(watch=True), such as `zmem mcp` as it starts.) Start watching now, on a
+        thread, as `zmem watch` does: catch up, answer fresh zmem processes (vouching, query vectors,
+        keyword searches: zmem.index.fsmonitor), load the query model hybrid recall needs, and from then
+        on catch up in the background once changed memory files settle (watch.debounce), so that fresh
+        processes are vouched for between calls too. Callers must hold `lock` around every call."""
+        import threading
+        threading.Thread(target=self._start_watching, name="zmem-watch-start", daemon=True).start()
+
+    def _start_watching(self) -> None:
+        from zmem.index.watch import Settling, query_model_to_preload
+        with self.lock:
+            try:
+                ws = self.workspace
+                self._settling = Settling(ws.config.watch_debounce)
+                self.fresh()
+                server = self._server
+                fingerprint = query_model_to_preload(ws, self.conn) if server is not None else None
+            except Exception:  # noqa: BLE001 - no workspace, a broken index: the calls say so
+                return
+            if fingerprint and server.queries is not None:  # queued before any question can be answered
+                server.queries.preload(fingerprint)
+
+    def _keep_caught_up(self) -> tuple[int | None, float | None]:
+        """(The fsmonitor thread, between questions, once watch_in_background() was called.) Read the
+        memory directories' events and catch up once they settled, as `zmem watch` does; returns the
+        inotify descriptor to wait on and the seconds until the next catch-up is due."""
+        if self._settling is None:
+            return None, None
+        if not self.lock.acquire(blocking=False):
+            return None, BUSY_RETRY  # a call is running (and catches up itself): look again shortly
+        try:
+            source, now = self._source, time.monotonic()
+            if not source:
+                return None, None
+            if source.read() or source.needs_sync:  # (a root gone or replaced: the next call sees to it)
+                self._clean_head = self._vouch = None
+                self._settling.changed(now)
+            if self._settling.due(now):
+                try:
+                    self._caught_up_live(lock_timeout=BACKGROUND_LOCK_WAIT)
+                except Exception:  # noqa: BLE001 - the next call says what is wrong; try again later
+                    self._settling.changed(now)
+                if self._source is not source:  # the settings changed: a new watch (and thread) took over
+                    return None, None
+            return source.fileno(), self._settling.wait(time.monotonic())
+        finally:
+            self.lock.release()
+
+    def _caught_up_live(self, lock_timeout: float = 5.0) -> CatchUp:
         """The index brought up to date — or known to be, without the stat sweep: no memory file
         changed (inotify) and HEAD is where it was after the last complete catch-up."""
         from zmem.store import db
@@ -238,7 +291,11 @@ class Memory:
         if source and head is not None and head == self._clean_head \
                 and not ignore_rules_changed(stored_ignore_record(conn)):
             return CatchUp(head=head, previous=head)
-        result = self._fresh = catch_up(ws, conn=conn)
+        result = self._fresh = catch_up(ws, conn=conn, lock_timeout=lock_timeout)
+        if self._settling is not None:
+            self._settling.caught_up()
+            if result.stale:  # another process held the index lock: the watch thread tries again
+                self._settling.changed(time.monotonic())
         clean = source and not (result.stale or result.deferred) and result.head == head
         self._clean_head = head if clean else None
         self._vouch = db.get_meta(conn, "snapshot_ns") if clean and source.watches_all(conn) else None
@@ -246,7 +303,9 @@ class Memory:
 
     def _watch_source(self, ws: Workspace):
         if self._source is None:
-            from zmem.index.watch import InotifySource, InotifyUnavailable
+            from zmem.index.watch import InotifySource, InotifyUnavailable, Settling
+            if self._settling is not None:  # keeping caught up: with the settings' debounce (maybe reloaded)
+                self._settling = Settling(ws.config.watch_debounce)
             try:
                 self._source = InotifySource(ws)
             except (InotifyUnavailable, OSError):
@@ -259,15 +318,13 @@ class Memory:
         """Answer fresh zmem processes' "did anything change?" (zmem.index.fsmonitor), as `zmem watch` does."""
         import functools
         from zmem.index import fsmonitor
-        try:
-            server = fsmonitor.VouchServer(ws.state_dir, embedder_for=self._query_embedder)
-        except OSError:
+        from zmem.index.watch import serve_fresh_processes
+        server = serve_fresh_processes(ws, self._source, self._query_embedder)
+        if server is None:
             return  # another watcher answers, or the socket cannot be made: processes do the sweep
-        if not self._source.watch_cookies(server.cookie_dir):
-            server.close()
-            return
-        server.serve_searches(ws.index_path)
-        self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server))
+        self._server = server
+        self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server),
+                                                        between=self._keep_caught_up)
 
     def _query_embedder(self, fingerprint: str):
         """(On fsmonitor's query embedding thread.) This Memory's provider making vectors with this
@@ -290,19 +347,32 @@ class Memory:
         try:
             source = self._source
             if not source or self._vouch is None:
+                if source and self._clean_head is None:
+                    self._catch_up_soon()  # the last catch-up was not complete: try again
                 return False
             paths, seen = source.read_to_now(server)
             if paths or not seen or source.needs_sync or source.root_gone:
                 self._clean_head = self._vouch = None
+                if self._settling is not None:
+                    self._settling.changed(time.monotonic())
                 return False
             if self._vouch != snapshot:
-                self._clean_head = None  # another process moved the snapshot: the next call checks it
+                # another process moved the snapshot (a commit's hook): a catch-up checks it, and the
+                # next question can be vouched for
+                self._clean_head = None
+                self._catch_up_soon()
                 return False
             return True
         except OSError:
             return False
         finally:
             self.lock.release()
+
+    def _catch_up_soon(self) -> None:
+        """(Keeping caught up.) A catch-up after the debounce, unless one is already waiting (a question
+        after each change must not put it off)."""
+        if self._settling is not None and self._settling.first is None:
+            self._settling.changed(time.monotonic())
 
     def _scope(self, scope: str | None) -> str:
         scope = scope or self.scope

@@ -216,32 +216,55 @@ class VouchServer:
             pass
 
 
-def serve_in_thread(server: VouchServer, answer: Callable[[str], bool]) -> Callable[[], None]:
+def serve_in_thread(server: VouchServer, answer: Callable[[str], bool],
+                    between: Callable[[], tuple[int | None, float | None]] | None = None) -> Callable[[], None]:
     """Answer questions on a thread of its own (`zmem mcp`, whose main thread waits on stdin);
-    returns the function that stops it and closes the server."""
+    returns the function that stops it and closes the server (from any thread, this one included).
+    between (a long-lived Memory keeping its index caught up): called before each wait, it does what is
+    due and returns (a descriptor whose events also wake the thread, the longest wait), each or None."""
     import select
     import threading
     stop_r, stop_w = os.pipe()
+    stopped = threading.Event()
+    finished, finishing = [], threading.Lock()
+
+    def done_with_pipe(who: str) -> None:  # closed once both the loop and stop() are done with it
+        with finishing:
+            finished.append(who)
+            if len(finished) == 2:
+                os.close(stop_r)
+                os.close(stop_w)
 
     def loop() -> None:
-        while True:
-            try:
-                ready, _, _ = select.select([server.fileno(), stop_r], [], [])
-            except InterruptedError:
-                continue
-            if stop_r in ready:
-                return
-            server.serve(answer)
+        try:
+            while True:
+                fd, timeout = between() if between is not None else (None, None)
+                if stopped.is_set():  # between() may have stopped this thread (a settings change rebuilds all)
+                    return
+                try:
+                    ready, _, _ = select.select([server.fileno(), stop_r, *([fd] if fd is not None else [])], [], [],
+                                                timeout)
+                except InterruptedError:
+                    continue
+                except (OSError, ValueError):  # closed meanwhile by stop()
+                    return
+                if stop_r in ready:
+                    return
+                if server.fileno() in ready:
+                    server.serve(answer)
+        finally:
+            done_with_pipe("loop")
 
     thread = threading.Thread(target=loop, name="zmem-fsmonitor", daemon=True)
     thread.start()
 
     def stop() -> None:
+        stopped.set()
         os.write(stop_w, b"x")
-        thread.join(timeout=5)
-        os.close(stop_r)
-        os.close(stop_w)
-        server.close()
+        done_with_pipe("stop")
+        if threading.current_thread() is not thread:
+            thread.join(timeout=5)
+        server.close()  # now, even from this thread: a new server may bind the same socket next
     return stop
 
 

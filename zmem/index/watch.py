@@ -324,6 +324,67 @@ def merge_in_progress(git_dir: Path) -> str | None:
     return None
 
 
+class Settling:
+    """When changes call for a catch-up: once they settled for `debounce` seconds, or `max_wait` after
+    the first one (a steady stream of writes is still indexed that often). `zmem watch`'s loop and a
+    long-lived Memory's watch thread (`zmem mcp`) both keep one."""
+
+    def __init__(self, debounce: float):
+        self.debounce = debounce
+        self.max_wait = max(10.0, 4 * debounce)
+        self.first: float | None = None  # the first change not caught up with yet
+        self.last: float | None = None  # the latest change (kept after the catch-up: commits wait for quiet too)
+
+    def changed(self, now: float) -> None:
+        if self.first is None:
+            self.first = now
+        self.last = now
+
+    def wait(self, now: float) -> float | None:
+        """Seconds until the catch-up is due (0: now), None when nothing is waiting for one."""
+        if self.first is None:
+            return None
+        return max(0.0, min(self.last + self.debounce, self.first + self.max_wait) - now)
+
+    def due(self, now: float) -> bool:
+        return self.first is not None and (now - self.last >= self.debounce or now - self.first >= self.max_wait)
+
+    def caught_up(self) -> None:
+        self.first = None
+
+
+def serve_fresh_processes(ws: Workspace, source: InotifySource,
+                          embedder_for: Callable[[str], object]) -> fsmonitor.VouchServer | None:
+    """The socket fresh processes ask (vouching, query vectors, keyword searches), its cookies watched
+    by source; None when another watcher answers already or it cannot be made (they do the sweep)."""
+    try:
+        server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for)
+    except OSError:
+        return None
+    if not source.watch_cookies(server.cookie_dir):
+        server.close()
+        return None
+    server.serve_searches(ws.index_path)
+    return server
+
+
+def query_model_to_preload(ws: Workspace, conn) -> str | None:
+    """The vector fingerprint of the model a watcher should load as it starts: hybrid recall with stored
+    vectors of a model that runs in-process (onnx, local), so that the first fresh recall's query is
+    embedded by the watcher (it would answer "no loading" to that one); None otherwise (bm25, an endpoint)."""
+    if ws.config.recall_mode == "bm25":
+        return None
+    import json
+    from zmem.embedders import IN_PROCESS_PROVIDERS
+    from zmem.store import db
+    fingerprint = db.get_meta(conn, "vec_fingerprint")
+    try:
+        provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider") if fingerprint else None
+    except (ValueError, AttributeError):
+        return None
+    return fingerprint if provider in IN_PROCESS_PROVIDERS else None
+
+
 class Watcher:
     """Debounce changes, catch up, and with commit=True commit the changed memory files after a
     longer quiet period. `clock` is injectable (monotonic seconds) so the timing logic is testable."""
@@ -335,7 +396,6 @@ class Watcher:
                  clock: Callable[[], float] = time.monotonic,
                  sync_every: float | None = None, syncer: Callable[[], object] | None = None):
         self.ws = ws
-        self.debounce = debounce
         self.commit = commit
         self.commit_after = commit_after
         self.force_poll = poll
@@ -350,9 +410,7 @@ class Watcher:
         self.syncer = syncer if sync_every else None
         self.sync_at = clock() + (sync_every or 0.0)
         self.sync_failures = 0
-        self.max_wait = max(10.0, 4 * debounce)  # a steady stream of writes is still indexed this often
-        self.dirty_since: float | None = None  # first change not indexed yet
-        self.last_change: float | None = None
+        self.settling = Settling(debounce)  # changes not indexed yet
         self.pending: set[str] = set()  # memory files changed since the last commit
         self.failed_commits: dict[str, int] = {}  # pending file -> failed commit attempts since it changed
         self.commit_retry_at = 0.0
@@ -377,17 +435,15 @@ class Watcher:
             self._reload_config()
         if self.commit:
             self._add_pending({p for p in paths if self.ws.is_memory_path(p)})
-        if self.dirty_since is None:
-            self.dirty_since = now
-        self.last_change = now
+        self.settling.changed(now)
 
     def due(self, now: float) -> float | None:
         """Seconds until the next thing to do (0: now), or None when idle."""
         waits = []
-        if self.dirty_since is not None:
-            waits.append(min(self.last_change + self.debounce, self.dirty_since + self.max_wait) - now)
+        if (index_wait := self.settling.wait(now)) is not None:
+            waits.append(index_wait)
         if self.commit and self.pending:
-            quiet = (self.last_change or 0.0) + self.commit_after
+            quiet = (self.settling.last or 0.0) + self.commit_after
             waits.append(max(quiet, self.commit_retry_at) - now)
         if self.syncer is not None:
             waits.append(self.sync_at - now)
@@ -395,14 +451,13 @@ class Watcher:
 
     def tick(self, now: float) -> None:
         """Do whatever is due: index after the debounce, then commit after the quiet period."""
-        commit_due = (self.commit and self.pending and now - (self.last_change or 0.0) >= self.commit_after
+        commit_due = (self.commit and self.pending and now - (self.settling.last or 0.0) >= self.commit_after
                       and now >= self.commit_retry_at)
-        if self.dirty_since is not None and (commit_due or now - self.last_change >= self.debounce
-                                              or now - self.dirty_since >= self.max_wait):
+        if self.settling.first is not None and (commit_due or self.settling.due(now)):
             self.index()
-        if commit_due and self.dirty_since is None and self.stop_signal is None:
+        if commit_due and self.settling.first is None and self.stop_signal is None:
             self.commit_pending()  # only once the index has seen every change (never after a stop)
-        if self.syncer is not None and now >= self.sync_at and self.dirty_since is None and self.stop_signal is None:
+        if self.syncer is not None and now >= self.sync_at and self.settling.first is None and self.stop_signal is None:
             self.sync_now()
 
     # -- actions
@@ -411,7 +466,7 @@ class Watcher:
         self.vouch = None
         if self.source is not None and self.source.needs_sync:
             self._sync()
-        self.dirty_since = None
+        self.settling.caught_up()
         try:
             conn = open_index(self.ws)
             try:
@@ -469,7 +524,7 @@ class Watcher:
         self.changed(paths, self.clock())
         if not seen or source.needs_sync or source.root_gone or self.vouch is None:
             return False
-        if self.vouch != snapshot and self.dirty_since is None:
+        if self.vouch != snapshot and self.settling.first is None:
             # another process moved the snapshot (a commit's hook, a recall recording new stats):
             # a catch-up here checks it, and the next question can be vouched for
             self.changed({""}, self.clock())
@@ -477,39 +532,25 @@ class Watcher:
 
     def _serve(self) -> None:
         """Start answering fresh processes (inotify only; another watcher may already answer)."""
-        if not isinstance(self.source, InotifySource) or self.server is not None:
-            return
-        try:
-            server = fsmonitor.VouchServer(self.ws.state_dir, embedder_for=self.query_embedder)
-        except OSError:
-            return
-        if not self.source.watch_cookies(server.cookie_dir):
-            server.close()
-            return
-        server.serve_searches(self.ws.index_path)
-        self.server = server
+        if isinstance(self.source, InotifySource) and self.server is None:
+            self.server = serve_fresh_processes(self.ws, self.source, self.query_embedder)
 
     def _preload_query_model(self) -> None:
-        """Hybrid recall with stored vectors of a model that runs in-process (onnx, local): start loading
-        it on the query embedding thread, so that the first fresh recall after the watcher starts is
-        served too (it would answer "no loading" to that one). After "watching": the start is not delayed."""
+        """Start loading the query model (query_model_to_preload) on the query embedding thread. After
+        "watching": the start is not delayed."""
         if self.server is None or self.server.queries is None or self.ws.config.recall_mode == "bm25":
             return
-        import json
         import sqlite3
-        from zmem.embedders import IN_PROCESS_PROVIDERS
         from zmem.index.catchup import open_index
-        from zmem.store import db
         try:
             conn = open_index(self.ws)
             try:
-                fingerprint = db.get_meta(conn, "vec_fingerprint")
+                fingerprint = query_model_to_preload(self.ws, conn)
             finally:
                 conn.close()
-            provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider") if fingerprint else None
-        except (ZmemError, OSError, ValueError, AttributeError, sqlite3.Error):
+        except (ZmemError, OSError, sqlite3.Error):
             return
-        if provider in IN_PROCESS_PROVIDERS:  # an endpoint has nothing to load
+        if fingerprint:
             self.server.queries.preload(fingerprint)
 
     def query_embedder(self, fingerprint: str):
@@ -533,9 +574,7 @@ class Watcher:
             return set()
 
     def _retry_index(self) -> None:
-        now = self.clock()
-        self.dirty_since = self.dirty_since or now
-        self.last_change = now
+        self.settling.changed(self.clock())
 
     def _add_pending(self, paths: set[str]) -> None:
         """Files changed again: commit them (again), with a fresh count of attempts."""
@@ -751,7 +790,7 @@ class Watcher:
                     self._fall_back(str(e))
             self._check_root()
             self._serve()
-            self.dirty_since = self.last_change = self.clock()
+            self.settling.changed(self.clock())
             self.index(startup=True)  # catch up with what changed before the watches were in place
             # ready: the watches are in place and the index is up to date
             self.emit(WatchEvent("watching", seconds=self.clock() - start, backend=self.source.name,

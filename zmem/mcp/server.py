@@ -9,9 +9,11 @@ model is loaded once). Every call answers from
 a fresh index, as every zmem command does: where inotify exists, the server watches the memory
 directories (one descriptor, a watch per directory, as `zmem watch`) and runs the catch-up only when
 a memory file or an ignore rule changed or HEAD moved since the last one; elsewhere it catches up before every call
-(the stat sweep costs ~4 µs a file). Calls run one at a time. User errors (a bad path, an unknown
-entity or revision, no workspace) come back as tool errors with the hint; nothing a tool does stops
-the server."""
+(the stat sweep costs ~4 µs a file). From its start it also serves fresh zmem processes as `zmem watch`
+does (Memory.watch_in_background): it vouches that nothing changed, embeds their queries with the model
+it preloads, answers their keyword searches, and catches up in the background once changes settle.
+Calls run one at a time. User errors (a bad path, an unknown entity or revision, no workspace) come
+back as tool errors with the hint; nothing a tool does stops the server."""
 from __future__ import annotations
 
 import functools
@@ -382,9 +384,16 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
         ws = server.memory.workspace  # say so early on stderr; tools report it again
     except ZmemError as e:
         log.warning("zmem mcp: %s (%s)", e.message, e.hint)
-    else:  # the reranker loads while the client starts up, not in its first search
+    else:  # while the client starts up, not in its first search (nor before its handshake):
+        # the watch and fresh processes' services with the index caught up, the query model, the reranker
+        server.memory.watch_in_background()
         threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
         server.run("stdio")
-    finally:
-        server.memory.close()
+    finally:  # after the watch start, if still running (its socket is removed too), not during it
+        locked = server.memory.lock.acquire(timeout=10)
+        try:
+            server.memory.close()
+        finally:
+            if locked:
+                server.memory.lock.release()
