@@ -219,3 +219,28 @@ def bert_hidden(t: dict, cfg: dict, ids: list[int], types: list[int]):
         h = 0.5 * h * (1 + erf(h / math.sqrt(2)))
         x = _layer_norm(x + lin(h, "output.dense"), t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
     return x
+
+
+def onnx_workspace(root: Path, model: Path, toml: str = ""):
+    """A workspace at root whose vectors come from the onnx model at model (the user's config), with
+    one note about the gateway host and toml as its zmem.toml if given, committed and indexed:
+    (the Workspace, its vectors' fingerprint)."""
+    from helpers.workspace import commit_all, run, user_config, write
+    from zmem.index.catchup import open_index
+    from zmem.store import db
+    from zmem.workspace.core import find_workspace
+    user_config(f'[embeddings]\nprovider = "onnx"\nmodel_path = "{model}"\nthreads = 2\n')
+    assert run(["init", "--no-hooks", str(root)]).exit_code == 0
+    if toml:
+        write(root, "zmem.toml", toml)
+    write(root, "bank/world.md", "# World\n\n- the gateway host is the mac studio in the office\n")
+    commit_all(root)
+    assert run(["-C", str(root), "index", "-q"]).exit_code == 0
+    ws = find_workspace(root)
+    conn = open_index(ws)
+    try:
+        fingerprint = db.get_meta(conn, "vec_fingerprint")
+    finally:
+        conn.close()
+    assert fingerprint and json.loads(fingerprint.partition("|windows=")[0])["provider"] == "onnx"
+    return ws, fingerprint

@@ -16,14 +16,10 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
 from helpers.fresh import fresh  # noqa: E402
-from helpers.tiny_bert import make_tiny_bert  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert, onnx_workspace  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
-from helpers.workspace import commit_all, run, user_config, write  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.index import fsmonitor  # noqa: E402
-from zmem.index.catchup import open_index  # noqa: E402
-from zmem.store import db  # noqa: E402
-from zmem.workspace.core import find_workspace  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
                                 reason="inotify: Linux only")
@@ -37,26 +33,8 @@ def tiny_onnx(tmp_path_factory) -> Path:
     return Path(import_onnx(src, tmp_path_factory.mktemp("onnx") / "tiny.onnx")["out"])
 
 
-def workspace(root: Path, model: Path, toml: str = ""):
-    user_config(f'[embeddings]\nprovider = "onnx"\nmodel_path = "{model}"\nthreads = 2\n')
-    assert run(["init", "--no-hooks", str(root)]).exit_code == 0
-    if toml:
-        write(root, "zmem.toml", toml)
-    write(root, "bank/world.md", "# World\n\n- the gateway host is the mac studio in the office\n")
-    commit_all(root)
-    assert run(["-C", str(root), "index", "-q"]).exit_code == 0
-    ws = find_workspace(root)
-    conn = open_index(ws)
-    try:
-        fingerprint = db.get_meta(conn, "vec_fingerprint")
-    finally:
-        conn.close()
-    assert fingerprint and json.loads(fingerprint.partition("|windows=")[0])["provider"] == "onnx"
-    return ws, fingerprint
-
-
 def test_the_first_question_after_the_watcher_starts_is_answered_with_a_vector(tmp_path, tiny_onnx):
-    ws, fingerprint = workspace(tmp_path, tiny_onnx)
+    ws, fingerprint = onnx_workspace(tmp_path, tiny_onnx)
     watch = WatchProc(ws.root)
     try:
         watch.ready()
@@ -71,7 +49,7 @@ def test_the_first_question_after_the_watcher_starts_is_answered_with_a_vector(t
 
 
 def test_with_recall_mode_bm25_the_watcher_loads_nothing_until_asked(tmp_path, tiny_onnx):
-    ws, fingerprint = workspace(tmp_path, tiny_onnx, '[recall]\nmode = "bm25"\n')
+    ws, fingerprint = onnx_workspace(tmp_path, tiny_onnx, '[recall]\nmode = "bm25"\n')
     watch = WatchProc(ws.root)
     try:
         watch.ready()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, git, run, user_config, wait_for, write, zmem_proc
+from helpers.workspace import commit_all, git, wait_for, write, zmem_proc
 from zmem.index import fsmonitor
 from zmem.index.catchup import open_index
 from zmem.store import db
@@ -148,21 +148,11 @@ def test_the_query_model_is_loaded_as_the_server_starts(tmp_path):
     starts, so the first fresh hybrid recall's query is embedded by it (not answered "no loading")."""
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):  # numpy first: onnxruntime needs it
         pytest.importorskip(module)
-    from helpers.tiny_bert import make_tiny_bert
+    from helpers.tiny_bert import make_tiny_bert, onnx_workspace
     from zmem.embedders.modelimport import import_onnx
     model = Path(import_onnx(make_tiny_bert(tmp_path / "tiny-bert"), tmp_path / "tiny.onnx")["out"])
-    user_config(f'[embeddings]\nprovider = "onnx"\nmodel_path = "{model}"\nthreads = 2\n')
     root = tmp_path / "ws"
-    assert run(["init", "--no-hooks", str(root)]).exit_code == 0
-    write(root, "bank/world.md", "# World\n\n- the gateway host is the mac studio in the office\n")
-    commit_all(root)
-    assert run(["-C", str(root), "index", "-q"]).exit_code == 0
-    ws = find_workspace(root)
-    conn = open_index(ws)
-    try:
-        fingerprint = db.get_meta(conn, "vec_fingerprint")
-    finally:
-        conn.close()
+    ws, fingerprint = onnx_workspace(root, model)
 
     async def go():
         async with session(root):  # no tool call: nothing of its own made it load the model

@@ -8,36 +8,9 @@ import random
 
 import pytest
 
-from zmem.store import db, impact
-from zmem.store.fts import TOKENIZER, can_delete_by_rowid, deletes_by_rowid
-
-VOCAB = [f"w{i}" for i in range(24)]
-WEIGHTS = [1.0 / (i + 1) ** 0.7 for i in range(len(VOCAB))]  # a few words in most rows, most in few
-
-
-def _index(r: random.Random, rows: int, by_rowid: bool = True):
-    """An in-memory index with what impact reads: chunks (its id sequence), meta, chunks_fts (deleting
-    by rowid, FTS5's tombstones, where SQLite can and by_rowid; else by the values indexed)."""
-    conn = db.sqlite.connect(":memory:", isolation_level=None)
-    option = ", contentless_delete=1" if by_rowid and can_delete_by_rowid() else ""
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT, heading TEXT)")
-    conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, heading, cjk_bi, cjk_uni, content=''{option}, "
-                 f"tokenize='{TOKENIZER}')")
-    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')")
-    _add(conn, r, rows)
-    return conn
-
-
-def _add(conn, r: random.Random, rows: int) -> None:
-    for _ in range(rows):
-        size = r.choice([1, 2, 3, 5, 8, 8, 8, 13, 40])  # repeated lengths: equal scores
-        text = " ".join(r.choices(VOCAB, WEIGHTS, k=size))
-        heading = " ".join(r.choices(VOCAB, WEIGHTS, k=r.choice([0, 0, 1, 2])))
-        rowid = conn.execute("INSERT INTO chunks(text, heading) VALUES(?, ?)", (text, heading)).lastrowid
-        conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, '', '')",
-                     (rowid, text, heading))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES('snapshot_ns', ?)", (str(r.random()),))
+from helpers.impact_tables import VOCAB, add_rows as _add, fts5_top as _fts5, random_index as _index
+from zmem.store import impact
+from zmem.store.fts import deletes_by_rowid
 
 
 def _delete(conn, r: random.Random, share: float) -> None:
@@ -51,12 +24,6 @@ def _delete(conn, r: random.Random, share: float) -> None:
                          "VALUES('delete', ?, ?, ?, '', '')", (rowid, text, heading))
         conn.execute("DELETE FROM chunks WHERE id = ?", (rowid,))
     conn.execute("INSERT OR REPLACE INTO meta VALUES('snapshot_ns', ?)", (str(r.random()),))
-
-
-def _fts5(conn, words: list[str], k: int) -> list[tuple[int, float]]:
-    match = " OR ".join(f'"{w}"' for w in words)
-    return [tuple(row) for row in conn.execute(
-        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (match, k))]
 
 
 @pytest.fixture(autouse=True)

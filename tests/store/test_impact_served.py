@@ -8,39 +8,18 @@ import random
 
 import pytest
 
+from helpers.impact_tables import add_rows, fts5_top as _fts5, random_index
 from zmem.store import db, impact
-from zmem.store.fts import TOKENIZER
 
-VOCAB = [f"w{i}" for i in range(24)]
-WEIGHTS = [1.0 / (i + 1) ** 0.7 for i in range(len(VOCAB))]
+SIZES, HEADING_SIZES = (1, 3, 8, 8, 13, 40), (0, 1, 2)
 
 
 def _index(r: random.Random, rows: int):
-    """What impact reads (chunks' id sequence, meta, chunks_fts), in memory."""
-    conn = db.sqlite.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT, heading TEXT)")
-    conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, heading, cjk_bi, cjk_uni, content='', "
-                 f"tokenize='{TOKENIZER}')")
-    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES('rank', 'bm25(1.0, 0.5, 1.0, 0.5)')")
-    _add(conn, r, rows)
-    return conn
+    return random_index(r, rows, by_rowid=False, sizes=SIZES, heading_sizes=HEADING_SIZES)
 
 
 def _add(conn, r: random.Random, rows: int) -> None:
-    for _ in range(rows):
-        text = " ".join(r.choices(VOCAB, WEIGHTS, k=r.choice([1, 3, 8, 8, 13, 40])))
-        heading = " ".join(r.choices(VOCAB, WEIGHTS, k=r.choice([0, 1, 2])))
-        rowid = conn.execute("INSERT INTO chunks(text, heading) VALUES(?, ?)", (text, heading)).lastrowid
-        conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, '', '')",
-                     (rowid, text, heading))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES('snapshot_ns', ?)", (str(r.random()),))
-
-
-def _fts5(conn, words: list[str], k: int) -> list[tuple[int, float]]:
-    match = " OR ".join(f'"{w}"' for w in words)
-    return [tuple(row) for row in conn.execute(
-        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (match, k))]
+    add_rows(conn, r, rows, sizes=SIZES, heading_sizes=HEADING_SIZES)
 
 
 @pytest.fixture(autouse=True)
