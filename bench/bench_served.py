@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench_startup import fmt  # bench/ is on sys.path: scripts run from there
+
 ZMEM = str(Path(sys.executable).parent / "zmem")
 CONDITIONS = ("nothing", "zmem watch", "zmem mcp")
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -88,11 +90,6 @@ def recall(ws: Path, query: str) -> tuple[float, float]:
     if proc.returncode:
         raise SystemExit(f"recall failed: {proc.stderr}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
-def fmt(samples: list[float]) -> str:
-    ms = [s * 1000 for s in samples]
-    return f"{statistics.median(ms):6.1f} ({min(ms):.0f}–{max(ms):.0f})"
 
 
 def main() -> None:
