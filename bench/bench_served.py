@@ -19,7 +19,6 @@ import os
 import resource
 import socket
 import sqlite3
-import statistics
 import subprocess
 import sys
 import time
