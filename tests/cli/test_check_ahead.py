@@ -134,6 +134,22 @@ def test_a_check_that_fails_or_dies_is_done_again_by_the_recall(ws, monkeypatch,
         assert {h.path for h in mem.recall("zebrafish").results} == expected
 
 
+def test_a_check_that_never_answers_is_stopped_and_done_by_the_recall(ws, monkeypatch):
+    """A child stopped (SIGSTOP) or stuck does not hang the recall: after CHECK_AHEAD_WAIT it is killed
+    and reaped, and the recall checks, catches up and searches for itself."""
+    _indexed(ws)
+    with open(ws / "memory/2025-11-27.md", "a") as f:  # the index does not know it yet
+        f.write("- The zebrafish tank needs a new filter.\n")
+    monkeypatch.setattr(catchup, "CHECK_AHEAD_WAIT", 0.5)
+    with Memory.open(ws) as mem:
+        mem.check_ahead()
+        pid = mem._ahead.pid
+        os.kill(pid, signal.SIGSTOP)
+        mem.recall("zebrafish")
+        assert not mem.confirmed() and _reaped(pid)
+        assert [h.path for h in mem.recall("zebrafish").results] == ["memory/2025-11-27.md"]
+
+
 def test_closing_with_a_check_pending_reaps_the_child(ws):
     _indexed(ws)
     mem = Memory.open(ws)

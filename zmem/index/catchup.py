@@ -326,6 +326,11 @@ def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
     return (indexed if same else None), changes
 
 
+# How long a recall waits for its forked check's answer before it stops the child and checks for
+# itself: a sweep of 100k files takes ~0.5 s; a child stopped (SIGSTOP) or stuck must not hang the recall.
+CHECK_AHEAD_WAIT = 10.0
+
+
 class CheckAhead:
     """quick_check running in a forked child process while this one reads the index (check_ahead)."""
 
@@ -333,12 +338,21 @@ class CheckAhead:
         self.pid, self.fd = pid, fd
 
     def indexed(self) -> str | None:
-        """Wait for the child: the index state it checked (index_state) when catch_up would have returned at once with
+        """Wait for the child (at most CHECK_AHEAD_WAIT seconds): the index state it checked (index_state) when catch_up would have returned at once with
         nothing to record (HEAD, settings, files, directories and ignore rules as the index saw
         them), else None (changed, or anything odd: the caller catches up as usual)."""
+        import select
+        deadline = time.monotonic() + CHECK_AHEAD_WAIT
         try:
             reply = b""
-            while chunk := os.read(self.fd, 128):
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                    self.abandon()  # stopped, or stuck: the caller checks for itself
+                    return None
+                chunk = os.read(self.fd, 128)
+                if not chunk:
+                    break
                 reply += chunk
             status = os.waitpid(self.pid, 0)[1]
         except BaseException:  # Ctrl-C while waiting: the child is not left behind
