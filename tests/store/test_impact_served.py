@@ -65,11 +65,11 @@ def test_a_fresh_process_asks_only_for_what_lists_could_answer_and_only_first(mo
     def ask(key, tokens, k):
         asked.append((key, tokens, k))
         return [(1, -1.0)]
-    assert impact.top_k_asking(conn, ["nowhere"], 6, ask) is None and asked == []  # no common word
-    assert impact.top_k_asking(conn, ["w0", "w1"], 6, ask) == [(1, -1.0)]
+    assert impact.top_k(conn, ["nowhere"], 6, ask=ask) is None and asked == []  # no common word
+    assert impact.top_k(conn, ["w0", "w1"], 6, ask=ask) == [(1, -1.0)]
     assert asked == [(impact.state_key(conn), ["w0", "w1"], 6)]
     # after FTS5_FIRST searches of the state (the first counted too): its own lists
-    assert impact.top_k_asking(conn, ["w0"], 6, ask) == _fts5(conn, ["w0"], 6)
+    assert impact.top_k(conn, ["w0"], 6, ask=ask) == _fts5(conn, ["w0"], 6)
     assert len(asked) == 1
 
 

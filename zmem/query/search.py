@@ -96,11 +96,12 @@ def _bm25(conn, match: str, k: int, since: str | None, until: str | None, path_g
     exactly this index state), else FTS5's."""
     if tokens is not None:
         from zmem.store import impact
-        if watcher is None:
-            rows = impact.top_k(conn, tokens, k)
-        else:
+        ask = None
+        if watcher is not None:
+            import functools
             from zmem.index import fsmonitor
-            rows = impact.top_k_asking(conn, tokens, k, lambda *search: fsmonitor.ranked(watcher, *search))
+            ask = functools.partial(fsmonitor.ranked, watcher)
+        rows = impact.top_k(conn, tokens, k, ask)
         if rows is not None:
             return [(cid, (-r) / (1.0 - r)) for cid, r in rows]
     where, args = [], []

@@ -17,7 +17,7 @@ sequence, the averages record), read in one read transaction with the answer, so
 between can never mix two states.
 
 A fresh process, which leaves its first searches of a state to FTS5, asks a watcher holding lists
-instead (top_k_asking): `zmem watch` / `zmem mcp` answer from theirs for exactly the same key
+instead (top_k's ask): `zmem watch` / `zmem mcp` answer from theirs for exactly the same key
 (served_top_k) and make the missing ones after answering (build; zmem.index.fsmonitor)."""
 from __future__ import annotations
 
@@ -226,23 +226,13 @@ def document_frequencies(conn, tokens: list[str]) -> list[int] | None:
         return None if state is None else [state.df(t) for t in tokens]
 
 
-def top_k(conn, tokens: list[str], k: int) -> list[tuple[int, float]] | None:
+def top_k(conn, tokens: list[str], k: int, ask=None) -> list[tuple[int, float]] | None:
     """FTS5's `SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH '"w1" OR "w2" …' ORDER BY
     rank LIMIT k` for words of one token each (tokens: the words' tokens in the expression's
-    order), or None when this cannot answer it cheaply (the caller asks FTS5)."""
-    if not ENABLED or not tokens or k <= 0:
-        return None
-    with _reading(conn) as state:
-        if state is None:
-            return None
-        state.searches += 1
-        return None if state.searches <= FTS5_FIRST else _top_k(state, tokens, k)
-
-
-def top_k_asking(conn, tokens: list[str], k: int, ask) -> list[tuple[int, float]] | None:
-    """top_k, or when this process would leave the search to FTS5 but its lists could answer it,
-    ask(key_text, tokens, k): another process's answer for exactly this index state (a watcher's,
-    zmem.index.fsmonitor.ranked) or None. Both are None for FTS5."""
+    order), or None when this cannot answer it cheaply (the caller asks FTS5). While this process
+    leaves a state's first searches to FTS5, ask(key_text, tokens, k), if given, is asked when lists
+    could answer: another process's answer for exactly this index state (a watcher's,
+    zmem.index.fsmonitor.ranked) or None."""
     if not ENABLED or not tokens or k <= 0:
         return None
     with _reading(conn) as state:
@@ -251,7 +241,7 @@ def top_k_asking(conn, tokens: list[str], k: int, ask) -> list[tuple[int, float]
         state.searches += 1
         if state.searches > FTS5_FIRST:
             return _top_k(state, tokens, k)
-        return ask(key_text(state.key), tokens, k) if _listable(state, tokens) else None
+        return ask(key_text(state.key), tokens, k) if ask is not None and _listable(state, tokens) else None
 
 
 def _listable(state: State, tokens: list[str]) -> bool:
