@@ -221,6 +221,12 @@ def bert_hidden(t: dict, cfg: dict, ids: list[int], types: list[int]):
     return x
 
 
+def tiny_onnx_model(folder: Path) -> Path:
+    """The tiny BERT made under folder, imported as an onnx model (`zmem model import`'s converter)."""
+    from zmem.embedders.modelimport import import_onnx
+    return Path(import_onnx(make_tiny_bert(folder / "tiny-bert"), folder / "tiny.onnx")["out"])
+
+
 def onnx_workspace(root: Path, model: Path, toml: str = ""):
     """A workspace at root whose vectors come from the onnx model at model (the user's config), with
     one note about the gateway host and toml as its zmem.toml if given, committed and indexed:

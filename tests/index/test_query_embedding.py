@@ -18,11 +18,10 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.tiny_bert import make_tiny_bert  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert, tiny_onnx_model  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
 from helpers.fresh import fresh  # noqa: E402
 from helpers.workspace import commit_all, run, user_config, wait_for, write  # noqa: E402
-from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.index import fsmonitor  # noqa: E402
 from zmem.index.catchup import open_index  # noqa: E402
 from zmem.store import db  # noqa: E402
@@ -37,8 +36,7 @@ RUNTIME = ("onnxruntime", "numpy", "tokenizers")
 
 @pytest.fixture(scope="module")
 def tiny_onnx(tmp_path_factory) -> Path:
-    src = make_tiny_bert(tmp_path_factory.mktemp("tiny") / "tiny-bert")
-    return Path(import_onnx(src, tmp_path_factory.mktemp("onnx") / "tiny.onnx")["out"])
+    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -16,9 +16,8 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
 from helpers.fresh import fresh  # noqa: E402
-from helpers.tiny_bert import make_tiny_bert, onnx_workspace  # noqa: E402
+from helpers.tiny_bert import onnx_workspace, tiny_onnx_model  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
-from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.index import fsmonitor  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
@@ -29,8 +28,7 @@ RUNTIME = ("onnxruntime", "numpy", "tokenizers")
 
 @pytest.fixture(scope="module")
 def tiny_onnx(tmp_path_factory) -> Path:
-    src = make_tiny_bert(tmp_path_factory.mktemp("tiny") / "tiny-bert")
-    return Path(import_onnx(src, tmp_path_factory.mktemp("onnx") / "tiny.onnx")["out"])
+    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))
 
 
 def test_the_first_question_after_the_watcher_starts_is_answered_with_a_vector(tmp_path, tiny_onnx):

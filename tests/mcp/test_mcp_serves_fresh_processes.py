@@ -148,11 +148,9 @@ def test_the_query_model_is_loaded_as_the_server_starts(tmp_path):
     starts, so the first fresh hybrid recall's query is embedded by it (not answered "no loading")."""
     for module in ("numpy", "onnxruntime", "tokenizers", "onnx"):  # numpy first: onnxruntime needs it
         pytest.importorskip(module)
-    from helpers.tiny_bert import make_tiny_bert, onnx_workspace
-    from zmem.embedders.modelimport import import_onnx
-    model = Path(import_onnx(make_tiny_bert(tmp_path / "tiny-bert"), tmp_path / "tiny.onnx")["out"])
+    from helpers.tiny_bert import onnx_workspace, tiny_onnx_model
     root = tmp_path / "ws"
-    ws, fingerprint = onnx_workspace(root, model)
+    ws, fingerprint = onnx_workspace(root, tiny_onnx_model(tmp_path))
 
     async def go():
         async with session(root):  # no tool call: nothing of its own made it load the model
