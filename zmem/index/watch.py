@@ -538,17 +538,17 @@ class Watcher:
     def _preload_query_model(self) -> None:
         """Start loading the query model (query_model_to_preload) on the query embedding thread. After
         "watching": the start is not delayed."""
-        if self.server is None or self.server.queries is None or self.ws.config.recall_mode == "bm25":
+        if self.server is None or self.server.queries is None:
             return
-        import sqlite3
         from zmem.index.catchup import open_index
+        from zmem.store import db
         try:
             conn = open_index(self.ws)
             try:
                 fingerprint = query_model_to_preload(self.ws, conn)
             finally:
                 conn.close()
-        except (ZmemError, OSError, sqlite3.Error):
+        except (ZmemError, OSError, db.Error):  # the driver's errors (pysqlite3's are not sqlite3's)
             return
         if fingerprint:
             self.server.queries.preload(fingerprint)
