@@ -1,5 +1,5 @@
-"""Random in-memory indexes holding what zmem.store.impact reads (the chunks' id sequence, meta,
-chunks_fts), and FTS5's own answer to compare its lists with."""
+"""Random in-memory indexes holding what zmem.store.impact reads (the chunks' id sequence, meta's
+index_id, chunks_fts), and FTS5's own answer to compare its lists with."""
 from __future__ import annotations
 
 import random
@@ -19,6 +19,7 @@ def random_index(r: random.Random, rows: int, by_rowid: bool = True, **add):
     conn = db.sqlite.connect(":memory:", isolation_level=None, check_same_thread=False)
     option = ", contentless_delete=1" if by_rowid and can_delete_by_rowid() else ""
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO meta VALUES('index_id', ?)", (f"{r.getrandbits(64):016x}",))
     conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT, heading TEXT)")
     conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, heading, cjk_bi, cjk_uni, content=''{option}, "
                  f"tokenize='{TOKENIZER}')")
@@ -28,14 +29,13 @@ def random_index(r: random.Random, rows: int, by_rowid: bool = True, **add):
 
 
 def add_rows(conn, r: random.Random, rows: int, sizes=SIZES, heading_sizes=HEADING_SIZES) -> None:
-    """rows random chunks more, and a new snapshot time (a new index state, as a catch-up records)."""
+    """rows random chunks more (a new index state: the chunk id sequence moves)."""
     for _ in range(rows):
         text = " ".join(r.choices(VOCAB, WEIGHTS, k=r.choice(sizes)))
         heading = " ".join(r.choices(VOCAB, WEIGHTS, k=r.choice(heading_sizes)))
         rowid = conn.execute("INSERT INTO chunks(text, heading) VALUES(?, ?)", (text, heading)).lastrowid
         conn.execute("INSERT INTO chunks_fts(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, '', '')",
                      (rowid, text, heading))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES('snapshot_ns', ?)", (str(r.random()),))
 
 
 def fts5_top(conn, words: list[str], k: int) -> list[tuple[int, float]]:

@@ -23,7 +23,6 @@ def _delete(conn, r: random.Random, share: float) -> None:
             conn.execute("INSERT INTO chunks_fts(chunks_fts, rowid, text, heading, cjk_bi, cjk_uni) "
                          "VALUES('delete', ?, ?, ?, '', '')", (rowid, text, heading))
         conn.execute("DELETE FROM chunks WHERE id = ?", (rowid,))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES('snapshot_ns', ?)", (str(r.random()),))
 
 
 @pytest.fixture(autouse=True)

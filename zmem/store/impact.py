@@ -12,9 +12,12 @@ tokens, filters, no common word, too many rare chunks) returns None, and the cal
 What it reads (per index state, kept in memory: a long-lived process reuses it across recalls):
 a word's chunks and weighted counts from fts5vocab (instance), the chunk lengths from FTS5's own
 docsize table, the row count and average length from its averages record. The state is keyed by
-what any write of the notes changes (the snapshot time every catch-up records, the chunk id
-sequence, the averages record), read in one read transaction with the answer, so a write in
-between can never mix two states.
+the index file's id (meta index_id) and what any write of the notes' rows changes: the chunk id
+sequence (every insert), FTS5's structure record (its segments and their tombstone counts: every
+insert or delete; a delete from a contentless_delete table leaves the averages record as it was)
+and the averages record, read in one read transaction with the answer, so a write in between can
+never mix two states. A catch-up that only re-stats files keeps the state (and the lists). An index
+without an id (an older one opened read-only) keys on the snapshot time every catch-up records.
 
 A fresh process, which leaves its first searches of a state to FTS5, asks a watcher holding lists
 instead (top_k's ask): `zmem watch` / `zmem mcp` answer from theirs for exactly the same key
@@ -150,16 +153,18 @@ _lock = allocate_lock()
 def _state(conn) -> State | None:
     """The state of the index conn reads now (the caller holds a read transaction), or None when
     chunks_fts is not there."""
-    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'snapshot_ns'), "
+    row = conn.execute("SELECT coalesce((SELECT value FROM meta WHERE key = 'index_id'), "
+                       "(SELECT value FROM meta WHERE key = 'snapshot_ns')), "
                        "(SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), "
-                       "(SELECT block FROM chunks_fts_data WHERE id = 1)").fetchone()
-    if row is None or row[2] is None:
+                       "(SELECT block FROM chunks_fts_data WHERE id = 1), "
+                       "(SELECT block FROM chunks_fts_data WHERE id = 10)").fetchone()
+    if row is None or row[2] is None or row[3] is None:
         return None
     avg = varints(row[2])
     if not avg or avg[0] <= 0:
         return None
     path = conn.execute("PRAGMA database_list").fetchone()[2]
-    key = (row[0], row[1], row[2])
+    key = tuple(row)
     state = _states.get(path)
     if state is None or state.key != key or state.conn is not conn:
         from zmem.store import db
@@ -215,7 +220,7 @@ def state_key(conn) -> str | None:
 
 def key_text(key: tuple) -> str:
     """A state's key as one word of ASCII (what a fresh process sends a watcher: zmem.index.fsmonitor)."""
-    return f"{key[0]}.{key[1]}.{key[2].hex()}"
+    return f"{key[0]}.{key[1]}.{key[2].hex()}.{key[3].hex()}"
 
 
 def document_frequencies(conn, tokens: list[str]) -> list[int] | None:

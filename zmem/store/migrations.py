@@ -335,6 +335,15 @@ def fact_ids_with_entities(conn) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS facts_legacy_fid ON facts(legacy_fid)")
 
 
+@step(snapshot_only=True)
+def index_id(conn) -> None:
+    """A random id of this index file, never rewritten: with the chunk id sequence and FTS5's
+    averages record it names what the notes' full-text rows hold (zmem.store.impact's state key)
+    without the snapshot time, which a catch-up that only re-stats files also moves. A rebuild
+    (`zmem index --full`) writes a new file, so a new id."""
+    conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('index_id', lower(hex(randomblob(12))))")
+
+
 SCHEMA_VERSION = len(STEPS)  # user_version: an older zmem refuses an index whose number exceeds its own
 # The index fingerprint names NOTES_SCHEMA, the position of the last step that changes what notes
 # derive to: a snapshot-only step re-reads no note.
