@@ -10,11 +10,14 @@ standard deviations), `leadE=X` (the rule only when the keyword evidence is belo
 fusion's: `abs=X` (the closest candidate ranks first when its cosine leads the second's by X, the rule
 before 2026-11-26's e5 measurements), `rel=X` (by X times the gap between the first and the `relk`-th,
 default 10th), and text weights below fusion.WEAK (evidence E): `zero=X`
-(0 when E < X), `scale=X` (X * E), `pow=X` (WEAK * (E / WEAK) ** X).
+(0 when E < X), `scale=X` (X * E), `pow=X` (WEAK * (E / WEAK) ** X). `lonenum`: a lone one- or two-digit number
+of the query counts as an identifier again (fusion.LONE_NUMBER matching nothing: the rule before 2026-11-26's
+"Small numbers are not identifiers").
 FUSION_LOG=FILE writes, per query, the candidates' cosines best first (the default variant's), as JSON.
 """
 import json
 import os
+import re
 import runpy
 import sys
 
@@ -22,6 +25,7 @@ from zmem.query import fusion, search
 
 variant: dict[str, float] = {}
 default_weights, default_fuse, default_recall = fusion.query_weights, fusion.adaptive_fuse, search.recall
+default_lone = fusion.LONE_NUMBER
 
 
 def query_weights(rarity, texts, text_weight, vector_weight):
@@ -81,6 +85,7 @@ def recall(*args, fusion=None, **kwargs):
         variant.clear()
         variant.update((k, float(v or 1)) for k, _, v in (part.partition("=") for part in name.split("+") if part))
         fusion = "adaptive"
+    globals()["fusion"].LONE_NUMBER = re.compile(r"(?!)") if "lonenum" in variant else default_lone
     return default_recall(*args, fusion=fusion, **kwargs)
 
 

@@ -15,6 +15,7 @@ the vector windows choose the lines only where the words match incidentally (key
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
@@ -22,6 +23,11 @@ from zmem.store.fts import build_match, fold, match_keys, query_grams, query_ter
 WEAK = 0.5     # keyword evidence below this: the keyword list matched incidental words only
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
 RARE_DF = 3    # an identifier in at most this many chunks is an exact match to keep first
+# a number of one or two digits standing alone in the query ("on 3 June, 2023", "December 1,2023", "my 2 kids")
+# is a day or a count, not an identifier: a chunk that happens to hold it is no exact match. Joined to other
+# characters it still is one (4.2.7, v2, B12, 16.2). LoCoMo dev single-hop: 4 of the 8 questions hybrid lost
+# to BM25 with either model (bench/README.md, "Small numbers are not identifiers")
+LONE_NUMBER = re.compile(r"(?<![\w.\-/:])\d{1,2}(?![\w\-/:]|\.\w)")
 LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as the keywords choose
 # the closest candidate ranks first (below STRONG) when its cosine leads the second-closest's by this many
 # standard deviations of all the candidates' cosines: a lead in the query's own units, so it means the same
@@ -70,6 +76,7 @@ def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
     rare (the words miss what is asked); a CJK bigram no chunk holds is dropped (a query's bigrams
     include function pairs such as 到了 and 了吗 that say nothing)."""
     total = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] or 1
+    lone = set(LONE_NUMBER.findall(query))
     out = []
     terms = [(key, build_match(term), False) for term in query_terms(query) for key in match_keys(term)[:1]]
     terms += [(g, f'cjk_bi : "{g}"' if len(g) > 1 else f'cjk_uni : "{g}"', True) for g in query_grams(query)]
@@ -77,7 +84,8 @@ def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
         df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)).fetchone()[0]
         if gram and not df:
             continue
-        exact = not gram and 0 < df <= RARE_DF and any(c.isdigit() or c == "_" for c in key)
+        exact = (not gram and 0 < df <= RARE_DF and any(c.isdigit() or c == "_" for c in key)
+                 and key not in lone)
         df = max(df, 1)
         out.append(Term(key, math.log(1 + (total - df + 0.5) / (df + 0.5)), gram, exact))
     return out
