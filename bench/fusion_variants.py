@@ -12,7 +12,9 @@ before 2026-11-26's e5 measurements), `rel=X` (by X times the gap between the fi
 default 10th), and text weights below fusion.WEAK (evidence E): `zero=X`
 (0 when E < X), `scale=X` (X * E), `pow=X` (WEAK * (E / WEAK) ** X). `lonenum`: a lone one- or two-digit number
 of the query counts as an identifier again (fusion.LONE_NUMBER matching nothing: the rule before 2026-11-26's
-"Small numbers are not identifiers").
+"Small numbers are not identifiers"). `prf=B` (pseudo-relevance feedback in vector space, Rocchio: the query
+vector plus B x the mean of the best windows' vectors of the top `prfm` candidates, default 3, normalised, and
+recall again with it; `prfsrc=1` takes the candidates from the hybrid answer, else from the vectors alone).
 FUSION_LOG=FILE writes, per query, the candidates' cosines best first (the default variant's), as JSON.
 """
 import json
@@ -86,7 +88,33 @@ def recall(*args, fusion=None, **kwargs):
         variant.update((k, float(v or 1)) for k, _, v in (part.partition("=") for part in name.split("+") if part))
         fusion = "adaptive"
     globals()["fusion"].LONE_NUMBER = re.compile(r"(?!)") if "lonenum" in variant else default_lone
+    if "prf" in variant and kwargs.get("query_vector") is not None and not kwargs.get("_fed_back"):
+        kwargs["query_vector"] = feedback(args[0], kwargs, fusion)
+    kwargs.pop("_fed_back", None)
     return default_recall(*args, fusion=fusion, **kwargs)
+
+
+def feedback(conn, kwargs, fusion_name):
+    """Rocchio in vector space: q + prf x mean(best window vectors of the top prfm candidates), normalised."""
+    import numpy as np
+    from zmem.store.vectors import unpack
+    q, store, m = kwargs["query_vector"], kwargs["store"], int(variant.get("prfm", 3))
+    if variant.get("prfsrc"):
+        res = default_recall(conn, asked["query"], **{**kwargs, "k": m, "fusion": fusion_name})
+        ids = [conn.execute("SELECT id FROM chunks WHERE path = ? AND start_line = ?",
+                            (h.path, h.chunk_start_line)).fetchone()[0] for h in res.results[:m]]
+    else:
+        ids = [cid for cid, *_ in store.search(q, m)]
+    vecs = []
+    for cid, wins in store.windows_of(ids, q).items():
+        a, b, _ = max(wins, key=lambda w: w[2])
+        row = conn.execute("SELECT vector FROM chunk_vectors WHERE chunk_id = ? AND start_line = ? AND end_line = ?",
+                           (cid, a, b)).fetchone()
+        vecs.append(unpack(row[0]))
+    if not vecs:
+        return q
+    out = np.asarray(q, dtype=np.float64) + variant["prf"] * np.mean(np.asarray(vecs, dtype=np.float64), axis=0)
+    return [float(x) for x in out / np.linalg.norm(out)]
 
 
 fusion.query_weights, fusion.adaptive_fuse, search.recall = query_weights, adaptive_fuse, recall
