@@ -15,6 +15,8 @@ of the query counts as an identifier again (fusion.LONE_NUMBER matching nothing:
 "Small numbers are not identifiers"). `prf=B` (pseudo-relevance feedback in vector space, Rocchio: the query
 vector plus B x the mean of the best windows' vectors of the top `prfm` candidates, default 3, normalised, and
 recall again with it; `prfsrc=1` takes the candidates from the hybrid answer, else from the vectors alone).
+`vnorm=1`: the candidates' cosines min-max normalised to [0, 1] before the weighted sum (`vnorm=2`: from the
+median up, the lower half 0), so a model whose cosines crowd together weighs as much as one whose spread.
 FUSION_LOG=FILE writes, per query, the candidates' cosines best first (the default variant's), as JSON.
 """
 import json
@@ -69,6 +71,11 @@ def adaptive_fuse(bm25, vec, weights):
     fusion.VECTOR_LEAD = variant.get("lead", lead)
     if "nolead" in variant or "rel" in variant or "abs" in variant or weights.evidence >= variant.get("leadE", 2.0):
         fusion.VECTOR_LEAD = float("inf")
+    if variant.get("vnorm") and len(vec) > 1:
+        sims = sorted(s for _, s in vec)
+        low = sims[len(sims) // 2] if variant["vnorm"] == 2 else sims[0]
+        span = (sims[-1] - low) or 1.0
+        vec = [(cid, max(0.0, (s - low) / span)) for cid, s in vec]
     try:
         ranked = default_fuse(bm25, vec, weights)
     finally:
