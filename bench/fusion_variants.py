@@ -17,6 +17,7 @@ vector plus B x the mean of the best windows' vectors of the top `prfm` candidat
 recall again with it; `prfsrc=1` takes the candidates from the hybrid answer, else from the vectors alone).
 `vnorm=1`: the candidates' cosines min-max normalised to [0, 1] before the weighted sum (`vnorm=2`: from the
 median up, the lower half 0), so a model whose cosines crowd together weighs as much as one whose spread.
+`vspread=X`: fusion.VECTOR_SPREAD = X (0: cosines never stretched, the rule before 2026-11-26's "Crowded cosines").
 FUSION_LOG=FILE writes, per query, the candidates' cosines best first (the default variant's), as JSON.
 """
 import json
@@ -76,10 +77,12 @@ def adaptive_fuse(bm25, vec, weights):
         low = sims[len(sims) // 2] if variant["vnorm"] == 2 else sims[0]
         span = (sims[-1] - low) or 1.0
         vec = [(cid, max(0.0, (s - low) / span)) for cid, s in vec]
+    spread = fusion.VECTOR_SPREAD
+    fusion.VECTOR_SPREAD = variant.get("vspread", spread)
     try:
         ranked = default_fuse(bm25, vec, weights)
     finally:
-        fusion.VECTOR_LEAD = lead
+        fusion.VECTOR_LEAD, fusion.VECTOR_SPREAD = lead, spread
     if ("rel" in variant or "abs" in variant) and weights.evidence < fusion.STRONG:
         first = weights.lead = (relative_lead(vec, variant["rel"], int(variant.get("relk", 10))) if "rel" in variant
                                 else absolute_lead(vec, variant["abs"]))
