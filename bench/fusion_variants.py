@@ -47,7 +47,7 @@ def query_weights(rarity, texts, text_weight, vector_weight):
 
 
 cosines: dict[str, list[float]] = {}  # FUSION_LOG: query -> its candidates' cosines, best first
-asked = {"query": None}
+asked = {"query": None, "depth": 0}
 
 
 def relative_lead(vec, share: float, kth: int):
@@ -91,6 +91,10 @@ def adaptive_fuse(bm25, vec, weights):
 
 
 def recall(*args, fusion=None, **kwargs):
+    """search.recall with the variant its fusion names; recall's own deeper search (and feedback's first
+    recall) keep the variant of the call they serve."""
+    if asked["depth"]:
+        return default_recall(*args, fusion=fusion, **kwargs)
     asked["query"] = args[1] if len(args) > 1 else kwargs.get("query")
     if fusion and fusion.startswith("adaptive"):
         name = fusion.partition(":")[2]
@@ -98,10 +102,13 @@ def recall(*args, fusion=None, **kwargs):
         variant.update((k, float(v or 1)) for k, _, v in (part.partition("=") for part in name.split("+") if part))
         fusion = "adaptive"
     globals()["fusion"].LONE_NUMBER = re.compile(r"(?!)") if "lonenum" in variant else default_lone
-    if "prf" in variant and kwargs.get("query_vector") is not None and not kwargs.get("_fed_back"):
-        kwargs["query_vector"] = feedback(args[0], kwargs, fusion)
-    kwargs.pop("_fed_back", None)
-    return default_recall(*args, fusion=fusion, **kwargs)
+    asked["depth"] += 1
+    try:
+        if "prf" in variant and kwargs.get("query_vector") is not None:
+            kwargs["query_vector"] = feedback(args[0], kwargs, fusion)
+        return default_recall(*args, fusion=fusion, **kwargs)
+    finally:
+        asked["depth"] -= 1
 
 
 def feedback(conn, kwargs, fusion_name):
