@@ -6,6 +6,7 @@ Spanish and Chinese.
         [--modes bm25,vector,hybrid] [--fusion adaptive,weighted] [--distractors 300] [--level line|chunk]
     python bench/paraphrase/run.py --base-url http://127.0.0.1:18766/v1 --model e5 \\
         --query-prefix "query: " --document-prefix "passage: "     # an endpoint: bench/e5_server.py
+    python bench/paraphrase/run.py --model-path DIR --rerank MODEL_DIR   # a cross-encoder after fusion
     python bench/paraphrase/run.py --check      # only check the questions (gold lines, shared words)
 
 The workspace is `workspace/` (written by hand, checked in) plus N generated daily logs from
@@ -101,8 +102,10 @@ def found_at(results, q: dict, level: str = "line") -> int | None:
     return None
 
 
-def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5, level: str = "line") -> dict:
-    """{(mode, fusion): {question id: rank or None}} with recall run in-process."""
+def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5, level: str = "line",
+             rerank=None) -> dict:
+    """{(mode, fusion): {question id: rank or None}} with recall run in-process. rerank: search.recall's
+    rerank step for every run (zmem.query.rerank.stage bound to a model), or None."""
     from zmem.memory import _query_vector
     from zmem.index.embedding import providers
     from zmem.index.catchup import open_index
@@ -116,7 +119,8 @@ def evaluate(ws, questions: list[dict], runs: list[tuple[str, str]], k: int = 5,
             for mode, fusion in runs:
                 res = recall(conn, q["question"], k=k, mode=mode, query_vector=qvec, store=store,
                              fusion=fusion, vector_weight=ws.config.vector_weight,
-                             text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier)
+                             text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier,
+                             rerank=rerank)
                 ranks[(mode, fusion)][q["id"]] = found_at(res.results, q, level)
     finally:
         conn.close()
@@ -163,6 +167,7 @@ def main() -> None:
     ap.add_argument("--level", choices=["line", "chunk"], default="line",
                     help="line: a hit must cite the gold line; chunk: its chunk must hold it (the ranking alone)")
     ap.add_argument("--check", action="store_true", help="only check the questions")
+    ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
     args = ap.parse_args()
     questions = load_questions()
     bad = [(q, shared_words(q["question"], q["gold"])) for q in questions if q["set"] == "paraphrase"]
@@ -186,7 +191,12 @@ def main() -> None:
         run_embed_job(ws)
     modes = [m for m in args.modes.split(",") if m] if args.model_path else ["bm25"]
     runs = [(m, f) for m in modes for f in (args.fusion.split(",") if m == "hybrid" else ["-"])]
-    ranks = evaluate(ws, questions, runs, level=args.level)
+    stage = None
+    if args.rerank:
+        from functools import partial
+        from zmem.query import rerank
+        stage = partial(rerank.stage, rerank.load(args.rerank))
+    ranks = evaluate(ws, questions, runs, level=args.level, rerank=stage)
     print_table(table(questions, ranks))
     if args.json:
         args.json.write_text(json.dumps({f"{m} {f}": r for (m, f), r in ranks.items()}, indent=1))

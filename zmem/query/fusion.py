@@ -15,6 +15,7 @@ the vector windows choose the lines only where the words match incidentally (key
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
@@ -22,6 +23,11 @@ from zmem.store.fts import build_match, fold, match_keys, query_grams, query_ter
 WEAK = 0.5     # keyword evidence below this: the keyword list matched incidental words only
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
 RARE_DF = 3    # an identifier in at most this many chunks is an exact match to keep first
+# a number of one or two digits standing alone in the query ("on 3 June, 2023", "December 1,2023", "my 2 kids")
+# is a day or a count, not an identifier: a chunk that happens to hold it is no exact match. Joined to other
+# characters it still is one (4.2.7, v2, B12, 16.2). LoCoMo dev single-hop: 4 of the 8 questions hybrid lost
+# to BM25 with either model (bench/README.md, "Small numbers are not identifiers")
+LONE_NUMBER = re.compile(r"(?<![\w.\-/:])\d{1,2}(?![\w\-/:]|\.\w)")
 LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as the keywords choose
 # the closest candidate ranks first (below STRONG) when its cosine leads the second-closest's by this many
 # standard deviations of all the candidates' cosines: a lead in the query's own units, so it means the same
@@ -30,6 +36,11 @@ LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as
 # with e5; this one gives MiniLM the same hit@1 as 0.06 did (bench/README.md, "A clear vector first,
 # in the query's own units")
 VECTOR_LEAD = 1.5
+# the weights assume cosines as spread out as all-MiniLM-L6-v2's (median standard deviation of a query's
+# candidates 0.026): a model whose candidates crowd closer (multilingual-e5-small: 0.007) has them stretched
+# around their mean to this spread, or its vector weight would barely move the order. MiniLM: identical
+# results; e5: LoCoMo 0.813 -> 0.815, paraphrase English R@5 0.53 -> 0.56 (bench/README.md, "Crowded cosines")
+VECTOR_SPREAD = 0.026
 
 
 @dataclass
@@ -70,6 +81,7 @@ def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
     rare (the words miss what is asked); a CJK bigram no chunk holds is dropped (a query's bigrams
     include function pairs such as 到了 and 了吗 that say nothing)."""
     total = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] or 1
+    lone = set(LONE_NUMBER.findall(query))
     out = []
     terms = [(key, build_match(term), False) for term in query_terms(query) for key in match_keys(term)[:1]]
     terms += [(g, f'cjk_bi : "{g}"' if len(g) > 1 else f'cjk_uni : "{g}"', True) for g in query_grams(query)]
@@ -77,7 +89,8 @@ def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
         df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)).fetchone()[0]
         if gram and not df:
             continue
-        exact = not gram and 0 < df <= RARE_DF and any(c.isdigit() or c == "_" for c in key)
+        exact = (not gram and 0 < df <= RARE_DF and any(c.isdigit() or c == "_" for c in key)
+                 and key not in lone)
         df = max(df, 1)
         out.append(Term(key, math.log(1 + (total - df + 0.5) / (df + 0.5)), gram, exact))
     return out
@@ -112,7 +125,7 @@ def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float,
 
 
 def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], weights: Weights) -> list[tuple[int, float]]:
-    """(id, fused score) best first: text weight x BM25 / best BM25 + vector weight x cosine (both lists
+    """(id, fused score) best first: text weight x BM25 / best BM25 + vector weight x cosine (spread_out; both lists
     completed first: search.complete_scores), the candidates holding a rare identifier of the query
     before all others (each group by its fused score), then, unless the keyword evidence is strong, the
     vectors' clear first (vector_lead). BM25 is compared as FTS5 ranks it, not as the
@@ -123,10 +136,22 @@ def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], w
     scores: dict[int, float] = {}
     for cid, s in raw:
         scores[cid] = weights.text * s / best
-    for cid, sim in vec:
+    for cid, sim in spread_out(vec):
         scores[cid] = scores.get(cid, 0.0) + weights.vector * sim
     lead = weights.lead = vector_lead(vec) if weights.evidence < STRONG else None
     return sorted(scores.items(), key=lambda x: (x[0] not in weights.exact, x[0] != lead, -x[1], x[0]))
+
+
+def spread_out(vec: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The candidates' cosines, stretched around their mean to a standard deviation of VECTOR_SPREAD when
+    they crowd closer than that (a linear map: their order and vector_lead's choice stay the same)."""
+    if len(vec) < 2:
+        return vec
+    mean = sum(s for _, s in vec) / len(vec)
+    spread = math.sqrt(sum((s - mean) ** 2 for _, s in vec) / len(vec))
+    if not 0 < spread < VECTOR_SPREAD:
+        return vec
+    return [(cid, mean + (s - mean) * VECTOR_SPREAD / spread) for cid, s in vec]
 
 
 def vector_lead(vec: list[tuple[int, float]]) -> int | None:
