@@ -242,7 +242,8 @@ class VouchServer:
                 if word == b"who":
                     conn.sendall(b"who " + self.about + b"\n")
                     continue
-                self.last_question = time.monotonic()
+                if word in (b"vouch", b"embed", b"bm25"):  # (not a bare connect: another watcher looking)
+                    self.last_question = time.monotonic()
                 if word == b"bm25" and self.searches is not None:
                     self.searches.submit(conn, rest)  # the connection is the search thread's now
                     conn = None
