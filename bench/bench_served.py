@@ -3,7 +3,7 @@ running and never called (both serve fresh processes over .zmem/fsmonitor.sock: 
 and with the automatic watcher a recall starts (zmem.index.autowatch); beside `qmd search` when --qmd is given.
 
     python bench/bench_served.py --ws /tmp/ws [--runs 9] [--rounds 3] [--query "gateway backup Mac Studio"]
-        [--qmd /tmp/qmd --qmd-cache /tmp/peers/qmd-cache10000] [--auto-min-files N]
+        [--qmd /tmp/qmd --qmd-cache /tmp/peers/qmd-cache10000] [--auto-min-files N] [--only auto,qmd search]
 
 The workspace must be indexed already. Per round, each condition in turn: its server started (and for
 `zmem mcp`, the MCP initialize handshake sent on its stdin: the time to its reply is printed beside the
@@ -164,6 +164,7 @@ def main() -> None:
     ap.add_argument("--qmd", type=Path, help="folder where `npm install bun @tobilu/qmd@2.8.3` ran")
     ap.add_argument("--qmd-cache", type=Path, help="QMD's cache holding this workspace's collection (bench/peers.py)")
     ap.add_argument("--auto-min-files", type=int, help="watch.auto_min_files for the auto condition")
+    ap.add_argument("--only", help="these conditions, comma-separated (e.g. auto,qmd search)")
     args = ap.parse_args()
     ARGS.ws = args.ws
     conditions = CONDITIONS
@@ -173,6 +174,8 @@ def main() -> None:
         QMD_ENV.update({**NO_AUTO, "XDG_CACHE_HOME": str(args.qmd_cache),
                         "XDG_CONFIG_HOME": str(args.qmd_cache / "config"), "HOME": str(args.qmd_cache)})
         conditions = (*CONDITIONS, "qmd search")
+    if args.only:
+        conditions = tuple(c for c in conditions if c in args.only.split(","))
     if args.auto_min_files is not None:
         import tempfile
         config = Path(tempfile.mkdtemp()) / "zmem" / "config.toml"

@@ -324,10 +324,10 @@ def quick_check(ws: Workspace, conn, reading: bool = False) -> tuple[str | None,
         changes = Changes()
         changes.ignores = ignore_rules_changed(stored_ignore_record(conn))  # partly outside what it watches
     else:
+        changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
         if vouched is None and reading:  # nobody serves this workspace: start a watcher for the next commands
             from zmem.index.autowatch import start_if_it_pays
-            start_if_it_pays(ws, conn)
-        changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
+            start_if_it_pays(ws, conn)  # (after the sweep: the watcher's start does not slow this one down)
     same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
     return (indexed if same else None), changes
 
