@@ -74,20 +74,29 @@ def workspace_status(ws: Workspace, conn=None) -> dict:
 
 
 def _auto_watch(ws: Workspace, conn, files: int) -> dict:
-    """Whether a reading command starts a watcher here when none serves (zmem.index.autowatch), and why."""
+    """Whether a reading command starts a watcher here when none serves (zmem.index.autowatch), why, and
+    when one last tried (ISO 8601, UTC, or None)."""
+    import datetime as dt
     from zmem.index import autowatch
     cfg = ws.config
+    try:
+        tried = os.stat(ws.state_dir / autowatch.STAMP)
+        last = dt.datetime.fromtimestamp(tried.st_mtime, dt.timezone.utc).isoformat(timespec="seconds") \
+            if tried.st_size else None
+    except OSError:
+        last = None
     if autowatch.turned_off():
-        return {"on": False, "why": f"{autowatch.ENV}={os.environ[autowatch.ENV]} in the environment"}
-    if not cfg.watch_auto:
-        return {"on": False, "why": "watch.auto = false"}
-    if files >= cfg.watch_auto_min_files:
-        return {"on": True, "why": f"the index holds {files} memory files, at least watch.auto_min_files = "
-                                   f"{cfg.watch_auto_min_files}"}
-    if autowatch.query_model_to_preload(ws, conn):
-        return {"on": True, "why": "hybrid recall embeds queries with an in-process model"}
-    return {"on": False, "why": f"the index holds {files} memory files, fewer than watch.auto_min_files = "
-                                f"{cfg.watch_auto_min_files}, and no in-process query model"}
+        why, on = f"{autowatch.ENV}={os.environ[autowatch.ENV]} in the environment", False
+    elif not cfg.watch_auto:
+        why, on = "watch.auto = false", False
+    elif files >= cfg.watch_auto_min_files:
+        why, on = f"the index holds {files} memory files, at least watch.auto_min_files = {cfg.watch_auto_min_files}", True
+    elif autowatch.query_model_to_preload(ws, conn):
+        why, on = "hybrid recall embeds queries with an in-process model", True
+    else:
+        why, on = (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
+                   f"{cfg.watch_auto_min_files}, and no in-process query model"), False
+    return {"on": on, "why": why, "last_start": last}
 
 
 def watcher_line(who: dict) -> str:
@@ -100,8 +109,11 @@ def watcher_line(who: dict) -> str:
 
 
 def no_watcher_line(auto: dict) -> str:
+    from zmem.index.autowatch import LOG, RETRY
+    last = f"; the last start was at {auto['last_start']} (.zmem/{LOG} says how it went), none again within " \
+           f"{RETRY:g} s of it" if auto["last_start"] else ""
     if auto["on"]:
-        return f"none now: the next reading command starts one ({auto['why']})"
+        return f"none now: a reading command starts one ({auto['why']}{last})"
     return f"none: every command checks each file itself; no automatic start ({auto['why']})"
 
 

@@ -113,7 +113,9 @@ def test_a_recall_starts_a_watcher_that_serves_the_next_recalls(root):
     assert wait_for(lambda: not swept(root), WAIT)  # vouched for: no stat sweep
     status = json.loads(zmem_proc("-C", str(root), "status", "--json", env=ON).stdout)
     assert status["watcher"]["pid"] == who["pid"] and status["watcher"]["auto"] is True
-    assert status["auto_watch"]["on"] is True
+    assert status["auto_watch"]["on"] is True and status["auto_watch"]["last_start"]
+    doctor = zmem_proc("-C", str(root), "doctor", env=ON).stdout
+    assert f"[ok  ] watcher: zmem watch (pid {who['pid']}; started automatically" in doctor
     # still correct after an edit, and the same watcher (no second start)
     write(root, "memory/2025-01-02.md", "# 2025-01-02\n\n- The wombat moved to the relay shed.\n")
     assert "2025-01-02.md" in recall(root, "wombat").stdout
@@ -178,6 +180,8 @@ def test_a_watcher_that_fails_to_start_is_not_started_again_at_once(root):
     for _ in range(3):
         recall(root)
     assert stamp.stat().st_mtime == attempt and log(root).count("cannot serve") == 1
+    status = zmem_proc("-C", str(root), "status", env=ON).stdout
+    assert "watcher:        none now: a reading command starts one" in status and "the last start was at" in status
     old = time.time() - autowatch.RETRY - 1  # a minute later, the next command tries again
     os.utime(stamp, (old, old))
     recall(root)
