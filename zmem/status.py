@@ -109,9 +109,13 @@ def watcher_line(who: dict) -> str:
 
 
 def no_watcher_line(auto: dict) -> str:
+    import datetime as dt
     from zmem.index.autowatch import LOG, RETRY
-    last = f"; the last start was at {auto['last_start']} (.zmem/{LOG} says how it went), none again within " \
-           f"{RETRY:g} s of it" if auto["last_start"] else ""
+    last = ""
+    if auto["last_start"]:
+        ago = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(auto["last_start"])).total_seconds()
+        last = f"; the last start was at {auto['last_start']} (.zmem/{LOG} says how it went)" + (
+            f": none again before {RETRY:g} s after it" if ago < RETRY else "")
     if auto["on"]:
         return f"none now: a reading command starts one ({auto['why']}{last})"
     return f"none: every command checks each file itself; no automatic start ({auto['why']})"
