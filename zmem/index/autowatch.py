@@ -40,10 +40,13 @@ def start_if_it_pays(ws: Workspace, conn) -> bool:
         return False  # (inotify is Linux's: elsewhere a watcher would poll, which never vouches)
     if len(os.fsencode(os.path.join(ws.state_dir, fsmonitor.SOCKET))) > fsmonitor.MAX_SOCKET_PATH:
         return False
-    files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    if files < cfg.watch_auto_min_files and not query_model_to_preload(ws, conn):
+    try:
+        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        if files < cfg.watch_auto_min_files and not query_model_to_preload(ws, conn):
+            return False
+        return _start_once(ws)
+    except Exception:  # noqa: BLE001 - an accelerator: whatever fails here, the command goes on as without it
         return False
-    return _start_once(ws)
 
 
 def _start_once(ws: Workspace) -> bool:
