@@ -256,3 +256,17 @@ def test_a_manual_watch_is_reported_as_started_by_hand(root):
         assert f"watcher:        zmem watch (pid {watch.proc.pid}; started by hand" in out
     finally:
         watch.stop()
+
+
+def test_a_watcher_killed_outright_is_replaced_by_a_later_command(root):
+    settings()
+    recall(root)
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    pid = served(root)["pid"]
+    os.kill(pid, signal.SIGKILL)  # its socket file stays behind, nobody listening on it
+    assert wait_for(lambda: not alive(pid), WAIT) and (root / ".zmem" / fsmonitor.SOCKET).exists()
+    old = time.time() - autowatch.RETRY - 1
+    os.utime(root / ".zmem" / autowatch.STAMP, (old, old))
+    recall(root)
+    assert wait_for(lambda: served(root) is not None and served(root)["pid"] != pid, WAIT)
+    assert wait_for(lambda: not swept(root), WAIT)
