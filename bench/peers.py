@@ -22,7 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QUERIES = ["gateway backup Mac Studio", "Peter Lisbon", "retry backoff"]
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# no automatic watcher (zmem.index.autowatch): the rows without one measure the per-file check; with one:
+# bench/bench_served.py's "auto"
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "ZMEM_WATCH_AUTO": "0"}
 
 
 def timed(argv: list[str], cwd: Path, env: dict) -> tuple[float, float, float]:

@@ -60,6 +60,7 @@ _zmem() {
         "watch|--max-events") kind="any" ;;
         "watch|--exit-after") kind="any" ;;
         "watch|--sync") kind="any" ;;
+        "watch|--idle-exit") kind="any" ;;
         "mcp|--scope") kind="choices:private group" ;;
         "mcp|--query-timeout") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
@@ -104,7 +105,7 @@ _zmem_words() {
         "blame") words="-k --k --no-follow --json --help" ;;
         "log") words="--since --reverse --json --help" ;;
         "diff") words="--entity --json --help" ;;
-        "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --sync --verbose -v --json --help" ;;
+        "watch") words="--debounce --commit --commit-after --poll --max-events --exit-after --sync --idle-exit --unless-watched --auto --stop --verbose -v --json --help" ;;
         "sync") words="--status --no-fetch --json --help" ;;
         "mcp") words="--scope --query-timeout --help" ;;
         "status") words="--json --help" ;;

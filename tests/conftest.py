@@ -31,6 +31,9 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     # provider "auto" looks for models in the cache and for an Ollama: none of the machine's
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # a port nothing listens on: refused at once
+    # no reading command starts a watcher (zmem.index.autowatch): none is left behind, none serves a test
+    # unexpectedly; the tests of that feature turn it on
+    monkeypatch.setenv("ZMEM_WATCH_AUTO", "0")
     for name in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     for k, v in GIT_ENV.items():

@@ -55,16 +55,20 @@ class Memory:
     override it). query_timeout: the longest wait, in seconds, for embedding a query. watch: for a
     long-lived Memory (the MCP server): the freshness check runs before every call, cheaply
     (inotify where available), and the configuration, the index file and the local model files
-    are reloaded when they change. Not thread-safe: threads sharing one hold its `lock`."""
+    are reloaded when they change. start_watcher: the freshness check may start a watcher in the
+    background (`zmem watch --auto`; `watch.auto` in the settings) when nobody serves the workspace and
+    one pays there, as the command line's reading commands do. Not thread-safe: threads sharing one
+    hold its `lock`."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
-                 watch: bool = False):
+                 watch: bool = False, start_watcher: bool = False):
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}")
         self.directory = path  # as given: find_workspace says what is wrong with it
         self.scope = scope
         self.query_timeout = query_timeout
         self.watch = watch
+        self.start_watcher = start_watcher and not watch  # a long-lived Memory is a watcher itself
         self.lock = allocate_lock()
         self._ws = None
         self._ws_key = None
@@ -85,10 +89,10 @@ class Memory:
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, scope: str = "private", query_timeout: float = 10.0,
-             watch: bool = False) -> Memory:
+             watch: bool = False, start_watcher: bool = False) -> Memory:
         """The Memory of the workspace at path, found now. Use it as a context manager (or call
         close()) so that its index connection is closed."""
-        memory = cls(path, scope=scope, query_timeout=query_timeout, watch=watch)
+        memory = cls(path, scope=scope, query_timeout=query_timeout, watch=watch, start_watcher=start_watcher)
         memory.workspace  # noqa: B018 - no workspace is an error here, not at the first call
         return memory
 
@@ -181,7 +185,10 @@ class Memory:
             return self._caught_up_live()
         if self._fresh is None and self._ahead is not None:
             self._fresh = self._assumed_fresh()
-        return self._fresh if self._fresh is not None else self.catch_up()
+        if self._fresh is None:
+            from zmem.index.catchup import catch_up
+            self._fresh = catch_up(self.workspace, conn=self.conn, reading=self.start_watcher)
+        return self._fresh
 
     def check_ahead(self) -> None:
         """(A fresh process that reads once, such as `zmem recall`.) Start the freshness check in a
@@ -190,7 +197,7 @@ class Memory:
         connection must not cross a fork), with watch, or where it cannot fork."""
         if self._conn is None and self._fresh is None and self._ahead is None and not self.watch:
             from zmem.index.catchup import check_ahead
-            self._ahead = check_ahead(self.workspace)
+            self._ahead = check_ahead(self.workspace, reading=self.start_watcher)
 
     def confirmed(self) -> bool:
         """Whether the check that check_ahead started found the index caught up, with nothing to do (so
@@ -233,7 +240,8 @@ class Memory:
         threading.Thread(target=self._start_watching, name="zmem-watch-start", daemon=True).start()
 
     def _start_watching(self) -> None:
-        from zmem.index.watch import Settling, query_model_to_preload
+        from zmem.index.autowatch import query_model_to_preload
+        from zmem.index.watch import Settling
         with self.lock:
             try:
                 ws = self.workspace
@@ -319,7 +327,8 @@ class Memory:
         import functools
         from zmem.index import fsmonitor
         from zmem.index.watch import serve_fresh_processes
-        server = serve_fresh_processes(ws, self._source, self._query_embedder)
+        server = serve_fresh_processes(ws, self._source, self._query_embedder,
+                                       {"command": "mcp", "auto": False, "idle_exit": None})
         if server is None:
             return  # another watcher answers, or the socket cannot be made: processes do the sweep
         self._server = server

@@ -8,6 +8,7 @@ import subprocess
 
 from zmem.store import db
 from zmem.errors import ZmemError
+from zmem.index import fsmonitor
 from zmem.index.catchup import UNREADABLE, fingerprint, open_index
 from zmem.workspace.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
 from zmem.workspace.snapshot import git_blob_id as blob_id
@@ -46,6 +47,7 @@ def workspace_status(ws: Workspace, conn=None) -> dict:
                  or ignore_rules_changed(stored_ignore_record(conn))  # a .gitignore changed
                  or db.get_meta(conn, "fingerprint") != fingerprint(ws))
         vec_loaded, vec_detail = db.load_vec(conn)
+        auto_watch = _auto_watch(ws, conn, files)
         embeddings = _embedding_status(ws, conn)
         sessions = _sessions_status(ws, conn)
         read_only = db.readonly_reason(conn)
@@ -67,7 +69,56 @@ def workspace_status(ws: Workspace, conn=None) -> dict:
         "vector_store": vec_detail if vec_loaded else f"in-process fallback ({vec_detail})",
         "sqlite_vec": vec_loaded, "shallow": git.shallow, "hooks": hooks, "file_warnings": warnings,
         "embeddings": embeddings, "sessions": sessions,
+        "watcher": fsmonitor.serving(ws.state_dir), "auto_watch": auto_watch,
     }
+
+
+def _auto_watch(ws: Workspace, conn, files: int) -> dict:
+    """Whether a reading command starts a watcher here when none serves (zmem.index.autowatch), why, and
+    when one last tried (ISO 8601, UTC, or None)."""
+    import datetime as dt
+    from zmem.index import autowatch
+    cfg = ws.config
+    try:
+        tried = os.stat(ws.state_dir / autowatch.STAMP)
+        last = dt.datetime.fromtimestamp(tried.st_mtime, dt.timezone.utc).isoformat(timespec="seconds") \
+            if tried.st_size else None
+    except OSError:
+        last = None
+    if autowatch.turned_off():
+        why, on = f"{autowatch.ENV}={os.environ[autowatch.ENV]} in the environment", False
+    elif not cfg.watch_auto:
+        why, on = "watch.auto = false", False
+    elif files >= cfg.watch_auto_min_files:
+        why, on = f"the index holds {files} memory files, at least watch.auto_min_files = {cfg.watch_auto_min_files}", True
+    elif autowatch.query_model_to_preload(ws, conn):
+        why, on = "hybrid recall embeds queries with an in-process model", True
+    else:
+        why, on = (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
+                   f"{cfg.watch_auto_min_files}, and no in-process query model"), False
+    return {"on": on, "why": why, "last_start": last}
+
+
+def watcher_line(who: dict) -> str:
+    """The process serving a workspace (fsmonitor.serving), for status, doctor and watch --stop."""
+    how = {True: "started automatically", False: "started by hand"}.get(who.get("auto"), "")
+    since = f"since {who['started']}" if who.get("started") else ""
+    idle = f"exits after {who['idle_exit']:g} s without a question" if who.get("idle_exit") else ""
+    details = ", ".join(x for x in (how if who.get("command") != "mcp" else "", since, idle) if x)
+    return f"zmem {who.get('command') or 'watch'} (pid {who.get('pid')}" + (f"; {details})" if details else ")")
+
+
+def no_watcher_line(auto: dict) -> str:
+    import datetime as dt
+    from zmem.index.autowatch import LOG, RETRY
+    last = ""
+    if auto["last_start"]:
+        ago = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(auto["last_start"])).total_seconds()
+        last = f"; the last start was at {auto['last_start']} (.zmem/{LOG} says how it went)" + (
+            f": none again before {RETRY:g} s after it" if ago < RETRY else "")
+    if auto["on"]:
+        return f"none now: a reading command starts one ({auto['why']}{last})"
+    return f"none: every command checks each file itself; no automatic start ({auto['why']})"
 
 
 def _differs(ws: Workspace, rel: str, blob: str | None, sig: tuple | None = None) -> bool:
@@ -200,6 +251,7 @@ def run_doctor(directory, *, workspace: Workspace | None = None, connect=None) -
     else:
         checks.append(("ok", "hooks", hooks_line(st["hooks"])))
     checks.append(_merge_check(ws))
+    checks.append(("ok", "watcher", watcher_line(st["watcher"]) if st["watcher"] else no_watcher_line(st["auto_watch"])))
     emb = st["embeddings"]
     if emb["provider"] == "none":
         # none configured is the documented default (said here once, not by every recall); a configured

@@ -120,7 +120,7 @@ def test_a_check_that_fails_or_dies_is_done_again_by_the_recall(ws, monkeypatch,
     _indexed(ws)
     expected = _cited(ws, "zebrafish")
 
-    def broken(_ws):
+    def broken(_ws, **_kw):
         if how == "killed":
             os.kill(os.getpid(), signal.SIGKILL)
         raise OSError("the sweep failed")
@@ -221,7 +221,7 @@ def test_fresh_recalls_while_a_note_is_being_written(ws):
 def test_the_child_holds_none_of_the_output_pipes(ws, monkeypatch):
     """A reader waiting for the end of a recall's output (an agent) never waits for the child."""
     _indexed(ws)
-    monkeypatch.setattr(catchup, "_nothing_to_do", lambda _ws: time.sleep(600))  # a sweep that hangs
+    monkeypatch.setattr(catchup, "_nothing_to_do", lambda _ws, **_kw: time.sleep(600))  # a sweep that hangs
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # a process whose stdout and stderr are the pipe starts the check, then exits

@@ -34,10 +34,10 @@ def test_a_catch_up_by_another_process_between_search_and_check_is_not_confirmed
     go = tmp_path / "go"
     sweep = catchup._nothing_to_do
 
-    def later(w):  # the child's sweep waits (a slow disk, a stopped child) until the other has caught up
+    def later(w, **kw):  # the child's sweep waits (a slow disk, a stopped child) until the other has caught up
         while not go.exists():
             time.sleep(0.01)
-        return sweep(w)
+        return sweep(w, **kw)
 
     monkeypatch.setattr(catchup, "_idle_core", lambda: True)
     monkeypatch.setattr(catchup, "_nothing_to_do", later)

@@ -150,10 +150,11 @@ def _progress(label: str):
     return report
 
 
-def _memory(ctx, directory=None):
-    """The command's zmem.Memory (of -C DIR, or directory), closed when the command ends."""
+def _memory(ctx, directory=None, start_watcher=True):
+    """The command's zmem.Memory (of -C DIR, or directory), closed when the command ends. Its freshness
+    check may start a watcher (watch.auto): only reading commands run that check (Memory.fresh)."""
     from zmem.memory import Memory
-    return ctx.with_resource(Memory.open(directory or ctx.obj.get("dir")))
+    return ctx.with_resource(Memory.open(directory or ctx.obj.get("dir"), start_watcher=start_watcher))
 
 
 SCOPE_CHOICE = click.Choice(["private", "group"])
@@ -341,7 +342,9 @@ def embed(ctx, quiet, background, as_json):
     what is left (with --background it exits at once). Exits 1 when the provider fails.
     """
     from zmem.results import embed_json
-    report = _memory(ctx).embed(background=background, progress=None if quiet else _progress("embedding"))
+    # (hooks start it: no watcher from here)
+    report = _memory(ctx, start_watcher=False).embed(background=background,
+                                                      progress=None if quiet else _progress("embedding"))
     for w in report.warnings if report else ():
         warn(w)
     if as_json:
@@ -1041,12 +1044,26 @@ def diff_cmd(ctx, rev1, rev2, entity, as_json):
               help="Also run `zmem sync` (commit, fetch, merge, push) every INTERVAL (60s, 5m, 1h). A failure "
                    "(offline, a conflict) is a warning and a line in .zmem/watch.log, retried at the interval, then "
                    "twice as late each time (up to 10 minutes); never fatal. Writes never wait for it.")
+@click.option("--idle-exit", type=Seconds(0, None, min_open=True), default=None, metavar="SECONDS",
+              help="Exit 0 after SECONDS without a question from another zmem process (a freshness check, a "
+                   "query to embed, a keyword search; not file changes).")
+@click.option("--unless-watched", is_flag=True,
+              help="Exit 0 at once when another process (zmem watch, zmem mcp) already serves this workspace.")
+@click.option("--auto", is_flag=True,
+              help="Run as the automatic watcher that reading commands start (`watch.auto`): --unless-watched, "
+                   "--idle-exit `watch.idle_exit` (900) unless given, no polling (exits 1 without inotify), exits 0 "
+                   "when its socket is removed or taken over; status shows it as started automatically. Not with "
+                   "--commit or --sync.")
+@click.option("--stop", is_flag=True,
+              help="Stop the zmem watch serving this workspace (SIGTERM, then wait up to 5 s) and exit 0; with none "
+                   "running, say so and exit 0. A zmem mcp serving it is not stopped (exit 1).")
 @click.option("--verbose", "-v", is_flag=True, help="One line per reindex or commit on stderr even when it is not a terminal.")
 @json_option('One JSON line per event on stdout: {"event": "watching"|"indexed"|"committed"|"synced"|"error", '
              '"files": [...], "commit": ..., "seconds": ...}; "synced" has the files that came in, the new '
              'HEAD as commit, and a message.')
 @click.pass_context
-def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, sync_every, verbose, as_json):
+def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_after, sync_every, idle_exit,
+              unless_watched, auto, stop, verbose, as_json):
     """Keep the index fresh while agents write memory files without committing.
 
     Watches the memory directories (inotify on Linux, one descriptor however many files; elsewhere
@@ -1057,9 +1074,17 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
     zmem processes on this workspace ask it whether anything changed instead of checking every
     file, and with an in-process model (provider onnx or local) have it embed their queries.
     Stops cleanly on Ctrl-C (exit 130) or SIGTERM (exit 0); exits 1 if the workspace is moved or deleted.
+    Reading commands start one by themselves (--auto) where it pays: see `watch.auto`.
     """
     from zmem.index.watch import Watcher
     ws = _memory(ctx).workspace
+    if stop:
+        _stop_watcher(ws)
+        return
+    if auto and (do_commit or sync_every):
+        raise click.UsageError("--auto never commits or syncs: leave out --commit and --sync.")
+    if auto and idle_exit is None:
+        idle_exit = ws.config.watch_idle_exit
     loud = verbose or sys.stderr.isatty()
 
     def emit(e) -> None:
@@ -1087,7 +1112,8 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
         syncer = functools.partial(sync.sync, ws)
     watcher = Watcher(ws, debounce=ws.config.watch_debounce if debounce is None else debounce, commit=do_commit,
                       commit_after=commit_after, poll=poll, max_events=max_events, exit_after=exit_after,
-                      emit=emit, notice=warn, sync_every=sync_every, syncer=syncer)
+                      emit=emit, notice=warn, sync_every=sync_every, syncer=syncer, idle_exit=idle_exit,
+                      unless_watched=unless_watched, auto=auto)
     try:
         code = watcher.run()
     except ZmemError as e:
@@ -1096,7 +1122,42 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
         raise
     if watcher.commit and watcher.pending:
         warn(f"{len(watcher.pending)} changed memory files were left uncommitted (stopped before --commit-after)")
+    if watcher.finished and loud:
+        click.echo(f"stopped: {watcher.finished}", err=True)
     raise click.exceptions.Exit(code)
+
+
+def _stop_watcher(ws) -> None:
+    """`zmem watch --stop`: SIGTERM to the zmem watch serving the workspace, then wait for its socket to go."""
+    import signal
+    import time
+    from zmem.index import fsmonitor
+    from zmem.status import watcher_line
+    who = fsmonitor.serving(ws.state_dir)
+    if who is None:
+        click.echo(f"no watcher serves {ws.root}", err=True)
+        return
+    pid = who.get("pid")
+    if who.get("command") == "mcp":
+        raise ZmemError(f"{ws.root} is served by zmem mcp (pid {pid}), not by a zmem watch",
+                        hint="it stops with its MCP client (or kill it); zmem watch --stop stops only zmem watch")
+    if not pid:
+        raise ZmemError(f"cannot tell which process serves {ws.root}",
+                        hint=f"find it with: fuser {ws.state_dir / fsmonitor.SOCKET}")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # gone meanwhile
+    except PermissionError:
+        raise ZmemError(f"no permission to stop the watcher (pid {pid}) of {ws.root}",
+                        hint="run zmem watch --stop as the user who started it") from None
+    path = str(ws.state_dir / fsmonitor.SOCKET)
+    deadline = time.monotonic() + 5.0
+    while fsmonitor.vouched_by_someone(path):
+        if time.monotonic() > deadline:
+            raise ZmemError(f"the watcher (pid {pid}) did not stop within 5 s", hint=f"kill -9 {pid}")
+        time.sleep(0.05)
+    click.echo(f"stopped {watcher_line(who)}")
 
 
 # ----------------------------------------------------------------------------- sync
@@ -1221,12 +1282,13 @@ def status(ctx, as_json):
     click.echo(f"files, chunks:  {st['files']} files, {st['chunks']} chunks, {st['db_bytes'] / 1024:.0f} KiB")
     click.echo(f"SQLite:         {st['driver']} {st['sqlite_version']}; vectors: {st['vector_store']}")
     e = st["embeddings"]
-    from zmem.status import NO_EMBEDDINGS, hooks_line, vectors_line
+    from zmem.status import NO_EMBEDDINGS, hooks_line, no_watcher_line, vectors_line, watcher_line
     click.echo("embeddings:     " + (vectors_line(e) if e["provider"] != "none" else NO_EMBEDDINGS if not e["warnings"]
                                      else "no provider can run (warnings below): keyword (BM25) recall only"))
     if e["auto"]:
         click.echo(f"provider auto:  {e['auto']['chose']}, because {e['auto']['why']}")
     click.echo(f"hooks:          {hooks_line(st['hooks'])}")
+    click.echo(f"watcher:        {watcher_line(st['watcher']) if st['watcher'] else no_watcher_line(st['auto_watch'])}")
     if st["sessions"]["enabled"]:
         click.echo(f"sessions:       {st['sessions']['files']} transcript files indexed")
     for w in st["file_warnings"] + e["warnings"] + ([st["sessions"]["warning"]] if st["sessions"]["warning"] else []):

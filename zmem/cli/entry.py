@@ -73,7 +73,7 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
     """The click command `recall` with its defaults, printed as it prints to a pipe; the exit code."""
     try:
         from zmem.memory import Memory
-        with Memory.open(directory) as mem:
+        with Memory.open(directory, start_watcher=True) as mem:
             mem.check_ahead()  # the stat sweep in a child process, on the other core, while this one searches
             res = _recall_once(mem, words, k)
             if not mem.confirmed():  # something changed: caught up now, asked again

@@ -251,10 +251,11 @@ def _is_readonly_error(e: BaseException) -> bool:
 
 
 def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5.0,
-             max_inline: int | None = None, progress: Progress = None, conn=None) -> CatchUp:
+             max_inline: int | None = None, progress: Progress = None, conn=None, reading: bool = False) -> CatchUp:
     """Bring the index up to HEAD plus the working tree, reindexing only what changed.
     conn: an open index connection to use (and leave open); one connection per catch-up matters,
-    because closing the last connection after a write checkpoints the WAL (~15 ms)."""
+    because closing the last connection after a write checkpoints the WAL (~15 ms). reading: the
+    freshness check of a reading command, which may start a watcher (quick_check)."""
     t0 = time.perf_counter()
     ensure_state_dir(ws)
     own = conn is None
@@ -265,7 +266,7 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
         hint = None
         if repo is None:
             checked_at = now_ns()
-            indexed, hint = quick_check(ws, conn)
+            indexed, hint = quick_check(ws, conn, reading=reading)
             if indexed is not None and not (hint.files or hint.dirs or hint.ignores):
                 if (hint.restat or hint.rehashed or hint.rescanned) and why is None:
                     # same content, new stat (touch, checkout), or files and directories too new to trust by stat:
@@ -309,19 +310,24 @@ def catch_up(ws: Workspace, *, repo: Repo | None = None, lock_timeout: float = 5
     return result
 
 
-def quick_check(ws: Workspace, conn) -> tuple[str | None, Changes | None]:
+def quick_check(ws: Workspace, conn, reading: bool = False) -> tuple[str | None, Changes | None]:
     """(indexed commit if HEAD and the settings are as the index saw them, else None; what changed
-    on disk since the snapshot, or None without a snapshot). Needs no git library."""
+    on disk since the snapshot, or None without a snapshot). Needs no git library. reading: a reading
+    command's check, which starts a watcher when nobody serves the workspace and one pays (autowatch)."""
     indexed = db.get_meta(conn, "indexed_commit")
     taken = db.get_meta(conn, "snapshot_ns")
     git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
     if not (indexed is not None and taken and git_dir and common):
         return None, None
-    if fsmonitor.vouched(ws.state_dir, taken):  # a watcher saw no memory file change since the snapshot
+    vouched = fsmonitor.vouched(ws.state_dir, taken)
+    if vouched:  # a watcher saw no memory file change since the snapshot
         changes = Changes()
         changes.ignores = ignore_rules_changed(stored_ignore_record(conn))  # partly outside what it watches
     else:
         changes = changed_since_snapshot(ws.root, conn, int(taken), ws.is_memory_path, ws.memory_roots())
+        if vouched is None and reading:  # nobody serves this workspace: start a watcher for the next commands
+            from zmem.index.autowatch import start_if_it_pays
+            start_if_it_pays(ws, conn)  # (after the sweep: the watcher's start does not slow this one down)
     same = db.get_meta(conn, "fingerprint") == fingerprint(ws) and indexed and read_head(git_dir, common) == indexed
     return (indexed if same else None), changes
 
@@ -378,12 +384,12 @@ class CheckAhead:
             self.fd = -1
 
 
-def check_ahead(ws: Workspace) -> CheckAhead | None:
+def check_ahead(ws: Workspace, reading: bool = False) -> CheckAhead | None:
     """Start the freshness check (quick_check, with its own connection) in a forked child, so that
     its stat sweep runs on another core while this process opens the index and searches. Call it
     before this process opens the index: an open SQLite connection must not cross a fork. None
     where there is no fork, when no other core is idle (the child would only add its own cost, ~8 ms
-    of CPU), or when a watcher's socket is there (asking it is quicker than a fork)."""
+    of CPU), or when a watcher's socket is there (asking it is quicker than a fork). reading: as quick_check's."""
     if not hasattr(os, "fork") or not _idle_core() or os.path.exists(os.path.join(ws.state_dir, fsmonitor.SOCKET)):
         return None
     r, w = os.pipe()
@@ -400,7 +406,7 @@ def check_ahead(ws: Workspace) -> CheckAhead | None:
             null = os.open(os.devnull, os.O_RDWR)  # a reader waiting for EOF on the parent's output never waits for it
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            indexed = _nothing_to_do(ws)
+            indexed = _nothing_to_do(ws, reading=reading)
             if indexed:
                 os.write(w, indexed.encode())
                 code = 0
@@ -426,12 +432,12 @@ def _idle_core() -> bool:
             return False
 
 
-def _nothing_to_do(ws: Workspace) -> str | None:
+def _nothing_to_do(ws: Workspace, reading: bool = False) -> str | None:
     """"COMMIT SNAPSHOT" (the index state checked: its indexed commit and snapshot time, see
     index_state) when catch_up would return at once without writing anything, else None."""
     conn = db.connect(ws.index_path, readonly=True)
     conn.execute("BEGIN")  # one index state for every read: another process may catch up meanwhile
-    indexed, changes = quick_check(ws, conn)
+    indexed, changes = quick_check(ws, conn, reading=reading)
     if indexed is None or changes is None or changes.files or changes.dirs or changes.ignores or changes.restat \
             or changes.rehashed or changes.rescanned or dead_rebuilds(ws.state_dir):
         return None

@@ -21,6 +21,8 @@ And it answers keyword searches: a fresh recall whose words include common ones 
 TOKEN…" (KEY: zmem.store.impact's key of the index state the asker reads) and gets the rows impact's
 top_k gives for exactly that state, from the lists this process keeps (KeywordSearches); any doubt
 and the asker searches with FTS5 itself.
+"who" (`zmem status`, `zmem watch --stop`) gets what the watcher says of itself: its command, whether a
+reading command started it (zmem.index.autowatch), since when; its pid comes from the socket (SO_PEERCRED).
 The socket is protected as the vouching is: it lives in the workspace's state directory and is made
 with the process's umask, so only those who may write there can connect.
 """
@@ -45,9 +47,12 @@ SEARCH_WORDS = 64  # words in a keyword search a watcher answers; more: the aski
 _serving = False  # this process is the watcher: its own catch-ups never ask it (it would wait on itself)
 
 
-def vouched(state_dir: Path, snapshot: str, timeout: float = ASK_TIMEOUT) -> bool:
-    """Whether a watcher vouches that no memory file changed since the index's snapshot was taken."""
-    return _ask(state_dir, f"vouch {snapshot}\n".encode(), timeout) == b"yes\n"
+def vouched(state_dir: Path, snapshot: str, timeout: float = ASK_TIMEOUT) -> bool | None:
+    """Whether a watcher vouches that no memory file changed since the index's snapshot was taken:
+    True; False when one serves this workspace but cannot vouch (or gave no answer in time); None
+    when nobody serves it (no socket, or one nobody listens on: its watcher died)."""
+    reply = _ask(state_dir, f"vouch {snapshot}\n".encode(), timeout)
+    return None if reply is None else reply == b"yes\n"
 
 
 def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBED_TIMEOUT) -> list[float] | None:
@@ -85,7 +90,8 @@ def ranked(state_dir: Path, key: str, tokens: list[str], k: int,
 
 
 def _ask(state_dir: Path, request: bytes, timeout: float) -> bytes | None:
-    """The watcher's one-line reply to a one-line request, or None (no watcher, or none in time)."""
+    """The watcher's one-line reply to a one-line request; b"" when it gave none in time; None when
+    there is no watcher (no socket, or nobody listening on it)."""
     path = os.path.join(state_dir, SOCKET)
     if _serving or len(os.fsencode(path)) > MAX_SOCKET_PATH or not os.path.exists(path):  # no watcher: no socket import
         return None
@@ -94,7 +100,10 @@ def _ask(state_dir: Path, request: bytes, timeout: float) -> bytes | None:
     deadline = time.monotonic() + timeout
     try:
         s.settimeout(timeout)
-        s.connect(path)
+        try:
+            s.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):  # a watcher that died, or went meanwhile
+            return None
         s.sendall(request)
         reply = b""
         while not reply.endswith(b"\n"):
@@ -103,22 +112,67 @@ def _ask(state_dir: Path, request: bytes, timeout: float) -> bytes | None:
             if not part:
                 break
             reply += part
-    except OSError:  # refused (a watcher that died), timed out (a busy one), …
-        return None
+    except OSError:  # timed out (a busy watcher), …
+        return b""
     finally:
         s.close()
     return reply
+
+
+def serving(state_dir: Path, timeout: float = 1.0) -> dict | None:
+    """The process serving this workspace's socket, as it describes itself ("who"): {"pid", "command"
+    (watch or mcp), "auto" (started by a reading command), "started" (ISO 8601), "idle_exit" (seconds or
+    None)}; only the pid when it does not say (busy, or a zmem from before "who"); None when nobody serves."""
+    import socket
+    import struct
+    path = os.path.join(state_dir, SOCKET)
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except OSError:
+            return None
+        about: dict = {}
+        try:  # the pid from the kernel: whoever may write the state directory could make the reply say anything
+            about["pid"] = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                            struct.calcsize("3i")))[0]
+        except (AttributeError, OSError):  # not Linux
+            about["pid"] = None
+        reply = b""
+        try:
+            s.sendall(b"who\n")
+            while not reply.endswith(b"\n") and len(reply) <= MAX_REQUEST:
+                part = s.recv(4096)
+                if not part:
+                    break
+                reply += part
+        except OSError:
+            pass
+    if reply.startswith(b"who "):
+        try:
+            said = json.loads(reply[4:])
+        except ValueError:
+            said = None
+        if isinstance(said, dict):
+            about.update({k: said.get(k) for k in ("command", "auto", "started", "idle_exit")})
+            about["pid"] = about["pid"] or said.get("pid")
+    return about
 
 
 class VouchServer:
     """The watcher's end of the socket: answer(snapshot) -> bool decides each question; with
     embedder_for (see QueryEmbedding), query embedding questions go to a thread of their own."""
 
-    def __init__(self, state_dir: Path, embedder_for: Callable[[str], object] | None = None):
+    def __init__(self, state_dir: Path, embedder_for: Callable[[str], object] | None = None,
+                 about: dict | None = None):
         import socket
         global _serving
         _serving = True
         self.queries = QueryEmbedding(embedder_for) if embedder_for is not None else None
+        self.about = json.dumps({"pid": os.getpid(), **(about or {})}).encode()  # the reply to "who"
+        self.last_question = time.monotonic()  # of another process (vouch, embed, bm25; not "who")
         self.path = os.path.join(state_dir, SOCKET)
         self.cookie_dir = os.path.join(state_dir, COOKIES)
         self._names = itertools.count()
@@ -150,6 +204,13 @@ class VouchServer:
     def fileno(self) -> int:
         return self.sock.fileno()
 
+    def still_bound(self) -> bool:
+        """Whether the socket file is still this server's (not removed, not replaced by another's)."""
+        try:
+            return os.stat(self.path).st_ino == self.ino
+        except OSError:
+            return False
+
     def new_cookie(self) -> str:
         """Create a cookie file; its name (the caller waits for its creation event)."""
         name = f"{os.getpid()}-{next(self._names)}"
@@ -178,6 +239,11 @@ class VouchServer:
                         break
                     request += part
                 word, _, rest = request.strip().partition(b" ")
+                if word == b"who":
+                    conn.sendall(b"who " + self.about + b"\n")
+                    continue
+                if word in (b"vouch", b"embed", b"bm25"):  # (not a bare connect: another watcher looking)
+                    self.last_question = time.monotonic()
                 if word == b"bm25" and self.searches is not None:
                     self.searches.submit(conn, rest)  # the connection is the search thread's now
                     conn = None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from zmem.index import fsmonitor
+from zmem.index.autowatch import query_model_to_preload
 from zmem.errors import WorkspaceError, ZmemError
 from zmem.workspace.snapshot import memory_dirs
 from zmem.workspace.core import Workspace
@@ -353,12 +354,15 @@ class Settling:
         self.first = None
 
 
-def serve_fresh_processes(ws: Workspace, source: InotifySource,
-                          embedder_for: Callable[[str], object]) -> fsmonitor.VouchServer | None:
+def serve_fresh_processes(ws: Workspace, source: InotifySource, embedder_for: Callable[[str], object],
+                          about: dict) -> fsmonitor.VouchServer | None:
     """The socket fresh processes ask (vouching, query vectors, keyword searches), its cookies watched
-    by source; None when another watcher answers already or it cannot be made (they do the sweep)."""
+    by source; None when another watcher answers already or it cannot be made (they do the sweep).
+    about: what this process says of itself to "who" (command, auto, idle_exit; the start time is added)."""
+    import datetime as dt
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     try:
-        server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for)
+        server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about={**about, "started": started})
     except OSError:
         return None
     if not source.watch_cookies(server.cookie_dir):
@@ -368,34 +372,26 @@ def serve_fresh_processes(ws: Workspace, source: InotifySource,
     return server
 
 
-def query_model_to_preload(ws: Workspace, conn) -> str | None:
-    """The vector fingerprint of the model a watcher should load as it starts: hybrid recall with stored
-    vectors of a model that runs in-process (onnx, local), so that the first fresh recall's query is
-    embedded by the watcher (it would answer "no loading" to that one); None otherwise (bm25, an endpoint)."""
-    if ws.config.recall_mode == "bm25":
-        return None
-    import json
-    from zmem.embedders import IN_PROCESS_PROVIDERS
-    from zmem.store import db
-    fingerprint = db.get_meta(conn, "vec_fingerprint")
-    try:
-        provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider") if fingerprint else None
-    except (ValueError, AttributeError):
-        return None
-    return fingerprint if provider in IN_PROCESS_PROVIDERS else None
-
-
 class Watcher:
     """Debounce changes, catch up, and with commit=True commit the changed memory files after a
-    longer quiet period. `clock` is injectable (monotonic seconds) so the timing logic is testable."""
+    longer quiet period. `clock` is injectable (monotonic seconds) so the timing logic is testable.
+    idle_exit: stop after that many seconds without a question from another zmem process (fsmonitor).
+    unless_watched: stop at once when another process serves this workspace already. auto: the watcher
+    a reading command starts (zmem.index.autowatch): unless_watched, and it stops as soon as it cannot
+    serve (its socket removed or taken over, inotify unavailable: it never polls)."""
 
     def __init__(self, ws: Workspace, *, debounce: float = 1.5, commit: bool = False, commit_after: float = 30.0,
                  poll: bool = False, max_events: int | None = None, exit_after: float | None = None,
                  emit: Callable[[WatchEvent], None] = lambda e: None,
                  notice: Callable[[str], None] = lambda s: None,
                  clock: Callable[[], float] = time.monotonic,
-                 sync_every: float | None = None, syncer: Callable[[], object] | None = None):
+                 sync_every: float | None = None, syncer: Callable[[], object] | None = None,
+                 idle_exit: float | None = None, unless_watched: bool = False, auto: bool = False):
         self.ws = ws
+        self.idle_exit = idle_exit
+        self.auto = auto
+        self.unless_watched = unless_watched or auto
+        self.finished: str | None = None  # why the watcher stopped by itself (idle, another serves, ...)
         self.commit = commit
         self.commit_after = commit_after
         self.force_poll = poll
@@ -425,6 +421,7 @@ class Watcher:
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
         self.root = root
+        self.started = time.monotonic()
 
     # -- timing: changed() records, due() says when, tick() acts (tests drive it with a fake clock)
     def changed(self, paths: set[str], now: float) -> None:
@@ -533,7 +530,8 @@ class Watcher:
     def _serve(self) -> None:
         """Start answering fresh processes (inotify only; another watcher may already answer)."""
         if isinstance(self.source, InotifySource) and self.server is None:
-            self.server = serve_fresh_processes(self.ws, self.source, self.query_embedder)
+            self.server = serve_fresh_processes(self.ws, self.source, self.query_embedder,
+                                                {"command": "watch", "auto": self.auto, "idle_exit": self.idle_exit})
 
     def _preload_query_model(self) -> None:
         """Start loading the query model (query_model_to_preload) on the query embedding thread. After
@@ -737,6 +735,14 @@ class Watcher:
             self.source.ws = self.ws
             self.source.needs_sync = True
 
+    def _finish(self, why: str) -> None:
+        """Stop at the next turn of the loop, with exit status 0, saying why (and in .zmem/watch.log when
+        started automatically: nobody reads its stderr but that log)."""
+        if self.finished is None:
+            self.finished = why
+            if self.auto:
+                self._log(f"automatic watcher (pid {os.getpid()}) exits: {why}")
+
     def _sync(self) -> None:
         try:
             self.source.sync()
@@ -750,6 +756,10 @@ class Watcher:
             self.server = None
         if self.source is not None:
             self.source.close()
+        if self.auto:  # a poller never serves fresh processes: an automatic watcher has no use then
+            self.source = None
+            self._finish(f"{why}; an automatic watcher does not poll")
+            return
         self.notice(f"{why}; polling the memory files every {POLL_SECONDS:g} s instead")
         self.source = PollSource(self.ws)
 
@@ -772,6 +782,12 @@ class Watcher:
             if shutil.which("git") is None:
                 raise git_missing(hint="install git or fix PATH, or watch without --commit (then nothing is committed)")
         start = self.clock()
+        if self.unless_watched and fsmonitor.vouched_by_someone(os.path.join(self.ws.state_dir, fsmonitor.SOCKET)):
+            self._finish("another process serves this workspace already")
+            return 0
+        if self.auto and (self.force_poll or os.uname().sysname != "Linux"):
+            raise ZmemError("an automatic watcher needs inotify (Linux)", hint="run `zmem watch` without --auto: "
+                            "it polls the memory files instead, but other zmem processes are not served by a poller")
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -789,7 +805,22 @@ class Watcher:
                     self.source = None
                     self._fall_back(str(e))
             self._check_root()
+            if self.source is None:  # (auto) inotify out of watches or descriptors
+                raise ZmemError(f"the automatic watcher cannot start: {self.finished}",
+                                hint="raise fs.inotify.max_user_watches / max_user_instances (sysctl), or run "
+                                     "`zmem watch`, which polls instead (a poller serves no other zmem process)")
             self._serve()
+            if self.server is None and self.unless_watched and isinstance(self.source, InotifySource):
+                if fsmonitor.vouched_by_someone(os.path.join(self.ws.state_dir, fsmonitor.SOCKET)):
+                    self._finish("another process serves this workspace already")
+                    return 0
+                if self.auto:
+                    raise ZmemError(f"the automatic watcher cannot serve other zmem processes: no socket could be "
+                                    f"made in {self.ws.state_dir}", hint="run `zmem doctor`")
+            if self.auto:
+                self._log(f"automatic watcher (pid {os.getpid()}) started; exits after {self.idle_exit:g} s "
+                          "without a question" if self.idle_exit else
+                          f"automatic watcher (pid {os.getpid()}) started")
             self.settling.changed(self.clock())
             self.index(startup=True)  # catch up with what changed before the watches were in place
             # ready: the watches are in place and the index is up to date
@@ -797,9 +828,11 @@ class Watcher:
                                  watched=self.source.count()))
             self._preload_query_model()
             next_poll = self.clock() + POLL_SECONDS
-            while self.stop_signal is None and not self._done(start):
+            while self.stop_signal is None and self.finished is None and not self._done(start):
                 now = self.clock()
                 timeout = max(0.0, next_poll - now)  # the root is checked (and polled) every second
+                if self.idle_exit is not None:
+                    timeout = min(timeout, max(0.0, self._idle_until() - time.monotonic()))
                 wait = self.due(now)
                 if wait is not None:
                     timeout = min(timeout, wait)
@@ -822,8 +855,11 @@ class Watcher:
                     self.changed(paths, self.clock())
                 if self.clock() >= next_poll:
                     next_poll = self.clock() + POLL_SECONDS
+                    self._check_serving()
                 self.tick(self.clock())
                 self._check_root()
+                if self.idle_exit is not None and time.monotonic() >= self._idle_until():
+                    self._finish(f"no question from another zmem process for {self.idle_exit:g} s")
         finally:
             if self.server is not None:
                 self.server.close()
@@ -836,6 +872,15 @@ class Watcher:
         if self.stop_signal == signal.SIGINT:
             return 130
         return 0
+
+    def _idle_until(self) -> float:
+        """When the watcher is idle for idle_exit seconds (monotonic), questions answered so far."""
+        return (self.server.last_question if self.server is not None else self.started) + self.idle_exit
+
+    def _check_serving(self) -> None:
+        """(The automatic watcher.) Stop once its socket was removed (`rm -rf .zmem`) or taken over."""
+        if self.auto and (self.server is None or not self.server.still_bound()):
+            self._finish("its socket was removed or taken over")
 
     def _done(self, start: float) -> bool:
         if self.max_events is not None and self.events >= self.max_events:

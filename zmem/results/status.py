@@ -27,6 +27,8 @@ class Status:
     file_warnings: list[str]
     embeddings: dict
     sessions: dict
+    watcher: dict | None  # the process serving the workspace (fsmonitor.serving), None when none does
+    auto_watch: dict  # {"on", "why"}: whether a reading command starts a watcher here when none serves
 
     def to_json(self) -> dict:
         return dict(self.__dict__)

@@ -53,6 +53,13 @@ DEFAULT_TOML = """\
 [watch]
 # `zmem watch` reindexes after this many seconds without a change (--debounce overrides it).
 # debounce = 1.5
+# Reading commands (recall, get, facts, ...) start a watcher in the background (`zmem watch --auto`)
+# when none serves this workspace and the index holds at least auto_min_files memory files, or
+# hybrid recall embeds queries with an in-process model; it exits after idle_exit seconds without a
+# question from another zmem process. ZMEM_WATCH_AUTO=0 in the environment turns it off too.
+# auto = true
+# auto_min_files = 5000
+# idle_exit = 900
 
 [embeddings]
 # Semantic recall. Settings here that send notes off this machine or load code (this whole
@@ -115,6 +122,9 @@ class Config:
     snippet_chars: int = 700
     inline_max_files: int = 200
     watch_debounce: float = 1.5  # seconds of quiet before `zmem watch` reindexes
+    watch_auto: bool = True  # reading commands start a watcher (zmem.index.autowatch)
+    watch_auto_min_files: int = 5000  # ... when the index holds at least this many memory files
+    watch_idle_exit: float = 900.0  # seconds without a question before that watcher exits
     recall_mode: str = "hybrid"
     fusion: str = "adaptive"  # weights per query by its keyword evidence (zmem/query/fusion.py; bench/README.md)
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
@@ -143,6 +153,9 @@ _KEYS = {
     ("recall", "snippet_chars"): ("snippet_chars", int, 40),
     ("hooks", "inline_max_files"): ("inline_max_files", int, 0),
     ("watch", "debounce"): ("watch_debounce", (int, float), 0),
+    ("watch", "auto"): ("watch_auto", bool, None),
+    ("watch", "auto_min_files"): ("watch_auto_min_files", int, 0),
+    ("watch", "idle_exit"): ("watch_idle_exit", (int, float), 1),
     ("recall", "mode"): ("recall_mode", ("hybrid", "bm25", "vector"), None),
     ("recall", "fusion"): ("fusion", ("adaptive", "weighted", "rrf"), None),
     ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
@@ -363,7 +376,7 @@ def _apply(values: dict, data: dict, path: Path, origins: dict) -> None:
                 values[attr] = v
                 origins[where] = str(path)
                 continue
-            if isinstance(v, bool) or not isinstance(v, typ):
+            if (isinstance(v, bool) and typ is not bool) or not isinstance(v, typ):
                 raise ConfigError(f"{path}: `{where}` has the wrong type ({type(v).__name__})",
                                   hint="see the commented defaults that `zmem init` writes to zmem.toml")
             if not _number_ok(v):

@@ -1,0 +1,99 @@
+"""A watcher started on demand (git's fsmonitor--daemon model): a reading command whose freshness
+check found nobody serving the workspace (zmem.index.fsmonitor) starts `zmem watch --auto` in the
+background when a watcher pays for itself there, and goes on with its own sweep. From then on fresh
+processes are vouched for (no per-file stat sweep), get their keyword searches answered from the
+watcher's lists, and their queries embedded by its preloaded model; it exits when idle (`watch.idle_exit`).
+
+It pays when the index holds at least `watch.auto_min_files` memory files (the sweep grows with
+them: ~34 ms CPU at 10,000 files, ~136 ms at 40,000), or when hybrid recall would embed the query with
+an in-process model (~350 ms per fresh recall without a watcher, ~180 ms with one), whatever the size.
+Never where a watcher could not serve (no inotify, a socket path too long, a state directory that
+cannot be written); at most one start at a time, and not again within RETRY seconds of the last
+attempt (a watcher that cannot start is not restarted by every command).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from zmem.index import fsmonitor
+from zmem.workspace.core import Workspace
+
+STAMP = "watch-auto"  # in the state directory: locked while a command starts a watcher; its mtime is the last attempt
+RETRY = 60.0  # seconds after an attempt before another command may start a watcher again
+ENV = "ZMEM_WATCH_AUTO"  # "0" (or false, no, off): never, whatever the settings say
+LOG = "watch.log"
+
+
+def turned_off() -> bool:
+    return os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
+
+
+def start_if_it_pays(ws: Workspace, conn) -> bool:
+    """(A reading command whose freshness check found nobody serving the workspace.) Start a
+    watcher in the background when it pays (see the module's docstring); whether one was started.
+    Costs nothing measurable: a count of the index's files, a meta value, and when it qualifies a
+    lock file; the start itself is a detached process."""
+    cfg = ws.config
+    if not cfg.watch_auto or turned_off() or not sys.platform.startswith("linux"):
+        return False  # (inotify is Linux's: elsewhere a watcher would poll, which never vouches)
+    if len(os.fsencode(os.path.join(ws.state_dir, fsmonitor.SOCKET))) > fsmonitor.MAX_SOCKET_PATH:
+        return False
+    try:
+        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        if files < cfg.watch_auto_min_files and not query_model_to_preload(ws, conn):
+            return False
+        return _start_once(ws)
+    except Exception:  # noqa: BLE001 - an accelerator: whatever fails here, the command goes on as without it
+        return False
+
+
+def _start_once(ws: Workspace) -> bool:
+    """Start `zmem watch --auto` unless another command is starting one now (the stamp's lock) or
+    one was started less than RETRY seconds ago (its mtime)."""
+    import fcntl
+    try:
+        fd = os.open(os.path.join(ws.state_dir, STAMP), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:  # a state directory this user may not write: a watcher could not serve either
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another command is starting one right now
+        st = os.fstat(fd)
+        if st.st_size and abs(time.time() - st.st_mtime) < RETRY:
+            return False
+        if not os.access(ws.state_dir, os.W_OK | os.X_OK):  # the stamp may be writable in a directory that is not
+            return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {time.time():.3f}\n".encode())  # (moves the mtime)
+        from zmem.workspace.spawn import spawn_detached
+        # (a reading command run by a git hook has git's variables: they would point git at another repository)
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+        spawn_detached(ws, ["watch", "--auto"], LOG, env)
+        return True
+    except OSError:  # no process could start (pids limit, memory), a full disk: the next attempt after RETRY
+        return False
+    finally:
+        os.close(fd)
+
+
+def query_model_to_preload(ws: Workspace, conn) -> str | None:
+    """The vector fingerprint of the model a watcher should load as it starts: hybrid recall with stored
+    vectors of a model that runs in-process (onnx, local), so that the first fresh recall's query is
+    embedded by the watcher (it would answer "no loading" to that one); None otherwise (bm25, an endpoint)."""
+    if ws.config.recall_mode == "bm25":
+        return None
+    from zmem.store import db
+    fingerprint = db.get_meta(conn, "vec_fingerprint")
+    if not fingerprint:
+        return None
+    import json
+    from zmem.embedders import IN_PROCESS_PROVIDERS
+    try:
+        provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider")
+    except (ValueError, AttributeError):
+        return None
+    return fingerprint if provider in IN_PROCESS_PROVIDERS else None
