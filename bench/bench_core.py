@@ -26,6 +26,7 @@ QUERIES = ["gateway backup Mac Studio", "Peter Lisbon", "aniversário Marrakech"
 # Bytecode caching as users have it (this environment sets PYTHONDONTWRITEBYTECODE, which makes
 # every process recompile zmem's modules).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["ZMEM_WATCH_AUTO"] = "0"  # no automatic watcher: every fresh process does its own freshness check
 ENV = {**ENV, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
        "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
 

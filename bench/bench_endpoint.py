@@ -61,7 +61,7 @@ def main() -> None:
     from helpers.embed_server import EmbeddingServer
 
     tmp = Path(tempfile.mkdtemp(prefix="zmem-endpoint-"))
-    env = {**os.environ, "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "ZMEM_BENCH_KEY": "sk-bench",
+    env = {**os.environ, "HOME": str(tmp), "XDG_CONFIG_HOME": str(tmp / "config"), "ZMEM_BENCH_KEY": "sk-bench", "ZMEM_WATCH_AUTO": "0",
            "PYTHONPATH": str(ROOT), "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@x"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # every process would recompile zmem otherwise

@@ -106,7 +106,8 @@ def fresh_env(out: Path) -> dict:
     """HOME and XDG_CONFIG_HOME beside the workspace, the model in the user config (it is trusted there)."""
     home = out.parent / f"{out.name}-home"
     (home / "config" / "zmem").mkdir(parents=True, exist_ok=True)
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "config")}
+    # no automatic watcher (an in-process model would start one): the "watcher" runs start their own
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"), "ZMEM_WATCH_AUTO": "0"}
 
 
 def fresh_processes(ws: Path, runs: int) -> None:

@@ -47,7 +47,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=9)
     args = ap.parse_args()
     home = tempfile.mkdtemp(prefix="zmem-model-load-")
-    env = {**os.environ, "XDG_CACHE_HOME": os.path.join(home, "cache")}
+    # no automatic watcher: it would load the model in its place (and embed the queries) after the first run
+    env = {**os.environ, "XDG_CACHE_HOME": os.path.join(home, "cache"), "ZMEM_WATCH_AUTO": "0"}
     rows = []
     for i in range(args.runs + 1):
         out = subprocess.run([sys.executable, "-c", CHILD, args.model], env=env, capture_output=True, text=True,

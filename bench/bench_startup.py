@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["ZMEM_WATCH_AUTO"] = "0"  # no automatic watcher: A and B both do their own freshness check (bench_served measures it)
 
 
 def command_lines(ws: Path) -> dict[str, list[str]]:
