@@ -1129,9 +1129,7 @@ def watch_cmd(ctx, debounce, do_commit, commit_after, poll, max_events, exit_aft
 
 def _stop_watcher(ws) -> None:
     """`zmem watch --stop`: SIGTERM to the zmem watch serving the workspace, then wait for its socket to go."""
-    import signal
-    import time
-    from zmem.index import fsmonitor
+    from zmem.index import autowatch, fsmonitor
     from zmem.status import watcher_line
     who = fsmonitor.serving(ws.state_dir)
     if who is None:
@@ -1145,18 +1143,12 @@ def _stop_watcher(ws) -> None:
         raise ZmemError(f"cannot tell which process serves {ws.root}",
                         hint=f"find it with: fuser {ws.state_dir / fsmonitor.SOCKET}")
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass  # gone meanwhile
+        stopped = autowatch.stop(ws.state_dir, pid, wait=5.0)
     except PermissionError:
         raise ZmemError(f"no permission to stop the watcher (pid {pid}) of {ws.root}",
                         hint="run zmem watch --stop as the user who started it") from None
-    path = str(ws.state_dir / fsmonitor.SOCKET)
-    deadline = time.monotonic() + 5.0
-    while fsmonitor.vouched_by_someone(path):
-        if time.monotonic() > deadline:
-            raise ZmemError(f"the watcher (pid {pid}) did not stop within 5 s", hint=f"kill -9 {pid}")
-        time.sleep(0.05)
+    if not stopped:
+        raise ZmemError(f"the watcher (pid {pid}) did not stop within 5 s", hint=f"kill -9 {pid}")
     click.echo(f"stopped {watcher_line(who)}")
 
 

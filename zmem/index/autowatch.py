@@ -80,6 +80,38 @@ def _start_once(ws: Workspace) -> bool:
         os.close(fd)
 
 
+def stop(state_dir, pid: int, wait: float = 5.0) -> bool:
+    """SIGTERM to the process serving the workspace's socket (pid: as fsmonitor.serving reads it from
+    the kernel), then wait up to `wait` seconds for the socket to go; whether it went. Raises
+    PermissionError for another user's process."""
+    import signal
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass  # gone meanwhile
+    path = os.path.join(state_dir, fsmonitor.SOCKET)
+    deadline = time.monotonic() + wait
+    while fsmonitor.vouched_by_someone(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def take_over(ws: Workspace) -> bool:
+    """(A long-lived process about to serve the workspace: `zmem mcp`, a `zmem watch` started by hand.)
+    Stop the automatic watcher serving it, if that is who serves, so that this process serves from now
+    on: the automatic one exits when idle and would leave fresh processes to their sweep while this one
+    still runs. Whether the socket is free now."""
+    who = fsmonitor.serving(ws.state_dir)
+    if not who or not who.get("auto") or not who.get("pid"):
+        return False
+    try:
+        return stop(ws.state_dir, who["pid"], wait=3.0)
+    except PermissionError:
+        return False
+
+
 def query_model_to_preload(ws: Workspace, conn) -> str | None:
     """The vector fingerprint of the model a watcher should load as it starts: hybrid recall with stored
     vectors of a model that runs in-process (onnx, local), so that the first fresh recall's query is

@@ -358,13 +358,20 @@ def serve_fresh_processes(ws: Workspace, source: InotifySource, embedder_for: Ca
                           about: dict) -> fsmonitor.VouchServer | None:
     """The socket fresh processes ask (vouching, query vectors, keyword searches), its cookies watched
     by source; None when another watcher answers already or it cannot be made (they do the sweep).
+    An automatic watcher serving already is stopped (autowatch.take_over) unless this one is automatic too.
     about: what this process says of itself to "who" (command, auto, idle_exit; the start time is added)."""
     import datetime as dt
-    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    from zmem.index.autowatch import take_over
+    about = {**about, "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     try:
-        server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about={**about, "started": started})
+        server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about=about)
     except OSError:
-        return None
+        if about.get("auto") or not take_over(ws):
+            return None
+        try:
+            server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about=about)
+        except OSError:  # another process took the socket meanwhile
+            return None
     if not source.watch_cookies(server.cookie_dir):
         server.close()
         return None
