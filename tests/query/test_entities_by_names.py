@@ -1,0 +1,50 @@
+"""all_entities (`zmem entity`, `graph`, recall naming an entity) groups the facts by their list of
+names from the facts_names index (schema step facts_by_names), not from a scan of every fact's row."""
+from __future__ import annotations
+
+from helpers.workspace import commit_all, roll_back_schema, run, write
+
+from zmem.memory import Memory
+from zmem.store import db
+from zmem.query.entities import all_entities
+
+FACTS = ("# 2025-11-24\n\n## Retain\n\n- W @Peter: Moved the gateway to the Mac Studio.\n"
+         "- O(c=0.8) @Peter @Ana: Ana and Peter prefer short answers.\n- B @Ana: Had lunch with Ana.\n")
+
+
+def _grouping_plans(ws) -> list[str]:
+    """The query plan of each statement all_entities runs that groups the facts."""
+    mem = Memory(ws)
+    conn = mem.conn
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        entities = all_entities(mem.workspace, conn)
+    finally:
+        conn.set_trace_callback(None)
+    assert set(entities) == {"peter", "ana"}
+    return [" ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+            for sql in statements if "GROUP BY names" in sql]
+
+
+def test_entities_are_grouped_from_the_names_index(ws):
+    write(ws, "memory/2025-11-24.md", FACTS)
+    commit_all(ws)
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    plans = _grouping_plans(ws)
+    assert plans and all("COVERING INDEX facts_names" in plan for plan in plans)
+
+
+def test_an_index_from_before_the_step_gains_it_and_entity_says_the_same(ws):
+    write(ws, "memory/2025-11-24.md", FACTS)
+    commit_all(ws)
+    before = run(["-C", str(ws), "entity", "Peter"])
+    assert before.exit_code == 0
+    conn = db.connect(ws / ".zmem" / "index.sqlite")
+    with db.write_transaction(conn):
+        conn.execute("DROP INDEX facts_names")
+        roll_back_schema(conn, "fact_ids_with_entities", recorded=True)
+    conn.close()
+    after = run(["-C", str(ws), "entity", "Peter"])
+    assert (after.exit_code, after.output) == (0, before.output)
+    assert all("COVERING INDEX facts_names" in plan for plan in _grouping_plans(ws))
