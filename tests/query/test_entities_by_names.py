@@ -1,5 +1,6 @@
 """all_entities (`zmem entity`, `graph`, recall naming an entity) groups the facts by their list of
-names from the facts_names index (schema step facts_by_names), not from a scan of every fact's row."""
+names from the facts_names index, and stored_warnings reads the files with a warning from files_warned
+(schema step facts_by_names_and_warned_files), not from a scan of every fact's or file's row."""
 from __future__ import annotations
 
 from helpers.workspace import commit_all, roll_back_schema, run, write
@@ -7,6 +8,7 @@ from helpers.workspace import commit_all, roll_back_schema, run, write
 from zmem.memory import Memory
 from zmem.store import db
 from zmem.query.entities import all_entities
+from zmem.status import stored_warnings
 
 FACTS = ("# 2025-11-24\n\n## Retain\n\n- W @Peter: Moved the gateway to the Mac Studio.\n"
          "- O(c=0.8) @Peter @Ana: Ana and Peter prefer short answers.\n- B @Ana: Had lunch with Ana.\n")
@@ -43,8 +45,30 @@ def test_an_index_from_before_the_step_gains_it_and_entity_says_the_same(ws):
     conn = db.connect(ws / ".zmem" / "index.sqlite")
     with db.write_transaction(conn):
         conn.execute("DROP INDEX facts_names")
+        conn.execute("DROP INDEX files_warned")
         roll_back_schema(conn, "fact_ids_with_entities", recorded=True)
     conn.close()
     after = run(["-C", str(ws), "entity", "Peter"])
     assert (after.exit_code, after.output) == (0, before.output)
     assert all("COVERING INDEX facts_names" in plan for plan in _grouping_plans(ws))
+
+
+def _plans(conn, read) -> list[str]:
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        read()
+    finally:
+        conn.set_trace_callback(None)
+    return [" ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)) for sql in statements]
+
+
+def test_the_warnings_of_files_come_from_the_warned_files_index(ws):
+    write(ws, "memory/2025-11-24.md", FACTS + "- X @Peter: not a kind\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "index"]).exit_code == 0
+    conn = Memory(ws).conn
+    warnings: list[str] = []
+    plans = _plans(conn, lambda: warnings.extend(stored_warnings(conn)))
+    assert len(warnings) == 1 and "unknown fact kind" in warnings[0]
+    assert plans and all("INDEX files_warned" in plan for plan in plans)
