@@ -126,7 +126,7 @@ def query_facts(conn, *, entity: str | None = None, kind: str | None = None, sin
     """Facts newest first (by day, then file and line). entity: an entity key; since/until: ISO days,
     compared with the daily log's day and with dates written inside the fact."""
     source, args = _fact_filter(entity, kind, since, until, path_glob, ids)
-    sql = (f"SELECT {_FACT_COLUMNS} {source} "
+    sql = (f"SELECT {_FACT_COLUMNS} {source} "  # the order of the facts_newest index (migrations)
            "ORDER BY coalesce(f.day, f.event_start, '') DESC, f.path DESC, f.start_line DESC")
     if limit:
         sql += f" LIMIT {int(limit)}"

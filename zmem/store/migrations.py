@@ -336,14 +336,18 @@ def fact_ids_with_entities(conn) -> None:
 
 
 @step(snapshot_only=True)
-def facts_by_names_and_warned_files(conn) -> None:
-    """Two indexes for everyday reading commands. Every entity's spellings, fact count and days
-    (query.entities.all_entities: `zmem entity`, `graph`, a recall naming an entity) group the facts
-    by their list of names: from facts_names alone, not a scan of every fact's row with its text and
-    a sort (50,000 facts: ~35 -> ~8 ms). The files with a warning (status.stored_warnings: `facts`,
-    `index`, `status`), usually none, from files_warned instead of a scan of every file's row (10,000
-    files: ~5 ms in a fresh process)."""
+def everyday_read_indexes(conn) -> None:
+    """Indexes for the everyday reading commands, each replacing a scan of every row:
+    - facts_names: every entity's spellings, fact count and days (query.entities.all_entities: `zmem
+      entity`, `graph`, a recall naming an entity) group the facts by their list of names from it
+      alone (50,000 facts: ~35 -> ~8 ms);
+    - facts_newest: the facts newest first as query_facts orders them, so `zmem facts` reads its
+      newest 50 without sorting all of them (50,000 facts: ~55 -> ~1 ms);
+    - files_warned: the files with a warning (status.stored_warnings: `facts`, `index`, `status`),
+      usually none (10,000 files: ~5 ms in a fresh process)."""
     conn.execute("CREATE INDEX IF NOT EXISTS facts_names ON facts(names, day)")
+    conn.execute("CREATE INDEX IF NOT EXISTS facts_newest ON facts(coalesce(day, event_start, '') DESC, "
+                 "path DESC, start_line DESC)")
     conn.execute("CREATE INDEX IF NOT EXISTS files_warned ON files(path) WHERE warning IS NOT NULL")
 
 
