@@ -491,7 +491,7 @@ class Memory:
     def file_warnings(self) -> list[str]:
         """What indexing said about the memory files (malformed Retain bullets, undecodable bytes…),
         also of files indexed earlier (by a hook), after the freshness check."""
-        from zmem.status import stored_warnings
+        from zmem.index.catchup import stored_warnings
         self.fresh()
         return stored_warnings(self.conn)
 
@@ -738,7 +738,7 @@ class Memory:
                 result = self._fresh = rebuild(ws, progress=stage("indexing"))
             else:
                 result = self.catch_up(progress=stage("indexing"), lock_timeout=60)
-            from zmem.status import stored_warnings
+            from zmem.index.catchup import stored_warnings
             # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
             warnings = result.warnings + [w for w in stored_warnings(self.conn) if w not in result.warnings]
         for w in warnings:

@@ -8,16 +8,10 @@ import subprocess
 
 from zmem.store import db
 from zmem.errors import ZmemError
-from zmem.index.catchup import UNREADABLE, fingerprint, open_index
+from zmem.index.catchup import UNREADABLE, fingerprint, open_index, stored_warnings
 from zmem.workspace.snapshot import ignore_rules_changed, stat_signature, stored_ignore_record
 from zmem.workspace.snapshot import git_blob_id as blob_id
 from zmem.workspace.core import Workspace, find_workspace
-
-
-def stored_warnings(conn) -> list[str]:
-    """What indexing said about files (undecodable bytes, malformed Retain bullets), one per line."""
-    return [w for (ws_,) in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path")
-            for w in ws_.split("\n")]
 
 
 def workspace_status(ws: Workspace, conn=None) -> dict:

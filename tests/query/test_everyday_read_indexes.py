@@ -9,7 +9,7 @@ from helpers.workspace import commit_all, roll_back_schema, run, write
 from zmem.memory import Memory
 from zmem.store import db
 from zmem.query.entities import all_entities, query_facts
-from zmem.status import stored_warnings
+from zmem.index.catchup import stored_warnings
 
 FACTS = ("# 2025-11-24\n\n## Retain\n\n- W @Peter: Moved the gateway to the Mac Studio.\n"
          "- O(c=0.8) @Peter @Ana: Ana and Peter prefer short answers.\n- B @Ana: Had lunch with Ana.\n")

@@ -343,7 +343,7 @@ def everyday_read_indexes(conn) -> None:
       alone (50,000 facts: ~35 -> ~8 ms);
     - facts_newest: the facts newest first as query_facts orders them, so `zmem facts` reads its
       newest 50 without sorting all of them (50,000 facts: ~55 -> ~1 ms);
-    - files_warned: the files with a warning (status.stored_warnings: `facts`, `index`, `status`),
+    - files_warned: the files with a warning (catchup.stored_warnings: `facts`, `index`, `status`),
       usually none (10,000 files: ~5 ms in a fresh process)."""
     conn.execute("CREATE INDEX IF NOT EXISTS facts_names ON facts(names, day)")
     conn.execute("CREATE INDEX IF NOT EXISTS facts_newest ON facts(coalesce(day, event_start, '') DESC, "
