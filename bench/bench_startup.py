@@ -11,7 +11,9 @@ is at HEAD, so `index -q` has nothing to do); bytecode caching is on, as users h
 code; `everyday` is every command issue 14 names). `append` commits a line to today's log each run, so it
 runs in a copy of the workspace (made once, next to it), which keeps the workspace as it was. --watch runs
 `zmem watch` from B's code meanwhile, so a version that asks it (zmem.index.fsmonitor) skips the stat sweep.
-Each row ends with the 1-minute load average when its command's runs ended.
+Each row ends with the 1-minute load average when its command's runs ended. --ws-b gives B its own copy
+of the workspace (same notes, its own index): needed when B adds a schema step, since A's code refuses an
+index a newer zmem migrated.
 """
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ def fmt(samples: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ws", type=Path, required=True)
+    ap.add_argument("--ws-b", type=Path, default=None, help="B's own copy of --ws (default: --ws)")
     ap.add_argument("--a", required=True, help="PYTHONPATH of version A (the baseline)")
     ap.add_argument("--b", required=True, help="PYTHONPATH of version B")
     ap.add_argument("--runs", type=int, default=9)
@@ -84,50 +87,53 @@ def main() -> None:
     ap.add_argument("--watch", action="store_true", help="run `zmem watch` (B's code) during the runs")
     args = ap.parse_args()
     sides = {"A": args.a, "B": args.b}
+    workspaces = {"A": args.ws, "B": args.ws_b or args.ws}
     watcher = None
     if args.watch:
-        watcher = subprocess.Popen([sys.executable, "-m", "zmem", "watch", "--json"], cwd=args.ws,
+        watcher = subprocess.Popen([sys.executable, "-m", "zmem", "watch", "--json"], cwd=workspaces["B"],
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                    env={**ENV, "PYTHONPATH": args.b})
         for line in watcher.stdout:  # ready once the watches are in place and the index is caught up
             if '"watching"' in line:
                 break
     try:
-        run_all(args, sides)
+        run_all(args, sides, workspaces)
     finally:
         if watcher is not None:
             watcher.terminate()
             watcher.wait()
 
 
-def run_all(args, sides: dict[str, str]) -> None:
+def run_all(args, sides: dict[str, str], workspaces: dict[str, Path]) -> None:
     print(f"load before: {os.getloadavg()[0]:.2f}  (A = {args.a}, B = {args.b}; ms, median (min–max) of {args.runs})")
     print(f"{'command':26} {'side':4} {'wall':>18} {'CPU user+sys':>18} {'importtime self':>18} {'load':>6}")
     lines = command_lines(args.ws)
     keys = EVERYDAY.split(",") if args.commands == "everyday" else args.commands.split(",")
     for name, cmd in ((KEYS[key], lines[KEYS[key]]) for key in keys):
-        ws = args.ws
+        ws = dict(workspaces)
         if name == "append":
-            ws = Path(tempfile.mkdtemp(prefix="append-", dir=args.ws.parent)) / args.ws.name
-            shutil.copytree(args.ws, ws, symlinks=True)
-        for path in sides.values():  # warm the bytecode caches and the page cache
-            once(path, ws, cmd)
+            for side in sides:
+                ws[side] = Path(tempfile.mkdtemp(prefix="append-", dir=workspaces[side].parent)) / workspaces[side].name
+                shutil.copytree(workspaces[side], ws[side], symlinks=True)
+        for side, path in sides.items():  # warm the bytecode caches and the page cache
+            once(path, ws[side], cmd)
         wall = {s: [] for s in sides}
         cpu = {s: [] for s in sides}
         for _ in range(args.runs):
             for side, path in sides.items():
-                w, c, _ = once(path, ws, cmd)
+                w, c, _ = once(path, ws[side], cmd)
                 wall[side].append(w)
                 cpu[side].append(c)
         imports = {s: [] for s in sides}
         for _ in range(5):  # alternating too
             for side, path in sides.items():
-                imports[side].append(import_ms(once(path, ws, cmd, importtime=True)[2]) / 1000)
+                imports[side].append(import_ms(once(path, ws[side], cmd, importtime=True)[2]) / 1000)
         for side in sides:
             print(f"{name:26} {side:4} {fmt(wall[side]):>18} {fmt(cpu[side]):>18} {fmt(imports[side]):>18}"
                   f" {os.getloadavg()[0]:6.2f}")
-        if ws != args.ws:
-            shutil.rmtree(ws.parent)
+        for side in sides:
+            if ws[side] != workspaces[side]:
+                shutil.rmtree(ws[side].parent)
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 

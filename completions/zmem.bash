@@ -97,7 +97,7 @@ _zmem_words() {
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
-        "facts") words="--entity --kind --since --until --limit --origin --format --json --help" ;;
+        "facts") words="--entity --kind --since --until --limit --all --origin --format --json --help" ;;
         "entity") words="--json --help" ;;
         "graph") words="--depth --export --json --help" ;;
         "opinions") words="--entity --json --help" ;;

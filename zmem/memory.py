@@ -500,16 +500,17 @@ class Memory:
     def file_warnings(self) -> list[str]:
         """What indexing said about the memory files (malformed Retain bullets, undecodable bytes…),
         also of files indexed earlier (by a hook), after the freshness check."""
-        from zmem.status import stored_warnings
+        from zmem.index.catchup import stored_warnings
         self.fresh()
         return stored_warnings(self.conn)
 
     def facts(self, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
               until: str | None = None, limit: int | None = None, origin: bool = False) -> Facts:
         """The typed facts of `## Retain` sections, newest first; origin adds the commit, author and
-        time that added each (git blame). warnings: every malformed bullet, with file and line."""
+        time that added each (git blame). warnings: every malformed bullet, with file and line;
+        total: how many facts pass the filters (more than returned when limit cut them)."""
         from zmem.results import Facts
-        from zmem.query.entities import normalize_kind, query_facts, resolve_entity
+        from zmem.query.entities import count_facts, normalize_kind, query_facts, resolve_entity
         from zmem.text.dates import parse_when
         from zmem.text.retain import entity_key
         ws, conn = self.workspace, self.conn
@@ -520,12 +521,14 @@ class Memory:
         if key is not None and not conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1",
                                                 (key,)).fetchone():
             key = resolve_entity(ws, conn, entity).key
-        rows = query_facts(conn, entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
-                           until=parse_when(until, end=True) if until else None, limit=limit)
+        filters = dict(entity=key, kind=normalize_kind(kind), since=parse_when(since) if since else None,
+                       until=parse_when(until, end=True) if until else None)
+        rows = query_facts(conn, **filters, limit=limit)
+        total = count_facts(conn, **filters) if limit and len(rows) == limit else len(rows)
         if origin:
             from zmem.history.asof import attach_origins
             attach_origins(ws, conn, rows)
-        return Facts(rows, warnings)
+        return Facts(rows, warnings, total)
 
     def entity(self, name: str) -> EntityReport:
         """What memory holds about the entity NAME (@ optional); a ZmemError suggesting close
@@ -658,14 +661,18 @@ class Memory:
         notice receives the warnings as soon as they are known, before the comparison (which may
         fail on an unknown revision or entity)."""
         from zmem.results import BeliefDiff
+        from zmem.git.gitstatus import open_command_repo
         from zmem.history.asof import history_entity_key, workspace_shallow_notes
         from zmem.history.timeline import belief_diff, require_history
         ws, conn = self.workspace, self.conn
-        warnings = self.fresh().warnings + (require_history(ws, conn) or workspace_shallow_notes(ws))
+        warnings = self.fresh().warnings
+        built = require_history(ws, conn)
+        repo = open_command_repo(ws.root)  # once: each opening is a git process
+        warnings = warnings + (built or workspace_shallow_notes(ws, repo))
         for w in warnings if notice else ():
             notice(w)
         key = history_entity_key(ws, conn, entity) if entity else None
-        d = belief_diff(ws, conn, rev1, rev2, entity=key)
+        d = belief_diff(ws, conn, rev1, rev2, entity=key, repo=repo)
         return BeliefDiff(d["from"], d["to"], d["facts"], d["opinions"], warnings)
 
     # -- writing
@@ -740,7 +747,7 @@ class Memory:
                 result = self._fresh = rebuild(ws, progress=stage("indexing"))
             else:
                 result = self.catch_up(progress=stage("indexing"), lock_timeout=60)
-            from zmem.status import stored_warnings
+            from zmem.index.catchup import stored_warnings
             # every file's current warnings (malformed Retain bullets …), also of files a hook indexed already
             warnings = result.warnings + [w for w in stored_warnings(self.conn) if w not in result.warnings]
         for w in warnings:

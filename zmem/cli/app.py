@@ -659,6 +659,8 @@ def append(ctx, text, retain, entities, confidence, no_commit, as_json):
 
 # ----------------------------------------------------------------------------- facts, entities, opinions
 
+FACTS_SHOWN = 50  # what `zmem facts` prints without --limit/--all: a screenful, and an agent's reading
+
 
 def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
     """Facts as a table, Markdown or text (JSON is rendered by the caller)."""
@@ -685,21 +687,27 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
               help="Only facts of this kind.")
 @click.option("--since", metavar="WHEN", help="Only facts from this day on (the log's day or a date in the fact).")
 @click.option("--until", metavar="WHEN", help="Only facts up to this day.")
-@click.option("--limit", type=click.IntRange(1, None), default=None, help="At most this many facts.")
+@click.option("--limit", type=click.IntRange(1, None), default=None,
+              help=f"At most this many facts, the newest (default {FACTS_SHOWN}).")
+@click.option("--all", "show_all", is_flag=True, help="Every fact that passes the filters, however many.")
 @click.option("--origin", is_flag=True, help="Also show the commit, author and time that added each fact (git blame).")
 @format_option("table")
 @click.pass_context
-def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
-    """List the typed facts of `## Retain` sections, newest first.
+def facts(ctx, entity, kind, since, until, limit, show_all, origin, fmt, as_json):
+    """List the typed facts of `## Retain` sections, newest first: the newest 50 unless --limit
+    or --all says otherwise (stderr then says how many more there are; --json has `total`).
 
     A Retain bullet is `- W|B|O|S[(c=0.9)] @Entity …: text` (world, experience, opinion,
     observation) or a relation `- R @Subject predicate @Object`. Malformed bullets are reported as
     warnings with file and line, and by `zmem doctor`.
     """
+    if show_all and limit is not None:
+        raise click.UsageError("--all and --limit exclude each other")
     mem = _memory(ctx)
     for w in mem.file_warnings():  # every malformed bullet, not only those of files indexed just now
         warn(w)
-    found = mem.facts(entity=entity, kind=kind, since=since, until=until, limit=limit, origin=origin)
+    found = mem.facts(entity=entity, kind=kind, since=since, until=until,
+                      limit=None if show_all else limit or FACTS_SHOWN, origin=origin)
     rows = found.facts
     if as_json or fmt == "json":
         echo_json(found.to_json())
@@ -717,6 +725,9 @@ def facts(ctx, entity, kind, since, until, limit, origin, fmt, as_json):
         if origin:
             for f in rows:
                 echo(f"{f.source}: {f.commit[:10] if f.commit else 'uncommitted'} {f.author or ''}")
+    if found.total > len(rows):
+        click.echo(f"{found.total - len(rows):,} more facts (the newest {len(rows):,} of {found.total:,} shown): "
+                   "--limit N or --all shows more", err=True)
 
 
 @cli.command()

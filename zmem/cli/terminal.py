@@ -72,10 +72,10 @@ def echo_table(rows, headers: list[str], numeric: tuple[int, ...] = ()) -> None:
     """rows as a table; on a terminal each cell escaped before the columns are measured, so the
     escapes keep them aligned. Only the numeric columns are read as numbers (right-aligned): in any
     other a commit id such as 2425273e94 or a note saying 1e10 is text, not 2.42527e+100."""
-    from tabulate import tabulate
+    from zmem.cli.table import simple_table
     if stdout_is_terminal():
         rows = [[visible(str(c)) for c in row] for row in rows]
-    echo(tabulate(rows, headers=headers, disable_numparse=[i for i in range(len(headers)) if i not in numeric]))
+    echo(simple_table(rows, headers, numeric))
 
 
 def echo_json(data, indent: int | None = 2) -> None:

@@ -49,7 +49,10 @@ def commit_paths(root: Path, paths: list[str], message: str, *, retry_seconds: f
         if add is not None and add.returncode:
             proc = add
         else:
-            known = _known_to_git(root, paths)  # the index as `git add` left it
+            # the index as `git add` left it: every path it took that exists is in it (asking is a
+            # git process); a deleted one may be known to HEAD alone
+            known = paths if addable == paths and all(os.path.lexists(Path(root) / p) for p in paths) \
+                else _known_to_git(root, paths)
             if not known:
                 return None, "nothing to commit: none of these paths exists or is known to git"
             # the message on stdin, not in argv: a long one (a 4 MB note) would exceed the kernel's limit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass
 
 from zmem.errors import WorkspaceError
 
@@ -14,6 +15,16 @@ ZERO_COMMIT = "0" * 40  # git blame's commit for a line not committed yet
 REPOSITORY_ENV = frozenset(("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
                             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX"))
 GIT_MISSING_HINT = "install git, or add the directory that holds it to PATH"
+
+
+@dataclass
+class CommitInfo:
+    """A commit as history reads it (Repo's and CommandRepo's first_parent_chain, commit_info)."""
+    sha: str
+    time: int
+    author: str
+    summary: str
+    parent: str | None
 
 
 def git_missing(hint: str = GIT_MISSING_HINT) -> WorkspaceError:

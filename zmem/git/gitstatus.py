@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from zmem.git.gitcmd import commit_id, is_ignored, run_git
+from zmem.git.gitcmd import CommitInfo, commit_id, is_ignored, run_git
 
 IGNORE_ASKS = 8  # is_ignored questions a CommandRepo asks of git before it asks pygit2
+CHAIN_BATCH = 16  # commits one `git log` reads back along HEAD's first parents (first_parent_chain)
+SYMLINK_MODE = "120000"  # git's mode of a symbolic link: never a note
 
 
 @dataclass
@@ -97,6 +99,50 @@ class CommandRepo:
             return self.opened().changed_paths(old, new)
         names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
         return {name[len(self.prefix):] for name in names if name and name.startswith(self.prefix)}
+
+    def first_parent_chain(self, known: set[str] | None = None, start: str | None = None) -> list[CommitInfo]:
+        """Repo.first_parent_chain from one `git log` when a known commit is among the newest
+        CHAIN_BATCH on the chain (the history index catching up after a commit or a pull: an append
+        with the history index on imported pygit2 for this alone); pygit2's walk otherwise (a first
+        build, a long way back, a shallow clone)."""
+        if known and not self.is_shallow():
+            proc = run_git(["log", "--first-parent", "--no-use-mailmap", "-z", "-n", str(CHAIN_BATCH),
+                            "--format=%H%x00%P%x00%ct%x00%an%x00%B", start or "HEAD", "--"],
+                           cwd=self.workdir, capture_output=True)
+            fields = proc.stdout.split(b"\0") if proc.returncode == 0 else []
+            out = []
+            for i in range(0, len(fields) - 4, 5):
+                sha, parents, time, author, message = (f.decode("utf-8", "replace") for f in fields[i:i + 5])
+                out.append(CommitInfo(sha, int(time), author, message.split("\n", 1)[0],
+                                      parents.split(" ")[0] if parents else None))
+                if sha in known:
+                    return out
+        return self.opened().first_parent_chain(known, start)
+
+    def tree_changes(self, parent: str | None, sha: str) -> list[tuple[str, str | None]]:
+        """Repo.tree_changes from `git diff-tree` (a typechange as pygit2 sees it: the old entry
+        deleted, the new one added; symlinks are no notes); pygit2's for a root commit or a parent
+        git cannot read (a shallow clone's boundary)."""
+        proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", parent, sha],
+                       cwd=self.workdir, capture_output=True) if parent else None
+        if proc is None or proc.returncode:
+            return self.opened().tree_changes(parent, sha)
+        fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        out: list[tuple[str, str | None]] = []
+        for meta, path in zip(fields[0::2], fields[1::2]):
+            _, new_mode, _, blob, status = meta.lstrip(":").split(" ")
+            rel = path[len(self.prefix):] if path.startswith(self.prefix) else None
+            if rel is None:
+                continue
+            if status in ("D", "T") or new_mode == SYMLINK_MODE:
+                out.append((rel, None))
+            if status != "D" and new_mode != SYMLINK_MODE:
+                out.append((rel, blob))
+        return out
+
+    def read_blob(self, blob: str) -> bytes:
+        """Repo.read_blob from `git cat-file` (KeyError when the repository lacks it)."""
+        return next(read_blobs(self.workdir, [blob]))[1]
 
     def _index_entries(self, rel: str) -> list[str]:
         """`git ls-files --stage -t` lines of this exact workspace path (a tag, mode, blob, stage and path each)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from zmem.errors import WorkspaceError
-from zmem.git.gitcmd import run_git
+from zmem.git.gitcmd import CommitInfo, run_git
 
 
 @dataclass
@@ -268,15 +268,6 @@ class Repo:
         """Is this workspace path a symlink in the commit's tree? (why file_at returned None)"""
         entry = self._entry_at(sha, rel)
         return entry is not None and entry.filemode == pygit2.enums.FileMode.LINK
-
-
-@dataclass
-class CommitInfo:
-    sha: str
-    time: int
-    author: str
-    summary: str
-    parent: str | None
 
 
 def open_repo(root: Path) -> Repo:

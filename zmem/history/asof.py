@@ -81,12 +81,13 @@ class BeforeHistory(ZmemError):
     """A date earlier than the first commit: memory was empty then."""
 
 
-def resolve_as_of(ws: Workspace, conn, value: str) -> AsOf:
-    """DATE (the last commit at or before the end of that day on the chain) or REV."""
+def resolve_as_of(ws: Workspace, conn, value: str, repo: Repo | None = None) -> AsOf:
+    """DATE (the last commit at or before the end of that day on the chain) or REV. repo: the
+    workspace's repository, when the caller has it open already."""
     import datetime as dt
     from zmem.git.gitstatus import open_command_repo
     from zmem.text.dates import parse_when
-    repo = open_command_repo(ws.root)  # pygit2 only for a commit off the chain, or a shallow clone's note
+    repo = repo or open_command_repo(ws.root)  # pygit2 only for a commit off the chain, or a shallow clone's note
     if repo.head() is None:
         raise ZmemError("the repository has no commits yet, so there is no history to look at",
                         hint="commit the memory files first")

@@ -289,13 +289,16 @@ def _opinion_events(ws: Workspace, versions: list[_Version], key: str, commits: 
 # ----------------------------------------------------------------------------- diff
 
 
-def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None = None) -> dict:
+def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None = None, repo=None) -> dict:
     """What memory believed differently at rev2 than at rev1: facts added, retracted and changed;
-    opinions added, removed, and confidence changes with the evidence added between them."""
+    opinions added, removed, and confidence changes with the evidence added between them. repo: the
+    workspace's repository, when the caller has it open already (each opening is a git process)."""
     from zmem.history.asof import BeforeHistory
-    b = resolve_as_of(ws, conn, rev2)
+    from zmem.git.gitstatus import open_command_repo
+    repo = repo or open_command_repo(ws.root)
+    b = resolve_as_of(ws, conn, rev2, repo)
     try:
-        a = resolve_as_of(ws, conn, rev1)
+        a = resolve_as_of(ws, conn, rev1, repo)
     except BeforeHistory:  # "since 2025-11-01" with notes from later: everything was added
         a = None
     va, vb = _versions_that_differ(ws, conn, a, b)

@@ -76,7 +76,7 @@ def format_entry(text: str, retain: str | None = None, entities=(), confidence: 
         line = f"- {head} {' '.join(text.split())}"
     else:
         line = f"- {head}{''.join(' @' + _slug(e) for e in entities)}: {' '.join(text.split())}"
-    fact, problem = parse_bullet(line[2:], 1, 1)
+    fact, problem = parse_bullet(line[2:], 1, 1, dates=False)  # only whether it is a fact
     if fact is None:
         raise ZmemError(f"not a valid Retain fact: {problem}", param="text",
                         hint=f"e.g. {example('append', retain='W', entities=['Peter'], text='Moved to Lisbon')}; "

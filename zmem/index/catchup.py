@@ -216,6 +216,12 @@ def fingerprint(ws: Workspace) -> str:
             f"overlap={c.chunk_overlap};max_mb={c.max_file_mb};extra={sorted(ws.extra_roots())}")
 
 
+def stored_warnings(conn) -> list[str]:
+    """What indexing said about files (undecodable bytes, malformed Retain bullets), one per line."""
+    return [w for (ws_,) in conn.execute("SELECT warning FROM files WHERE warning IS NOT NULL ORDER BY path")
+            for w in ws_.split("\n")]
+
+
 def open_index(ws: Workspace):
     """A migrated connection to the index (created if missing). When the index cannot be written
     (permissions, a read-only file system) but can be read: a read-only connection

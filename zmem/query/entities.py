@@ -94,11 +94,9 @@ def normalize_kind(kind: str | None) -> str | None:
                     hint="use world (W), experience (B), opinion (O), observation (S) or relation (R)")
 
 
-def query_facts(conn, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
-                until: str | None = None, path_glob: str | None = None, ids: list[int] | None = None,
-                limit: int | None = None) -> list[FactRow]:
-    """Facts newest first (by day, then file and line). entity: an entity key; since/until: ISO days,
-    compared with the daily log's day and with dates written inside the fact."""
+def _fact_filter(entity: str | None, kind: str | None, since: str | None, until: str | None,
+                 path_glob: str | None, ids: list[int] | None) -> tuple[str, list]:
+    """The FROM ... WHERE part of a query over the facts `f` that pass these filters, and its arguments."""
     where, args = [], []
     join = ""
     if entity is not None:
@@ -119,11 +117,27 @@ def query_facts(conn, *, entity: str | None = None, kind: str | None = None, sin
     if ids is not None:
         where.append(f"f.id IN ({','.join('?' * len(ids))})")
         args.extend(ids)
-    sql = (f"SELECT {_FACT_COLUMNS} FROM facts f {join} {'WHERE ' + ' AND '.join(where) if where else ''} "
+    return f"FROM facts f {join} {'WHERE ' + ' AND '.join(where) if where else ''}", args
+
+
+def query_facts(conn, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, ids: list[int] | None = None,
+                limit: int | None = None) -> list[FactRow]:
+    """Facts newest first (by day, then file and line). entity: an entity key; since/until: ISO days,
+    compared with the daily log's day and with dates written inside the fact."""
+    source, args = _fact_filter(entity, kind, since, until, path_glob, ids)
+    sql = (f"SELECT {_FACT_COLUMNS} {source} "  # the order of the facts_newest index (migrations)
            "ORDER BY coalesce(f.day, f.event_start, '') DESC, f.path DESC, f.start_line DESC")
     if limit:
         sql += f" LIMIT {int(limit)}"
     return [_fact(r) for r in conn.execute(sql, args)]
+
+
+def count_facts(conn, *, entity: str | None = None, kind: str | None = None, since: str | None = None,
+                until: str | None = None, path_glob: str | None = None, ids: list[int] | None = None) -> int:
+    """How many facts query_facts returns without a limit."""
+    source, args = _fact_filter(entity, kind, since, until, path_glob, ids)
+    return conn.execute(f"SELECT count(*) {source}", args).fetchone()[0]
 
 
 def awaiting_reflect(conn, parsed: OpinionsFile, entity: str | None = None) -> int:

@@ -11,12 +11,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class Facts:
-    """Typed facts of `## Retain` sections, newest first; warnings: what indexing said about files."""
+    """Typed facts of `## Retain` sections, newest first; warnings: what indexing said about files;
+    total: how many facts passed the filters (more than `facts` holds when a limit cut them)."""
     facts: list[FactRow]
     warnings: list[str] = field(default_factory=list)
+    total: int | None = None
 
     def to_json(self) -> dict:
-        return {"facts": [f.to_json() for f in self.facts]}
+        return {"facts": [f.to_json() for f in self.facts],
+                "total": len(self.facts) if self.total is None else self.total}
 
 @dataclass
 class EntityReport:

@@ -338,10 +338,26 @@ def fact_ids_with_entities(conn) -> None:
 @step(snapshot_only=True)
 def index_id(conn) -> None:
     """A random id of this index file, never rewritten: with the chunk id sequence and FTS5's
-    averages record it names what the notes' full-text rows hold (zmem.store.impact's state key)
-    without the snapshot time, which a catch-up that only re-stats files also moves. A rebuild
+    structure and averages records it names what the notes' full-text rows hold (zmem.store.impact's
+    state key) without the snapshot time, which a catch-up that only re-stats files also moves. A rebuild
     (`zmem index --full`) writes a new file, so a new id."""
     conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('index_id', lower(hex(randomblob(12))))")
+
+
+@step(snapshot_only=True)
+def everyday_read_indexes(conn) -> None:
+    """Indexes for the everyday reading commands, each replacing a scan of every row:
+    - facts_names: every entity's spellings, fact count and days (query.entities.all_entities: `zmem
+      entity`, `graph`, a recall naming an entity) group the facts by their list of names from it
+      alone (50,000 facts: ~35 -> ~8 ms);
+    - facts_newest: the facts newest first as query_facts orders them, so `zmem facts` reads its
+      newest 50 without sorting all of them (50,000 facts: ~55 -> ~1 ms);
+    - files_warned: the files with a warning (catchup.stored_warnings: `facts`, `index`, `status`),
+      usually none (10,000 files: ~5 ms in a fresh process)."""
+    conn.execute("CREATE INDEX IF NOT EXISTS facts_names ON facts(names, day)")
+    conn.execute("CREATE INDEX IF NOT EXISTS facts_newest ON facts(coalesce(day, event_start, '') DESC, "
+                 "path DESC, start_line DESC)")
+    conn.execute("CREATE INDEX IF NOT EXISTS files_warned ON files(path) WHERE warning IS NOT NULL")
 
 
 SCHEMA_VERSION = len(STEPS)  # user_version: an older zmem refuses an index whose number exceeds its own

@@ -217,7 +217,7 @@ def parse(text: str, path: str = OPINIONS_PATH) -> OpinionsFile:
             continue
         b = None if in_fence or retain_level else _BULLET.match(line)
         if b:
-            fact, problem = parse_bullet(b.group(1).strip(), n, n)
+            fact, problem = parse_bullet(b.group(1).strip(), n, n, dates=False)  # an opinion has no event range
             if fact is not None and fact.kind == "opinion":
                 c = NEW_DEFAULT if fact.confidence is None else fact.confidence
                 opinions.append(Opinion(fact.text, fact.entities, c, line=n, bullet=True))
