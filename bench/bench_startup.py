@@ -114,7 +114,9 @@ def run_all(args, sides: dict[str, str], workspaces: dict[str, Path]) -> None:
         if name == "append":
             for side in sides:
                 ws[side] = Path(tempfile.mkdtemp(prefix="append-", dir=workspaces[side].parent)) / workspaces[side].name
-                shutil.copytree(workspaces[side], ws[side], symlinks=True)
+                # (not a watcher's socket and cookies: a copy is nobody's to serve)
+                shutil.copytree(workspaces[side], ws[side], symlinks=True,
+                                ignore=shutil.ignore_patterns("fsmonitor.sock", "fsmonitor"))
         for side, path in sides.items():  # warm the bytecode caches and the page cache
             once(path, ws[side], cmd)
         wall = {s: [] for s in sides}
