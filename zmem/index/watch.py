@@ -20,7 +20,7 @@ from typing import Callable
 
 from zmem.index import fsmonitor
 from zmem.index.autowatch import query_model_to_preload
-from zmem.errors import WorkspaceError, ZmemError
+from zmem.errors import IndexUnusable, WorkspaceError, ZmemError
 from zmem.workspace.snapshot import memory_dirs
 from zmem.workspace.core import Workspace
 
@@ -466,7 +466,7 @@ class Watcher:
 
     # -- actions
     def index(self, startup: bool = False) -> None:
-        from zmem.index.catchup import catch_up, open_index
+        from zmem.index.catchup import LockUnavailable, catch_up, open_index
         self.vouch = None
         if self.source is not None and self.source.needs_sync:
             self._sync()
@@ -484,6 +484,11 @@ class Watcher:
             if startup:  # not a git repository, a broken .zmem, …: fail before "watching", like any command
                 raise
             self._error(e.message)
+            if self.auto and isinstance(e, IndexUnusable) and not isinstance(e, LockUnavailable):
+                # (a newer zmem converted the index, .zmem made unusable): it could never vouch again, and
+                # its "no" answers would keep it alive and keep a watcher that can serve from starting
+                self._finish(e.message)
+                return
             self._retry_index()
             return
         except Exception as e:  # noqa: BLE001 - the database or a file vanished mid-way
