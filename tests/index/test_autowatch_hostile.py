@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from helpers.workspace import wait_for, write
+from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write
 from helpers.autowatch import WAIT, alive, log, recall, root, served, settings  # noqa: F401 - root: the fixture
 from zmem.store.migrations import SCHEMA_VERSION
 
@@ -33,3 +33,27 @@ def test_an_automatic_watcher_exits_once_a_newer_zmem_converted_the_index(root):
     assert wait_for(lambda: not alive(pid), WAIT)
     assert served(root) is None and not (root / ".zmem" / "fsmonitor.sock").exists()
     assert "exits: the index was written by a newer zmem" in log(root)
+
+
+def test_an_automatic_watcher_follows_a_change_of_the_users_own_settings(root):
+    """extra_paths added to the user's config.toml while a watcher serves: the watcher's next catch-up
+    (after an edit) uses the new settings; with the ones it started with it took the extra path's notes
+    out of the index again (and the next reader put them back: every edit, a full re-scan twice)."""
+    write(root, "notes/platypus.md", "# Platypus\n\n- The platypus lives in the notes folder.\n")
+    commit_all(root)
+    settings()
+    recall(root)
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    user_config('extra_paths = ["notes"]\n[watch]\nauto_min_files = 1\n')
+    assert "notes/platypus.md" in recall(root, "platypus").stdout
+    write(root, "memory/2025-01-02.md", "# 2025-01-02\n\n- The wombat moved to the relay shed.\n")
+    assert wait_for(lambda: "wombat" in indexed_text(root), WAIT)  # the watcher's own catch-up
+    assert "notes/platypus.md" in indexed_paths(root)
+
+
+def indexed_text(root) -> str:
+    conn = sqlite3.connect(root / ".zmem" / "index.sqlite", timeout=10)
+    try:
+        return "\n".join(text for (text,) in conn.execute("SELECT text FROM chunks"))
+    finally:
+        conn.close()

@@ -61,6 +61,15 @@ class InotifyUnavailable(Exception):
     pass
 
 
+def _user_config_stamp() -> tuple[int, int, int] | None:
+    from zmem.workspace.config import user_config_path
+    try:
+        st = os.stat(user_config_path())
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
 def _under(rel: str, tops: list[str]) -> bool:
     return any(rel == t or rel.startswith(t + "/") for t in tops)
 
@@ -424,6 +433,7 @@ class Watcher:
         self.vouch: str | None = None  # the index snapshot no event has come in since (fsmonitor)
         self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
         self.query_providers = None  # (workspace, embedding.Providers) that embed fresh processes' queries
+        self.user_settings = _user_config_stamp()  # the user's config.toml the settings were read with
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -468,6 +478,8 @@ class Watcher:
     def index(self, startup: bool = False) -> None:
         from zmem.index.catchup import LockUnavailable, catch_up, open_index
         self.vouch = None
+        if _user_config_stamp() != self.user_settings:  # not watched: the user's settings may hold extra_paths
+            self._reload_config()
         if self.source is not None and self.source.needs_sync:
             self._sync()
         self.settling.caught_up()
@@ -738,6 +750,7 @@ class Watcher:
 
     def _reload_config(self) -> None:
         from zmem.workspace.config import load_config
+        self.user_settings = _user_config_stamp()
         try:
             self.ws = Workspace(root=self.ws.root, config=load_config(self.ws.root))
         except ZmemError as e:
