@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write
-from helpers.autowatch import WAIT, alive, log, recall, root, served, settings  # noqa: F401 - root: the fixture
+from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write, zmem_proc
+from helpers.autowatch import ON, WAIT, alive, log, recall, root, served, settings  # noqa: F401 - root: the fixture
 from zmem.store.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
@@ -49,6 +49,18 @@ def test_an_automatic_watcher_follows_a_change_of_the_users_own_settings(root):
     write(root, "memory/2025-01-02.md", "# 2025-01-02\n\n- The wombat moved to the relay shed.\n")
     assert wait_for(lambda: "wombat" in indexed_text(root), WAIT)  # the watcher's own catch-up
     assert "notes/platypus.md" in indexed_paths(root)
+
+
+def test_an_automatic_watcher_does_not_hold_on_to_the_directory_its_recall_ran_in(root, tmp_path):
+    """Started from a recall run elsewhere (a mounted drive, a directory about to go), the watcher
+    lives on for minutes: its working directory is the workspace, not the recall's (`umount` would say
+    "target is busy" because of it)."""
+    settings()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert zmem_proc("-C", str(root), "recall", "relay", cwd=elsewhere, env=ON).returncode == 0
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    assert os.readlink(f"/proc/{served(root)['pid']}/cwd") == str(root)
 
 
 def indexed_text(root) -> str:

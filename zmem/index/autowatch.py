@@ -72,7 +72,8 @@ def _start_once(ws: Workspace) -> bool:
         from zmem.workspace.spawn import spawn_detached
         # (a reading command run by a git hook has git's variables: they would point git at another repository)
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
-        spawn_detached(ws, ["watch", "--auto"], LOG, env)
+        # (in the workspace: the command's own directory, kept busy for minutes, could not be unmounted)
+        spawn_detached(ws, ["watch", "--auto"], LOG, env, cwd=ws.root)
         return True
     except OSError:  # no process could start (pids limit, memory), a full disk: the next attempt after RETRY
         return False
