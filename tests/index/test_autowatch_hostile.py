@@ -1,15 +1,18 @@
 """The automatic watcher against what users and other zmem versions do to a workspace while it serves
 (real recalls, the real `zmem watch --auto` they spawn; every watcher a test started is killed in teardown
-by test_autowatch's root fixture)."""
+by the root fixture of helpers.autowatch)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write, zmem_proc
+import zmem
 from helpers.autowatch import ON, WAIT, alive, log, recall, root, served, settings  # noqa: F401 - root: the fixture
+from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write, zmem_proc
 from zmem.store.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
@@ -61,6 +64,24 @@ def test_an_automatic_watcher_does_not_hold_on_to_the_directory_its_recall_ran_i
     assert zmem_proc("-C", str(root), "recall", "relay", cwd=elsewhere, env=ON).returncode == 0
     assert wait_for(lambda: served(root) is not None, WAIT)
     assert os.readlink(f"/proc/{served(root)['pid']}/cwd") == str(root)
+
+
+def test_an_automatic_watcher_exits_when_zmem_is_upgraded_under_it(root, tmp_path):
+    """`pip install -U zmem` while a watcher serves: it exits (a question a minute kept it alive, giving
+    the new version's recalls the old version's keyword searches and query vectors, and it would import
+    the new version's modules into the old one's process)."""
+    settings()
+    site = tmp_path / "site"  # zmem as installed: the watcher runs from these files
+    shutil.copytree(Path(zmem.__file__).parent, site / "zmem", ignore=shutil.ignore_patterns("__pycache__"))
+    recall(root, env={**ON, "PYTHONPATH": str(site)})
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    pid = served(root)["pid"]
+    module = site / "zmem" / "index" / "watch.py"  # pip writes every file of the new version anew
+    upgraded = module.with_name("watch.py.new")
+    upgraded.write_bytes(module.read_bytes() + b"\n")
+    os.replace(upgraded, module)
+    assert wait_for(lambda: not alive(pid), WAIT)
+    assert "exits: zmem was upgraded or reinstalled" in log(root)
 
 
 def indexed_text(root) -> str:

@@ -70,6 +70,14 @@ def _user_config_stamp() -> tuple[int, int, int] | None:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
+def _code_stamp() -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(__file__)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 def _under(rel: str, tops: list[str]) -> bool:
     return any(rel == t or rel.startswith(t + "/") for t in tops)
 
@@ -434,6 +442,7 @@ class Watcher:
         self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
         self.query_providers = None  # (workspace, embedding.Providers) that embed fresh processes' queries
         self.user_settings = _user_config_stamp()  # the user's config.toml the settings were read with
+        self.code = _code_stamp()  # this module's file: a new one means zmem was upgraded under this process
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -903,9 +912,14 @@ class Watcher:
         return (self.server.last_question if self.server is not None else self.started) + self.idle_exit
 
     def _check_serving(self) -> None:
-        """(The automatic watcher.) Stop once its socket was removed (`rm -rf .zmem`) or taken over."""
+        """(The automatic watcher.) Stop once its socket was removed (`rm -rf .zmem`) or taken over, or zmem
+        was upgraded under it."""
         if self.auto and (self.server is None or not self.server.still_bound()):
             self._finish("its socket was removed or taken over")
+        elif self.auto and _code_stamp() != self.code:
+            # its answers (keyword searches, query vectors) are the old version's; the next reading
+            # command starts one of the new version
+            self._finish("zmem was upgraded or reinstalled")
 
     def _done(self, start: float) -> bool:
         if self.max_events is not None and self.events >= self.max_events:
