@@ -84,6 +84,20 @@ def test_an_automatic_watcher_exits_when_zmem_is_upgraded_under_it(root, tmp_pat
     assert "exits: zmem was upgraded or reinstalled" in log(root)
 
 
+def test_an_automatic_watcher_says_a_lasting_warning_once(root):
+    """A warning every catch-up gives (an unknown key in zmem.toml) goes to .zmem/watch.log once, not
+    once per edit: the log of a watcher that serves for days does not grow with every note written."""
+    write(root, "zmem.toml", "bogus_key = 1\n")
+    commit_all(root)
+    settings()
+    recall(root)
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    for i in range(3):
+        write(root, "memory/2025-01-02.md", f"# 2025-01-02\n\n- Edit number{i} of the relay.\n")
+        assert wait_for(lambda: f"number{i}" in indexed_text(root), WAIT)  # the watcher's catch-up
+    assert log(root).count("unknown key `bogus_key`") == 1
+
+
 def indexed_text(root) -> str:
     conn = sqlite3.connect(root / ".zmem" / "index.sqlite", timeout=10)
     try:

@@ -435,6 +435,7 @@ class Watcher:
         self.failed_commits: dict[str, int] = {}  # pending file -> failed commit attempts since it changed
         self.commit_retry_at = 0.0
         self.blocked: str | None = None  # why the last commit attempt did not happen
+        self.warned: set[str] = set()  # the catch-ups' warnings said so far
         self.events = 0
         self.stop_signal: int | None = None
         self.source = None
@@ -518,7 +519,9 @@ class Watcher:
             self._retry_index()
             return
         for w in result.warnings:
-            self.notice(w)
+            if w not in self.warned:  # once: a watcher serving for days would say it at every catch-up
+                self.warned.add(w)
+                self.notice(w)
         if result.stale:
             self._retry_index()
             return
