@@ -3,6 +3,7 @@
 by the root fixture of helpers.autowatch)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -12,7 +13,7 @@ import pytest
 
 import zmem
 from helpers.autowatch import ON, WAIT, alive, log, recall, root, served, settings  # noqa: F401 - root: the fixture
-from helpers.workspace import commit_all, indexed_paths, user_config, wait_for, write, zmem_proc
+from helpers.workspace import commit_all, run, indexed_paths, user_config, wait_for, write, zmem_proc
 from zmem.store.migrations import SCHEMA_VERSION
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
@@ -96,6 +97,21 @@ def test_an_automatic_watcher_says_a_lasting_warning_once(root):
         write(root, "memory/2025-01-02.md", f"# 2025-01-02\n\n- Edit number{i} of the relay.\n")
         assert wait_for(lambda: f"number{i}" in indexed_text(root), WAIT)  # the watcher's catch-up
     assert log(root).count("unknown key `bogus_key`") == 1
+
+
+def test_status_says_no_watcher_starts_where_none_could_serve(tmp_path):
+    """A workspace whose socket path would be too long: no reading command starts a watcher there, and
+    status says so (it said that one would start, and went on saying when the last start was)."""
+    deep = tmp_path / ("w" * 80)
+    assert run(["init", "--no-hooks", str(deep)]).exit_code == 0
+    write(deep, "memory/2025-01-01.md", "# 2025-01-01\n\n- The relay.\n")
+    commit_all(deep)
+    settings()
+    recall(deep)
+    status = json.loads(zmem_proc("-C", str(deep), "status", "--json", env=ON).stdout)
+    assert status["auto_watch"]["on"] is False and "over 100 bytes" in status["auto_watch"]["why"]
+    assert "no automatic start" in zmem_proc("-C", str(deep), "status", env=ON).stdout
+    assert not (deep / ".zmem" / "watch-auto").exists() and served(deep) is None
 
 
 def indexed_text(root) -> str:
