@@ -114,6 +114,25 @@ def test_status_says_no_watcher_starts_where_none_could_serve(tmp_path):
     assert not (deep / ".zmem" / "watch-auto").exists() and served(deep) is None
 
 
+def test_an_automatic_watcher_leaves_an_index_kept_with_other_settings_alone(root, tmp_path):
+    """Recalls from another environment (another XDG_CONFIG_HOME, whose config.toml has extra_paths) keep
+    the index with their settings: the watcher started with other settings exits instead of undoing that
+    at every change (it took the extra path's notes out again, and their next recall put them back)."""
+    write(root, "notes/platypus.md", "# Platypus\n\n- The platypus lives in the notes folder.\n")
+    commit_all(root)
+    settings()
+    recall(root)
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    pid = served(root)["pid"]
+    other = tmp_path / "other-config"
+    (other / "zmem").mkdir(parents=True)
+    (other / "zmem" / "config.toml").write_text('extra_paths = ["notes"]\n[watch]\nauto = false\n')
+    assert "notes/platypus.md" in recall(root, "platypus", env={**ON, "XDG_CONFIG_HOME": str(other)}).stdout
+    write(root, "memory/2025-01-02.md", "# 2025-01-02\n\n- The wombat moved to the relay shed.\n")
+    assert wait_for(lambda: not alive(pid), WAIT)
+    assert "notes/platypus.md" in indexed_paths(root) and "with other settings" in log(root)
+
+
 def indexed_text(root) -> str:
     conn = sqlite3.connect(root / ".zmem" / "index.sqlite", timeout=10)
     try:

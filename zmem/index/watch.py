@@ -436,6 +436,7 @@ class Watcher:
         self.commit_retry_at = 0.0
         self.blocked: str | None = None  # why the last commit attempt did not happen
         self.warned: set[str] = set()  # the catch-ups' warnings said so far
+        self.indexed_with: str | None = None  # the settings' fingerprint (catchup.fingerprint) of its last catch-up
         self.events = 0
         self.stop_signal: int | None = None
         self.source = None
@@ -487,6 +488,7 @@ class Watcher:
     # -- actions
     def index(self, startup: bool = False) -> None:
         from zmem.index.catchup import LockUnavailable, catch_up, open_index
+        from zmem.store import db
         self.vouch = None
         if _user_config_stamp() != self.user_settings:  # not watched: the user's settings may hold extra_paths
             self._reload_config()
@@ -496,9 +498,14 @@ class Watcher:
         try:
             conn = open_index(self.ws)
             try:
+                if self.auto and self._other_settings(conn):
+                    self._finish("another process brought the index up to date with other settings than this "
+                                 "watcher's (a config.toml of another environment): it would undo that at every change")
+                    return
                 result = catch_up(self.ws, conn=conn)
                 if not (result.stale or result.deferred):
                     self.vouch = self._vouchable(conn)
+                    self.indexed_with = db.get_meta(conn, "fingerprint")
             finally:
                 conn.close()
         except ZmemError as e:
@@ -533,6 +540,14 @@ class Watcher:
         if files:
             event = WatchEvent("indexed", files, seconds=result.seconds, warnings=result.warnings)
             self.emit(event) if startup else self._count(event)  # --max-events counts changes seen while watching
+
+    def _other_settings(self, conn) -> bool:
+        """Whether the index was brought up to date since this watcher's last catch-up with settings other
+        than this watcher's (its fingerprint neither the one it left nor this watcher's own)."""
+        from zmem.index.catchup import fingerprint
+        from zmem.store import db
+        now = db.get_meta(conn, "fingerprint")
+        return self.indexed_with is not None and now not in (self.indexed_with, fingerprint(self.ws))
 
     def _vouchable(self, conn) -> str | None:
         """The snapshot a complete catch-up left, when inotify watches every directory holding an
