@@ -88,6 +88,8 @@ def _auto_watch(ws: Workspace, conn, files: int) -> dict:
     else:
         why, on = (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
                    f"{cfg.watch_auto_min_files}, and no in-process query model"), False
+    if on and (reason := autowatch.cannot_serve(ws)):
+        why, on = f"{why}, but a watcher could not serve: {reason}", False
     return {"on": on, "why": why, "last_start": last}
 
 

@@ -36,9 +36,7 @@ def start_if_it_pays(ws: Workspace, conn) -> bool:
     Costs nothing measurable: a count of the index's files, a meta value, and when it qualifies a
     lock file; the start itself is a detached process."""
     cfg = ws.config
-    if not cfg.watch_auto or turned_off() or not sys.platform.startswith("linux"):
-        return False  # (inotify is Linux's: elsewhere a watcher would poll, which never vouches)
-    if len(os.fsencode(os.path.join(ws.state_dir, fsmonitor.SOCKET))) > fsmonitor.MAX_SOCKET_PATH:
+    if not cfg.watch_auto or turned_off() or cannot_serve(ws):
         return False
     try:
         files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
@@ -47,6 +45,18 @@ def start_if_it_pays(ws: Workspace, conn) -> bool:
         return _start_once(ws)
     except Exception:  # noqa: BLE001 - an accelerator: whatever fails here, the command goes on as without it
         return False
+
+
+def cannot_serve(ws: Workspace) -> str | None:
+    """Why no watcher could serve fresh processes here (then none is started), or None."""
+    if not sys.platform.startswith("linux"):  # elsewhere a watcher would poll, which never vouches
+        return "no inotify on this system"
+    socket = os.path.join(ws.state_dir, fsmonitor.SOCKET)
+    if len(os.fsencode(socket)) > fsmonitor.MAX_SOCKET_PATH:
+        return f"its socket's path {socket} would be over {fsmonitor.MAX_SOCKET_PATH} bytes"
+    if not os.access(ws.state_dir, os.W_OK | os.X_OK):
+        return f"{ws.state_dir} cannot be written"
+    return None
 
 
 def _start_once(ws: Workspace) -> bool:
@@ -72,7 +82,8 @@ def _start_once(ws: Workspace) -> bool:
         from zmem.workspace.spawn import spawn_detached
         # (a reading command run by a git hook has git's variables: they would point git at another repository)
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
-        spawn_detached(ws, ["watch", "--auto"], LOG, env)
+        # (in the workspace: the command's own directory, kept busy for minutes, could not be unmounted)
+        spawn_detached(ws, ["watch", "--auto"], LOG, env, cwd=ws.root)
         return True
     except OSError:  # no process could start (pids limit, memory), a full disk: the next attempt after RETRY
         return False

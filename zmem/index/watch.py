@@ -20,7 +20,7 @@ from typing import Callable
 
 from zmem.index import fsmonitor
 from zmem.index.autowatch import query_model_to_preload
-from zmem.errors import WorkspaceError, ZmemError
+from zmem.errors import IndexUnusable, WorkspaceError, ZmemError
 from zmem.workspace.snapshot import memory_dirs
 from zmem.workspace.core import Workspace
 
@@ -59,6 +59,23 @@ class WorkspaceGone(WorkspaceError):
 
 class InotifyUnavailable(Exception):
     pass
+
+
+def _user_config_stamp() -> tuple[int, int, int] | None:
+    from zmem.workspace.config import user_config_path
+    try:
+        st = os.stat(user_config_path())
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _code_stamp() -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(__file__)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _under(rel: str, tops: list[str]) -> bool:
@@ -418,12 +435,16 @@ class Watcher:
         self.failed_commits: dict[str, int] = {}  # pending file -> failed commit attempts since it changed
         self.commit_retry_at = 0.0
         self.blocked: str | None = None  # why the last commit attempt did not happen
+        self.warned: set[str] = set()  # the catch-ups' warnings said so far
+        self.indexed_with: str | None = None  # the settings' fingerprint (catchup.fingerprint) of its last catch-up
         self.events = 0
         self.stop_signal: int | None = None
         self.source = None
         self.vouch: str | None = None  # the index snapshot no event has come in since (fsmonitor)
         self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
         self.query_providers = None  # (workspace, embedding.Providers) that embed fresh processes' queries
+        self.user_settings = _user_config_stamp()  # the user's config.toml the settings were read with
+        self.code = _code_stamp()  # this module's file: a new one means zmem was upgraded under this process
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -466,17 +487,25 @@ class Watcher:
 
     # -- actions
     def index(self, startup: bool = False) -> None:
-        from zmem.index.catchup import catch_up, open_index
+        from zmem.index.catchup import LockUnavailable, catch_up, open_index
+        from zmem.store import db
         self.vouch = None
+        if _user_config_stamp() != self.user_settings:  # not watched: the user's settings may hold extra_paths
+            self._reload_config()
         if self.source is not None and self.source.needs_sync:
             self._sync()
         self.settling.caught_up()
         try:
             conn = open_index(self.ws)
             try:
+                if self.auto and self._other_settings(conn):
+                    self._finish("another process brought the index up to date with other settings than this "
+                                 "watcher's (a config.toml of another environment): it would undo that at every change")
+                    return
                 result = catch_up(self.ws, conn=conn)
                 if not (result.stale or result.deferred):
                     self.vouch = self._vouchable(conn)
+                    self.indexed_with = db.get_meta(conn, "fingerprint")
             finally:
                 conn.close()
         except ZmemError as e:
@@ -484,6 +513,11 @@ class Watcher:
             if startup:  # not a git repository, a broken .zmem, …: fail before "watching", like any command
                 raise
             self._error(e.message)
+            if self.auto and isinstance(e, IndexUnusable) and not isinstance(e, LockUnavailable):
+                # (a newer zmem converted the index, .zmem made unusable): it could never vouch again, and
+                # its "no" answers would keep it alive and keep a watcher that can serve from starting
+                self._finish(e.message)
+                return
             self._retry_index()
             return
         except Exception as e:  # noqa: BLE001 - the database or a file vanished mid-way
@@ -492,7 +526,9 @@ class Watcher:
             self._retry_index()
             return
         for w in result.warnings:
-            self.notice(w)
+            if w not in self.warned:  # once: a watcher serving for days would say it at every catch-up
+                self.warned.add(w)
+                self.notice(w)
         if result.stale:
             self._retry_index()
             return
@@ -504,6 +540,14 @@ class Watcher:
         if files:
             event = WatchEvent("indexed", files, seconds=result.seconds, warnings=result.warnings)
             self.emit(event) if startup else self._count(event)  # --max-events counts changes seen while watching
+
+    def _other_settings(self, conn) -> bool:
+        """Whether the index was brought up to date since this watcher's last catch-up with settings other
+        than this watcher's (its fingerprint neither the one it left nor this watcher's own)."""
+        from zmem.index.catchup import fingerprint
+        from zmem.store import db
+        now = db.get_meta(conn, "fingerprint")
+        return self.indexed_with is not None and now not in (self.indexed_with, fingerprint(self.ws))
 
     def _vouchable(self, conn) -> str | None:
         """The snapshot a complete catch-up left, when inotify watches every directory holding an
@@ -733,6 +777,7 @@ class Watcher:
 
     def _reload_config(self) -> None:
         from zmem.workspace.config import load_config
+        self.user_settings = _user_config_stamp()
         try:
             self.ws = Workspace(root=self.ws.root, config=load_config(self.ws.root))
         except ZmemError as e:
@@ -885,9 +930,14 @@ class Watcher:
         return (self.server.last_question if self.server is not None else self.started) + self.idle_exit
 
     def _check_serving(self) -> None:
-        """(The automatic watcher.) Stop once its socket was removed (`rm -rf .zmem`) or taken over."""
+        """(The automatic watcher.) Stop once its socket was removed (`rm -rf .zmem`) or taken over, or zmem
+        was upgraded under it."""
         if self.auto and (self.server is None or not self.server.still_bound()):
             self._finish("its socket was removed or taken over")
+        elif self.auto and _code_stamp() != self.code:
+            # its answers (keyword searches, query vectors) are the old version's; the next reading
+            # command starts one of the new version
+            self._finish("zmem was upgraded or reinstalled")
 
     def _done(self, start: float) -> bool:
         if self.max_events is not None and self.events >= self.max_events:
