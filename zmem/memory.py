@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 BUSY_RETRY = 0.1  # seconds the watch thread waits before looking again while a call holds the lock
+# seconds between a watching Memory's attempts to serve fresh processes while it does not (another process
+# served when it tried: a zmem watch started by hand, an automatic watcher slow to stop; the next call tries)
+SERVE_RETRY = 30.0
 BACKGROUND_LOCK_WAIT = 0.5  # seconds a background catch-up waits for the index lock; then it tries again later
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 SCOPES = ("private", "group")
@@ -85,6 +88,7 @@ class Memory:
         self._vouch = None          # the index snapshot that catch-up left (fsmonitor: fresh processes ask)
         self._stop_vouching = None  # stops the thread answering them
         self._server = None         # fsmonitor.VouchServer of that thread
+        self._serve_again = 0.0     # time.monotonic() from which a call tries to serve again, while not serving
         self._settling = None       # watch.Settling, once watch_in_background() was called: the thread catches up
 
     @classmethod
@@ -240,18 +244,25 @@ class Memory:
         threading.Thread(target=self._start_watching, name="zmem-watch-start", daemon=True).start()
 
     def _start_watching(self) -> None:
-        from zmem.index.autowatch import query_model_to_preload
         from zmem.index.watch import Settling
         with self.lock:
             try:
                 ws = self.workspace
                 self._settling = Settling(ws.config.watch_debounce)
                 self.fresh()
-                server = self._server
-                fingerprint = query_model_to_preload(ws, self.conn) if server is not None else None
+                self._preload_query_model(ws)
             except Exception:  # noqa: BLE001 - no workspace, a broken index: the calls say so
                 return
-            if fingerprint and server.queries is not None:  # queued before any question can be answered
+
+    def _preload_query_model(self, ws: Workspace) -> None:
+        """(Serving fresh processes since watch_in_background().) Have the query embedding thread load the
+        model hybrid recall embeds queries with (autowatch.query_model_to_preload), queued before any
+        question can be answered."""
+        from zmem.index.autowatch import query_model_to_preload
+        server = self._server
+        if server is not None and server.queries is not None:
+            fingerprint = query_model_to_preload(ws, self.conn)
+            if fingerprint:
                 server.queries.preload(fingerprint)
 
     def _keep_caught_up(self) -> tuple[int | None, float | None]:
@@ -288,6 +299,10 @@ class Memory:
         from zmem.workspace.snapshot import ignore_rules_changed, read_head, stored_ignore_record
         ws, conn = self.workspace, self.conn
         source = self._watch_source(ws)
+        if source and self._server is None and time.monotonic() >= self._serve_again:
+            self._start_vouching(ws)  # whoever served when it last tried may be gone
+            if self._server is not None and self._settling is not None:
+                self._preload_query_model(ws)
         if source:
             if source.read() or source.needs_sync or source.root_gone:
                 self._clean_head = self._vouch = None
@@ -329,8 +344,9 @@ class Memory:
         from zmem.index.watch import serve_fresh_processes
         server = serve_fresh_processes(ws, self._source, self._query_embedder,
                                        {"command": "mcp", "auto": False, "idle_exit": None})
-        if server is None:
-            return  # another watcher answers, or the socket cannot be made: processes do the sweep
+        if server is None:  # another watcher answers, or the socket cannot be made: processes do the sweep
+            self._serve_again = time.monotonic() + SERVE_RETRY
+            return
         self._server = server
         self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server),
                                                         between=self._keep_caught_up)
