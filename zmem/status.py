@@ -90,6 +90,9 @@ def _auto_watch(ws: Workspace, conn, files: int) -> dict:
                    f"{cfg.watch_auto_min_files}, and no in-process query model"), False
     if on and (reason := autowatch.cannot_serve(ws)):
         why, on = f"{why}, but a watcher could not serve: {reason}", False
+    elif on and (running := len(autowatch.automatic_watchers())) >= cfg.watch_auto_max:
+        why, on = (f"{why}, but {running} automatic watchers of this user run already (watch.auto_max = "
+                   f"{cfg.watch_auto_max}): none starts until one exits"), False
     return {"on": on, "why": why, "last_start": last}
 
 

@@ -41,17 +41,7 @@ def root(tmp_path):
 
 def watchers(root: Path) -> list[int]:
     """Live `zmem … -C ROOT watch --auto` processes (from /proc: also those that never served)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"--auto" in argv and os.fsencode(str(root)) in argv and b"watch" in argv and alive(int(entry)):
-            out.append(int(entry))
-    return out
+    return [pid for pid in autowatch.automatic_watchers(root) if alive(pid)]
 
 
 def alive(pid: int) -> bool:

@@ -79,6 +79,12 @@ def _start_once(ws: Workspace) -> bool:
             return False
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {time.time():.3f}\n".encode())  # (moves the mtime)
+        running = len(automatic_watchers())
+        if running >= ws.config.watch_auto_max:  # said in the log; tried again after RETRY, as any attempt
+            with open(os.path.join(ws.state_dir, LOG), "a", encoding="utf-8") as log:
+                log.write(f"zmem: no automatic watcher started: {running} of this user's run already "
+                          f"(watch.auto_max = {ws.config.watch_auto_max}); one starts once another exits\n")
+            return False
         from zmem.workspace.spawn import spawn_detached
         # (a reading command run by a git hook has git's variables: they would point git at another repository)
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
@@ -89,6 +95,27 @@ def _start_once(ws: Workspace) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def automatic_watchers(root=None) -> list[int]:
+    """The pids of this user's automatic watchers (`zmem -C ROOT watch --auto`; of any workspace, or of
+    the one at root), from /proc."""
+    uid, out = os.getuid(), []
+    workspace = os.fsencode(str(root)) if root is not None else None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:  # gone meanwhile
+            continue
+        if b"--auto" in argv and b"watch" in argv and any(os.path.basename(a) == b"zmem" for a in argv) \
+                and (workspace is None or workspace in argv):
+            out.append(int(entry))
+    return out
 
 
 def stop(state_dir, pid: int, wait: float = 5.0) -> bool:

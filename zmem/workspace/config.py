@@ -60,6 +60,9 @@ DEFAULT_TOML = """\
 # auto = true
 # auto_min_files = 5000
 # idle_exit = 900
+# At most this many automatic watchers of this user run at once (each ~25-100 MB, +~130 MB with a
+# query model); past it none is started until one exits.
+# auto_max = 4
 
 [embeddings]
 # Semantic recall. Settings here that send notes off this machine or load code (this whole
@@ -125,6 +128,7 @@ class Config:
     watch_auto: bool = True  # reading commands start a watcher (zmem.index.autowatch)
     watch_auto_min_files: int = 5000  # ... when the index holds at least this many memory files
     watch_idle_exit: float = 900.0  # seconds without a question before that watcher exits
+    watch_auto_max: int = 4  # automatic watchers of this user at once, over all workspaces
     recall_mode: str = "hybrid"
     fusion: str = "adaptive"  # weights per query by its keyword evidence (zmem/query/fusion.py; bench/README.md)
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
@@ -156,6 +160,7 @@ _KEYS = {
     ("watch", "auto"): ("watch_auto", bool, None),
     ("watch", "auto_min_files"): ("watch_auto_min_files", int, 0),
     ("watch", "idle_exit"): ("watch_idle_exit", (int, float), 1),
+    ("watch", "auto_max"): ("watch_auto_max", int, 1),
     ("recall", "mode"): ("recall_mode", ("hybrid", "bm25", "vector"), None),
     ("recall", "fusion"): ("fusion", ("adaptive", "weighted", "rrf"), None),
     ("recall", "vector_weight"): ("vector_weight", (int, float), 0),
