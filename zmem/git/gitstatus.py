@@ -106,7 +106,10 @@ class CommandRepo:
         with the history index on imported pygit2 for this alone); pygit2's walk otherwise (a first
         build, a long way back, a shallow clone)."""
         if known and not self.is_shallow():
-            proc = run_git(["log", "--first-parent", "--no-use-mailmap", "-z", "-n", str(CHAIN_BATCH),
+            # the user's config must not change the fields: log.showSignature printed the signature
+            # check into a commit's sha, i18n.logOutputEncoding re-encoded names and messages
+            proc = run_git(["log", "--first-parent", "--no-use-mailmap", "--no-show-signature", "--encoding=UTF-8",
+                            "-z", "-n", str(CHAIN_BATCH),
                             "--format=%H%x00%P%x00%ct%x00%an%x00%B", start or "HEAD", "--"],
                            cwd=self.workdir, capture_output=True)
             fields = proc.stdout.split(b"\0") if proc.returncode == 0 else []

@@ -1,0 +1,42 @@
+"""The history index's catch-up reads new commits with `git log` (gitstatus.CommandRepo.first_parent_chain),
+a porcelain command that follows the user's git config: its answers must still be pygit2's."""
+from __future__ import annotations
+
+import subprocess
+
+from helpers.workspace import commit_all, git, write
+
+from zmem.git.gitstatus import open_command_repo
+from zmem.git.repo import open_repo
+
+
+def test_signed_commits_with_log_show_signature_are_read_without_pygit2(ws, tmp_path):
+    """log.showSignature (set by many who sign their commits) printed the signature check into each
+    signed commit's sha: with the known commit unsigned (signing turned on later) the history index
+    stored `Good "git" signature for ...\n<sha>` as the new commit's id."""
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, capture_output=True)
+    (tmp_path / "allowed").write_text(f"t@example.com {key.with_suffix('.pub').read_text()}")
+    for name, value in [("gpg.format", "ssh"), ("user.signingkey", str(key)), ("commit.gpgsign", "true"),
+                        ("gpg.ssh.allowedSignersFile", str(tmp_path / "allowed")), ("log.showSignature", "true")]:
+        git(ws, "config", name, value)
+    base = git(ws, "rev-parse", "HEAD")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- signed edit\n")
+    commit_all(ws, "a signed edit")
+    assert "signature" in git(ws, "log", "-1")  # the config is in effect
+    command = open_command_repo(ws)
+    assert command.first_parent_chain({base}) == open_repo(ws).first_parent_chain({base})
+    assert command._repo is None  # read from git log alone
+
+
+def test_authors_and_summaries_in_utf_8_whatever_the_log_output_encoding(ws):
+    """i18n.logOutputEncoding=ISO-8859-1 re-encoded names and messages: the catch-up stored
+    "Jo\ufffdo M\ufffdller" where a first build by pygit2 stores "João Müller"."""
+    base = git(ws, "rev-parse", "HEAD")
+    git(ws, "config", "i18n.logOutputEncoding", "ISO-8859-1")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- edit\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "délete", env={"GIT_AUTHOR_NAME": "João Müller"})
+    chain = open_command_repo(ws).first_parent_chain({base})
+    assert (chain[0].author, chain[0].summary) == ("João Müller", "délete")
+    assert chain == open_repo(ws).first_parent_chain({base})
