@@ -40,3 +40,21 @@ def test_authors_and_summaries_in_utf_8_whatever_the_log_output_encoding(ws):
     chain = open_command_repo(ws).first_parent_chain({base})
     assert (chain[0].author, chain[0].summary) == ("João Müller", "délete")
     assert chain == open_repo(ws).first_parent_chain({base})
+
+
+def test_a_replaced_commit_is_read_as_pygit2_reads_it(ws):
+    """`git replace` shows another commit's message and tree under a commit's id to git log and
+    diff-tree, not to pygit2: the catch-up stored the replacement, a rebuild the commit itself."""
+    base = git(ws, "rev-parse", "HEAD")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- in Porto\n")
+    replaced = commit_all(ws, "Porto")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- in Faro\n")
+    commit_all(ws, "Faro")
+    git(ws, "checkout", "-q", "-b", "other", base)
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- in Madrid\n")
+    replacement = commit_all(ws, "Madrid")
+    git(ws, "checkout", "-q", "main")
+    git(ws, "replace", replaced, replacement)
+    command, pygit = open_command_repo(ws), open_repo(ws)
+    assert command.first_parent_chain({base}) == pygit.first_parent_chain({base})
+    assert command.tree_changes(base, replaced) == pygit.tree_changes(base, replaced)

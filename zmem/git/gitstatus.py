@@ -93,7 +93,7 @@ class CommandRepo:
 
     def changed_paths(self, old: str, new: str) -> set[str]:
         """Workspace paths that differ between two commits' trees (renames are delete + add), as Repo's."""
-        proc = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new], cwd=self.workdir,
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new], cwd=self.workdir,
                        capture_output=True)
         if proc.returncode:
             return self.opened().changed_paths(old, new)
@@ -107,8 +107,9 @@ class CommandRepo:
         build, a long way back, a shallow clone)."""
         if known and not self.is_shallow():
             # the user's config must not change the fields: log.showSignature printed the signature
-            # check into a commit's sha, i18n.logOutputEncoding re-encoded names and messages
-            proc = run_git(["log", "--first-parent", "--no-use-mailmap", "--no-show-signature", "--encoding=UTF-8",
+            # check into a commit's sha, i18n.logOutputEncoding re-encoded names and messages; nor
+            # `git replace`, which pygit2's walk does not follow
+            proc = run_git(["--no-replace-objects", "log", "--first-parent", "--no-use-mailmap", "--no-show-signature", "--encoding=UTF-8",
                             "-z", "-n", str(CHAIN_BATCH),
                             "--format=%H%x00%P%x00%ct%x00%an%x00%B", start or "HEAD", "--"],
                            cwd=self.workdir, capture_output=True)
@@ -126,7 +127,7 @@ class CommandRepo:
         """Repo.tree_changes from `git diff-tree` (a typechange as pygit2 sees it: the old entry
         deleted, the new one added; symlinks are no notes); pygit2's for a root commit or a parent
         git cannot read (a shallow clone's boundary)."""
-        proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", parent, sha],
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", parent, sha],
                        cwd=self.workdir, capture_output=True) if parent else None
         if proc is None or proc.returncode:
             return self.opened().tree_changes(parent, sha)
