@@ -1,5 +1,6 @@
-"""The history index's catch-up reads new commits with `git log` (gitstatus.CommandRepo.first_parent_chain),
-a porcelain command that follows the user's git config: its answers must still be pygit2's."""
+"""The history index's catch-up reads new commits with `git log` and `git diff-tree`
+(gitstatus.CommandRepo), porcelain that follows the user's git config and `git replace`, and prints
+a message as written: its answers must still be pygit2's, as the first build stores them."""
 from __future__ import annotations
 
 import subprocess
@@ -58,3 +59,16 @@ def test_a_replaced_commit_is_read_as_pygit2_reads_it(ws):
     command, pygit = open_command_repo(ws), open_repo(ws)
     assert command.first_parent_chain({base}) == pygit.first_parent_chain({base})
     assert command.tree_changes(base, replaced) == pygit.tree_changes(base, replaced)
+
+
+def test_a_message_beginning_with_blank_lines_has_pygit2s_summary(ws):
+    """`git commit --cleanup=verbatim` keeps a message's leading blank lines; pygit2's message (and so
+    the first build's summary) starts after them, git log's %B did not: the catch-up stored ""."""
+    base = git(ws, "rev-parse", "HEAD")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- edit\n")
+    git(ws, "add", "-A")
+    subprocess.run(["git", "commit", "-q", "--cleanup=verbatim", "-F", "-"], cwd=ws, check=True,
+                   input=b"\n\n  spaced first line\nsecond\n")
+    chain = open_command_repo(ws).first_parent_chain({base})
+    assert chain[0].summary == "  spaced first line"
+    assert chain == open_repo(ws).first_parent_chain({base})

@@ -117,7 +117,8 @@ class CommandRepo:
             out = []
             for i in range(0, len(fields) - 4, 5):
                 sha, parents, time, author, message = (f.decode("utf-8", "replace") for f in fields[i:i + 5])
-                out.append(CommitInfo(sha, int(time), author, message.split("\n", 1)[0],
+                # pygit2's message starts after any blank lines a verbatim message begins with
+                out.append(CommitInfo(sha, int(time), author, message.lstrip("\n").split("\n", 1)[0],
                                       parents.split(" ")[0] if parents else None))
                 if sha in known:
                     return out
