@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
+from helpers.signing import sign_commits
 from helpers.workspace import commit_all, git, write
 
 from zmem.git.gitstatus import open_command_repo
@@ -14,13 +15,8 @@ from zmem.git.repo import open_repo
 def test_signed_commits_with_log_show_signature_are_read_without_pygit2(ws, tmp_path):
     """log.showSignature (set by many who sign their commits) printed the signature check into each
     signed commit's sha: with the known commit unsigned (signing turned on later) the history index
-    stored `Good "git" signature for ...\n<sha>` as the new commit's id."""
-    key = tmp_path / "key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, capture_output=True)
-    (tmp_path / "allowed").write_text(f"t@example.com {key.with_suffix('.pub').read_text()}")
-    for name, value in [("gpg.format", "ssh"), ("user.signingkey", str(key)), ("commit.gpgsign", "true"),
-                        ("gpg.ssh.allowedSignersFile", str(tmp_path / "allowed")), ("log.showSignature", "true")]:
-        git(ws, "config", name, value)
+    stored `Good "git" signature for ...\\n<sha>` as the new commit's id."""
+    sign_commits(ws, tmp_path)
     base = git(ws, "rev-parse", "HEAD")
     write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- signed edit\n")
     commit_all(ws, "a signed edit")

@@ -106,11 +106,9 @@ class CommandRepo:
         with the history index on imported pygit2 for this alone); pygit2's walk otherwise (a first
         build, a long way back, a shallow clone)."""
         if known and not self.is_shallow():
-            # the user's config must not change the fields: log.showSignature printed the signature
-            # check into a commit's sha, i18n.logOutputEncoding re-encoded names and messages; nor
-            # `git replace`, which pygit2's walk does not follow
-            proc = run_git(["--no-replace-objects", "log", "--first-parent", "--no-use-mailmap", "--no-show-signature", "--encoding=UTF-8",
-                            "-z", "-n", str(CHAIN_BATCH),
+            # as pygit2 walks: no mailmap, no `git replace` (run_git leaves the signatures out)
+            proc = run_git(["--no-replace-objects", "log", "--first-parent", "--no-use-mailmap", "-z",
+                            "-n", str(CHAIN_BATCH),
                             "--format=%H%x00%P%x00%ct%x00%an%x00%B", start or "HEAD", "--"],
                            cwd=self.workdir, capture_output=True)
             fields = proc.stdout.split(b"\0") if proc.returncode == 0 else []
