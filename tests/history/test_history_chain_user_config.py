@@ -55,6 +55,7 @@ def test_a_replaced_commit_is_read_as_pygit2_reads_it(ws):
     command, pygit = open_command_repo(ws), open_repo(ws)
     assert command.first_parent_chain({base}) == pygit.first_parent_chain({base})
     assert command.tree_changes(base, replaced) == pygit.tree_changes(base, replaced)
+    assert command.changed_paths(base, replaced) == pygit.changed_paths(base, replaced)
 
 
 def test_a_message_beginning_with_blank_lines_has_pygit2s_summary(ws):

@@ -93,8 +93,8 @@ class CommandRepo:
 
     def changed_paths(self, old: str, new: str) -> set[str]:
         """Workspace paths that differ between two commits' trees (renames are delete + add), as Repo's."""
-        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new], cwd=self.workdir,
-                       capture_output=True)
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new],
+                       cwd=self.workdir, capture_output=True)
         if proc.returncode:
             return self.opened().changed_paths(old, new)
         names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -126,8 +126,8 @@ class CommandRepo:
         """Repo.tree_changes from `git diff-tree` (a typechange as pygit2 sees it: the old entry
         deleted, the new one added; symlinks are no notes); pygit2's for a root commit or a parent
         git cannot read (a shallow clone's boundary)."""
-        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", parent, sha],
-                       cwd=self.workdir, capture_output=True) if parent else None
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev",
+                        parent, sha], cwd=self.workdir, capture_output=True) if parent else None
         if proc is None or proc.returncode:
             return self.opened().tree_changes(parent, sha)
         fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
