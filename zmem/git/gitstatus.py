@@ -11,7 +11,7 @@ from zmem.git.gitcmd import CommitInfo, commit_id, is_ignored, run_git
 
 IGNORE_ASKS = 8  # is_ignored questions a CommandRepo asks of git before it asks pygit2
 CHAIN_BATCH = 16  # commits one `git log` reads back along HEAD's first parents (first_parent_chain)
-SYMLINK_MODE = "120000"  # git's mode of a symbolic link: never a note
+NOT_NOTES = ("120000", "160000")  # git's modes of a symbolic link and a submodule: never a note
 
 
 @dataclass
@@ -124,7 +124,7 @@ class CommandRepo:
 
     def tree_changes(self, parent: str | None, sha: str) -> list[tuple[str, str | None]]:
         """Repo.tree_changes from `git diff-tree` (a typechange as pygit2 sees it: the old entry
-        deleted, the new one added; symlinks are no notes); pygit2's for a root commit or a parent
+        deleted, the new one added; symlinks and submodules are no notes); pygit2's for a root commit or a parent
         git cannot read (a shallow clone's boundary)."""
         proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev",
                         parent, sha], cwd=self.workdir, capture_output=True) if parent else None
@@ -137,9 +137,9 @@ class CommandRepo:
             rel = path[len(self.prefix):] if path.startswith(self.prefix) else None
             if rel is None:
                 continue
-            if status in ("D", "T") or new_mode == SYMLINK_MODE:
+            if status in ("D", "T") or new_mode in NOT_NOTES:
                 out.append((rel, None))
-            if status != "D" and new_mode != SYMLINK_MODE:
+            if status != "D" and new_mode not in NOT_NOTES:
                 out.append((rel, blob))
         return out
 

@@ -205,15 +205,17 @@ class Repo:
         except (KeyError, ValueError):  # parent missing (shallow): treat as a root commit
             return [(rel, blob) for rel, blob in self.tree_files(sha).items()]
         out = []
-        link = pygit2.enums.FileMode.LINK  # symlinks are not notes (tree_files skips them too)
+        # symlinks and submodules are not notes (tree_files skips them too): a submodule's commit is
+        # no blob of this repository
+        not_notes = (pygit2.enums.FileMode.LINK, pygit2.enums.FileMode.COMMIT)
         for d in old.diff_to_tree(new).deltas:
             deleted = d.status == pygit2.enums.DeltaStatus.DELETED
             # a note that became a symlink is gone from the notes (its path is ended)
-            if d.old_file.path != d.new_file.path or deleted or d.new_file.mode == link:
+            if d.old_file.path != d.new_file.path or deleted or d.new_file.mode in not_notes:
                 rel = self.to_ws(d.old_file.path)
                 if rel:
                     out.append((rel, None))
-            if not deleted and d.new_file.mode != link:
+            if not deleted and d.new_file.mode not in not_notes:
                 rel = self.to_ws(d.new_file.path)
                 if rel:
                     out.append((rel, str(d.new_file.id)))
