@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from zmem.errors import WorkspaceError
-from zmem.git.gitcmd import CommitInfo, run_git
+from zmem.git.gitcmd import CommitInfo, git_error, run_git
 
 
 @dataclass
@@ -359,7 +359,15 @@ def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[Bla
     proc = run_git(["blame", "--porcelain", "-M", *([rev] if rev else []), "--", git_path], cwd=workdir,
                    capture_output=True)
     if proc.returncode:
-        return []  # untracked, or no commits yet: nothing to blame
+        # untracked, or no commits yet: nothing to blame. A file the commit holds is blamed unless git
+        # itself cannot (blame.ignoreRevsFile naming a missing file): its lines are not "not committed"
+        if run_git(["cat-file", "-e", f"{rev or 'HEAD'}:{git_path}"], cwd=workdir, capture_output=True).returncode:
+            return []
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        why = git_error(err) if err else f"git exited {proc.returncode}"
+        raise WorkspaceError(f"git blame failed on {git_path}: {why}",
+                             hint="run `git blame` on the file to see why; its settings are in "
+                                  "`git config --show-origin --get-regexp '^blame\\.'`")
     commits: dict[str, dict[str, str]] = {}
     out: list[BlameLine] = []
     current: dict[str, str] = {}
