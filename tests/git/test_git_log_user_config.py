@@ -35,3 +35,14 @@ def test_reflect_reads_the_facts_after_its_last_signed_commit(ws, tmp_path):
     res = run(["-C", str(ws), "reflect"])
     assert res.exit_code == 0, res.output + res.stderr
     assert "Likes long walks." in (ws / "bank/opinions.md").read_text()
+
+
+def test_a_files_log_with_another_log_output_encoding(ws):
+    """`zmem log FILE` read git log's output as UTF-8: a Latin-1 name or summary was an internal error."""
+    git(ws, "config", "i18n.logOutputEncoding", "ISO-8859-1")
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- édit\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "édit", env={"GIT_AUTHOR_NAME": "João"})
+    res = run(["-C", str(ws), "log", "memory/2025-11-24.md"])
+    assert res.exit_code == 0, res.output + res.stderr
+    assert "João: édit" in res.stdout
