@@ -717,7 +717,8 @@ def facts(ctx, entity, kind, since, until, limit, show_all, origin, fmt, as_json
         from zmem.text.dates import commit_time
         echo_table(
             [(f.source, f.kind, "" if f.confidence is None else f"{f.confidence:.2f}", f.day or "",
-              ", ".join(f.entities), _one_line(f.text, 50), (f.commit or "uncommitted")[:10], f.author or "",
+              ", ".join(f.entities), _one_line(f.text, 50), f.commit[:10] if f.commit else "uncommitted",
+              f.author or "",
               commit_time(f.time).strftime("%Y-%m-%d %H:%M") if f.time else "")
              for f in rows], ["source", "kind", "c", "day", "entities", "text", "commit", "author", "date"], numeric=(2,))
     else:

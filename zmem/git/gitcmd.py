@@ -35,12 +35,16 @@ def git_missing(hint: str = GIT_MISSING_HINT) -> WorkspaceError:
 def run_git(args: list[str], **kwargs) -> subprocess.CompletedProcess:
     """`git ARGS` (subprocess.run's keyword arguments). Every git zmem runs goes through here, so
     that a git missing from PATH is one clear error (exit 1 with a hint) for every command. Paths
-    in git's output are as named (core.quotePath off), not `"Jo\\303\\243o.md"`."""
+    in git's output are as named (core.quotePath off), not `"Jo\\303\\243o.md"`; `git log` and
+    `git show` print what their format asks in UTF-8, whatever the user's config: no signature
+    check before it (log.showSignature put one into a commit id: reflect's last run, the history
+    index's new commits, sync's rewritten message), no other log encoding (i18n.logOutputEncoding)."""
     env = os.environ if kwargs.get("env") is None else kwargs["env"]
     if any(var in env for var in REPOSITORY_ENV):
         kwargs["env"] = {k: v for k, v in env.items() if k not in REPOSITORY_ENV}
     try:
-        return subprocess.run(["git", "-c", "core.quotePath=false", *args], **kwargs)
+        return subprocess.run(["git", "-c", "core.quotePath=false", "-c", "log.showSignature=false",
+                               "-c", "i18n.logOutputEncoding=UTF-8", *args], **kwargs)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
         import shutil
         if e.filename in (None, "git") or shutil.which("git") is None:

@@ -11,7 +11,7 @@ from zmem.git.gitcmd import CommitInfo, commit_id, is_ignored, run_git
 
 IGNORE_ASKS = 8  # is_ignored questions a CommandRepo asks of git before it asks pygit2
 CHAIN_BATCH = 16  # commits one `git log` reads back along HEAD's first parents (first_parent_chain)
-SYMLINK_MODE = "120000"  # git's mode of a symbolic link: never a note
+NOT_NOTES = ("120000", "160000")  # git's modes of a symbolic link and a submodule: never a note
 
 
 @dataclass
@@ -93,8 +93,8 @@ class CommandRepo:
 
     def changed_paths(self, old: str, new: str) -> set[str]:
         """Workspace paths that differ between two commits' trees (renames are delete + add), as Repo's."""
-        proc = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new], cwd=self.workdir,
-                       capture_output=True)
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new],
+                       cwd=self.workdir, capture_output=True)
         if proc.returncode:
             return self.opened().changed_paths(old, new)
         names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -106,14 +106,17 @@ class CommandRepo:
         with the history index on imported pygit2 for this alone); pygit2's walk otherwise (a first
         build, a long way back, a shallow clone)."""
         if known and not self.is_shallow():
-            proc = run_git(["log", "--first-parent", "--no-use-mailmap", "-z", "-n", str(CHAIN_BATCH),
+            # as pygit2 walks: no mailmap, no `git replace` (run_git leaves the signatures out)
+            proc = run_git(["--no-replace-objects", "log", "--first-parent", "--no-use-mailmap", "-z",
+                            "-n", str(CHAIN_BATCH),
                             "--format=%H%x00%P%x00%ct%x00%an%x00%B", start or "HEAD", "--"],
                            cwd=self.workdir, capture_output=True)
             fields = proc.stdout.split(b"\0") if proc.returncode == 0 else []
             out = []
             for i in range(0, len(fields) - 4, 5):
                 sha, parents, time, author, message = (f.decode("utf-8", "replace") for f in fields[i:i + 5])
-                out.append(CommitInfo(sha, int(time), author, message.split("\n", 1)[0],
+                # pygit2's message starts after any blank lines a verbatim message begins with
+                out.append(CommitInfo(sha, int(time), author, message.lstrip("\n").split("\n", 1)[0],
                                       parents.split(" ")[0] if parents else None))
                 if sha in known:
                     return out
@@ -121,10 +124,10 @@ class CommandRepo:
 
     def tree_changes(self, parent: str | None, sha: str) -> list[tuple[str, str | None]]:
         """Repo.tree_changes from `git diff-tree` (a typechange as pygit2 sees it: the old entry
-        deleted, the new one added; symlinks are no notes); pygit2's for a root commit or a parent
+        deleted, the new one added; symlinks and submodules are no notes); pygit2's for a root commit or a parent
         git cannot read (a shallow clone's boundary)."""
-        proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", parent, sha],
-                       cwd=self.workdir, capture_output=True) if parent else None
+        proc = run_git(["--no-replace-objects", "diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev",
+                        parent, sha], cwd=self.workdir, capture_output=True) if parent else None
         if proc is None or proc.returncode:
             return self.opened().tree_changes(parent, sha)
         fields = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -134,9 +137,9 @@ class CommandRepo:
             rel = path[len(self.prefix):] if path.startswith(self.prefix) else None
             if rel is None:
                 continue
-            if status in ("D", "T") or new_mode == SYMLINK_MODE:
+            if status in ("D", "T") or new_mode in NOT_NOTES:
                 out.append((rel, None))
-            if status != "D" and new_mode != SYMLINK_MODE:
+            if status != "D" and new_mode not in NOT_NOTES:
                 out.append((rel, blob))
         return out
 

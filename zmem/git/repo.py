@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from zmem.errors import WorkspaceError
-from zmem.git.gitcmd import CommitInfo, run_git
+from zmem.git.gitcmd import CommitInfo, git_error, run_git
 
 
 @dataclass
@@ -205,15 +205,17 @@ class Repo:
         except (KeyError, ValueError):  # parent missing (shallow): treat as a root commit
             return [(rel, blob) for rel, blob in self.tree_files(sha).items()]
         out = []
-        link = pygit2.enums.FileMode.LINK  # symlinks are not notes (tree_files skips them too)
+        # symlinks and submodules are not notes (tree_files skips them too): a submodule's commit is
+        # no blob of this repository
+        not_notes = (pygit2.enums.FileMode.LINK, pygit2.enums.FileMode.COMMIT)
         for d in old.diff_to_tree(new).deltas:
             deleted = d.status == pygit2.enums.DeltaStatus.DELETED
             # a note that became a symlink is gone from the notes (its path is ended)
-            if d.old_file.path != d.new_file.path or deleted or d.new_file.mode == link:
+            if d.old_file.path != d.new_file.path or deleted or d.new_file.mode in not_notes:
                 rel = self.to_ws(d.old_file.path)
                 if rel:
                     out.append((rel, None))
-            if not deleted and d.new_file.mode != link:
+            if not deleted and d.new_file.mode not in not_notes:
                 rel = self.to_ws(d.new_file.path)
                 if rel:
                     out.append((rel, str(d.new_file.id)))
@@ -357,7 +359,15 @@ def blame_file(workdir: Path, git_path: str, rev: str | None = None) -> list[Bla
     proc = run_git(["blame", "--porcelain", "-M", *([rev] if rev else []), "--", git_path], cwd=workdir,
                    capture_output=True)
     if proc.returncode:
-        return []  # untracked, or no commits yet: nothing to blame
+        # untracked, or no commits yet: nothing to blame. A file the commit holds is blamed unless git
+        # itself cannot (blame.ignoreRevsFile naming a missing file): its lines are not "not committed"
+        if run_git(["cat-file", "-e", f"{rev or 'HEAD'}:{git_path}"], cwd=workdir, capture_output=True).returncode:
+            return []
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        why = git_error(err) if err else f"git exited {proc.returncode}"
+        raise WorkspaceError(f"git blame failed on {git_path}: {why}",
+                             hint="run `git blame` on the file to see why; its settings are in "
+                                  "`git config --show-origin --get-regexp '^blame\\.'`")
     commits: dict[str, dict[str, str]] = {}
     out: list[BlameLine] = []
     current: dict[str, str] = {}

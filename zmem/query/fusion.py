@@ -25,9 +25,10 @@ STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's ra
 RARE_DF = 3    # an identifier in at most this many chunks is an exact match to keep first
 # a number of one or two digits standing alone in the query ("on 3 June, 2023", "December 1,2023", "my 2 kids")
 # is a day or a count, not an identifier: a chunk that happens to hold it is no exact match. Joined to other
-# characters it still is one (4.2.7, v2, B12, 16.2). LoCoMo dev single-hop: 4 of the 8 questions hybrid lost
-# to BM25 with either model (bench/README.md, "Small numbers are not identifiers")
-LONE_NUMBER = re.compile(r"(?<![\w.\-/:])\d{1,2}(?![\w\-/:]|\.\w)")
+# characters it still is one (4.2.7, v2, B12, 16.2), and after `#` or `№` it is a reference (issue #42).
+# LoCoMo dev single-hop: 4 of the 8 questions hybrid lost to BM25 with either model (bench/README.md,
+# "Small numbers are not identifiers")
+LONE_NUMBER = re.compile(r"(?<![\w.\-/:#№])\d{1,2}(?![\w\-/:]|\.\w)")
 LINE_STRONG = 0.4  # a line holding this share of the query's rarity is cited as the keywords choose
 # the closest candidate ranks first (below STRONG) when its cosine leads the second-closest's by this many
 # standard deviations of all the candidates' cosines: a lead in the query's own units, so it means the same
