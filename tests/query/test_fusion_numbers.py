@@ -1,7 +1,8 @@
 """A one- or two-digit number standing alone in a query ("on 3 June, 2023", "my 2 kids") is a day or a
 count, not a rare identifier: a chunk that happens to hold it must not be ranked before every other
 candidate (LoCoMo dev: such chunks pushed the dated note out of hybrid's top 10). Joined to other
-characters a number still is one (4.2.7, B12, v2)."""
+characters a number still is one (4.2.7, B12, v2), and so is a short number after `#` or `№`: a reference
+(an issue, a pull request, an invoice: "what fixed #42?"), not a day or a count."""
 from __future__ import annotations
 
 from helpers.workspace import commit_all, run, write
@@ -13,6 +14,7 @@ NOTES = {
     "memory/2023-06-03.md": "# 2023-06-03\n\n- John had to say goodbye to Max, the family dog.\n",
     "bank/kids.md": "# Kids\n\n- John drives his 3 kids to school.\n",
     "bank/firmware.md": "# Firmware\n\n- Firmware 4.2.7 fixed the router reboots; gate B12 is closed.\n",
+    "bank/tls.md": "# TLS\n\n- Issue #42 was fixed by pinning the TLS library.\n",
 }
 
 
@@ -50,3 +52,14 @@ def test_a_day_of_the_month_is_no_exact_match(ws):
 def test_numbers_joined_to_others_still_are_identifiers(ws):
     rarity = rarity_of(ws, "firmware 4.2.7 at gate B12")
     assert {t.key for t in rarity if t.exact} == {"4", "2", "7", "b12"}
+
+
+def test_a_numbered_reference_is_no_lone_number():
+    for query in ("what fixed #42?", "is #7 merged", "issue #3", "invoice №12"):
+        assert LONE_NUMBER.findall(query) == [], query
+    assert LONE_NUMBER.findall("the 3 bugs of #42 on 5 June") == ["3", "5"]
+
+
+def test_an_issue_number_is_an_exact_match(ws):
+    rarity = rarity_of(ws, "What fixed #42?")
+    assert [t.key for t in rarity if t.exact] == ["42"]
