@@ -135,3 +135,11 @@ def unprivileged(tmp_path):
     as_user(zmem_exe(), "init", "--no-hooks", str(root))
     yield root, as_user
     shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx(tmp_path_factory) -> Path:
+    """The tiny generated BERT as an onnx model directory (`zmem model import`'s converter), made once
+    per run; a test module using it skips itself first where onnx, onnxruntime or tokenizers is missing."""
+    from helpers.tiny_bert import tiny_onnx_model
+    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))

@@ -13,7 +13,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.tiny_bert import onnx_workspace, tiny_onnx_model  # noqa: E402
+from helpers.tiny_bert import onnx_workspace  # noqa: E402
 from helpers.workspace import wait_for, zmem_proc  # noqa: E402
 from zmem.index import autowatch, fsmonitor  # noqa: E402
 
@@ -21,11 +21,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
                                 reason="inotify: Linux only")
 ON = {"ZMEM_WATCH_AUTO": "1"}
 QUERY = "which machine runs the gateway"
-
-
-@pytest.fixture(scope="module")
-def tiny_onnx(tmp_path_factory):
-    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))
 
 
 def _stop(ws) -> None:

@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.tiny_bert import make_tiny_bert, tiny_onnx_model  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
 from helpers.fresh import fresh  # noqa: E402
 from helpers.workspace import commit_all, run, user_config, wait_for, write  # noqa: E402
@@ -31,12 +30,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
                                 reason="inotify: Linux only")
 QUERY = "which machine runs the gateway"
 RUNTIME = ("onnxruntime", "numpy", "tokenizers")
-
-
-
-@pytest.fixture(scope="module")
-def tiny_onnx(tmp_path_factory) -> Path:
-    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
 from helpers.fresh import fresh  # noqa: E402
-from helpers.tiny_bert import onnx_workspace, tiny_onnx_model  # noqa: E402
+from helpers.tiny_bert import onnx_workspace  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
 from zmem.index import fsmonitor  # noqa: E402
 
@@ -24,11 +23,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
                                 reason="inotify: Linux only")
 QUERY = "which machine runs the gateway"
 RUNTIME = ("onnxruntime", "numpy", "tokenizers")
-
-
-@pytest.fixture(scope="module")
-def tiny_onnx(tmp_path_factory) -> Path:
-    return tiny_onnx_model(tmp_path_factory.mktemp("tiny"))
 
 
 def test_the_first_question_after_the_watcher_starts_is_answered_with_a_vector(tmp_path, tiny_onnx):
