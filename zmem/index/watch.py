@@ -61,21 +61,19 @@ class InotifyUnavailable(Exception):
     pass
 
 
-def _user_config_stamp() -> tuple[int, int, int] | None:
-    from zmem.workspace.config import user_config_path
+def _file_stamp(path) -> tuple[int, int, int] | None:
+    """(mtime, size, inode) of the file path names, through symlinks (a config.toml kept in a dotfiles
+    repository), or None when there is none."""
     try:
-        st = os.stat(user_config_path())
+        st = os.stat(path)
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-def _code_stamp() -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(__file__)
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+def _user_config_stamp() -> tuple[int, int, int] | None:
+    from zmem.workspace.config import user_config_path
+    return _file_stamp(user_config_path())
 
 
 def _under(rel: str, tops: list[str]) -> bool:
@@ -444,7 +442,7 @@ class Watcher:
         self.server = None  # fsmonitor.VouchServer: fresh processes ask it instead of stat-ing every file
         self.query_providers = None  # (workspace, embedding.Providers) that embed fresh processes' queries
         self.user_settings = _user_config_stamp()  # the user's config.toml the settings were read with
-        self.code = _code_stamp()  # this module's file: a new one means zmem was upgraded under this process
+        self.code = _file_stamp(__file__)  # this module's file: a new one means zmem was upgraded under this process
         root = ws.root
         st = os.stat(root)
         self.identity = (st.st_dev, st.st_ino)
@@ -934,7 +932,7 @@ class Watcher:
         was upgraded under it."""
         if self.auto and (self.server is None or not self.server.still_bound()):
             self._finish("its socket was removed or taken over")
-        elif self.auto and _code_stamp() != self.code:
+        elif self.auto and _file_stamp(__file__) != self.code:
             # its answers (keyword searches, query vectors) are the old version's; the next reading
             # command starts one of the new version
             self._finish("zmem was upgraded or reinstalled")
