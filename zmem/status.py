@@ -77,20 +77,8 @@ def _auto_watch(ws: Workspace, conn, files: int) -> dict:
             if tried.st_size else None
     except OSError:
         last = None
-    if autowatch.turned_off():
-        why, on = f"{autowatch.ENV}={os.environ[autowatch.ENV]} in the environment", False
-    elif not cfg.watch_auto:
-        why, on = "watch.auto = false", False
-    elif files >= cfg.watch_auto_min_files:
-        why, on = f"the index holds {files} memory files, at least watch.auto_min_files = {cfg.watch_auto_min_files}", True
-    elif autowatch.query_model_to_preload(ws, conn):
-        why, on = "hybrid recall embeds queries with an in-process model", True
-    else:
-        why, on = (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
-                   f"{cfg.watch_auto_min_files}, and no in-process query model"), False
-    if on and (reason := autowatch.cannot_serve(ws)):
-        why, on = f"{why}, but a watcher could not serve: {reason}", False
-    elif on and (running := len(autowatch.automatic_watchers())) >= cfg.watch_auto_max:
+    on, why = autowatch.pays(ws, conn, files)
+    if on and (running := len(autowatch.automatic_watchers())) >= cfg.watch_auto_max:
         why, on = (f"{why}, but {running} automatic watchers of this user run already (watch.auto_max = "
                    f"{cfg.watch_auto_max}): none starts until one exits"), False
     return {"on": on, "why": why, "last_start": last}

@@ -35,16 +35,32 @@ def start_if_it_pays(ws: Workspace, conn) -> bool:
     watcher in the background when it pays (see the module's docstring); whether one was started.
     Costs nothing measurable: a count of the index's files, a meta value, and when it qualifies a
     lock file; the start itself is a detached process."""
-    cfg = ws.config
-    if not cfg.watch_auto or turned_off() or cannot_serve(ws):
+    if not ws.config.watch_auto or turned_off():  # before any query
         return False
     try:
-        files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        if files < cfg.watch_auto_min_files and not query_model_to_preload(ws, conn):
-            return False
-        return _start_once(ws)
+        return pays(ws, conn, conn.execute("SELECT count(*) FROM files").fetchone()[0])[0] and _start_once(ws)
     except Exception:  # noqa: BLE001 - an accelerator: whatever fails here, the command goes on as without it
         return False
+
+
+def pays(ws: Workspace, conn, files: int) -> tuple[bool, str]:
+    """Whether a reading command that finds nobody serving the workspace (whose index holds files memory
+    files) starts a watcher, and why, as `zmem status` says it (without watch.auto_max: _start_once
+    counts the running ones only when it is about to start one)."""
+    cfg = ws.config
+    if turned_off():
+        return False, f"{ENV}={os.environ[ENV]} in the environment"
+    if not cfg.watch_auto:
+        return False, "watch.auto = false"
+    if files >= cfg.watch_auto_min_files:
+        why = f"the index holds {files} memory files, at least watch.auto_min_files = {cfg.watch_auto_min_files}"
+    elif query_model_to_preload(ws, conn):
+        why = "hybrid recall embeds queries with an in-process model"
+    else:
+        return False, (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
+                       f"{cfg.watch_auto_min_files}, and no in-process query model")
+    reason = cannot_serve(ws)
+    return (False, f"{why}, but a watcher could not serve: {reason}") if reason else (True, why)
 
 
 def cannot_serve(ws: Workspace) -> str | None:
