@@ -16,7 +16,7 @@ from zmem import __version__
 from zmem.errors import CommandLine, ExitCode, ZmemError, describe
 from zmem.text.kinds import KINDS
 from zmem.cli.render import hit_lines
-from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr
+from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr, settle_stdout
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -65,12 +65,14 @@ def _error_handler(ctx):
         _say(e.format_message(), f"see `{ctx.command_path} --help`")
         raise click.exceptions.Exit(e.exit_code)
     except BrokenPipeError:
+        settle_stdout()
         sys.stderr.close()  # the reader went away (e.g. `| head`); nothing left to say
         raise click.exceptions.Exit(0)
     except (Exception, KeyboardInterrupt) as e:
         if os.environ.get("ZMEM_DEBUG") and not isinstance(e, (ZmemError, KeyboardInterrupt)):
             raise  # a bug (or the index failing): one line, the traceback only on request
         problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
+        settle_stdout()
         _say(problem.message, BUG_HINT if problem.bug else problem.hint)
         raise click.exceptions.Exit(problem.exit_code)
 
