@@ -55,3 +55,11 @@ def test_short_daily_logs_are_cited_by_the_lines_that_match_not_whole(demo, quer
             assert h["start_line"] > h["chunk_start_line"], h["citation"]  # the note is one chunk, not cited whole
             section = next(line for line in reversed(lines[:h["start_line"]]) if line.startswith("## "))
             assert h["heading"] == f"{h['day']} > {section[3:]}", h
+
+
+def test_the_readme_tour_shows_what_its_first_recall_prints(demo):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    query = re.search(r'^zmem recall "([^"]+)"', text, re.M).group(1)
+    shown = re.search(r"^The first two hits that recall prints:\n\n```\n(.*?)```", text, re.S | re.M).group(1)
+    res = zmem_proc("-C", str(demo), "recall", query, "--k", "2")
+    assert res.returncode == 0 and res.stdout == shown, res.stdout + res.stderr
