@@ -339,7 +339,8 @@ def run_all(zmem: Path, docs: list[Path], base: Path, check_man_pages: bool = Fa
         else:
             print("SKIPPED man zmem / git zmem --help: man is not installed on this machine")
     total = sum(len(c) for _, c in per_file)
-    print(f"\n{total} documented commands run ({len(per_file)} files), {len(failures)} failed")
+    files = f"{len(per_file)} file" + ("s" if len(per_file) != 1 else "")
+    print(f"\n{total} documented commands run ({files}), {len(failures)} failed")
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
