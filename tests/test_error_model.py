@@ -125,6 +125,7 @@ _PARAMETER_FLAGS = re.compile(r"--(confidence|retain|entity|kind|as-of|since|unt
                               r"no-commit|out|force|dry-run)\b")
 
 
+@pytest.mark.slow
 def test_library_messages_do_not_hard_code_the_flags_of_parameters():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):

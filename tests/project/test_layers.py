@@ -4,6 +4,7 @@ under TYPE_CHECKING count too: a lazy import is still a dependency, only a later
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "zmem"
@@ -34,6 +35,7 @@ def _module_name(path: Path) -> str:
     return ".".join(("zmem", *parts))
 
 
+@functools.cache  # parsed once per run: the tests below only read it
 def import_graph() -> dict[str, dict[str, int]]:
     """module -> {zmem module it imports: the first line doing so}, modules named as `zmem.x.y`.
     `from zmem.x import y` imports the module zmem.x.y when there is one, else (a name) zmem.x."""
