@@ -38,6 +38,8 @@ _zmem() {
         "get|--lines") kind="any" ;;
         "get|--rev") kind="any" ;;
         "get|--scope") kind="choices:private group" ;;
+        "context|--scope") kind="choices:private group" ;;
+        "context|--budget") kind="any" ;;
         "append|--retain") kind="choices:W B O S R" ;;
         "append|--entity") kind="any" ;;
         "append|--confidence") kind="any" ;;
@@ -84,7 +86,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch sync mcp status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get context append facts entity graph opinions reflect blame log diff watch sync mcp status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
@@ -96,6 +98,7 @@ _zmem_words() {
         "model list") words="--json --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
+        "context") words="--scope --budget --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --all --origin --format --json --help" ;;
         "entity") words="--json --help" ;;

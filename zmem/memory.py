@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from zmem.history.blame import BlamedRange
     from zmem.index.embedding import EmbedReport
     from zmem.index.catchup import CatchUp
+    from zmem.query.context import Context
     from zmem.query.reading import Lines
     from zmem.reflect.run import ReflectResult
     from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
@@ -501,6 +502,20 @@ class Memory:
         res.warnings = warnings + res.warnings
         res.stale = fresh.stale
         return res
+
+    def context(self, *, scope: str | None = None, budget: int | None = None, today=None) -> Context:
+        """What an agent should read as a session starts (zmem.query.context): today's and yesterday's
+        daily logs, MEMORY.md (scope "private" only: the main session; "group" leaves it and
+        [scopes] private out) and recent Retain facts, within budget characters (default
+        context.DEFAULT_BUDGET), newest first when it must cut, each part labelled with its citation.
+        Reads the files as `get` does: no index, no catch-up. today: a datetime.date (default: today)."""
+        from zmem.query.context import DEFAULT_BUDGET, build_context
+        if budget is not None and budget < 1:
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the budget must be at least 1 character (got {budget})", hint="e.g. 8000",
+                            param="budget")
+        return build_context(self.workspace, scope=self._scope(scope),
+                             budget=DEFAULT_BUDGET if budget is None else budget, today=today)
 
     def get(self, path: str, *, start: int | None = None, count: int | None = None, rev: str | None = None,
             scope: str | None = None) -> Lines:

@@ -20,7 +20,8 @@ pytest.importorskip("mcp")
 
 from helpers.mcp_client import call, error, session  # noqa: E402
 
-TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of"}
+TOOLS = {"memory_search", "memory_get", "memory_append", "graph_search", "memory_blame", "memory_recall_as_of",
+         "memory_context"}
 
 
 def lines_of(root: Path, rel: str, a: int, b: int) -> str:

@@ -123,6 +123,11 @@ Same result shape as memory_search plus "as_of": {"commit", "date", "summary"}; 
 keywords and, when an embedding model is configured, by meaning (through the vectors those versions
 got when they were embedded; mode says which)."""
 
+CONTEXT_DOC = """\
+What to read as a session starts: today's and yesterday's daily logs, MEMORY.md (private scope only)
+and recent Retain facts, within budget characters, newest first when cut. Call it once at the start;
+"text" labels each part with its citation path#Lx-Ly."""
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -372,6 +377,21 @@ def build_server(directory: str | None = None, *, scope: str = "private",
                                           description="How many results at most (default 6).")] = 6,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=0.0, as_of=as_of)
+
+    @server.tool(description=CONTEXT_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_context(
+        scope: Annotated[Literal["private", "group"] | None, NoneIfBlank,
+                         Field(description="private (main session: with MEMORY.md) or group (shared chat: "
+                                           "without); default: the server's.")] = None,
+        budget: Annotated[int | None, Field(ge=1, description="Characters at most (default 8000).")] = None,
+    ) -> dict:
+        if scope == "private" and memory.scope == "group":
+            from zmem.errors import ZmemError
+            raise ZmemError("this server was started with --scope group, which never returns private files",
+                            hint="leave scope out, or start the server with `zmem mcp --scope private`",
+                            param="scope")
+        return memory.context(scope=scope, budget=budget).to_json()
 
     server.memory = memory  # for tests and the benchmark
     return server
