@@ -409,7 +409,7 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
         server.memory.watch_in_background()
         threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
-        server.run("stdio")
+        mcp_sdk.run_stdio(server)
     finally:  # after the watch start, if still running (its socket is removed too), not during it
         locked = server.memory.lock.acquire(timeout=10)
         try:
