@@ -65,6 +65,8 @@ _zmem() {
         "watch|--idle-exit") kind="any" ;;
         "mcp|--scope") kind="choices:private group" ;;
         "mcp|--query-timeout") kind="any" ;;
+        "hook|--scope") kind="choices:private group" ;;
+        "hook|--budget") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -117,7 +119,7 @@ _zmem_words() {
         "hooks install") words="--help" ;;
         "hooks uninstall") words="--help" ;;
         "hooks status") words="--json --help" ;;
-        "hook") words="--help" ;;
+        "hook") words="--scope --budget --help" ;;
         "completion") words="--help" ;;
     esac
     echo "$words"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from zmem.workspace.core import Workspace
 
-DEFAULT_BUDGET = 8000  # characters: ~2k tokens, under Claude Code's 10,000-character cap on hook context
+DEFAULT_BUDGET = 8000  # characters: ~2k tokens, small beside a session, enough for two days and MEMORY.md
 FACT_DAYS = 7  # Retain facts of the daily logs of this many days (today included)
 MAX_FACTS = 30
 KINDS = ("today", "yesterday", "memory", "fact")
