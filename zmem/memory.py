@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zmem.index.freshness import Freshness
-from zmem.index.queryvector import NO_PROVIDER, _query_vector
+from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors
 
 TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from zmem.history.blame import BlamedRange
     from zmem.index.embedding import EmbedReport
     from zmem.index.catchup import CatchUp
+    from zmem.query.context import Context
     from zmem.query.reading import Lines
     from zmem.reflect.run import ReflectResult
     from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
@@ -246,7 +247,8 @@ class Memory(Freshness):
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25" and self._providers is None and _nothing_to_embed_with(cfg):
-            warnings += [NO_PROVIDER] if _asked(mode, cfg) else []  # known without loading the providers
+            # known without loading the providers
+            warnings += stranded_vectors(conn, cfg) or ([NO_PROVIDER] if _asked(mode, cfg) else [])
         elif requested != "bm25":
             qvec, store, notes = _query_vector(ws, conn, query, timeout, background_embed, lambda: self.providers,
                                                lambda: self._matrix, asked=_asked(mode, cfg))
@@ -279,6 +281,20 @@ class Memory(Freshness):
         res.warnings = warnings + res.warnings
         res.stale = fresh.stale
         return res
+
+    def context(self, *, scope: str | None = None, budget: int | None = None, today=None) -> Context:
+        """What an agent should read as a session starts (zmem.query.context): today's and yesterday's
+        daily logs, MEMORY.md (scope "private" only: the main session; "group" leaves it and
+        [scopes] private out) and recent Retain facts, within budget characters (default
+        context.DEFAULT_BUDGET), newest first when it must cut, each part labelled with its citation.
+        Reads the files as `get` does: no index, no catch-up. today: a datetime.date (default: today)."""
+        from zmem.query.context import DEFAULT_BUDGET, build_context
+        if budget is not None and budget < 1:
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the budget must be at least 1 character (got {budget})", hint="e.g. 8000",
+                            param="budget")
+        return build_context(self.workspace, scope=self._scope(scope),
+                             budget=DEFAULT_BUDGET if budget is None else budget, today=today)
 
     def get(self, path: str, *, start: int | None = None, count: int | None = None, rev: str | None = None,
             scope: str | None = None) -> Lines:

@@ -4,7 +4,6 @@ and what they share (option decorators, parameter types, the command's Memory) i
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import sys
@@ -13,9 +12,9 @@ from pathlib import Path
 import click
 
 from zmem import __version__
-from zmem.errors import CommandLine, ExitCode, ZmemError, describe
-from zmem.cli.terminal import for_stderr, settle_stdout
-from zmem.cli.common import warn  # noqa: F401 - zmem.cli.entry says the plain recall's warnings with it
+from zmem.errors import ExitCode, ZmemError
+from zmem.cli.terminal import settle_stdout
+from zmem.cli.common import report, say, warn  # noqa: F401 - zmem.cli.entry says the plain recall's warnings with warn
 from zmem.cli.commands import (append, facts, history, hooks, index, mcp, model, recall, status, sync, watch,
                                workspace)
 
@@ -49,9 +48,6 @@ class ZmemGroup(click.Group):
             return super().invoke(ctx)
 
 
-BUG_HINT = "this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it"
-
-
 @contextlib.contextmanager
 def _error_handler(ctx):
     """The command line's one error handler: every failure as `zmem: message` and `hint: ...` on
@@ -63,7 +59,7 @@ def _error_handler(ctx):
     except click.UsageError as e:
         _usage_exit(e, ctx)
     except click.ClickException as e:
-        _say(e.format_message(), f"see `{ctx.command_path} --help`")
+        say(e.format_message(), f"see `{ctx.command_path} --help`")
         raise click.exceptions.Exit(e.exit_code)
     except BrokenPipeError:
         settle_stdout()
@@ -72,37 +68,7 @@ def _error_handler(ctx):
     except (Exception, KeyboardInterrupt) as e:
         if os.environ.get("ZMEM_DEBUG") and not isinstance(e, (ZmemError, KeyboardInterrupt)):
             raise  # a bug (or the index failing): one line, the traceback only on request
-        problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
-        settle_stdout()
-        _say(problem.message, BUG_HINT if problem.bug else problem.hint)
-        raise click.exceptions.Exit(problem.exit_code)
-
-
-def _say(message: str, hint: str) -> None:
-    click.echo(f"zmem: {for_stderr(message)}", err=True)
-    if hint:
-        click.echo(f"hint: {for_stderr(hint)}", err=True)
-
-
-def _flags(ctx, command: str | None) -> dict[str, str]:
-    """Library parameter name -> its option (longest spelling) or an argument's name, from the
-    click definitions of `command` ("model import"), or of the command that ran when None (every
-    subcommand of a group: the one that ran is not known once its context is gone); then `zmem`'s own."""
-    root = ctx.find_root().command
-    if command is None:
-        ran = root.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
-        commands = [ran, *getattr(ran, "commands", {}).values()] if ran else []
-    else:
-        found = root
-        for name in command.split():
-            found = found.get_command(ctx, name) if isinstance(found, click.Group) else None
-        commands = [found] if found else []
-    flags: dict[str, str] = {}
-    for cmd in [*commands, root]:
-        for p in cmd.params:
-            option = isinstance(p, click.Option)
-            flags.setdefault(p.name, max(p.opts, key=len) if option else p.human_readable_name)
-    return flags
+        raise click.exceptions.Exit(report(ctx, e).exit_code)
 
 
 @click.group(cls=ZmemGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -123,7 +89,7 @@ def cli(ctx, directory):
 
 # the commands, a module per group (zmem/cli/commands/), in the order `zmem --help` used to define them
 for command in (workspace.init, workspace.demo, index.index, index.embed, index.trust, model.model, recall.recall,
-                recall.get, append.append, facts.facts, facts.entity, facts.graph, facts.opinions, facts.reflect,
+                recall.get, recall.context, append.append, facts.facts, facts.entity, facts.graph, facts.opinions, facts.reflect,
                 history.blame_cmd, history.log_cmd, history.diff_cmd, watch.watch_cmd, sync.sync_cmd, mcp.mcp_cmd,
                 status.status, status.doctor, hooks.hooks, hooks.hook):
     cli.add_command(command)

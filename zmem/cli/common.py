@@ -1,14 +1,55 @@
 """What the command modules share: option decorators and parameter types, the command's Memory,
-warnings and progress on stderr. (app.py holds the root group and the error handler.)"""
+warnings, progress and errors on stderr. (app.py holds the root group and the error handler.)"""
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
 import click
 
+from zmem.errors import CommandLine, describe
 from zmem.text.kinds import KINDS
-from zmem.cli.terminal import for_stderr
+from zmem.cli.terminal import for_stderr, settle_stdout
+
+BUG_HINT = "this is a bug in zmem; rerun with ZMEM_DEBUG=1 for the traceback and report it"
+
+
+def report(ctx, e: BaseException):
+    """Say a failure as `zmem: message` and `hint: ...` on stderr, parameters named as flags
+    (errors.describe says what); the Problem, whose exit_code the caller exits with or not."""
+    problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
+    settle_stdout()
+    say(problem.message, BUG_HINT if problem.bug else problem.hint)
+    return problem
+
+
+def say(message: str, hint: str) -> None:
+    click.echo(f"zmem: {for_stderr(message)}", err=True)
+    if hint:
+        click.echo(f"hint: {for_stderr(hint)}", err=True)
+
+
+def _flags(ctx, command: str | None) -> dict[str, str]:
+    """Library parameter name -> its option (longest spelling) or an argument's name, from the
+    click definitions of `command` ("model import"), or of the command that ran when None (every
+    subcommand of a group: the one that ran is not known once its context is gone); then `zmem`'s own."""
+    root = ctx.find_root().command
+    if command is None:
+        ran = root.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+        commands = [ran, *getattr(ran, "commands", {}).values()] if ran else []
+    else:
+        found = root
+        for name in command.split():
+            found = found.get_command(ctx, name) if isinstance(found, click.Group) else None
+        commands = [found] if found else []
+    flags: dict[str, str] = {}
+    for cmd in [*commands, root]:
+        for p in cmd.params:
+            option = isinstance(p, click.Option)
+            flags.setdefault(p.name, max(p.opts, key=len) if option else p.human_readable_name)
+    return flags
+
 
 
 class Seconds(click.FloatRange):

@@ -119,10 +119,10 @@ def _recall_once(mem, words: list[str], k: int | None):
 
 def _failed(e: BaseException) -> int:
     """An interruption or a failure while printing, said as the click command line says it."""
-    from zmem.cli import app
+    from zmem.cli.common import BUG_HINT, say
     from zmem.cli.terminal import settle_stdout
     from zmem.errors import CommandLine, describe
     problem = describe(e, CommandLine(lambda command: {}))  # neither names a parameter
     settle_stdout()
-    app._say(problem.message, app.BUG_HINT if problem.bug else problem.hint)
+    say(problem.message, BUG_HINT if problem.bug else problem.hint)
     return problem.exit_code

@@ -14,6 +14,41 @@ NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
 RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 
 
+def stranded_vectors(conn, cfg) -> list[str]:
+    """The warning for an index holding vectors that nothing here can embed a query for, when the
+    provider is `auto` and found none — typically a venv without the engine (onnxruntime) over an index
+    another venv embedded: recall would otherwise answer by keywords without a word. A provider set
+    to "none" chose keywords: nothing to say. One meta lookup; nothing imported."""
+    settings = cfg.embeddings
+    from zmem.embedders import DEFAULT_PROVIDER
+    if settings.get("provider", DEFAULT_PROVIDER) != "auto":
+        return []
+    from zmem.store import db
+    fingerprint = db.get_meta(conn, "vec_fingerprint")
+    if not fingerprint or not conn.execute("SELECT 1 FROM chunk_vectors LIMIT 1").fetchone():
+        return []
+    import json
+    import os
+    import sys
+    try:
+        made = json.loads(fingerprint.partition("|windows=")[0])
+    except ValueError:
+        made = {}
+    made = made if isinstance(made, dict) else {}
+    provider, model = made.get("provider") or "an embedding provider", made.get("model") or ""
+    name = f"{provider} {os.path.basename(str(model))}".strip()
+    if provider == "onnx":
+        from zmem.embedders.auto import onnx_installed
+        why = ("onnxruntime is not installed in it" if not onnx_installed() else
+               "the model is not installed for this user (`zmem model pull`)")
+        fix = ("install the semantic extra into the Python that runs zmem (pip install '.[semantic]' in zmem's "
+               "checkout, or 'zmem[semantic]')")
+    else:
+        why, fix = "no provider is configured or found", "configure [embeddings] as where the index was embedded"
+    return [f"the index holds vectors made with {name}, but this Python ({sys.executable}) cannot embed the query "
+            f"with it: {why}; keyword (BM25) recall only; {fix} (`zmem status` says what it finds)"]
+
+
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,
                   asked: bool = True):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
@@ -28,7 +63,9 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     provs = providers()
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
-        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER] if asked else [])
+        stranded = [] if notes else stranded_vectors(conn, ws.config)
+        return None, None, notes + (["keyword (BM25) recall only"] if notes else stranded or
+                                    ([NO_PROVIDER] if asked else []))
     store = VectorStore(conn, matrix() if matrix else None)
     stored = store.count()
     pending = pending_count(conn)

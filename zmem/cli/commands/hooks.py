@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from zmem.errors import ZmemError
-from zmem.cli.common import _memory, json_option, warn
+from zmem.cli.common import _memory, json_option, report, scope_option, warn
+from zmem.cli.terminal import echo
 
 
 @click.group()
@@ -90,12 +91,41 @@ def hooks_status(ctx, as_json):
 @click.command("hook")
 @click.argument("name")
 @click.argument("args", nargs=-1)
+@scope_option("claude-code, codex: the SessionStart context's scope (group leaves MEMORY.md out).")
+@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+              help="claude-code, codex: the SessionStart context's size at most (default 8000).")
 @click.pass_context
-def hook(ctx, name, args):
-    """Run by the installed git hooks: catch up the index after NAME (e.g. post-commit).
+def hook(ctx, name, args, scope, budget):
+    """Run by hooks: git's (NAME post-commit, …) and agents' (NAME claude-code or codex).
 
-    Never fails the git command and prints nothing on success; a large change is indexed by a
-    detached process so git returns at once. Problems go to .zmem/hook.log.
+    Git: catch up the index after NAME. Never fails the git command and prints nothing on success;
+    a large change is indexed by a detached process so git returns at once. Problems go to
+    .zmem/hook.log.
+
+    claude-code, codex: read the hook's JSON on stdin. SessionStart prints the session-start context
+    (`zmem context`) as {"hookSpecificOutput": {"hookEventName", "additionalContext"}};
+    PreCompact, PostCompact, SessionEnd, Stop and SubagentStop index the session's transcript in
+    the background ([sessions] must cover its folder); other events do nothing. Always exits 0, so
+    the agent's session goes on: a problem is `zmem:` and `hint:` lines on stderr. Set it up with
+    `zmem -C ~/memory hook claude-code` as the hook command (docs/agent-hooks.md).
     """
-    from zmem.hookrun import run_hook
-    run_hook(ctx.obj.get("dir"), name, list(args))
+    from zmem.hookrun import AGENT_HOOKS, run_hook
+    if name not in AGENT_HOOKS:
+        run_hook(ctx.obj.get("dir"), name, list(args))
+        return
+    if sys.stdin is None or sys.stdin.isatty():  # a person typing it: say what it expects (exit 1)
+        raise ZmemError(f"`zmem hook {name}` reads the JSON its hook gets on stdin",
+                        hint=f'e.g. echo \'{{"hook_event_name": "SessionStart"}}\' | zmem hook {name}')
+    from zmem.hookrun import agent_hook
+    try:
+        res = agent_hook(ctx.obj.get("dir"), name, sys.stdin.read(), scope=scope, budget=budget)
+    except Exception as e:  # noqa: BLE001 - an agent's hook never fails its session
+        import os
+        if os.environ.get("ZMEM_DEBUG") and not isinstance(e, ZmemError):
+            raise
+        report(ctx, e)
+        return
+    for note in res.notes:
+        warn(note)
+    if res.stdout:
+        echo(res.stdout)

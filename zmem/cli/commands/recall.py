@@ -1,4 +1,5 @@
-"""`zmem recall` and `zmem get`: the notes that answer a query, and the lines a citation names."""
+"""`zmem recall`, `zmem get` and `zmem context`: the notes that answer a query, the lines a citation
+names, and what an agent reads as a session starts."""
 from __future__ import annotations
 
 import click
@@ -103,4 +104,29 @@ def get(ctx, path, start, count, rev, scope, as_json):
     if as_json:
         echo_json(out.to_json(), indent=None)
     elif out.text or out.lines:
+        echo(out.text)
+
+
+@click.command()
+@scope_option("group: leave out MEMORY.md and paths listed under [scopes] private (for shared chats).")
+@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+              help="Characters at most (default 8000); newest first when it must cut.")
+@json_option("Print a JSON object: text, sections (path, start_line, end_line, kind, citation, …), "
+             "truncated, omitted, warnings.")
+@click.pass_context
+def context(ctx, scope, budget, as_json):
+    """Print what an agent should read as a session starts.
+
+    Today's and yesterday's daily logs, MEMORY.md (only with --scope private, the main session) and
+    the Retain facts of the last 7 days, within --budget characters, each part under its
+    path#Lx-Ly citation. When it must cut, the newest is kept: a log keeps its last lines, older
+    facts go first. Reads the files as `zmem get` does (no index). Claude Code's and Codex's
+    SessionStart hook: `zmem hook claude-code` (see docs/agent-hooks.md).
+    """
+    out = _memory(ctx, start_watcher=False).context(scope=scope, budget=budget)
+    for w in out.warnings:
+        warn(w)
+    if as_json:
+        echo_json(out.to_json(), indent=None)
+    elif out.text:
         echo(out.text)
