@@ -20,6 +20,7 @@ from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
 from zmem.embedders.modelimport import import_model, model_name, resolve_model_source  # noqa: E402
+from zmem.install import pip_install  # noqa: E402
 
 TEXTS = ["the machine that runs the gateway", "Peter prefers concise replies on WhatsApp.",
          "fixed the socket crash (backup server, 12:30)", "what does peter do in lisbon?", "coffee",
@@ -231,7 +232,7 @@ def test_embedder_errors(tmp_path, tiny_gguf, monkeypatch):
     emb = LlamaEmbedder(str(tiny_gguf))
     with pytest.raises(EmbeddingError) as e:
         emb.embed(["x"])
-    assert "llama-cpp-python" in e.value.message and "zmem[local]" in e.value.hint
+    assert "llama-cpp-python" in e.value.message and e.value.hint.startswith(pip_install("local"))
 
 
 @pytest.mark.llama

@@ -14,6 +14,7 @@ import click
 
 from zmem import __version__
 from zmem.errors import CommandLine, ExitCode, ZmemError, describe
+from zmem.install import pip_install
 from zmem.text.kinds import KINDS
 from zmem.cli.render import hit_lines
 from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr
@@ -236,7 +237,7 @@ def init(ctx, directory, no_hooks):
         chosen, why = resolve(ws.config.embeddings)
         click.echo(f"semantic recall: provider auto uses {chosen['provider']}, because {why}" if chosen else
                    "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull` "
-                   "(with pip install 'zmem[semantic]') or a local Ollama embedding model")
+                   f"(with {pip_install('semantic')}) or a local Ollama embedding model")
     if report.created:
         zmem = own_command()[0]
         click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
@@ -477,7 +478,7 @@ def model_pull(name, outtype, force, as_json):
         return
     from zmem.embedders.auto import onnx_installed
     if not onnx_installed():
-        warn("the onnx engine that runs it is not installed: pip install 'zmem[semantic]'")
+        warn(f"the onnx engine that runs it is not installed: {pip_install('semantic')}")
     click.echo(f'with provider = "auto" (the default) zmem uses it when no endpoint or Ollama model is found; '
                f'to choose it yourself, add to {user_config_path()}:\n[embeddings]\nprovider = "onnx"\n'
                f"model_path = {model_path}")
@@ -1241,7 +1242,7 @@ def mcp_cmd(ctx, scope, query_timeout):
     Tools: memory_search, memory_get, memory_append, graph_search, memory_blame and
     memory_recall_as_of, over the workspace of -C DIR / $ZMEM_WORKSPACE / the current directory.
     Register it with an MCP client as the command `zmem -C /path/to/memory mcp`. Needs the optional
-    `mcp` package: pip install 'zmem[mcp]'.
+    `mcp` extra: pip install '.[mcp]' in a checkout of zmem, 'zmem[mcp]' from an index.
     """
     try:
         from zmem.mcp.server import serve
@@ -1249,7 +1250,7 @@ def mcp_cmd(ctx, scope, query_timeout):
         if (getattr(e, "name", None) or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
         raise ZmemError("`zmem mcp` needs the mcp package (version 2.3 or later), which is not installed",
-                        hint="pip install 'zmem[mcp]'") from None
+                        hint=pip_install("mcp")) from None
     serve(ctx.obj.get("dir"), scope=scope, query_timeout=query_timeout)
 
 
