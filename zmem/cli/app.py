@@ -17,7 +17,7 @@ from zmem.errors import CommandLine, ExitCode, ZmemError, describe
 from zmem.install import pip_install
 from zmem.text.kinds import KINDS
 from zmem.cli.render import hit_lines
-from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr
+from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr, watcher_note
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -155,7 +155,16 @@ def _memory(ctx, directory=None, start_watcher=True):
     """The command's zmem.Memory (of -C DIR, or directory), closed when the command ends. Its freshness
     check may start a watcher (watch.auto): only reading commands run that check (Memory.fresh)."""
     from zmem.memory import Memory
-    return ctx.with_resource(Memory.open(directory or ctx.obj.get("dir"), start_watcher=start_watcher))
+    mem = ctx.with_resource(Memory.open(directory or ctx.obj.get("dir"), start_watcher=start_watcher))
+    if start_watcher:
+        ctx.call_on_close(functools.partial(_announce_watcher, mem))  # (before the Memory closes)
+    return mem
+
+
+def _announce_watcher(mem) -> None:
+    said = watcher_note(mem)
+    if said:
+        click.echo(f"note: {for_stderr(said)}", err=True)
 
 
 SCOPE_CHOICE = click.Choice(["private", "group"])
