@@ -395,10 +395,25 @@ def _read_bert(src: Path) -> dict:
         if name.startswith(("pooler.", "cls.", "lm_head.")) or name.endswith(("position_ids", "token_type_ids")):
             continue  # heads and buffers a sentence embedding does not use
         tensors[name] = (hf_name, data)
+    _check_layers(src, layers, tensors)
 
     return {"config": config, "hidden": hidden, "layers": layers, "heads": heads, "ffn": ffn, "context": context,
             "type_vocab": type_vocab, "pooling": pooling, "tensors": tensors, "warnings": warnings,
             "reranker": reranker, "head": head}
+
+
+def _check_layers(src: Path, layers: int, tensors: dict) -> None:
+    """The config's num_hidden_layers against the encoder layers the weights hold, before anything is
+    sized by it: a config.json claiming 1,000,000 layers once grew the process past 5 GB (one name map
+    and one list of expected tensor names per layer) before the first missing tensor was found."""
+    held = {int(m.group(1)) for name in tensors if (m := _LAYER.match(name))}
+    if layers < 1 or layers > len(held):
+        raise ZmemError(f"{src / 'config.json'} says num_hidden_layers = {layers}, but the weights hold "
+                        f"{len(held)} encoder layers",
+                        hint="is model.safetensors complete and the config's num_hidden_layers right?")
+
+
+_LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
 
 
 def is_cross_encoder(config) -> bool:
