@@ -79,7 +79,7 @@ def test_import_writes_a_reranker_directory_and_says_how_to_use_it(tiny_ce, tmp_
     assert not (out / "1_Pooling").exists()
     assert json.loads((out / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
     # llama.cpp does not run a cross-encoder: refused with the way that works
-    res = run(["model", "import", str(tiny_ce), "--out", str(tmp_path / "ce.gguf")])
+    res = run(["model", "import", str(tiny_ce), "--format", "gguf", "--out", str(tmp_path / "ce.gguf")])
     assert res.exit_code == 1 and "cross-encoder" in res.stderr and "--format onnx" in res.stderr
 
 
