@@ -24,9 +24,11 @@ def _notes(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("note: ")]
 
 
-def test_the_first_automatic_watcher_is_announced_once_on_stderr(root):
+@pytest.mark.parametrize("first_command", [["recall", "relay", "--json"],  # the plain recall (cli/entry.py)
+                                           ["recall", "relay", "--json", "--explain"]])  # the click command line
+def test_the_first_automatic_watcher_is_announced_once_on_stderr(root, first_command):
     settings()
-    first = zmem_proc("-C", str(root), "recall", "relay", "--json", env=ON)
+    first = zmem_proc("-C", str(root), *first_command, env=ON)
     assert first.returncode == 0, first.stderr
     json.loads(first.stdout)  # stdout stays the result alone
     assert wait_for(lambda: served(root) is not None, WAIT)
