@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -28,24 +27,27 @@ def pip_install(extra: str) -> str:
 
 def pip_upgrade(package: str) -> str:
     """The command that upgrades one of an extra's packages where zmem runs."""
-    return _pip("install", "-U", shlex.quote(package))
+    from shlex import quote
+    return _pip("install", "-U", quote(package))
 
 
 def _pip(*args: str) -> str:
-    return " ".join([shlex.quote(sys.executable), "-m", "pip", *args])
+    from shlex import quote  # (lazy, as in _requirement: hints are built on error paths only)
+    return " ".join([quote(sys.executable), "-m", "pip", *args])
 
 
 def _requirement(extra: str) -> str:
     """What pip is given: the checkout with the extra (`-e '<dir>[x]'`), `zmem[x] @ <url>` for an
     archive or a VCS install, or `zmem[x]` from an index."""
+    from shlex import quote
     origin = installed_from()
     kind = origin["kind"]
     if kind == "directory":
-        spec = shlex.quote(f"{origin['path']}[{extra}]")
+        spec = quote(f"{origin['path']}[{extra}]")
         return f"-e {spec}" if origin.get("editable") else spec
     if kind in ("archive", "vcs"):
-        return shlex.quote(f"{_DIST}[{extra}] @ {origin['url']}")
-    return shlex.quote(f"{_DIST}[{extra}]")
+        return quote(f"{_DIST}[{extra}] @ {origin['url']}")
+    return quote(f"{_DIST}[{extra}]")
 
 
 @functools.lru_cache(maxsize=1)

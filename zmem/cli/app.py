@@ -17,7 +17,7 @@ from zmem.errors import CommandLine, ExitCode, ZmemError, describe
 from zmem.install import pip_install
 from zmem.text.kinds import KINDS
 from zmem.cli.render import hit_lines
-from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr, watcher_note
+from zmem.cli.terminal import Bold, echo, echo_json, echo_table, for_stderr
 
 EXIT_CODES_HELP = "Exit codes: 0 ok, 1 expected error (with a hint), 2 usage, 3 internal bug, 130 interrupted."
 
@@ -162,6 +162,7 @@ def _memory(ctx, directory=None, start_watcher=True):
 
 
 def _announce_watcher(mem) -> None:
+    from zmem.cli.entry import watcher_note
     said = watcher_note(mem)
     if said:
         click.echo(f"note: {for_stderr(said)}", err=True)

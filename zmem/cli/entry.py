@@ -84,7 +84,6 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             else:
                 from zmem.cli.render import hit_lines
                 out = "".join("".join(parts) + "\n" for h in res.results for parts in hit_lines(h))
-            from zmem.cli.terminal import watcher_note
             note = watcher_note(mem)
     except KeyboardInterrupt as e:
         return _failed(e)
@@ -113,6 +112,19 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             raise
         return _failed(e)
     return 0
+
+
+def watcher_note(mem) -> str | None:
+    """(A reading command, as it ends.) The once-per-workspace note that an automatic watcher was started
+    in the background (zmem.index.autowatch.announcement), or None: background work is never silent."""
+    try:
+        ws = mem.workspace
+        if not os.path.exists(os.path.join(ws.state_dir, "watch-auto-new")):  # autowatch.NEW, unimported:
+            return None  # what most commands find (importing it would cost ~3 ms)
+        from zmem.index.autowatch import announcement
+        return announcement(ws)
+    except Exception:  # noqa: BLE001 - a note: it never turns a command that worked into a failure
+        return None
 
 
 def _recall_once(mem, words: list[str], k: int | None):

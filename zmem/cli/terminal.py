@@ -53,20 +53,6 @@ def for_stderr(text: str) -> str:
     return visible(text) if tty else text
 
 
-def watcher_note(mem) -> str | None:
-    """(A reading command, as it ends.) The once-per-workspace note that an automatic watcher was started
-    in the background (zmem.index.autowatch.announcement), or None: background work is never silent."""
-    import os
-    try:
-        ws = mem.workspace
-        if not os.path.exists(os.path.join(ws.state_dir, "watch-auto-new")):  # autowatch.NEW, unimported:
-            return None  # what most commands find (importing it would cost ~3 ms)
-        from zmem.index.autowatch import announcement
-        return announcement(ws)
-    except Exception:  # noqa: BLE001 - a note: it never turns a command that worked into a failure
-        return None
-
-
 class Bold(str):
     """A part of a line echo() prints in bold on a terminal (plain when piped)."""
 
