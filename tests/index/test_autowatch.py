@@ -102,13 +102,14 @@ def test_a_watcher_that_fails_to_start_is_not_started_again_at_once(root):
     attempt = stamp.stat().st_mtime
     for _ in range(3):
         recall(root)
-    assert stamp.stat().st_mtime == attempt and log(root).count("cannot serve") == 1
+    # one attempt: its exit line (and its error and hint, its stderr, after it)
+    assert stamp.stat().st_mtime == attempt and log(root).count("exits: the automatic watcher cannot serve") == 1
     status = zmem_proc("-C", str(root), "status", env=ON).stdout
     assert "watcher:        none now: a reading command starts one" in status and "the last start was at" in status
     old = time.time() - autowatch.RETRY - 1  # a minute later, the next command tries again
     os.utime(stamp, (old, old))
     recall(root)
-    assert wait_for(lambda: log(root).count("cannot serve") == 2, WAIT)
+    assert wait_for(lambda: log(root).count("exits: the automatic watcher cannot serve") == 2, WAIT)
 
 
 def test_unless_watched_leaves_a_running_watcher_alone(root):

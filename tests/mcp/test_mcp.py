@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, git, run, today_log, write, zmem_proc
+from zmem.install import pip_install
 
 pytest.importorskip("mcp")
 
@@ -321,7 +322,7 @@ def test_without_the_sdk_zmem_mcp_fails_with_a_hint(ws, monkeypatch):
     res = run(["-C", str(ws), "mcp"])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == ["zmem: `zmem mcp` needs the mcp package (version 2.3 or later), which is not "
-                                       "installed", "hint: pip install 'zmem[mcp]'"]
+                                       "installed", f"hint: {pip_install('mcp')}"]
 
 
 def test_other_commands_do_not_import_the_sdk(ws):

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zmem"
 # layer or those below. A new module goes into the package whose job it does; a new package or
 # top-level module needs a place here (the test names modules that are in no layer).
 LAYERS = [
-    ("base", {"version", "errors"}),
+    ("base", {"version", "errors", "install"}),
     ("text", {"text"}),
     ("workspace", {"workspace"}),
     ("store", {"store"}),

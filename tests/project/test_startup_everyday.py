@@ -8,7 +8,7 @@ import pytest
 from helpers.fresh import fresh
 from helpers.workspace import commit_all, run, write
 
-NOT_NEEDED = ("pygit2", "zmem.git.repo", "tabulate", "importlib.metadata", "rapidfuzz", "numpy")
+NOT_NEEDED = ("pygit2", "zmem.git.repo", "tabulate", "wcwidth", "importlib.metadata", "rapidfuzz", "numpy")
 
 
 def loaded(report: dict) -> list[str]:

@@ -104,7 +104,17 @@ def _memory(ctx, directory=None, start_watcher=True):
     """The command's zmem.Memory (of -C DIR, or directory), closed when the command ends. Its freshness
     check may start a watcher (watch.auto): only reading commands run that check (Memory.fresh)."""
     from zmem.memory import Memory
-    return ctx.with_resource(Memory.open(directory or ctx.obj.get("dir"), start_watcher=start_watcher))
+    mem = ctx.with_resource(Memory.open(directory or ctx.obj.get("dir"), start_watcher=start_watcher))
+    if start_watcher:
+        ctx.call_on_close(functools.partial(_announce_watcher, mem))  # (before the Memory closes)
+    return mem
+
+
+def _announce_watcher(mem) -> None:
+    from zmem.cli.watchnote import watcher_note
+    said = watcher_note(mem)
+    if said:
+        click.echo(f"note: {for_stderr(said)}", err=True)
 
 
 SCOPE_CHOICE = click.Choice(["private", "group"])

@@ -84,6 +84,8 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             else:
                 from zmem.cli.render import hit_lines
                 out = "".join("".join(parts) + "\n" for h in res.results for parts in hit_lines(h))
+            from zmem.cli.watchnote import watcher_note
+            note = watcher_note(mem)
     except KeyboardInterrupt as e:
         return _failed(e)
     except Exception:  # nothing printed yet: the click command line runs it again and says what it says
@@ -100,6 +102,9 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
                 click.echo("no results", err=True)
         sys.stdout.write(out)
         sys.stdout.flush()
+        if note:
+            from zmem.cli.terminal import for_stderr
+            sys.stderr.write(f"note: {for_stderr(note)}\n")
     except BrokenPipeError:
         from zmem.cli.terminal import settle_stdout
         settle_stdout()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zmem.workspace.config import user_cache_dir
 from zmem.errors import ZmemError, arg
+from zmem.install import pip_install
 
 HUB = "https://huggingface.co"
 MANIFEST = "zmem-model.json"  # in a pulled model's directory: where it came from, what was checked
@@ -328,7 +329,7 @@ def pull(name: str | None = None, *, outtype: str = "f32", force: bool = False, 
             import onnxruntime.quantization  # noqa: F401
         except ImportError as e:
             raise ZmemError(f"{arg('outtype', 'int8')} needs {e.name or 'onnxruntime'}",
-                            hint="pip install 'zmem[semantic]'", param="outtype") from None
+                            hint=pip_install("semantic"), param="outtype") from None
     target = target_dir(entry)
     if target.exists() and not force:
         manifest = read_manifest(target)

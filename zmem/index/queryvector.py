@@ -41,8 +41,8 @@ def stranded_vectors(conn, cfg) -> list[str]:
         from zmem.embedders.auto import onnx_installed
         why = ("onnxruntime is not installed in it" if not onnx_installed() else
                "the model is not installed for this user (`zmem model pull`)")
-        fix = ("install the semantic extra into the Python that runs zmem (pip install '.[semantic]' in zmem's "
-               "checkout, or 'zmem[semantic]')")
+        from zmem.install import pip_install
+        fix = f"install the semantic extra into the Python that runs zmem: {pip_install('semantic')}"
     else:
         why, fix = "no provider is configured or found", "configure [embeddings] as where the index was embedded"
     return [f"the index holds vectors made with {name}, but this Python ({sys.executable}) cannot embed the query "

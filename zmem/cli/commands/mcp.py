@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from zmem.errors import ZmemError
+from zmem.install import pip_install
 from zmem.cli.common import Seconds, scope_option
 
 
@@ -19,7 +20,7 @@ def mcp_cmd(ctx, scope, query_timeout):
     Tools: memory_search, memory_get, memory_append, graph_search, memory_blame and
     memory_recall_as_of, over the workspace of -C DIR / $ZMEM_WORKSPACE / the current directory.
     Register it with an MCP client as the command `zmem -C /path/to/memory mcp`. Needs the optional
-    `mcp` package: pip install 'zmem[mcp]'.
+    `mcp` extra: pip install '.[mcp]' in a checkout of zmem, 'zmem[mcp]' from an index.
     """
     try:
         from zmem.mcp.server import serve
@@ -27,5 +28,5 @@ def mcp_cmd(ctx, scope, query_timeout):
         if (getattr(e, "name", None) or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
         raise ZmemError("`zmem mcp` needs the mcp package (version 2.3 or later), which is not installed",
-                        hint="pip install 'zmem[mcp]'") from None
+                        hint=pip_install("mcp")) from None
     serve(ctx.obj.get("dir"), scope=scope, query_timeout=query_timeout)

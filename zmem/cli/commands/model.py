@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from zmem.install import pip_install
 from zmem.cli.common import warn
 from zmem.cli.terminal import echo_table
 
@@ -20,9 +21,10 @@ def model():
 
 @model.command("import")
 @click.argument("source")
-@click.option("--format", "fmt", type=click.Choice(["gguf", "onnx"]), default="gguf", show_default=True,
-              help="gguf: a file for provider = \"local\" (llama.cpp); onnx: a directory for provider = \"onnx\" "
-                   "(ONNX Runtime, no compiler).")
+@click.option("--format", "fmt", type=click.Choice(["gguf", "onnx"]), default=None,
+              help="onnx: a directory for provider = \"onnx\" (ONNX Runtime, no compiler; provider \"auto\" finds it "
+                   "in the models directory); gguf: a file for provider = \"local\" (llama.cpp). Default: the one "
+                   "this install can run: gguf where llama-cpp-python is installed and onnxruntime is not, else onnx.")
 @click.option("--out", type=click.Path(), default=None,
               help="Where to write (default: ~/.cache/zmem/models/<name>.<outtype>.gguf, or <name>.onnx/ for onnx).")
 @click.option("--outtype", type=click.Choice(["f16", "f32", "q8_0", "int8"]), default=None,
@@ -38,8 +40,11 @@ def model_import(source, fmt, out, outtype, force):
     with --format onnx, a reranker for `recall --rerank` (recall.rerank).
     """
     from zmem.workspace.config import user_cache_dir, user_config_path
+    from zmem.embedders import missing_engine
     from zmem.embedders.modelimport import import_model, import_onnx, model_name, resolve_model_source
     src = resolve_model_source(source)
+    if fmt is None:  # what the installed engine runs (the compile-free install has onnxruntime only)
+        fmt = "gguf" if missing_engine("local") is None and missing_engine("onnx") is not None else "onnx"
     outtype = outtype or ("f32" if fmt == "onnx" else "f16")
     if out is None:
         name = f"{model_name(src)}.{outtype}" if fmt == "gguf" or outtype != "f32" else model_name(src)
@@ -56,7 +61,26 @@ def model_import(source, fmt, out, outtype, force):
         click.echo(f"to rerank recall with it, add to {user_config_path()}:\n[recall]\nrerank = {model_path}")
         return
     provider = "onnx" if fmt == "onnx" else "local"
+    missing = missing_engine(provider)
+    if missing:
+        warn(f"the {provider} engine that runs it is not installed ({missing}): "
+             + (pip_install("semantic") if provider == "onnx" else pip_install("local")))
+    if provider == "onnx" and _auto_finds(info["out"]):
+        click.echo('provider = "auto" (the default) uses it when no endpoint or Ollama model is configured: '
+                   "nothing to add to the config")
+        return
     click.echo(f'to use it, add to {user_config_path()}:\n[embeddings]\nprovider = "{provider}"\nmodel_path = {model_path}')
+
+
+def _auto_finds(path: str) -> bool:
+    """Whether provider auto would load the onnx model at path: the installed embedding model it picks
+    (the catalog's first, else imported ones by name) is this one."""
+    from zmem.embedders.modelpull import installed_embedding_model
+    model = installed_embedding_model()
+    try:
+        return model is not None and Path(model["path"]).resolve() == Path(path).resolve()
+    except OSError:
+        return False
 
 
 @model.command("pull")
@@ -94,7 +118,7 @@ def model_pull(name, outtype, force, as_json):
         return
     from zmem.embedders.auto import onnx_installed
     if not onnx_installed():
-        warn("the onnx engine that runs it is not installed: pip install 'zmem[semantic]'")
+        warn(f"the onnx engine that runs it is not installed: {pip_install('semantic')}")
     click.echo(f'with provider = "auto" (the default) zmem uses it when no endpoint or Ollama model is found; '
                f'to choose it yourself, add to {user_config_path()}:\n[embeddings]\nprovider = "onnx"\n'
                f"model_path = {model_path}")

@@ -1,10 +1,13 @@
 """`zmem sync`: memory shared through a git remote."""
 from __future__ import annotations
 
+import functools
+
 import click
 
+from zmem.errors import CommandLine, describe
 from zmem.cli.terminal import echo, echo_json
-from zmem.cli.common import _memory, json_option, warn
+from zmem.cli.common import _flags, _memory, json_option, warn
 
 
 @click.command("sync")
@@ -15,7 +18,7 @@ from zmem.cli.common import _memory, json_option, warn
 @json_option("Print a JSON object: remote, branch, head, committed, committed_files, merge, pushed, "
              "push_attempts, incoming and outgoing ({commits, files, facts_added, facts_removed, entities}), "
              "warnings. With --status: remote, branch, upstream, fetched, remote_head, head, ahead, behind, "
-             "uncommitted.")
+             "uncommitted. On failure: error, hint and exit_code (stderr says it as usual).")
 @click.pass_context
 def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     """Share memory through a git remote: commit, fetch, merge, push, reindex.
@@ -29,9 +32,19 @@ def sync_cmd(ctx, remote, show_status, no_fetch, as_json):
     so does a hub whose history was rewritten (force-pushed); nothing is lost. Merges list the hub's
     commit first, so the first-parent history (--as-of, `log @Entity`, `diff`) is the hub's.
     """
-    from zmem import sync
     if no_fetch and not show_status:
         raise click.UsageError("--no-fetch goes with --status")
+    try:
+        _sync(ctx, remote, show_status, no_fetch, as_json)
+    except Exception as e:
+        if as_json:  # a script reading stdout learns that it failed, and why, there too
+            problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
+            echo_json({"error": problem.message, "hint": problem.hint or None, "exit_code": problem.exit_code})
+        raise
+
+
+def _sync(ctx, remote, show_status, no_fetch, as_json) -> None:
+    from zmem import sync
     ws = _memory(ctx).workspace
     if show_status:
         st = sync.status(ws, remote, do_fetch=not no_fetch)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from zmem.install import pip_install
 from zmem.cli.common import _memory, _progress, warn
 from zmem.cli.commands.hooks import _install_hooks
 from zmem.cli.commands.recall import _render_text
@@ -50,7 +51,7 @@ def init(ctx, directory, no_hooks):
         chosen, why = resolve(ws.config.embeddings)
         click.echo(f"semantic recall: provider auto uses {chosen['provider']}, because {why}" if chosen else
                    "semantic recall: off (keyword recall) until provider auto finds a model: `zmem model pull` "
-                   "(with pip install 'zmem[semantic]') or a local Ollama embedding model")
+                   f"(with {pip_install('semantic')}) or a local Ollama embedding model")
     if report.created:
         zmem = own_command()[0]
         click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
