@@ -44,6 +44,7 @@ def test_tools_are_listed_with_descriptions_for_a_model(ws):
     assert tools["memory_search"].annotations.read_only_hint and not tools["memory_append"].annotations.read_only_hint
 
 
+@pytest.mark.slow
 def test_search_then_get_reads_exactly_the_cited_lines(ws):
     async def go():
         async with session(ws) as s:
