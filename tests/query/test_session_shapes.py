@@ -67,3 +67,22 @@ def test_codex_rollouts_index_each_message_once_without_injected_context(ws):
     assert [h["start_line"] for h in hits] == [3, 8]
     assert hits[0]["citation"] == "~/.codex/sessions/2026/11/28/rollout-2026-11-28T09-15-00-5b1e8a3c.jsonl#L3-L3"
     assert hits[1]["snippet"] == "Herons nest in the reeds."
+
+
+def test_transcripts_an_older_parser_indexed_are_read_again(ws):
+    """An index whose transcripts an older zmem read (it took no Codex message) reads them again."""
+    import sqlite3
+    sessions_enabled("~/.codex/sessions")
+    day = Path(os.environ["HOME"]) / ".codex" / "sessions" / "2026" / "11" / "28"
+    day.mkdir(parents=True)
+    (day / "rollout-1.jsonl").write_text(codex_line("response_item", {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Count the spoonbills."}]}))
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    conn = sqlite3.connect(ws / ".zmem" / "index.sqlite")
+    with conn:  # what the older zmem left: the file read to its end, no message, no parse version
+        conn.execute("DELETE FROM session_messages")
+        conn.execute("DELETE FROM meta WHERE key = 'session_parse'")
+    conn.close()
+    assert _sessions(ws, "spoonbills") == []
+    assert run(["-C", str(ws), "index", "--sessions"]).exit_code == 0
+    assert [h["start_line"] for h in _sessions(ws, "spoonbills")] == [1]

@@ -155,6 +155,10 @@ class SessionUpdate:
 
 TAIL_QUIET_NS = 2_000_000_000  # a final line without newline is taken once its file is this old
 MARK = "session_mark:"  # meta key prefix: per file, what the indexed prefix looked like
+# how message_text reads transcripts: an index made by another version reads every file again (2: Claude
+# Code's meta lines and injected context left out, Codex rollouts read)
+PARSE_VERSION = "2"
+PARSE_KEY = "session_parse"
 MARK_BYTES = 1024  # the prefix is known by its first and last MARK_BYTES
 
 
@@ -172,13 +176,14 @@ def _due(conn, settings: SessionSettings, *, force: bool) -> list[tuple[Path, in
              conn.execute("SELECT key, value FROM meta WHERE key GLOB ?", (MARK + "*",))}
     now = time.time_ns()
     out = []
+    outdated = bool(known) and db.get_meta(conn, PARSE_KEY) != PARSE_VERSION
     for f in session_files(settings):
         try:
             st = f.stat()
         except OSError:
             continue
         off = known.get(str(f), 0)
-        if off and _rewritten(f, st, off, marks.get(str(f))):
+        if off and (outdated or _rewritten(f, st, off, marks.get(str(f)))):
             out.append((f, 0, st.st_size, True))  # even with nothing new to take: the old messages go
             continue
         if st.st_size <= off:
@@ -307,6 +312,7 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
             out.files += 1
             out.messages += n
             out.bytes += end - off
+        db.set_meta(conn, PARSE_KEY, PARSE_VERSION)
     out.seconds = time.perf_counter() - t0
     return out
 
