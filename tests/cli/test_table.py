@@ -27,6 +27,7 @@ NUMBER = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_the_same_table_as_tabulate(data):

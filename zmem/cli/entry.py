@@ -84,6 +84,7 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             else:
                 from zmem.cli.render import hit_lines
                 out = "".join("".join(parts) + "\n" for h in res.results for parts in hit_lines(h))
+            from zmem.cli.notes import watcher_note
             note = watcher_note(mem)
     except KeyboardInterrupt as e:
         return _failed(e)
@@ -105,6 +106,8 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             from zmem.cli.terminal import for_stderr
             sys.stderr.write(f"note: {for_stderr(note)}\n")
     except BrokenPipeError:
+        from zmem.cli.terminal import settle_stdout
+        settle_stdout()
         sys.stderr.close()  # the reader went away (e.g. `| head`), as the click command line does
         return 0
     except (Exception, KeyboardInterrupt) as e:
@@ -114,19 +117,6 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
     return 0
 
 
-def watcher_note(mem) -> str | None:
-    """(A reading command, as it ends.) The once-per-workspace note that an automatic watcher was started
-    in the background (zmem.index.autowatch.announcement), or None: background work is never silent."""
-    try:
-        ws = mem.workspace
-        if not os.path.exists(os.path.join(ws.state_dir, "watch-auto-new")):  # autowatch.NEW, unimported:
-            return None  # what most commands find (importing it would cost ~3 ms)
-        from zmem.index.autowatch import announcement
-        return announcement(ws)
-    except Exception:  # noqa: BLE001 - a note: it never turns a command that worked into a failure
-        return None
-
-
 def _recall_once(mem, words: list[str], k: int | None):
     return mem.recall(" ".join(words), k=k, since=None, until=None, path=None, max_chars=None, mode=None,
                       explain=False, kind=None, entity=None, as_of=None, scope="private", source=None, rerank=None)
@@ -134,8 +124,10 @@ def _recall_once(mem, words: list[str], k: int | None):
 
 def _failed(e: BaseException) -> int:
     """An interruption or a failure while printing, said as the click command line says it."""
-    from zmem.cli import app
+    from zmem.cli.common import BUG_HINT, say
+    from zmem.cli.terminal import settle_stdout
     from zmem.errors import CommandLine, describe
     problem = describe(e, CommandLine(lambda command: {}))  # neither names a parameter
-    app._say(problem.message, app.BUG_HINT if problem.bug else problem.hint)
+    settle_stdout()
+    say(problem.message, BUG_HINT if problem.bug else problem.hint)
     return problem.exit_code
