@@ -111,9 +111,7 @@ def _memory(ctx, directory=None, start_watcher=True):
 
 
 def _announce_watcher(mem) -> None:
-    """The first automatic watcher of a workspace is announced once, on stderr, by the command that
-    ends after it started (notes.watcher_note): background work is never silent."""
-    from zmem.cli.notes import watcher_note
+    from zmem.cli.watchnote import watcher_note
     said = watcher_note(mem)
     if said:
         click.echo(f"note: {for_stderr(said)}", err=True)

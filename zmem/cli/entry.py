@@ -84,7 +84,7 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             else:
                 from zmem.cli.render import hit_lines
                 out = "".join("".join(parts) + "\n" for h in res.results for parts in hit_lines(h))
-            from zmem.cli.notes import watcher_note
+            from zmem.cli.watchnote import watcher_note
             note = watcher_note(mem)
     except KeyboardInterrupt as e:
         return _failed(e)

@@ -73,7 +73,7 @@ class LlamaEmbedder(Embedder):
             bindings = _bindings()
         except ImportError:
             raise EmbeddingError("the local provider needs llama-cpp-python",
-                                 hint=f"{pip_install('local')} (it builds llama.cpp, about 10 minutes on 2 cores)") from None
+                                 hint=f"{pip_install('local')} (it builds llama.cpp, 10-50 minutes on 2 cores)") from None
         _silence(bindings)
         if self.check_in_child:
             _check_in_child(self.path, self.model)

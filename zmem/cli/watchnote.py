@@ -1,5 +1,6 @@
-"""What a command says about work it caused beyond its answer, as it ends; no click, nothing of cli
-imported (the plain recall in cli/entry.py says it too)."""
+"""The once-per-workspace note that an automatic watcher was started: said by the click command line
+and by the plain recall of zmem.cli.entry alike, so it lives apart from both (and imports neither click
+nor the watcher's module unless there is something to say)."""
 from __future__ import annotations
 
 import os
