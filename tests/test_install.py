@@ -82,3 +82,19 @@ def test_no_hint_in_the_package_names_an_install_command_of_its_own():
                  for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
                  if re.search(r"pip install\s+(-U\s+)?'?zmem\[", line)]
     assert offenders == []
+
+
+def test_an_environment_without_pip_is_told_how_to_get_the_extra_there_anyway(tmp_path):
+    """A venv made without pip (`uv venv`, `venv --without-pip`): `python -m pip` would fail there."""
+    import os
+    import shutil
+    from helpers.venv import other_venv
+    python = other_venv(tmp_path / "no pip", hide=("pip",))
+    env = {**os.environ, "PATH": os.environ.get("PATH", "")}
+    code = "from zmem.install import pip_install; print(pip_install('semantic'))"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    exe, target = shlex.quote(str(python)), f"-e '{ROOT}[semantic]'"
+    expected = (f"uv pip install --python {exe} {target}" if shutil.which("uv", path=env["PATH"]) else
+                f"{exe} -m ensurepip && {exe} -m pip install {target}")
+    assert out.stdout.strip() == expected

@@ -32,8 +32,21 @@ def pip_upgrade(package: str) -> str:
 
 
 def _pip(*args: str) -> str:
+    """This interpreter's pip running args; in an environment made without pip (`uv venv`,
+    `python -m venv --without-pip`), uv's pip aimed at this interpreter, or pip put there first."""
+    import shutil
+    from importlib.util import find_spec
     from shlex import quote  # (lazy, as in _requirement: hints are built on error paths only)
-    return " ".join([quote(sys.executable), "-m", "pip", *args])
+    exe = quote(sys.executable)
+    try:
+        has_pip = find_spec("pip") is not None
+    except (ImportError, ValueError):
+        has_pip = False
+    if has_pip:
+        return " ".join([exe, "-m", "pip", *args])
+    if shutil.which("uv"):
+        return " ".join(["uv", "pip", args[0], "--python", exe, *args[1:]])
+    return f"{exe} -m ensurepip && " + " ".join([exe, "-m", "pip", *args])
 
 
 def _requirement(extra: str) -> str:

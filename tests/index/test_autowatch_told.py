@@ -57,7 +57,7 @@ def test_a_watcher_taken_over_by_a_hand_started_watch_logs_why_it_exited(root):
                             stderr=subprocess.DEVNULL)
     try:
         assert wait_for(lambda: (served(root) or {}).get("pid") == hand.pid, WAIT)
-        assert wait_for(lambda: not alive(pid), WAIT)
+        assert wait_for(lambda: not alive(pid), WAIT)  # (its exit line is written before it exits)
         lines = log(root).splitlines()
         assert any(f"zmem watch (pid {hand.pid}) takes over serving this workspace: stopping the watcher (pid {pid})"
                    in line for line in lines), lines
@@ -86,6 +86,19 @@ def test_every_exit_of_an_automatic_watcher_says_why_in_the_log(root):
     assert last_line(stop=True).endswith(" exits: stopped by SIGTERM")
     assert last_line("--exit-after", "1").endswith(" exits: --exit-after reached")
     assert last_line("--idle-exit", "0.5").endswith(" exits: no question from another zmem process for 0.5 s")
+
+
+def test_zmem_watch_stop_says_in_the_log_who_stopped_the_automatic_watcher(root):
+    settings()
+    recall(root)
+    assert wait_for(lambda: served(root) is not None, WAIT)
+    pid = served(root)["pid"]
+    stop = zmem_proc("-C", str(root), "watch", "--stop")
+    assert stop.returncode == 0, stop.stderr
+    assert wait_for(lambda: log(root).rstrip().endswith("exits: stopped by SIGTERM"), WAIT)  # (after its socket went)
+    lines = log(root).splitlines()
+    assert "zmem watch --stop (pid " in lines[-2] and lines[-2].endswith(f"stopping the watcher (pid {pid})"), lines
+    assert lines[-1].endswith(f"automatic watcher (pid {pid}) exits: stopped by SIGTERM"), lines
 
 
 def _without_onnxruntime(tmp_path) -> dict:

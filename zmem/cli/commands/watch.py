@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 
 import click
@@ -129,7 +130,8 @@ def _stop_watcher(ws) -> None:
         raise ZmemError(f"cannot tell which process serves {ws.root}",
                         hint=f"find it with: fuser {ws.state_dir / fsmonitor.SOCKET}")
     try:
-        stopped = autowatch.stop(ws.state_dir, pid, wait=5.0)
+        stopped = autowatch.stop(ws.state_dir, pid, wait=5.0,  # an automatic one's log says who stopped it
+                                 why=f"zmem watch --stop (pid {os.getpid()})" if who.get("auto") else None)
     except PermissionError:
         raise ZmemError(f"no permission to stop the watcher (pid {pid}) of {ws.root}",
                         hint="run zmem watch --stop as the user who started it") from None
