@@ -97,10 +97,11 @@ export class Pool {
     const ws = this.workspaceFor({ cfg, agentId, workspaceDir });
     const sc = scope ?? scopeFor(s, sessionKey);
     await this.ensureRepository(ws, s);
-    const key = `${sc}\0${ws}`;
+    const argv = commandArgv(s.command);
+    const key = `${sc}\0${ws}\0${argv.join("\0")}`; // agents that share a workspace and a command share its process
     let proc = this.procs.get(key);
     if (!proc) {
-      proc = new ZmemProcess({ argv: commandArgv(s.command), workspace: ws, scope: sc, logger: this.logger,
+      proc = new ZmemProcess({ argv, workspace: ws, scope: sc, logger: this.logger,
         startTimeoutMs: s.startTimeoutMs });
       this.procs.set(key, proc);
     }

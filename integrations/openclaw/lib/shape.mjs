@@ -81,7 +81,7 @@ export function readFailure(relPath, err) {
     status: "error",
     text: "",
     path: relPath,
-    code: /not a memory file|escapes the workspace|symlink|not a text file|ignored by git|private and this is a group scope/.test(msg)
+    code: /not a memory file|not a Markdown memory file|escapes the workspace|symlink|not a text file|ignored by git|private and this is a group scope/.test(msg)
       ? "MEMORY_PATH_NOT_ALLOWED" : (err?.code ?? "MEMORY_READ_FAILED"),
     error: err?.message ?? msg,
   };

@@ -254,7 +254,8 @@ export class ZmemProcess {
         done();
         this._notify("notifications/cancelled", { requestId: id, reason: "timed out" });
         this._overdue(timeoutMs);
-        reject(new ZmemError(`zmem did not answer ${what ?? method} within ${(timeoutMs / 1000).toFixed(1)} s (${this.label})`,
+        const limit = timeoutMs < 1000 ? `${timeoutMs} ms` : `${(timeoutMs / 1000).toFixed(1)} s`;
+        reject(new ZmemError(`zmem did not answer ${what ?? method} within ${limit} (${this.label})`,
           "try again in a moment; if it keeps happening, raise plugins.entries.zmem.config.timeoutMs or run `zmem doctor` in the workspace"
           + " (a first call may build the index or load an embedding model)",
           { code: "ZMEM_TIMEOUT" }));
