@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from zmem.history.blame import BlamedRange
     from zmem.index.embedding import EmbedReport
     from zmem.index.catchup import CatchUp
+    from zmem.query.context import Context
     from zmem.query.reading import Lines
     from zmem.reflect.run import ReflectResult
     from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
@@ -468,7 +469,8 @@ class Memory:
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25" and self._providers is None and _nothing_to_embed_with(cfg):
-            warnings += [NO_PROVIDER] if _asked(mode, cfg) else []  # known without loading the providers
+            # known without loading the providers
+            warnings += _stranded_vectors(conn, cfg) or ([NO_PROVIDER] if _asked(mode, cfg) else [])
         elif requested != "bm25":
             qvec, store, notes = _query_vector(ws, conn, query, timeout, background_embed, lambda: self.providers,
                                                lambda: self._matrix, asked=_asked(mode, cfg))
@@ -501,6 +503,20 @@ class Memory:
         res.warnings = warnings + res.warnings
         res.stale = fresh.stale
         return res
+
+    def context(self, *, scope: str | None = None, budget: int | None = None, today=None) -> Context:
+        """What an agent should read as a session starts (zmem.query.context): today's and yesterday's
+        daily logs, MEMORY.md (scope "private" only: the main session; "group" leaves it and
+        [scopes] private out) and recent Retain facts, within budget characters (default
+        context.DEFAULT_BUDGET), newest first when it must cut, each part labelled with its citation.
+        Reads the files as `get` does: no index, no catch-up. today: a datetime.date (default: today)."""
+        from zmem.query.context import DEFAULT_BUDGET, build_context
+        if budget is not None and budget < 1:
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the budget must be at least 1 character (got {budget})", hint="e.g. 8000",
+                            param="budget")
+        return build_context(self.workspace, scope=self._scope(scope),
+                             budget=DEFAULT_BUDGET if budget is None else budget, today=today)
 
     def get(self, path: str, *, start: int | None = None, count: int | None = None, rev: str | None = None,
             scope: str | None = None) -> Lines:
@@ -952,6 +968,40 @@ def _nothing_to_embed_with(cfg) -> bool:
     return provider == "none"
 
 
+def _stranded_vectors(conn, cfg) -> list[str]:
+    """The warning for an index holding vectors that nothing here can embed a query for, when the
+    provider is `auto` and found none — typically a venv without the engine (onnxruntime) over an index
+    another venv embedded: recall would otherwise answer by keywords without a word. A provider set
+    to "none" chose keywords: nothing to say. One meta lookup; nothing imported."""
+    settings = cfg.embeddings
+    from zmem.embedders import DEFAULT_PROVIDER
+    if settings.get("provider", DEFAULT_PROVIDER) != "auto":
+        return []
+    from zmem.store import db
+    fingerprint = db.get_meta(conn, "vec_fingerprint")
+    if not fingerprint or not conn.execute("SELECT 1 FROM chunk_vectors LIMIT 1").fetchone():
+        return []
+    import json
+    import sys
+    try:
+        made = json.loads(fingerprint.partition("|windows=")[0])
+    except ValueError:
+        made = {}
+    made = made if isinstance(made, dict) else {}
+    provider, model = made.get("provider") or "an embedding provider", made.get("model") or ""
+    name = f"{provider} {Path(str(model)).name}".strip()
+    if provider == "onnx":
+        from zmem.embedders.auto import onnx_installed
+        why = ("onnxruntime is not installed in it" if not onnx_installed() else
+               "the model is not installed for this user (`zmem model pull`)")
+        fix = ("install the semantic extra into the Python that runs zmem (pip install '.[semantic]' in zmem's "
+               "checkout, or 'zmem[semantic]')")
+    else:
+        why, fix = "no provider is configured or found", "configure [embeddings] as where the index was embedded"
+    return [f"the index holds vectors made with {name}, but this Python ({sys.executable}) cannot embed the query "
+            f"with it: {why}; keyword (BM25) recall only; {fix} (`zmem status` says what it finds)"]
+
+
 def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,
                   asked: bool = True):
     """(query vector or None, store, warnings). Vectors are only compared with a query embedded
@@ -966,7 +1016,9 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     provs = providers()
     notes = list(provs.warnings)
     if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
-        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER] if asked else [])
+        stranded = [] if notes else _stranded_vectors(conn, ws.config)
+        return None, None, notes + (["keyword (BM25) recall only"] if notes else stranded or
+                                    ([NO_PROVIDER] if asked else []))
     store = VectorStore(conn, matrix() if matrix else None)
     stored = store.count()
     pending = pending_count(conn)

@@ -626,6 +626,31 @@ def get(ctx, path, start, count, rev, scope, as_json):
         echo(out.text)
 
 
+@cli.command()
+@scope_option("group: leave out MEMORY.md and paths listed under [scopes] private (for shared chats).")
+@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+              help="Characters at most (default 8000); newest first when it must cut.")
+@json_option("Print a JSON object: text, sections (path, start_line, end_line, kind, citation, …), "
+             "truncated, omitted, warnings.")
+@click.pass_context
+def context(ctx, scope, budget, as_json):
+    """Print what an agent should read as a session starts.
+
+    Today's and yesterday's daily logs, MEMORY.md (only with --scope private, the main session) and
+    the Retain facts of the last 7 days, within --budget characters, each part under its
+    path#Lx-Ly citation. When it must cut, the newest is kept: a log keeps its last lines, older
+    facts go first. Reads the files as `zmem get` does (no index). Claude Code's and Codex's
+    SessionStart hook: `zmem hook claude-code` (see docs/agent-hooks.md).
+    """
+    out = _memory(ctx, start_watcher=False).context(scope=scope, budget=budget)
+    for w in out.warnings:
+        warn(w)
+    if as_json:
+        echo_json(out.to_json(), indent=None)
+    elif out.text:
+        echo(out.text)
+
+
 # ----------------------------------------------------------------------------- append
 
 
@@ -1399,15 +1424,44 @@ def hooks_status(ctx, as_json):
 @cli.command("hook")
 @click.argument("name")
 @click.argument("args", nargs=-1)
+@scope_option("claude-code, codex: the SessionStart context's scope (group leaves MEMORY.md out).")
+@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+              help="claude-code, codex: the SessionStart context's size at most (default 8000).")
 @click.pass_context
-def hook(ctx, name, args):
-    """Run by the installed git hooks: catch up the index after NAME (e.g. post-commit).
+def hook(ctx, name, args, scope, budget):
+    """Run by hooks: git's (NAME post-commit, …) and agents' (NAME claude-code or codex).
 
-    Never fails the git command and prints nothing on success; a large change is indexed by a
-    detached process so git returns at once. Problems go to .zmem/hook.log.
+    Git: catch up the index after NAME. Never fails the git command and prints nothing on success;
+    a large change is indexed by a detached process so git returns at once. Problems go to
+    .zmem/hook.log.
+
+    claude-code, codex: read the hook's JSON on stdin. SessionStart prints the session-start context
+    (`zmem context`) as {"hookSpecificOutput": {"hookEventName", "additionalContext"}};
+    PreCompact, PostCompact, SessionEnd, Stop and SubagentStop index the session's transcript in
+    the background ([sessions] must cover its folder); other events do nothing. Always exits 0, so
+    the agent's session goes on: a problem is `zmem:` and `hint:` lines on stderr. Set it up with
+    `zmem -C ~/memory hook claude-code` as the hook command (docs/agent-hooks.md).
     """
-    from zmem.hookrun import run_hook
-    run_hook(ctx.obj.get("dir"), name, list(args))
+    from zmem.hookrun import AGENT_HOOKS, run_hook
+    if name not in AGENT_HOOKS:
+        run_hook(ctx.obj.get("dir"), name, list(args))
+        return
+    if sys.stdin is None or sys.stdin.isatty():  # a person typing it: say what it expects (exit 1)
+        raise ZmemError(f"`zmem hook {name}` reads the JSON its hook gets on stdin",
+                        hint=f'e.g. echo \'{{"hook_event_name": "SessionStart"}}\' | zmem hook {name}')
+    from zmem.hookrun import agent_hook
+    try:
+        res = agent_hook(ctx.obj.get("dir"), name, sys.stdin.read(), scope=scope, budget=budget)
+    except Exception as e:  # noqa: BLE001 - an agent's hook never fails its session
+        if os.environ.get("ZMEM_DEBUG") and not isinstance(e, ZmemError):
+            raise
+        problem = describe(e, CommandLine(functools.partial(_flags, ctx)))
+        _say(problem.message, BUG_HINT if problem.bug else problem.hint)
+        return
+    for note in res.notes:
+        warn(note)
+    if res.stdout:
+        echo(res.stdout)
 
 
 # ----------------------------------------------------------------------------- completion

@@ -6,9 +6,19 @@ runs once a file has grown by `delta_bytes` or `delta_messages`; recall never wa
 starts a detached `zmem index --sessions` and answers from what is indexed). Sessions are not memory
 files: `zmem get` refuses them, and `--scope group` never returns them.
 
-Shapes understood (OpenClaw's at least):
-  {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "…"}]}, "timestamp": …}
-  {"role": "assistant", "content": "…", "timestamp": "2025-11-27T10:00:00Z"}
+Shapes understood (tests/query/test_session_shapes.py has a line of each):
+  OpenClaw   {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "…"}]},
+              "timestamp": …}                              (~/.openclaw/agents/<agent>/sessions/*.jsonl)
+  Claude Code {"type": "user"|"assistant", "message": {"role": …, "content": "…" or [{"type": "text", …},
+              {"type": "tool_use"|"tool_result"|"thinking", …}]}, "timestamp": "…", "isMeta": …}
+                                                            (~/.claude/projects/<project>/<session>.jsonl)
+  Codex      {"type": "response_item", "payload": {"type": "message", "role": …, "content":
+              [{"type": "input_text"|"output_text", "text": "…"}]}, "timestamp": "…"}
+                                                            (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)
+  plain      {"role": "assistant", "content": "…", "timestamp": "2025-11-27T10:00:00Z"}
+Only the text of user and assistant messages is kept: tool calls and results, thinking, system and
+developer messages, Claude Code's meta lines (isMeta) and the context an agent injects as a user
+message (<environment_context>, <command-name>, <system-reminder>, …) are left out.
 """
 from __future__ import annotations
 
@@ -93,11 +103,23 @@ def session_files(settings: SessionSettings) -> list[Path]:
     return sorted(out)
 
 
+# what an agent writes into a transcript as a user message but the user did not say
+_INJECTED = ("<environment_context>", "<user_instructions>", "<command-name>", "<command-message>",
+             "<local-command-stdout>", "<local-command-stderr>", "<system-reminder>", "# AGENTS.md instructions")
+
+
 def message_text(obj) -> tuple[str, str, str | None] | None:
     """(role, text, timestamp) of a user or assistant message line, else None."""
-    if not isinstance(obj, dict):
+    if not isinstance(obj, dict) or obj.get("isMeta") is True:
         return None
-    msg = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+    if isinstance(obj.get("message"), dict):
+        msg = obj["message"]
+    elif obj.get("type") == "response_item" and isinstance(obj.get("payload"), dict):
+        msg = obj["payload"]  # Codex
+        if msg.get("type", "message") != "message":
+            return None
+    else:
+        msg = obj
     role = msg.get("role")
     if role not in ("user", "assistant"):
         return None
@@ -111,7 +133,7 @@ def message_text(obj) -> tuple[str, str, str | None] | None:
     else:
         return None
     text = text.strip()
-    if not text:
+    if not text or text.startswith(_INJECTED):
         return None
     ts = obj.get("timestamp") or msg.get("timestamp")
     if isinstance(ts, (int, float)) and not isinstance(ts, bool):
