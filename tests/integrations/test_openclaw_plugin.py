@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers.openclaw_gateway import Gateway, missing
+from helpers.openclaw_gateway import NODE, OPENCLAW, PLUGIN_DIR, Gateway, missing
 
 pytestmark = pytest.mark.slow
 
 GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
        "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
 ZMEM = str(Path(sys.executable).with_name("zmem"))
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 MISSING = missing()
 
 
@@ -185,6 +186,47 @@ def test_a_folder_that_is_not_a_repository_is_made_one_once_keeping_every_file(s
     assert "zmem" in (fresh / ".git" / "hooks" / "post-commit").read_text()
     again = ok_payload(gw.invoke("memory_search", {"query": "descaling"}, session_key="agent:fresh:main"))
     assert "notice" not in again
+
+
+def node_json(gw: Gateway, script: str, *args: str) -> dict:
+    res = subprocess.run([str(NODE), str(HELPERS / script), *args], env=gw.env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_the_search_manager_answers_search_read_status_and_probes_from_zmem(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    out = node_json(gw, "openclaw_capability.mjs", str(OPENCLAW.parent), "Hetzner nightly backups")
+    recall = json.loads(zmem("-C", str(ws), "recall", "--json", "-k", "3", "Hetzner nightly backups").stdout)
+    assert out["search"][0]["citation"] == recall["results"][0]["citation"]
+    hit = out["search"][0]
+    printed = zmem("-C", str(ws), "get", f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}").stdout
+    assert out["readFile"]["status"] == "ok" and out["readFile"]["text"] == printed.rstrip("\n")
+    assert out["readMissing"]["status"] == "not_found"
+    assert "memory file: zmem.toml" in out["readForeign"] and "hint:" in out["readForeign"]
+    zm = out["status"]["custom"]["zmem"]
+    assert out["status"]["workspaceDir"] == str(ws) and zm["alive"] is True and zm["pid"] > 0 and zm["scope"] == "private"
+    assert out["embedding"]["ok"] is False and "keyword" in out["embedding"]["error"] and out["vector"] is False  # no model here
+
+
+def test_prompt_session_context_flush_plan_and_session_hits(setup):
+    ws = setup["ws"]
+    out = node_json(setup["gw"], "openclaw_register.mjs", str(PLUGIN_DIR), str(ws), ZMEM)
+    assert {t["names"][0]: t["contextVersion"] for t in out["tools"]}["memory_append"] == 2
+    prompt = "\n".join(out["prompt"])
+    assert "memory_search" in prompt and "memory_get" in prompt and "memory_append" in prompt and "Source:" in prompt
+    assert out["promptWithoutTools"] == []
+    private, group = "\n".join(out["context"]), "\n".join(out["groupContext"])
+    assert "MEMORY.md" in private and "concise replies" in private  # zmem context, private scope
+    assert "MEMORY.md" not in group and "concise replies" not in group  # a group chat: the group scope
+    flush = out["flush"]
+    assert flush["relativePath"] == "memory/2026-11-28.md" and "memory_append" in flush["prompt"]
+    assert all(k in flush["prompt"] for k in ("W world", "B something", "O opinion", "S observation", "@Name", "commits"))
+    assert "memory_append" in flush["systemPrompt"] and flush["softThresholdTokens"] == 4000
+    assert out["flushOff"] is None
+    sources = lambda key: [h["source"] for h in out[key]]  # noqa: E731
+    assert sources("authorizedPrivate") == ["sessions", "memory"]
+    assert sources("authorizedGroup") == ["memory"] and sources("authorizedOther") == ["memory"]
 
 
 def tool_error(gw: Gateway, res: dict, *needles: str) -> None:
