@@ -4,6 +4,8 @@
 // (and per scope: group chats get their own `--scope group` process, which never returns MEMORY.md or
 // other private files), spoken to over MCP's stdio JSON-RPC. The plugin never reads or writes memory
 // files itself: what zmem answers is what the agent sees, and what zmem writes is all that is written.
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { ZmemError } from "./lib/zmem-process.mjs";
 import { Pool, agentSettings, chatScope, scopeFor } from "./lib/pool.mjs";
 import { citationsMode, includeCitations, jsonResult, presentHit, presentRead, readFailure } from "./lib/shape.mjs";
@@ -127,6 +129,28 @@ function authorizeHits(hits, { agentId, sessionKey, sandboxed }) {
   return hits.filter((h) => (h.source ?? "memory") !== "sessions" || mayReadSessions);
 }
 
+// One pool per gateway process: OpenClaw may call register() more than once (discovery, tool discovery,
+// reloads); every registration shares the same zmem processes and takes the newest API for config.
+let sharedPool = null;
+let exitHooked = false;
+
+function poolFor(api) {
+  if (!sharedPool) sharedPool = new Pool({ api, logger: api.logger });
+  else if (!api.registrationMode || api.registrationMode === "full") {
+    sharedPool.api = api;
+    sharedPool.logger = api.logger;
+  }
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once?.("exit", () => {
+      for (const p of sharedPool?.list() ?? []) {
+        try { p.child?.kill("SIGTERM"); } catch { /* gone */ }
+      }
+    });
+  }
+  return sharedPool;
+}
+
 export default {
   id: "zmem",
   name: "zmem memory",
@@ -134,7 +158,7 @@ export default {
   kind: "memory",
   register(api) {
     const logger = api.logger;
-    const pool = new Pool({ api, logger });
+    const pool = poolFor(api);
     const contextCache = new Map(); // sessionKey -> lines of the session's start context
     const onceLogged = new Set();
     const logOnce = (key, level, msg) => {
@@ -516,25 +540,36 @@ export default {
       }
     });
 
-    // The gateway starts the default agent's zmem at start-up (so the first call is warm) and stops them all.
+    // Start the default agent's zmem early (a live registration may start long-lived work), so the first call
+    // after the gateway is ready finds it warm: the process, its index and a first query. Only a workspace that
+    // already is a git repository: `zmem init` waits for a real first use.
+    const prewarm = (cfg) => {
+      const settings = agentSettings(pool.pluginConfig(), "main");
+      if (settings.prewarm === false) return;
+      let ws;
+      try {
+        ws = pool.workspaceFor({ cfg, agentId: "main" });
+      } catch {
+        return;
+      }
+      if (!existsSync(path.join(ws, ".git"))) return;
+      pool.processFor({ cfg, agentId: "main", scope: "private" })
+        .then(({ proc }) => proc.callTool("memory_search", { query: "zmem warm-up", max_results: 1 }, { timeoutMs: 60000 }))
+        .catch((err) => logOnce(`prewarm:${err.message}`, "warn", `zmem: could not start zmem for the default agent: ${err.message.replace(/\n/g, " ")}`));
+    };
+    const args = process.argv.slice(2);
+    const inGateway = args.includes("gateway") && (args.includes("run") || args.includes("start"));
+    if (api.registrationMode === "full" && inGateway) setImmediate(() => prewarm(api.config)); // else: the service's start
+
+    // The gateway service stops them all with the gateway.
     api.registerService?.({
       id: "zmem",
       async start(ctx) {
-        if (api.registrationMode && api.registrationMode !== "full") return;
-        const cfg = ctx?.config ?? api.config;
-        const settings = agentSettings(pool.pluginConfig(), "main");
-        if (settings.prewarm === false) return;
-        pool.processFor({ cfg, agentId: "main", scope: "private" })
-          .catch((err) => logger?.warn?.(`zmem: could not start zmem for the default agent: ${err.message.replace(/\n/g, " ")}`));
+        prewarm(ctx?.config ?? api.config);
       },
       async stop() {
         await pool.stopAll();
       },
-    });
-    process.once?.("exit", () => {
-      for (const p of pool.list()) {
-        try { p.child?.kill("SIGTERM"); } catch { /* gone */ }
-      }
     });
   },
 };

@@ -125,6 +125,7 @@ export class ZmemProcess {
     });
     child.stdin.on("error", () => {}); // EPIPE after the child died: reported by the exit handler
     child.once("exit", (code, signal) => this._onExit(child, code, signal));
+    this._hold(true);
     await spawned;
     const init = await this._request("initialize", {
       protocolVersion: PROTOCOL_VERSION,
@@ -208,6 +209,16 @@ export class ZmemProcess {
     return new ZmemError(message, hint, { code: "ZMEM_EXITED" });
   }
 
+  /** Keep the node process alive while a call waits for zmem; an idle child does not (so a CLI command
+   *  that used the plugin can exit, and zmem exits when its stdin closes). */
+  _hold(on) {
+    const c = this.child;
+    if (!c) return;
+    for (const h of [c, c.stdout, c.stderr, c.stdin]) {
+      try { on ? h?.ref?.() : h?.unref?.(); } catch { /* not a handle */ }
+    }
+  }
+
   _send(obj) {
     if (!this.child?.stdin?.writable) return false;
     this.child.stdin.write(JSON.stringify(obj) + "\n");
@@ -225,6 +236,7 @@ export class ZmemProcess {
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener?.("abort", onAbort);
+        if (this.pending.size === 0) this._hold(false);
       };
       const onAbort = () => {
         this.pending.delete(id);
@@ -235,6 +247,7 @@ export class ZmemProcess {
           "retry; if zmem is slow on this machine, raise plugins.entries.zmem.config.timeoutMs and OpenClaw's tool time limit",
           { code: "ZMEM_ABORTED" }));
       };
+      this._hold(true);
       this.pending.set(id, {
         settle: (msg) => {
           done();
