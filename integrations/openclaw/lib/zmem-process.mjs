@@ -334,6 +334,7 @@ export class ZmemProcess {
     const child = this.child;
     if (!child) return Promise.resolve();
     this.stopping = true;
+    this._hold(true); // wait for its exit
     return new Promise((resolve) => {
       const t = setTimeout(() => {
         try { child.kill("SIGKILL"); } catch { /* gone */ }
