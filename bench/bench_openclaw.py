@@ -90,6 +90,7 @@ def main() -> None:
         res = gw.invoke("memory_search", {"query": QUERIES[0]})
         cold_search = time.perf_counter() - t
         assert res.get("ok"), res
+        cold_debug = Gateway.payload(res).get("debug", {})
         hit = Gateway.payload(res)["results"][0]
         get_args = {"path": hit["path"], "from": hit["startLine"], "lines": hit["endLine"] - hit["startLine"] + 1}
         t = time.perf_counter()
@@ -97,18 +98,20 @@ def main() -> None:
         cold_get = time.perf_counter() - t
         for q in QUERIES:
             gw.invoke("memory_search", {"query": q})
-        gs, gg = [], []
+        gs, gg, zs = [], [], []
         for i in range(args.calls):
             t = time.perf_counter()
             r = gw.invoke("memory_search", {"query": QUERIES[i % len(QUERIES)]})
             gs.append(time.perf_counter() - t)
             assert r.get("ok"), r
+            zs.append(Gateway.payload(r)["debug"]["zmemMs"] / 1000)
             t = time.perf_counter()
             r = gw.invoke("memory_get", get_args)
             gg.append(time.perf_counter() - t)
             assert r.get("ok"), r
         gateway = {"ready_ms": round(gw.started_ms), "search_cold_ms": round(cold_search * 1000, 1),
-                   "get_cold_ms": round(cold_get * 1000, 1), "search_warm": med(gs), "get_warm": med(gg)}
+                   "get_cold_ms": round(cold_get * 1000, 1), "search_warm": med(gs), "get_warm": med(gg),
+                   "search_cold_plugin": cold_debug, "search_warm_plugin_zmem": med(zs)}
     finally:
         gw.close()
     load["after"] = os.getloadavg()[0]
@@ -118,8 +121,10 @@ def main() -> None:
     print(f"{args.files} files, {args.calls} calls, load {load['before']:.2f} -> {load['after']:.2f} on {load['cpus']} CPUs")
     print(f"gateway ready (readyz)          {gateway['ready_ms']} ms")
     print(f"memory_search, first call        {gateway['search_cold_ms']} ms")
+    print(f"  of which in the plugin: waiting for zmem to start {cold_debug.get('processMs')} ms, the call {cold_debug.get('zmemMs')} ms")
     print(f"memory_get, first call           {gateway['get_cold_ms']} ms")
     print(f"memory_search via gateway, warm  {fmt(gateway['search_warm'])}")
+    print(f"  of which the plugin's call to zmem mcp {fmt(gateway['search_warm_plugin_zmem'])}")
     print(f"zmem recall in-process, warm     {fmt(inproc['recall'])}")
     print(f"memory_get via gateway, warm     {fmt(gateway['get_warm'])}")
     print(f"zmem get in-process, warm        {fmt(inproc['get'])}")

@@ -183,7 +183,9 @@ export default {
 
     async function runSearch(c, params, signal, { asOf } = {}) {
       const query = required(params, "query", asOf !== undefined ? "memory_recall_as_of" : "memory_search");
+      const t0 = performance.now();
       const { proc, settings, workspace, scope } = await pool.processFor(c);
+      const tReady = performance.now();
       const maxResults = posInt(params.maxResults ?? params.max_results) ?? posInt(settings.maxResults) ?? 6;
       const minScore = num(params.minScore ?? params.min_score) ?? num(settings.minScore) ?? 0;
       const corpus = str(params.corpus);
@@ -200,6 +202,7 @@ export default {
         }
         out = await proc.callTool("memory_search", args, { timeoutMs: settings.timeoutMs, signal });
       }
+      const tDone = performance.now();
       let hits = authorizeHits(out.results ?? [], c);
       const warnings = [...(out.warnings ?? [])];
       if (corpus === "memory") hits = hits.filter((h) => (h.source ?? "memory") === "memory");
@@ -219,6 +222,8 @@ export default {
         mode: out.mode,
         backend: "zmem",
         scope,
+        // where the time went: waiting for the zmem process (a start), then the call over its stdio
+        debug: { processMs: Math.round(tReady - t0), zmemMs: Math.round(tDone - tReady), pid: proc.pid },
       };
       if (out.as_of) payload.as_of = out.as_of;
       if (out.rerank) payload.rerank = out.rerank;

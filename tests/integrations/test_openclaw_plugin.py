@@ -188,6 +188,33 @@ def test_a_folder_that_is_not_a_repository_is_made_one_once_keeping_every_file(s
     assert "notice" not in again
 
 
+def zmem_children(gw: Gateway, ws: Path) -> list[int]:
+    """Pids of the gateway's private-scope `zmem -C <ws> mcp` children (read from /proc: this gateway's only)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"mcp" in argv and str(ws).encode() in argv and b"group" not in argv and ppid == gw.proc.pid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_zmem_process_that_dies_is_restarted_by_the_next_call(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    ok_payload(gw.invoke("memory_search", {"query": "espresso"}))
+    pids = zmem_children(gw, ws)
+    assert len(pids) == 1, pids  # one long-lived process for the workspace (private scope)
+    os.kill(pids[0], 9)
+    again = ok_payload(gw.invoke("memory_search", {"query": "espresso"}))
+    assert again["results"] and zmem_children(gw, ws) not in ([], pids)
+    assert "exited" in gw.log_text()
+
+
 def node_json(gw: Gateway, script: str, *args: str) -> dict:
     res = subprocess.run([str(NODE), str(HELPERS / script), *args], env=gw.env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
