@@ -260,7 +260,8 @@ export default {
       if (str(params.retain)) args.retain = str(params.retain);
       if (Array.isArray(params.entities) && params.entities.length) args.entities = params.entities.map(String);
       if (num(params.confidence) !== undefined) args.confidence = num(params.confidence);
-      const out = await proc.callTool("memory_append", args, { timeoutMs: Math.max(settings.timeoutMs, 15000), signal });
+      // never asked twice: a zmem that died under it may have written and committed already
+      const out = await proc.callTool("memory_append", args, { timeoutMs: Math.max(settings.timeoutMs, 15000), signal, retryOnExit: false });
       for (const key of [...contextCache.keys()]) if (contextCache.get(key)?.workspace === workspace) contextCache.delete(key);
       return withNotice(out, workspace);
     }

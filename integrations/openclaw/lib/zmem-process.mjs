@@ -304,9 +304,18 @@ export class ZmemProcess {
    * Call an MCP tool; resolves to the parsed JSON payload. A tool error (isError) rejects with a
    * ZmemError(userError=true) carrying zmem's message and hint.
    */
-  async callTool(name, args, { timeoutMs = 10000, signal } = {}) {
+  async callTool(name, args, { timeoutMs = 10000, signal, retryOnExit = true } = {}) {
     await this.start();
-    const result = await this._request("tools/call", { name, arguments: args }, { timeoutMs, signal, what: name });
+    let result;
+    try {
+      result = await this._request("tools/call", { name, arguments: args }, { timeoutMs, signal, what: name });
+    } catch (err) {
+      // the child died under the call (killed, crashed): a read is asked again of a new one, once
+      if (!(retryOnExit && err instanceof ZmemError && err.code === "ZMEM_EXITED")) throw err;
+      this.logger?.warn?.(`zmem: ${name} lost its zmem process (${err.zmemMessage}); asking a new one`);
+      await this.start();
+      result = await this._request("tools/call", { name, arguments: args }, { timeoutMs, signal, what: name });
+    }
     const text = (result?.content ?? []).filter((c) => c?.type === "text").map((c) => c.text).join("\n");
     if (result?.isError) {
       const { message, hint } = splitHint(text);
