@@ -547,7 +547,7 @@ export default {
     });
 
     // Start the default agent's zmem early (a live registration may start long-lived work), so the first call
-    // after the gateway is ready finds it warm: the process, its index and a first query. Only a workspace that
+    // after the gateway is ready finds it running. Only a workspace that
     // already is a git repository: `zmem init` waits for a real first use.
     const prewarm = (cfg) => {
       const settings = agentSettings(pool.pluginConfig(), "main");
@@ -559,8 +559,9 @@ export default {
         return;
       }
       if (!existsSync(path.join(ws, ".git"))) return;
+      // no warm-up query: zmem mcp warms its index and models in the background itself, and a query of ours
+      // would only queue the agent's first call behind it (calls run one at a time)
       pool.processFor({ cfg, agentId: "main", scope: "private" })
-        .then(({ proc }) => proc.callTool("memory_search", { query: "zmem warm-up", max_results: 1 }, { timeoutMs: 60000 }))
         .catch((err) => logOnce(`prewarm:${err.message}`, "warn", `zmem: could not start zmem for the default agent: ${err.message.replace(/\n/g, " ")}`));
     };
     const args = process.argv.slice(2);
