@@ -63,8 +63,11 @@ export class Pool {
   }
 
   pluginConfig() {
-    const live = this.api.runtime?.config?.current?.();
-    const fromLive = live?.plugins?.entries?.[this.api.id]?.config;
+    let live;
+    try {
+      live = this.api.runtime?.config?.current?.(); // the live config: edits apply without a restart
+    } catch { /* outside a gateway: the config register() got */ }
+    const fromLive = live?.plugins?.entries?.[this.api.id ?? "zmem"]?.config;
     return fromLive ?? this.api.pluginConfig ?? {};
   }
 
