@@ -66,7 +66,9 @@ class Gateway:
         cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
                           "entries": {"zmem": {"enabled": True, "config": plugin_config}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCLAW_", "ZMEM_WORKSPACE"))}
+        # the gateway and the zmem it starts see no user config, cache or models of this machine's user
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("OPENCLAW_", "ZMEM_WORKSPACE", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"))}
         self.env.update({"OPENCLAW_STATE_DIR": str(self.dir / "state"), "HOME": str(self.dir / "home"),
                          "TMPDIR": str(self.dir / "tmp"), "OPENCLAW_DISABLE_BONJOUR": "1", "OPENCLAW_NO_RESPAWN": "1",
                          "OPENCLAW_SKIP_CHANNELS": "1", "OPENCLAW_NO_AUTO_UPDATE": "1",
