@@ -25,6 +25,36 @@ export const DEFAULTS = Object.freeze({
   initWorkspace: true,
 });
 
+/** Where `pipx` / `pip install --user` / Homebrew put zmem: a gateway started as a service often has a
+ *  shorter PATH than the shell zmem was installed from. */
+const USUAL_PLACES = [".local/bin/zmem", "/usr/local/bin/zmem", "/opt/homebrew/bin/zmem"];
+const announced = new Set();
+
+function onPath(name, envPath) {
+  for (const dir of String(envPath ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    try {
+      if (statSync(path.join(dir, name)).isFile()) return true;
+    } catch { /* not here */ }
+  }
+  return false;
+}
+
+/** The zmem command: as configured; the default "zmem" when it is not on PATH, from where installers put it. */
+export function resolveCommand(command, { env = process.env, logger } = {}) {
+  const argv = commandArgv(command);
+  if (command !== undefined && command !== DEFAULTS.command) return argv;
+  if (onPath(argv[0], env.PATH)) return argv;
+  for (const place of USUAL_PLACES) {
+    const abs = path.isAbsolute(place) ? place : path.join(os.homedir(), place);
+    if (existsSync(abs)) {
+      if (!announced.has(abs)) announced.add(abs) && logger?.info?.(`zmem: "zmem" is not on the gateway's PATH; using ${abs} (set plugins.entries.zmem.config.command to choose)`);
+      return [abs];
+    }
+  }
+  return argv; // spawning it fails with the message and hint
+}
+
 export function expandHome(p) {
   if (typeof p !== "string" || !p.trim()) return undefined;
   const s = p.trim();
@@ -100,7 +130,7 @@ export class Pool {
     const ws = this.workspaceFor({ cfg, agentId, workspaceDir });
     const sc = scope ?? scopeFor(s, sessionKey);
     await this.ensureRepository(ws, s);
-    const argv = commandArgv(s.command);
+    const argv = resolveCommand(s.command, { logger: this.logger });
     const key = `${sc}\0${ws}\0${argv.join("\0")}`; // agents that share a workspace and a command share its process
     let proc = this.procs.get(key);
     if (!proc) {
@@ -131,7 +161,7 @@ export class Pool {
       this.inits.set(ws, done);
       return done;
     }
-    const [exe, ...pre] = commandArgv(s.command);
+    const [exe, ...pre] = resolveCommand(s.command);
     const running = new Promise((resolve, reject) => {
       execFile(exe, [...pre, "init", ws], { cwd: ws, timeout: 120000, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
         if (err) {
