@@ -78,7 +78,7 @@ def setup(tmp_path_factory):
                                           "broken": {"workspace": str(broken)},
                                           "slow": {"timeoutMs": 1, "workspace": str(fresh)}}}
     before = snapshot(ws)
-    gw = Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9"})
+    gw = Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9", **GIT})
     try:
         inspect = gw.cli("plugins", "inspect", "zmem", "--runtime", "--json")
         gw.start()

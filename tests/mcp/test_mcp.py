@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers.workspace import commit_all, git, run, today_log, write, zmem_proc
+from zmem.install import pip_install
 
 pytest.importorskip("mcp")
 
@@ -44,6 +45,7 @@ def test_tools_are_listed_with_descriptions_for_a_model(ws):
     assert tools["memory_search"].annotations.read_only_hint and not tools["memory_append"].annotations.read_only_hint
 
 
+@pytest.mark.slow
 def test_search_then_get_reads_exactly_the_cited_lines(ws):
     async def go():
         async with session(ws) as s:
@@ -320,7 +322,7 @@ def test_without_the_sdk_zmem_mcp_fails_with_a_hint(ws, monkeypatch):
     res = run(["-C", str(ws), "mcp"])
     assert res.exit_code == 1
     assert res.stderr.splitlines() == ["zmem: `zmem mcp` needs the mcp package (version 2.3 or later), which is not "
-                                       "installed", "hint: pip install 'zmem[mcp]'"]
+                                       "installed", f"hint: {pip_install('mcp')}"]
 
 
 def test_other_commands_do_not_import_the_sdk(ws):

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from helpers.mcp_raw import RawServer
 from helpers.workspace import run, sessions_config
 
 pytest.importorskip("mcp")
@@ -23,20 +21,13 @@ TOOLS_LIST_BUDGET = 4000  # characters (issue 26)
 
 def tools_list_line(root) -> str:
     """The tools/list response line a real `zmem mcp` writes, after the handshake."""
-    proc = subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(root), "mcp"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ))
+    server = RawServer(root)
     try:
-        messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "budget", "version": "1"}}},
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-        out, _ = proc.communicate("".join(json.dumps(m) + "\n" for m in messages), timeout=60)
+        server.initialize()
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        return server.line().decode("utf-8")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    (line,) = [x for x in out.splitlines() if json.loads(x).get("id") == 2]
-    return line
+        server.kill()
 
 
 def test_tools_list_fits_the_budget_and_each_description_says_when_and_what_a_citation_is(ws):

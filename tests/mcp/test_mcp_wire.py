@@ -5,57 +5,21 @@ instead of leaving the client to wait for its timeout."""
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import sys
 
 import pytest
 
+from helpers.mcp_raw import RawServer
 from zmem.mcp.wire import error_for, lenient
 
 pytest.importorskip("mcp")
-
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
-
-
-class RawServer:
-    def __init__(self, root):
-        self.proc = subprocess.Popen([sys.executable, "-m", "zmem", "-C", str(root), "mcp"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
-        self.buffer = b""
-
-    def send(self, line: str) -> None:
-        self.proc.stdin.write(line.encode("utf-8", "surrogatepass") + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self, timeout: float = 30.0) -> dict:
-        """The next line the server writes, within timeout seconds (a missing answer fails here)."""
-        while b"\n" not in self.buffer:
-            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-            assert ready, "no answer: the client would wait for its timeout"
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
-            assert chunk, "the server exited"
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return json.loads(line)
-
-    def close(self) -> int:
-        self.proc.stdin.close()
-        return self.proc.wait(30)
 
 
 @pytest.fixture
 def raw(ws):
     server = RawServer(ws)
-    server.send(json.dumps(INIT))
-    assert server.answer()["id"] == 1
-    server.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert server.initialize()["id"] == 1
     yield server
-    if server.proc.poll() is None:
-        server.proc.kill()
-        server.proc.wait()
+    server.kill()
 
 
 def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_server_goes_on(raw):

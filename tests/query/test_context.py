@@ -124,3 +124,15 @@ def test_memory_context_of_the_library_matches_the_command(ws):
         lib = mem.context(budget=500).to_json()
     assert lib == context(ws, "--budget", "500")
     assert json.loads(json.dumps(lib)) == lib
+
+
+def test_a_fact_is_shown_whole_or_not_at_all(ws):
+    write(ws, log(2), "## Retain\n\n- W @Peter: First line of a long fact\n  that goes on over a second line\n"
+          "  and a third one about herons.\n")
+    full = context(ws)
+    (fact,) = [s for s in full["sections"] if s["kind"] == "fact"]
+    assert (fact["start_line"], fact["end_line"]) == (3, 5)
+    cut = context(ws, "--budget", str(len(full["text"]) - 10))
+    assert [s for s in cut["sections"] if s["kind"] == "fact"] == []
+    assert [o["citation"] for o in cut["omitted"] if o["kind"] == "fact"] == [fact["citation"]]
+    assert "herons" not in cut["text"] and "First line of a long fact" not in cut["text"]

@@ -179,9 +179,10 @@ def build_context(ws: Workspace, *, scope: str = "private", budget: int = DEFAUL
     fact_parts = []
     if facts:
         room -= len(FACTS_TITLE) + 2  # given back below if no fact fits
-    for part in facts:  # newest first, while they fit
+    for part in facts:  # newest first, while they fit (whole: half a bullet is not a fact)
         part.shown = part.fit(room)
-        if part.shown is None:
+        if part.shown != (1, len(part.lines)):
+            part.shown = None
             break
         room -= part.used()
         fact_parts.append(part)
@@ -200,7 +201,7 @@ def build_context(ws: Workspace, *, scope: str = "private", budget: int = DEFAUL
     text = render(head, sections)
     if len(text) > budget:  # a budget smaller than the header: nothing fits
         text, sections = "", []
-    left_out = [p for p in parts if not p.shown] + facts[len(fact_parts):]
+    left_out = [p for p in parts + facts if not p.shown]  # (a fact a widened log shows is not left out)
     omitted = [{"path": p.path, "start_line": p.first, "end_line": p.first + len(p.lines) - 1, "kind": p.kind,
                 "citation": f"{p.path}#L{p.first}-L{p.first + len(p.lines) - 1}"} for p in left_out]
     truncated = bool(omitted) or any(s.truncated for s in sections)
