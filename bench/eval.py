@@ -43,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 SHARED = next((p / "shared" / "bench" for p in HERE.parents if (p / "shared" / "bench" / "score.py").exists()),
               Path("../shared/bench"))
 MODES = ("bm25", "vector", "hybrid")
+FEATURES = False  # --features: each hybrid hit's --explain fields in the JSON (for calibrating the floor)
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}
@@ -135,10 +136,13 @@ def configure(cache: Path, model_path: str | None) -> None:
     os.environ["XDG_CONFIG_HOME"] = str(home)
 
 
-def score(hits: list[tuple[str, int, int]], gold: list[tuple[str, int]]) -> dict:
+def score(hits: list[tuple[str, int, int]], gold: list[tuple[str, int]], scores: list[float] | None = None) -> dict:
     def covered(hs):
         return {g for g in gold if any(p == g[0] and a <= g[1] <= b for p, a, b in hs)}
     out = {"n_hits5": len(hits[:5]), "lines": sum(b - a + 1 for _, a, b in hits[:10])}
+    if scores is not None:  # for calibrating a floor offline: each hit's score, lines and answer lines cited
+        out["hits"] = [[s, b - a + 1, [i for i, g in enumerate(gold) if p == g[0] and a <= g[1] <= b]]
+                       for s, (p, a, b) in zip(scores, hits)]
     if not gold:
         return out
     budget, left = [], 10
@@ -195,9 +199,13 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
                 t = time.perf_counter()
                 res = recall(conn, q["question"], k=k, mode=mode, query_vector=qvec, store=store,
                              fusion=ws.config.fusion, vector_weight=ws.config.vector_weight,
-                             text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier)
+                             text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier,
+                             explain=FEATURES and mode == "hybrid")
                 latency[mode].append(time.perf_counter() - t)
-                scores[mode] = score([(h.path, h.start_line, h.end_line) for h in res.results], q["gold"])
+                scores[mode] = score([(h.path, h.start_line, h.end_line) for h in res.results], q["gold"],
+                                     [h.score for h in res.results])
+                if FEATURES and mode == "hybrid" and res.results:
+                    scores[mode]["explain"] = [h.explain for h in res.results]
             results[(q["set"], q["id"], q["category"], str(q["workspace"]))] = scores
         conn.close()
     qcache_path.write_bytes(pickle.dumps(qcache))
@@ -235,13 +243,14 @@ def main() -> None:
     ap.add_argument("--model-path", help="the onnx model directory (zmem model import ... --format onnx)")
     ap.add_argument("--sets", default="locomo,paraphrase,templated,noanswer")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")
     ap.add_argument("--code", type=Path, help="import zmem from this checkout instead (A/B against another version)")
     ap.add_argument("--json", type=Path, help="write every question's scores here")
     ap.add_argument("--limit", type=int, default=0, help="at most N questions per set (a quick look)")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="tuning: set a constant of zmem.query first, e.g. fusion.FLOOR=0.2 (repeatable)")
+    ap.add_argument("--features", action="store_true", help="write each hybrid hit's --explain fields (--json)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     if args.code:
@@ -252,6 +261,8 @@ def main() -> None:
         name, value = spec.split("=", 1)
         module, attr = name.rsplit(".", 1)
         setattr(importlib.import_module(f"zmem.query.{module}"), attr, float(value))
+    global FEATURES
+    FEATURES = args.features
     args.cache.mkdir(parents=True, exist_ok=True)
     configure(args.cache, args.model_path)
     names = [s for s in args.sets.split(",") if s]

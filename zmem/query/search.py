@@ -451,14 +451,14 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     elif mode == "vector":
         ranked = vec
     else:
-        keyword_only = bm25  # what the keywords found themselves: their texts weigh the query (adaptive)
         if fusion in ("weighted", "adaptive"):
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         if fusion == "adaptive":
-            from zmem.query.fusion import fuse_by_evidence
-            texts = {cid: row[6] for cid, row in _rows(conn, [cid for cid, _ in keyword_only]).items()}
-            ranked, weights = fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                               vector_weight=vector_weight)
+            from zmem.query import fusion as adaptive
+            # every candidate with a keyword score: its coverage of the query is its text score
+            texts = {cid: row[6] for cid, row in _rows(conn, [cid for cid, _ in bm25]).items()}
+            ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
+                                                        vector_weight=vector_weight)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     about: dict[int, float] | None = None
