@@ -82,3 +82,32 @@ def test_an_exact_token_still_ranks_its_note_first_above_the_floor(cover_ws):
         out = recall_json(cover_ws, query, "--mode", "hybrid", "--explain")
         assert paths(out)[0] == "bank/errors.md", query
         assert out["results"][0]["explain"]["keyword_coverage"] == 1.0
+
+
+def _hit(path, score, snippet, source="memory"):
+    from zmem.query.search import Hit
+    return Hit(path, 1, 1, score, snippet, None, "", 1, 1, source=source)
+
+
+def test_sessions_and_notes_merge_by_a_comparable_score_not_by_rank(cover_ws):
+    from zmem.index.catchup import open_index
+    from zmem.query.sessions import merge_scored
+    from zmem.workspace.core import find_workspace
+    conn = open_index(find_workspace(cover_ws))
+    try:
+        query = "zebrafish tank Lisbon office heater brand"
+        note = _hit("bank/misc-0.md", 0.156, "- Bought a computer desk for the office.")  # the notes' best: weak
+        exact = _hit("s.jsonl", 0.591, "The zebrafish tank heater is in the Lisbon office", "sessions")
+        incidental = _hit("s.jsonl", 0.2, "Cleaned the office kitchen", "sessions")
+        merged = merge_scored(conn, query, [note], [exact, incidental], 5, mode="hybrid", text_weight=0.7,
+                              vector_weight=0.3)
+        # by rank the weak note came first; by score the message holding the whole question does, and the
+        # message holding one incidental word of it is no answer
+        assert merged[0] is exact and merged[0].score > note.score
+        assert incidental not in merged and note in merged
+        # keyword recall: both lists carry BM25 as s / (1 + s), merged as they are
+        merged = merge_scored(conn, query, [_hit("a.md", 0.3, "x")], [_hit("s.jsonl", 0.5, "y", "sessions")], 5,
+                              mode="bm25", text_weight=0.7, vector_weight=0.3)
+        assert [h.score for h in merged] == [0.5, 0.3]
+    finally:
+        conn.close()
