@@ -5,13 +5,15 @@ benchmark, not a test).
     python bench/eval.py --model-path /tmp/minilm.onnx --half tuning   # the halves to tune on
     python bench/eval.py ... --sets templated,noanswer --json /tmp/eval.json --code /work/main   # another checkout
 
-Sets (`--sets`, all by default):
+Sets (`--sets`, all by default; five, made four different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
   categories, with adversarial reported for its false-positive rate too.
 - paraphrase: bench/paraphrase (hand-written pairs whose answer shares no content word, and exact tokens;
   EN/PT/ES/ZH) over its workspace and 300 generated daily logs.
 - templated: bench/evalsets/templated.py (notes and questions from different templates and synonyms;
   reworded / entity / exact) over its notes and 300 generated daily logs.
+- templated-ml: the same method in Portuguese and Spanish (templated.generate_ml: their own templates and
+  synonym pairs), over its notes and 300 generated daily logs.
 - noanswer: bench/evalsets/noanswer.txt, questions about things no note mentions, asked of the paraphrase
   and the templated workspaces (EN/PT/ES/ZH).
 
@@ -108,6 +110,15 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
         for q in load_questions():
             qs.append({"set": "paraphrase", "id": q["id"], "category": f"{q['set']}/{q['lang']}",
                        "question": q["question"], "workspace": para_ws, "gold": [(q["path"], q["line"])]})
+    if "templated-ml" in names:
+        from evalsets.templated import generate_ml
+        ml_files, ml = generate_ml()
+        ml_ws = cache / "templated-ml"
+        if not ml_ws.exists():
+            with_distractors(ml_ws, files=ml_files)
+        for q in ml:
+            qs.append({"set": "templated-ml", "id": q["id"], "category": q["category"], "question": q["question"],
+                       "workspace": ml_ws, "gold": [(q["path"], q["line"])]})
     if "templated" in names:
         for q in tpl:
             qs.append({"set": "templated", "id": q["id"], "category": q["category"], "question": q["question"],
@@ -241,7 +252,7 @@ def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-path", help="the onnx model directory (zmem model import ... --format onnx)")
-    ap.add_argument("--sets", default="locomo,paraphrase,templated,noanswer")
+    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,noanswer")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")

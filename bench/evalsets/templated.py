@@ -121,3 +121,67 @@ def generate(seed: int = 25) -> tuple[dict[str, str], list[dict]]:
                 lines.append(r.choice(filler))
         files[path] = "\n".join(lines) + "\n"
     return files, questions
+
+
+# The same method in Portuguese and Spanish (set "templated-ml" of bench/eval.py): note and question templates
+# of each language, synonym pairs with different stems; articles travel with the words they belong to.
+ML = {
+    "pt": {
+        "rel": [("A minha avó", "a minha vovó"), ("O meu tio", "o irmão do meu pai"), ("A minha vizinha", "a senhora do lado"),
+                ("O meu chefe", "o meu gerente"), ("O meu primo", "o filho da minha tia"), ("A minha sogra", "a mãe da minha mulher")],
+        "veh": [("o carro", "o automóvel"), ("a bicicleta", "a bike"), ("a mota", "a motocicleta"), ("a carrinha", "o furgão"),
+                ("a trotinete", "o patinete")],
+        "place": [("na garagem", "no box"), ("na cave", "no porão"), ("no quintal", "no jardim"), ("na rua", "na estrada")],
+        "food": [("marisco", "camarões"), ("glúten", "trigo"), ("lacticínios", "leite"), ("ovos", "omeletes"),
+                 ("amendoins", "frutos secos")],
+        "templates": [("- {rel} deixa {veh} {place} até de manhã.", "Onde é que {rel_q} guarda {veh_q} à noite?",
+                       ("rel", "veh", "place")),
+                      ("- {rel} não pode comer {food}; nada disso nos jantares.", "Será que {rel_q} é alérgica a {food_q}?",
+                       ("rel", "food"))],
+    },
+    "es": {
+        "rel": [("Mi abuela", "mi yaya"), ("Mi tío", "el hermano de mi padre"), ("Mi vecina", "la señora de al lado"),
+                ("Mi jefe", "mi gerente"), ("Mi primo", "el hijo de mi tía"), ("Mi suegra", "la madre de mi mujer")],
+        "veh": [("el coche", "el automóvil"), ("la furgoneta", "la camioneta"), ("el patinete", "el monopatín"),
+                ("el camión", "el tráiler"), ("la moto", "el ciclomotor")],
+        "place": [("en el garaje", "en la cochera"), ("en el sótano", "en la bodega"), ("en el patio", "en el jardín"),
+                  ("en la calle", "en la acera")],
+        "food": [("mariscos", "gambas"), ("gluten", "trigo"), ("lácteos", "leche"), ("huevos", "tortillas"),
+                 ("cacahuetes", "frutos secos")],
+        "templates": [("- {rel} deja {veh} {place} hasta la mañana.", "¿Dónde guarda {rel_q} {veh_q} por la noche?",
+                       ("rel", "veh", "place")),
+                      ("- {rel} no puede comer {food}; nada de eso en las cenas.", "¿Es {rel_q} alérgica a {food_q}?",
+                       ("rel", "food"))],
+    },
+}
+
+
+def generate_ml(seed: int = 26) -> tuple[dict[str, str], list[dict]]:
+    """({path: text}, questions) for the Portuguese and Spanish templates; categories reworded/pt, reworded/es."""
+    r = random.Random(seed)
+    facts: list[tuple[str, str, str]] = []
+    for lang, lex in ML.items():
+        for note, question, slots in lex["templates"]:
+            combos = list(itertools.product(*[range(len(lex[s])) for s in slots]))
+            r.shuffle(combos)
+            seen = set()
+            for c in combos:
+                if c[:2] in seen:
+                    continue
+                seen.add(c[:2])
+                nv = {s: lex[s][v][0] for s, v in zip(slots, c)}
+                qv = {f"{s}_q": lex[s][v][1] for s, v in zip(slots, c)}
+                facts.append((note.format(**nv), question.format(**qv), lang))
+    r.shuffle(facts)
+    files: dict[str, str] = {}
+    questions: list[dict] = []
+    for d in range(0, len(facts), 6):
+        day = f"2024-{1 + (d // 6) // 28:02d}-{1 + (d // 6) % 28:02d}"
+        path = f"memory/{day}.md"
+        lines = [f"# {day}", "", "## Notas", ""]
+        for line, question, lang in facts[d:d + 6]:
+            lines.append(line)
+            questions.append({"id": f"ml{len(questions) + 1:03d}", "category": f"reworded/{lang}", "question": question,
+                              "path": path, "line": len(lines), "lang": lang})
+        files[path] = "\n".join(lines) + "\n"
+    return files, questions
