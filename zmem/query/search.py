@@ -446,19 +446,22 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
+    fetched: dict[int, tuple] = {}
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
         ranked = vec
     else:
-        keyword_only = bm25  # what the keywords found themselves: their texts weigh the query (adaptive)
         if fusion in ("weighted", "adaptive"):
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         if fusion == "adaptive":
-            from zmem.query.fusion import fuse_by_evidence
-            texts = {cid: row[6] for cid, row in _rows(conn, [cid for cid, _ in keyword_only]).items()}
-            ranked, weights = fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                               vector_weight=vector_weight)
+            from zmem.query import fusion as adaptive
+            # every candidate with a keyword score: its coverage of the query is its text score (the rows of all
+            # the candidates are read once here: the hits' snippets need them too)
+            fetched = _rows(conn, {cid for cid, _ in bm25} | {cid for cid, _ in vec})
+            texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
+            ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
+                                                        vector_weight=vector_weight)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     about: dict[int, float] | None = None
@@ -468,7 +471,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                                                path_glob=path_glob, exclude=exclude)
     if not ranked:
         return out
-    rows = _rows(conn, [cid for cid, _ in ranked])
+    rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
     bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
     if weights is not None:  # a hit with a line holding the query's rare words cites it as BM25 would
         bonus = {cid: lines for cid, lines in bonus.items() if not weights.keyword_line(rows[cid][6])}
