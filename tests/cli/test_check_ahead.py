@@ -59,6 +59,7 @@ def _indexed(ws) -> None:
         mem.catch_up()  # reads the too-recent files again and records a later snapshot
 
 
+@pytest.mark.slow
 def test_a_fresh_recall_sees_every_change_made_before_it(ws):
     assert _cited(ws, "gateway") == {"memory/2025-11-24.md"}
     with open(ws / "memory/2025-11-27.md", "a") as f:  # edited in place

@@ -15,8 +15,11 @@ FULL = (b"zmem: cannot write: No space left on device\nhint: the disk is full or
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("args", [["recall", "gateway"], ["recall", "gateway", "--json"],
-                                  ["recall", "gateway", "--since", "100y"], ["status"]])
+# the plain recall in the fast subset; the other shapes (same paths, other printers) with the slow tests
+@pytest.mark.parametrize("args", [["recall", "gateway"],
+                                  pytest.param(["recall", "gateway", "--json"], marks=pytest.mark.slow),
+                                  pytest.param(["recall", "gateway", "--since", "100y"], marks=pytest.mark.slow),
+                                  pytest.param(["status"], marks=pytest.mark.slow)])
 @pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
 def test_output_to_a_full_disk_is_an_expected_error(ws, args, unbuffered):
     # buffered, as on a user's machine, the interpreter's own flush at exit failed again after zmem's

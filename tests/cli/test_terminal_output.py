@@ -72,6 +72,7 @@ def test_get_piped_is_the_file_byte_for_byte(hostile):
     assert cited.stdout == f"- zebracrossing {HOSTILE}\n".encode()
 
 
+@pytest.mark.slow
 def test_get_on_a_terminal_shows_control_characters_escaped(hostile):
     out = on_terminal("-C", str(hostile), "get", "memory/2025-11-25.md#L5")
     assert out == f"- zebracrossing {SHOWN}\n"
@@ -123,6 +124,7 @@ def test_graph_escapes_a_hostile_file_name_on_a_terminal(ws):
     assert "memory/evil\\x1b]0;pwned\\x07.md" in out, out
 
 
+@pytest.mark.slow
 def test_opinions_on_a_terminal(hostile):
     assert zmem_proc("-C", str(hostile), "reflect").returncode == 0
     out = on_terminal("-C", str(hostile), "opinions")

@@ -103,6 +103,7 @@ def test_threads_are_set_and_capped(tiny_onnx):
     assert make_embedder({"provider": "onnx", "model_path": str(tiny_onnx), "threads": 999}).threads == cores
 
 
+@pytest.mark.slow
 def test_cli_import_index_and_hybrid_recall_with_the_onnx_provider(ws, tiny, tmp_path):
     out = tmp_path / "models" / "tiny.onnx"
     res = run(["model", "import", str(tiny), "--format", "onnx", "--out", str(out)])

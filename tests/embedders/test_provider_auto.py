@@ -37,6 +37,7 @@ def test_with_nothing_installed_recall_is_what_provider_none_gives(ws):
     assert not (ws / ".zmem" / "embed.log").exists()  # nothing was started
 
 
+@pytest.mark.slow
 def test_a_local_ollama_embedding_model_is_found_and_used(ws, monkeypatch):
     with FakeOllama([LLAMA, NOMIC]) as ollama:
         monkeypatch.setenv("OLLAMA_HOST", ollama.host)

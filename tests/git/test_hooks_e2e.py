@@ -37,6 +37,7 @@ def test_init_installs_hooks(hooked):
     assert all(v.startswith("installed") for v in json.loads(proc.stdout).values())
 
 
+@pytest.mark.slow
 def test_commit_updates_index_without_any_zmem_command(hooked):
     write(hooked, "memory/2025-12-01.md", "# 2025-12-01\n\n- The hook indexed this line.\n")
     git(hooked, "add", "-A")

@@ -112,6 +112,7 @@ def test_a_watcher_that_fails_to_start_is_not_started_again_at_once(root):
     assert wait_for(lambda: log(root).count("exits: the automatic watcher cannot serve") == 2, WAIT)
 
 
+@pytest.mark.slow
 def test_unless_watched_leaves_a_running_watcher_alone(root):
     watch = WatchProc(root)
     try:
@@ -137,6 +138,7 @@ def test_the_automatic_watcher_exits_when_idle(root):
     assert "no question from another zmem process for 2 s" in log(root)
 
 
+@pytest.mark.slow
 def test_watch_stop_stops_the_watcher_and_says_when_there_is_none(root):
     settings()
     recall(root)
@@ -185,6 +187,7 @@ def test_a_manual_watch_is_reported_as_started_by_hand(root):
         watch.stop()
 
 
+@pytest.mark.slow
 def test_a_watcher_killed_outright_is_replaced_by_a_later_command(root):
     settings()
     recall(root)

@@ -73,6 +73,7 @@ def test_zmem_mcp_takes_over_from_the_automatic_watcher(root):
     assert who["command"] == "mcp" and who["auto"] is False
 
 
+@pytest.mark.slow
 def test_a_watch_started_by_hand_takes_over_and_an_automatic_one_never_does(root):
     root, started = root
     pid = automatic(root, started)
