@@ -36,6 +36,7 @@ def many_ws(ws, server):
 
 
 def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many_ws):
+    pytest.importorskip("numpy")  # loaded: null_stats uses it (it never imports it itself)
     conn = open_index(find_workspace(many_ws))
     try:
         best = lambda q: max(sum(a * b for a, b in zip(q, v)) for v in vectors(conn))  # noqa: E731
@@ -47,6 +48,24 @@ def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many
         assert standout > 2.0
         # ...while a query about as close to every note as to its best has nothing that stands out
         assert null_stats(conn, flat, best(flat)) < min(1.0, fusion.VECTOR_FLAT, standout - 1.5)
+    finally:
+        conn.close()
+
+
+def test_without_numpy_loaded_sqlite_vec_measures_the_same(many_ws, monkeypatch):
+    import sys
+    pytest.importorskip("numpy")
+    from zmem.store.vectors import VectorStore
+    conn = open_index(find_workspace(many_ws))
+    try:
+        store = VectorStore(conn)
+        if not store.vec_loaded:
+            pytest.skip("sqlite-vec is not loaded here")
+        query = concept_vector("Which computer hosts the proxy?")
+        with_numpy = null_stats(conn, query, 0.6)
+        monkeypatch.setitem(sys.modules, "numpy", None)
+        assert null_stats(conn, query, 0.6) is None  # neither numpy nor a store: not measured
+        assert null_stats(conn, query, 0.6, store) == pytest.approx(with_numpy, abs=1e-3)
     finally:
         conn.close()
 
@@ -91,6 +110,7 @@ def test_flat_vectors_leave_the_weight_to_the_keywords(many_ws):
 
 
 def test_hybrid_recall_explains_the_outlier_and_weighs_flat_vectors_less(many_ws):
+    pytest.importorskip("numpy")
     from zmem.memory import Memory
     with Memory.open(many_ws) as mem:
         clear = mem.recall("Which computer hosts the proxy?", mode="hybrid", explain=True).results

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
@@ -235,13 +236,14 @@ def vector_lead(vec: list[tuple[int, float]]) -> int | None:
 
 
 def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[tuple[int, float]], texts: dict[int, str],
-                     *, text_weight: float, vector_weight: float, table: str = "chunks_fts", query_vector=None):
+                     *, text_weight: float, vector_weight: float, table: str = "chunks_fts", query_vector=None,
+                     store=None):
     """(ranked, Weights): the keyword candidates' texts (id -> text) weigh the query, then fuse; an empty
     ranking when nothing matches (nothing_matches; the candidates holding a rare identifier stay).
     table: the FTS table the keyword list came from (chunks_fts, facts_fts, hist_fts), for the IDFs."""
     outlier = None
     if query_vector is not None and vec:
-        outlier = null_stats(conn, query_vector, max(sim for _, sim in vec))
+        outlier = null_stats(conn, query_vector, max(sim for _, sim in vec), store)
     weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier)
     ranked = adaptive_fuse(bm25, vec, weights)
     if nothing_matches(weights, vec):
@@ -257,43 +259,58 @@ def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
     return max((sim for _, sim in vec), default=0.0) < COSINE_FLOOR
 
 
-def null_sample(conn):
-    """A fixed sample of the index's window vectors (numpy, rows of unit vectors), at most NULL_SAMPLE, read by
-    rowid at even steps and kept per index state (its first and last window id); None without numpy or
-    vectors."""
-    try:
-        import numpy as np
-    except ImportError:
-        return None
+def _sample_ids(conn) -> tuple[tuple, list[int]] | None:
+    """(index state, window ids): up to NULL_SAMPLE ids at even steps between the first and last window."""
     lo, hi = conn.execute("SELECT min(id), max(id) FROM chunk_vectors").fetchone()
     if lo is None:
         return None
     path = conn.execute("PRAGMA database_list").fetchone()[2] or id(conn)
-    key = (path, lo, hi)
-    got = _null_samples.get(key)
+    step = max(1, (hi - lo + 1) // NULL_SAMPLE)
+    return (path, lo, hi), list(range(lo, hi + 1, step))[:NULL_SAMPLE]
+
+
+def null_sample(conn):
+    """A fixed sample of the index's window vectors (numpy rows), read by rowid once per index state
+    (_sample_ids), or None (no vectors, or numpy not loaded: it is not imported here, where a fresh process
+    served by a watcher would pay ~0.1-0.4 s for it)."""
+    np = sys.modules.get("numpy")
+    got = _sample_ids(conn) if np is not None else None
     if got is None:
-        step = max(1, (hi - lo + 1) // NULL_SAMPLE)
-        ids = list(range(lo, hi + 1, step))[:NULL_SAMPLE]
+        return None
+    key, ids = got
+    if key not in _null_samples:
         blobs = [r[0] for r in conn.execute(
             f"SELECT vector FROM chunk_vectors WHERE id IN ({','.join('?' * len(ids))})", ids)]
         try:
-            got = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1) if blobs else None
+            sample = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1) if blobs else None
         except ValueError:  # vectors of different sizes (a model change half-way): no null to measure against
-            got = None
+            sample = None
         if len(_null_samples) > 16:
             _null_samples.clear()
-        _null_samples[key] = got
-    return got
+        _null_samples[key] = sample
+    return _null_samples[key]
 
 
-def null_stats(conn, query_vector, best: float) -> float | None:
+def null_stats(conn, query_vector, best: float, store=None) -> float | None:
     """The outlier score of a query's best cosine: (best - mean) / standard deviation of the query's cosines
-    with the sampled windows (null_sample); None when it cannot be measured (no numpy, under 30 windows, a
-    vector of another size)."""
+    with the sampled windows: by numpy on null_sample when numpy is loaded, else by sqlite-vec through
+    store when it is; None when it cannot be measured (neither, under 30 windows, a vector of another size)."""
     sample = null_sample(conn)
-    if sample is None or len(sample) < 30 or sample.shape[1] != len(query_vector):
+    if sample is not None:
+        if len(sample) < 30 or sample.shape[1] != len(query_vector):
+            return None
+        sims = (sample @ sys.modules["numpy"].asarray(query_vector, dtype="float32")).tolist()
+    elif store is not None and getattr(store, "vec_loaded", False) and (got := _sample_ids(conn)):
+        ids = got[1]
+        sql = f"SELECT {{sim}} FROM chunk_vectors WHERE id IN ({','.join('?' * len(ids))})"
+        try:
+            sims = [r[0] for r in store.similarities(sql, "vector", tuple(ids), query_vector) if r[0] is not None]
+        except Exception:  # noqa: BLE001 - a vector of another size: sqlite-vec refuses it
+            return None
+    else:
         return None
-    import numpy as np
-    sims = sample @ np.asarray(query_vector, dtype=np.float32)
-    spread = float(sims.std())
-    return (best - float(sims.mean())) / spread if spread > 0 else None
+    if len(sims) < 30:
+        return None
+    mean = sum(sims) / len(sims)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
+    return (best - mean) / spread if spread > 0 else None
