@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
@@ -57,6 +58,19 @@ COVER_POWER = 0.5  # the text score grows with coverage ** this
 # ~0.8 for anything) never falls under it, which leaves recall as it was.
 EVIDENCE_FLOOR = 0.2
 COSINE_FLOOR = 0.3
+# How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
+# (its "outlier" score, null_stats): (best cosine - their mean) / their standard deviation, estimated on a fixed
+# sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
+# question about something no note mentions is about as close to its best window as to hundreds of others.
+NULL_SAMPLE = 512
+# The vectors are weighed by their own evidence as the keywords are by theirs: a best cosine that stands out
+# VECTOR_CLEAR or more keeps the vector weight text_share leaves; one standing out VECTOR_FLAT or less (the
+# model sees the query about as close to everything: all-MiniLM-L6-v2 on Portuguese or Spanish) keeps
+# VECTOR_FLOOR of it, sliding between; the weights are then scaled back to a sum of 1 (query_weights).
+VECTOR_FLAT = 2.5
+VECTOR_CLEAR = 4.5
+VECTOR_FLOOR = 0.25
+_null_samples: dict = {}
 
 
 @dataclass
@@ -68,6 +82,7 @@ class Weights:
     rarity: tuple = ()  # the query's Terms (query_rarity)
     lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
     cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
+    outlier: float | None = None  # the best cosine in standard deviations above the query's null (null_stats)
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -80,6 +95,8 @@ class Weights:
         fused scores' order, which rule: "identifier" (a rare identifier of the query) or "vector_lead"."""
         out = {"text_weight": round(self.text, 3), "vector_weight": round(self.vector, 3),
                "keyword_evidence": round(self.evidence, 3)}
+        if self.outlier is not None:
+            out["vector_outlier"] = round(self.outlier, 2)
         if cid is not None and cid in self.cover:
             out["keyword_coverage"] = round(self.cover[cid], 3)
         if cid is not None and (cid in self.exact or cid == self.lead):
@@ -127,14 +144,26 @@ def coverage(text: str, rarity: list[Term]) -> tuple[float, bool]:
     return (1.0 if exact else sum(t.idf for t in held) / whole), exact
 
 
-def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float) -> Weights:
-    """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text),
-    with each candidate's coverage (Weights.cover) for its text score in adaptive_fuse."""
+def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float,
+                  outlier: float | None = None) -> Weights:
+    """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text)
+    and from the vectors' own (outlier: null_stats; None counts as clear), with each candidate's coverage
+    (Weights.cover) for its text score in adaptive_fuse."""
     covered = {cid: coverage(text, rarity) for cid, text in texts.items()}
     evidence = max((share for share, _ in covered.values()), default=0.0)
     text = text_share(evidence, text_weight, vector_weight)
-    return Weights(text, 1.0 - text, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
-                   tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()})
+    vector = (1.0 - text) * vector_evidence(outlier)
+    text, vector = (text / (text + vector), vector / (text + vector)) if text + vector > 0 else (text, 1.0 - text)
+    return Weights(text, vector, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
+                   tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()}, outlier=outlier)
+
+
+def vector_evidence(outlier: float | None) -> float:
+    """The share of its weight the vector side keeps for how far its best cosine stands out (null_stats):
+    1 at VECTOR_CLEAR or more (or unmeasured), VECTOR_FLOOR at VECTOR_FLAT or less, linear between."""
+    if outlier is None or VECTOR_CLEAR <= VECTOR_FLAT or outlier >= VECTOR_CLEAR:
+        return 1.0
+    return VECTOR_FLOOR + (1.0 - VECTOR_FLOOR) * max(0.0, outlier - VECTOR_FLAT) / (VECTOR_CLEAR - VECTOR_FLAT)
 
 
 def text_share(evidence: float, text_weight: float, vector_weight: float) -> float:
@@ -207,11 +236,15 @@ def vector_lead(vec: list[tuple[int, float]]) -> int | None:
 
 
 def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[tuple[int, float]], texts: dict[int, str],
-                     *, text_weight: float, vector_weight: float, table: str = "chunks_fts"):
+                     *, text_weight: float, vector_weight: float, table: str = "chunks_fts", query_vector=None,
+                     store=None):
     """(ranked, Weights): the keyword candidates' texts (id -> text) weigh the query, then fuse; an empty
     ranking when nothing matches (nothing_matches; the candidates holding a rare identifier stay).
     table: the FTS table the keyword list came from (chunks_fts, facts_fts, hist_fts), for the IDFs."""
-    weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight)
+    outlier = None
+    if query_vector is not None and vec:
+        outlier = null_stats(conn, query_vector, max(sim for _, sim in vec), store)
+    weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier)
     ranked = adaptive_fuse(bm25, vec, weights)
     if nothing_matches(weights, vec):
         ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
@@ -224,3 +257,60 @@ def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
     if weights.evidence >= EVIDENCE_FLOOR or weights.exact:
         return False
     return max((sim for _, sim in vec), default=0.0) < COSINE_FLOOR
+
+
+def _sample_ids(conn) -> tuple[tuple, list[int]] | None:
+    """(index state, window ids): up to NULL_SAMPLE ids at even steps between the first and last window."""
+    lo, hi = conn.execute("SELECT min(id), max(id) FROM chunk_vectors").fetchone()
+    if lo is None:
+        return None
+    path = conn.execute("PRAGMA database_list").fetchone()[2] or id(conn)
+    step = max(1, (hi - lo + 1) // NULL_SAMPLE)
+    return (path, lo, hi), list(range(lo, hi + 1, step))[:NULL_SAMPLE]
+
+
+def null_sample(conn):
+    """A fixed sample of the index's window vectors (numpy rows), read by rowid once per index state
+    (_sample_ids), or None (no vectors, or numpy not loaded: it is not imported here, where a fresh process
+    served by a watcher would pay ~0.1-0.4 s for it)."""
+    np = sys.modules.get("numpy")
+    got = _sample_ids(conn) if np is not None else None
+    if got is None:
+        return None
+    key, ids = got
+    if key not in _null_samples:
+        blobs = [r[0] for r in conn.execute(
+            f"SELECT vector FROM chunk_vectors WHERE id IN ({','.join('?' * len(ids))})", ids)]
+        try:
+            sample = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1) if blobs else None
+        except ValueError:  # vectors of different sizes (a model change half-way): no null to measure against
+            sample = None
+        if len(_null_samples) > 16:
+            _null_samples.clear()
+        _null_samples[key] = sample
+    return _null_samples[key]
+
+
+def null_stats(conn, query_vector, best: float, store=None) -> float | None:
+    """The outlier score of a query's best cosine: (best - mean) / standard deviation of the query's cosines
+    with the sampled windows: by numpy on null_sample when numpy is loaded, else by sqlite-vec through
+    store when it is; None when it cannot be measured (neither, under 30 windows, a vector of another size)."""
+    sample = null_sample(conn)
+    if sample is not None:
+        if len(sample) < 30 or sample.shape[1] != len(query_vector):
+            return None
+        sims = (sample @ sys.modules["numpy"].asarray(query_vector, dtype="float32")).tolist()
+    elif store is not None and getattr(store, "vec_loaded", False) and (got := _sample_ids(conn)):
+        ids = got[1]
+        sql = f"SELECT {{sim}} FROM chunk_vectors WHERE id IN ({','.join('?' * len(ids))})"
+        try:
+            sims = [r[0] for r in store.similarities(sql, "vector", tuple(ids), query_vector) if r[0] is not None]
+        except Exception:  # noqa: BLE001 - a vector of another size: sqlite-vec refuses it
+            return None
+    else:
+        return None
+    if len(sims) < 30:
+        return None
+    mean = sum(sims) / len(sims)
+    spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
+    return (best - mean) / spread if spread > 0 else None

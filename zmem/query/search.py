@@ -461,7 +461,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             fetched = _rows(conn, {cid for cid, _ in bm25} | {cid for cid, _ in vec})
             texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
             ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                                        vector_weight=vector_weight)
+                                                        vector_weight=vector_weight, query_vector=query_vector,
+                                                        store=store)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     about: dict[int, float] | None = None

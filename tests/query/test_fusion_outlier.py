@@ -1,0 +1,123 @@
+"""The vectors weighed by their own evidence: how far a query's best cosine stands out of its cosines with
+the index's windows at large (fusion.null_stats), and the vector weight that follows (vector_evidence).
+Real indexes, embedded through the loopback server's deterministic concept vectors
+(helpers.embed_server: `computer`, `box` and `hosts` share a concept, `relay` and `proxy` another)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.embed_server import concept_vector
+from helpers.workspace import commit_all, run, use_server, write
+from zmem.index.catchup import open_index
+from zmem.query import fusion
+from zmem.query.fusion import null_stats, query_rarity, query_weights, text_share, vector_evidence
+from zmem.workspace.core import find_workspace
+
+LETTERS = "bcdfghjklmnpqrstvwxz"
+
+
+def word(i: int) -> str:
+    """A made-up word of its own per i (no digit: not an identifier)."""
+    return "zo" + LETTERS[i % 20] + LETTERS[i // 20 % 20] + "a"
+
+
+@pytest.fixture
+def many_ws(ws, server):
+    """40 notes of a log entry each (every one says `entry` and `log`, and two words of its own), and the
+    note a reworded question is about: more windows than null_stats needs (30) to measure a spread."""
+    for i in range(40):
+        write(ws, f"bank/log-{i}.md", f"# Log {i}\n\n- Entry log: {word(2 * i)} {word(2 * i + 1)}.\n")
+    write(ws, "bank/setup.md", "# Setup\n\n- The relay daemon runs on the old box.\n")
+    commit_all(ws)
+    use_server(server)
+    res = run(["-C", str(ws), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    return ws
+
+
+def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many_ws):
+    pytest.importorskip("numpy")  # loaded: null_stats uses it (it never imports it itself)
+    conn = open_index(find_workspace(many_ws))
+    try:
+        best = lambda q: max(sum(a * b for a, b in zip(q, v)) for v in vectors(conn))  # noqa: E731
+        clear = concept_vector("Which computer hosts the proxy?")
+        flat = concept_vector("entry log")
+        # the reworded question's answer stands far above the query's cosines with the rest of the notes
+        # (in these 64-dimension hashed vectors words collide, so "far" is ~2.5 standard deviations)...
+        standout = null_stats(conn, clear, best(clear))
+        assert standout > 2.0
+        # ...while a query about as close to every note as to its best has nothing that stands out
+        assert null_stats(conn, flat, best(flat)) < min(1.0, fusion.VECTOR_FLAT, standout - 1.5)
+    finally:
+        conn.close()
+
+
+def test_without_numpy_loaded_sqlite_vec_measures_the_same(many_ws, monkeypatch):
+    import sys
+    pytest.importorskip("numpy")
+    from zmem.store.vectors import VectorStore
+    conn = open_index(find_workspace(many_ws))
+    try:
+        store = VectorStore(conn)
+        if not store.vec_loaded:
+            pytest.skip("sqlite-vec is not loaded here")
+        query = concept_vector("Which computer hosts the proxy?")
+        with_numpy = null_stats(conn, query, 0.6)
+        monkeypatch.setitem(sys.modules, "numpy", None)
+        assert null_stats(conn, query, 0.6) is None  # neither numpy nor a store: not measured
+        assert null_stats(conn, query, 0.6, store) == pytest.approx(with_numpy, abs=1e-3)
+    finally:
+        conn.close()
+
+
+def vectors(conn) -> list[list[float]]:
+    from zmem.store.vectors import unpack
+    return [unpack(r[0]) for r in conn.execute("SELECT vector FROM chunk_vectors")]
+
+
+def test_too_few_windows_measure_nothing(ws, server):
+    use_server(server)
+    assert run(["-C", str(ws), "index", "--json"]).exit_code == 0
+    conn = open_index(find_workspace(ws))
+    try:
+        assert null_stats(conn, concept_vector("gateway"), 0.9) is None  # two daily logs: no spread to measure
+    finally:
+        conn.close()
+
+
+def test_flat_vectors_leave_the_weight_to_the_keywords(many_ws):
+    conn = open_index(find_workspace(many_ws))
+    try:
+        rarity = query_rarity(conn, "entry log zorba")
+        texts = {1: "- Entry log: something."}
+        plain = query_weights(rarity, texts, 0.7, 0.3)
+        evidence_text = text_share(plain.evidence, 0.7, 0.3)
+        # unmeasured or clear vectors: the weights the keyword evidence gives, as before
+        assert plain.text == pytest.approx(evidence_text)
+        assert query_weights(rarity, texts, 0.7, 0.3, fusion.VECTOR_CLEAR + 1).text == pytest.approx(evidence_text)
+        # flat vectors keep VECTOR_FLOOR of their share, the weights still sum to 1
+        flat = query_weights(rarity, texts, 0.7, 0.3, fusion.VECTOR_FLAT - 1)
+        kept = (1 - evidence_text) * fusion.VECTOR_FLOOR
+        assert flat.vector == pytest.approx(kept / (evidence_text + kept))
+        assert flat.text + flat.vector == pytest.approx(1.0) and flat.text > plain.text
+        assert flat.explain()["vector_outlier"] == fusion.VECTOR_FLAT - 1
+    finally:
+        conn.close()
+    # between the two, the vectors' share slides
+    middle = (fusion.VECTOR_FLAT + fusion.VECTOR_CLEAR) / 2
+    assert fusion.VECTOR_FLOOR < vector_evidence(middle) < 1.0
+    assert vector_evidence(None) == 1.0
+
+
+def test_hybrid_recall_explains_the_outlier_and_weighs_flat_vectors_less(many_ws):
+    pytest.importorskip("numpy")
+    from zmem.memory import Memory
+    with Memory.open(many_ws) as mem:
+        clear = mem.recall("Which computer hosts the proxy?", mode="hybrid", explain=True).results
+        flat = mem.recall("entry log", mode="hybrid", explain=True).results
+    assert clear[0].path == "bank/setup.md"
+    assert flat and flat[0].explain["vector_outlier"] < fusion.VECTOR_FLAT
+    assert clear[0].explain["vector_outlier"] > flat[0].explain["vector_outlier"] + 1.5
+    evidence = flat[0].explain["keyword_evidence"]
+    # the keywords get more than their evidence alone would give them
+    assert flat[0].explain["text_weight"] > text_share(evidence, 0.7, 0.3) + 0.01 or evidence >= fusion.STRONG
