@@ -27,8 +27,9 @@ from zmem.text.markdown import ATX, FENCE_OPEN, LIST_ITEM
 NEIGHBOUR = 0.75  # a neighbouring unit weighing this share of the best unit's weight joins the citation
 MAX_UNITS = 2  # units a citation holds at most, a question's answer and a heading's body aside
 
-# a sentence ends a unit: its last character (closing quotes and brackets looked through)
-_END = re.compile(r"[.!?…。！？:;](?:[\"'”’»)\]*_`]*)\s*$")
+# a sentence ends a unit: its last character (closing quotes, brackets and emphasis looked through)
+_CLOSERS = "\"'”’»)]*_` \t"
+_ENDS = frozenset(".!?…。！？:;")
 # a line that states something on its own: `Name: words`, `12:30 words`, `[tag] words`, `**Key**: words`
 _LABEL = re.compile(r"^\s*(?:\*\*[^*]{1,40}\*\*:?|\[[^\]]{1,40}\]|\d{1,2}:\d{2}\b|[^\s:][^:]{0,40}:\s)")
 _ROW = re.compile(r"^\s*\|")
@@ -43,7 +44,8 @@ def units(lines: list[str]) -> list[tuple[int, int]]:
         if not line.strip():
             i += 1
             continue
-        fence = FENCE_OPEN.match(line)
+        special = line[:1] in _MARKS
+        fence = special and FENCE_OPEN.match(line)
         if fence:  # a code block is one unit, to its closing fence (or the chunk's end)
             mark = fence.group(2)
             j = i + 1
@@ -53,27 +55,33 @@ def units(lines: list[str]) -> list[tuple[int, int]]:
             out.append((i, last))
             i = last + 1
             continue
-        if ATX.match(line) or _ROW.match(line):
+        if special and (ATX.match(line) or _ROW.match(line)):
             out.append((i, i))
             i += 1
             continue
-        item = LIST_ITEM.match(line)
+        item = special and LIST_ITEM.match(line) is not None
         j = i
-        while j + 1 < n and _continues(lines, j, item is not None):
+        while j + 1 < n and _continues(lines, j, item):
             j += 1
         out.append((i, j))
         i = j + 1
     return out
 
 
+# what a heading, list item, fence or table row can start with (indented up to three spaces: a space)
+_MARKS = frozenset("#-*+|`~ \t0123456789")
+
+
 def _continues(lines: list[str], j: int, in_item: bool) -> bool:
     """Whether line j + 1 continues the unit that line j is in."""
     nxt = lines[j + 1]
-    if not nxt.strip() or ATX.match(nxt) or LIST_ITEM.match(nxt) or FENCE_OPEN.match(nxt) or _ROW.match(nxt):
+    if not nxt.strip():
+        return False
+    if nxt[:1] in _MARKS and (ATX.match(nxt) or LIST_ITEM.match(nxt) or FENCE_OPEN.match(nxt) or _ROW.match(nxt)):
         return False
     if in_item and nxt[:1] in (" ", "\t"):
         return True  # an item's indented continuation
-    return not _END.search(lines[j]) and not _LABEL.match(nxt)
+    return lines[j].rstrip(_CLOSERS)[-1:] not in _ENDS and not _LABEL.match(nxt)
 
 
 def choose(lines: list[str], weights: list[float], max_chars: int) -> tuple[int, int] | None:
@@ -117,8 +125,14 @@ def choose(lines: list[str], weights: list[float], max_chars: int) -> tuple[int,
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
-DEPTH = 2  # chunks whose lines compete for the k citations: the first DEPTH x k ranked ones
+DEPTH = 1  # chunks whose lines compete for the k citations: the first DEPTH x k ranked ones
 MERGE_LINES = 3  # a candidate touching a chosen citation extends it up to this many lines instead of a new hit
+# a unit's weight over its chunk's best unit, next to its chunk's score over the best chunk's (both in [0, 1])
+# and its best vector window's cosine: with vectors its words count fully; from keywords alone the line weight
+# (relative to its own chunk) would let any matching line of a weak chunk outrank a strong chunk's second line.
+# Tuned on LoCoMo dev's tuning half (citelines' docs/citations.md): 1.0 / 0.3
+LINE_WEIGHT = 1.0
+LINE_WEIGHT_KEYWORDS = 0.3
 
 
 @dataclass
@@ -142,39 +156,52 @@ def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], ch
     top = max(unit_w)
     if top <= 0:
         return None
-    order = sorted(range(len(spans)), key=lambda u: (-unit_w[u], u))
-    if _size(lines, *spans[order[0]]) > max_chars:
+    heads = [_level(lines[a]) for a, _ in spans]
+    # equal weights: a text line before a heading (the heading path is in the hit's `heading` already)
+    order = sorted(range(len(spans)), key=lambda u: (-unit_w[u], heads[u] > 0, u))
+    ends = [0]  # ends[i]: characters of lines[:i] joined by newlines, plus one
+    for line in lines:
+        ends.append(ends[-1] + len(line) + 1)
+    if ends[spans[order[0]][1] + 1] - ends[spans[order[0]][0]] - 1 > max_chars:
         return None
+    line_weight = LINE_WEIGHT if sims is not None else LINE_WEIGHT_KEYWORDS
     out = []
     for u in order[:PER_CHUNK]:
         if unit_w[u] <= 0:
             break
-        lo, hi = _complete(lines, spans, u, max_chars)
+        lo, hi = _complete(lines, spans, heads, ends, u, max_chars)
         sim = max((sims.get(start + i, 0.0) for i in range(spans[u][0], spans[u][1] + 1)), default=0.0) if sims else 0.0
-        out.append(Span(chunk_score + unit_w[u] / top + sim, cid, start + lo, start + hi))
+        out.append(Span(chunk_score + line_weight * unit_w[u] / top + sim, cid, start + lo, start + hi))
     return out
 
 
-def _size(lines: list[str], a: int, b: int) -> int:
-    return sum(len(x) for x in lines[a:b + 1]) + (b - a)
-
-
-def _complete(lines: list[str], spans: list[tuple[int, int]], u: int, max_chars: int) -> tuple[int, int]:
-    """Line indexes of unit u with what completes it, within max_chars."""
+def _complete(lines: list[str], spans: list[tuple[int, int]], heads: list[bool], ends: list[int], u: int,
+              max_chars: int) -> tuple[int, int]:
+    """Line indexes of unit u with what completes it, within max_chars (heads: the units' heading levels;
+    ends: citelines.chunk_spans' running character counts)."""
     lo, hi = spans[u]
-    if ATX.match(lines[lo]):  # a heading: what it heads, up to the next heading
+
+    def fits(last: int) -> bool:
+        return ends[last + 1] - ends[lo] - 1 <= max_chars
+
+    if heads[u]:  # a heading: what it heads, up to the next heading of its level or above
         j = u
-        while j + 1 < len(spans) and not ATX.match(lines[spans[j + 1][0]]) and _size(lines, lo, spans[j + 1][1]) <= max_chars:
+        while j + 1 < len(spans) and not 0 < heads[j + 1] <= heads[u] and fits(spans[j + 1][1]):
             j += 1
         return lo, spans[j][1]
-    if u + 1 < len(spans) and not ATX.match(lines[spans[u + 1][0]]):
+    if u + 1 < len(spans) and not heads[u + 1]:
         if _asks(lines[hi]):  # a question: its answer follows
-            if _size(lines, lo, spans[u + 1][1]) <= max_chars:
+            if fits(spans[u + 1][1]):
                 return lo, spans[u + 1][1]
-        elif u + 2 < len(spans) and _asks(lines[spans[u + 1][1]]) and not ATX.match(lines[spans[u + 2][0]]) \
-                and _size(lines, lo, spans[u + 2][1]) <= max_chars:
+        elif u + 2 < len(spans) and _asks(lines[spans[u + 1][1]]) and not heads[u + 2] and fits(spans[u + 2][1]):
             return lo, spans[u + 2][1]  # a statement, a question about it and its answer
     return lo, hi
+
+
+def _level(line: str) -> int:
+    """A heading's level (1-6), 0 for any other line."""
+    m = ATX.match(line) if line[:1] in _MARKS else None
+    return len(m.group(1)) if m else 0
 
 
 def _asks(line: str) -> bool:

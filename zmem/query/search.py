@@ -491,7 +491,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if rerank is not None:
         ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                        bonus=bonus, why=why, sims=sims)
+                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or rerank is not None)
     shown = sum(len(h.snippet) for h in out.results)
     spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
     if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
@@ -606,16 +606,19 @@ def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
 
 def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
                   max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None,
-                  sims: dict[int, dict[int, float]] | None = None) -> Recall:
+                  sims: dict[int, dict[int, float]] | None = None, ordered: bool = False) -> Recall:
     """The k hits for the ranked chunks (rows: id -> (id, path, start, end, heading, day, text)): the units
     of the first citelines.DEPTH x k chunks compete for the k citations (citelines.chunk_spans, choose_spans:
     a hit cites the lines that answer, and a chunk with two answers may give two hits), then the further
     chunks one hit each; lines already cited are not cited again, and the --max-chars budget stops it.
-    sims: per chunk, per line, the cosine of its best vector window (hybrid and vector recall)."""
+    sims: per chunk, per line, the cosine of its best vector window (hybrid and vector recall). The first
+    ranked chunk's best lines are always the first hit. ordered (a reranker's order and passages, a named
+    entity's page and facts first): one hit per chunk in rank order, citing its best units (make_snippet)."""
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
     over_budget = False
-    for cid, first, last, snippet, score, (start, end) in _citations(ranked, rows, query, k, snippet_chars, bonus, sims or {}):
+    for cid, first, last, snippet, score, (start, end) in _citations(ranked, rows, query, k, snippet_chars, bonus, sims or {},
+                                                                           ordered):
         if len(out.results) == k or (budget is not None and budget <= 0):
             break
         _, path, _, _, heading, day, text = rows[cid]
@@ -642,10 +645,10 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
     return out
 
 
-def _citations(ranked, rows, query, k, snippet_chars, bonus, sims):
+def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False):
     """(chunk id, first line, last line, text, chunk score, (chunk start, chunk end)) in the order recall cites them: the spans
     citelines chooses among the first DEPTH x k chunks, then one make_snippet window per further chunk."""
-    depth = citelines.DEPTH * k
+    depth = 0 if ordered else citelines.DEPTH * k  # ordered: one hit per chunk, in rank order
     top = max((s for _, s in ranked[:depth]), default=0.0) or 1.0
     candidates: list[citelines.Span] = []
     plain: dict[int, tuple[int, int, str]] = {}  # chunks cited as make_snippet chooses
@@ -669,9 +672,17 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims):
     def text_of(cid):
         return rows[cid][1], rows[cid][2], lines_of[cid]
 
-    for cid, path, first, last, *merged in citelines.choose_spans(candidates, k, text_of):
+    chosen = citelines.choose_spans(candidates, k, text_of)
+    if chosen:  # the first ranked chunk's best lines first (an identifier, a clear vector lead)
+        at = next((i for i, c in enumerate(chosen) if c[0] == ranked[0][0]), 0)
+        chosen.insert(0, chosen.pop(at))
+    for cid, path, first, last, *merged in chosen:
         if cid in plain and not merged and (first, last) == plain[cid][:2]:
             yield cid, first, last, plain[cid][2], score_of[cid], rows[cid][2:4]
+            continue
+        start = rows[cid][2]
+        if not merged and first >= start and last - start < len(lines_of[cid]):
+            yield cid, first, last, "\n".join(lines_of[cid][first - start:last - start + 1]), score_of[cid], rows[cid][2:4]
             continue
         line: dict[int, str] = {}
         for c in (cid, *merged):
