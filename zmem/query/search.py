@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from zmem.errors import ZmemError, example
-from zmem.query import citelines
+from zmem.query import citelines, expand
 from zmem.text.chunking import CUT
 from zmem.store.fts import (_quote, build_match, common_terms, fold, match_keys, nfc, query_grams,
                             word_start as _word_start, word_tokens)
@@ -466,6 +466,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                                                vector_weight=vector_weight)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
+        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: search_bm25(
+            conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n)
     about: dict[int, float] | None = None
     facts_at: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts first
