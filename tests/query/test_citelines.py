@@ -73,3 +73,30 @@ def test_candidates_touching_a_chosen_citation_extend_it_up_to_the_merge_limit()
     spans = [Span(3.0, 1, 4, 4), Span(2.5, 1, 5, 5), Span(2.4, 1, 6, 6), Span(2.3, 1, 7, 7), Span(2.0, 1, 1, 1)]
     chosen = choose_spans(spans, 10, text_of)
     assert [c[1:4] for c in chosen] == [["a.md", 4, 6], ["a.md", 1, 1]]  # 7 would make four lines: dropped
+
+
+def test_a_dated_question_finds_the_note_of_the_resolved_day(ws):
+    for day in ("2023-12-01", "2023-12-08", "2023-12-15"):
+        write(ws, f"memory/{day}.md", f"# {day}\n\n- Tim recommended a book to John: a good story about dragons.\n"
+                                      f"- Also talked about the weather on {day}.\n")
+    commit_all(ws)
+    for query in ("Which book did Tim recommend on 8th December, 2023?", "the book Tim recommended on 2023-12-08"):
+        hit = recall_json(ws, query, "--k", "3")["results"][0]
+        assert hit["path"] == "memory/2023-12-08.md", (query, hit)
+        assert "recommended a book" in hit["snippet"]
+
+
+def test_query_days_resolves_dates_months_years_and_relative_days():
+    import datetime as dt
+
+    from zmem.query.expand import query_days
+    today = dt.date(2025, 3, 12)  # a Wednesday
+    assert query_days("what happened on 7 May 2023", today) == ("2023-05-07", "2023-05-07")
+    assert query_days("the offer in January 2024", today) == ("2024-01-01", "2024-01-31")
+    assert query_days("what did he organize in 2024", today) == ("2024-01-01", "2024-12-31")
+    assert query_days("what did we say yesterday", today) == ("2025-03-11", "2025-03-11")
+    assert query_days("3 days ago", today) == ("2025-03-09", "2025-03-09")
+    assert query_days("decisions last week", today) == ("2025-03-03", "2025-03-09")
+    assert query_days("what was planned last June", today) == ("2024-06-01", "2024-06-30")
+    assert query_days("where does Peter live", today) is None
+    assert query_days("error 2024 in the log", today) is None  # a bare number is not a year asked about
