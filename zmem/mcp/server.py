@@ -53,12 +53,14 @@ memory/YYYY-MM-DD.md, bank/ pages) by keywords and, when an embedding model is c
 meaning.
 
 Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "source", "citation",
-"day", "heading"}], "provider", "model", "mode", "warnings"}, best first (day: a daily log's date;
-heading: the section the lines are in; each left out when there is none). The snippet is exactly lines
-startLine..endLine of path (1-based), and citation is "path#L<startLine>-L<endLine>": cite it when
-you use the snippet, and pass it to memory_get to read exactly those lines again (or a wider range
-of the same path for context). score is in (0, 1], higher is better; it ranks results and is not a
-probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled):
+"day", "heading", "chunkStartLine", "chunkEndLine"}], "provider", "model", "mode", "warnings"}, best
+first (day: a daily log's date; heading: the section the lines are in; each left out when there is
+none). The snippet is exactly lines startLine..endLine of path (1-based): the line or few lines that
+answer, never half a list item; citation is "path#L<startLine>-L<endLine>": cite it when you use the
+snippet, and pass it to memory_get to read exactly those lines again. chunkStartLine..chunkEndLine is
+the passage they were found in: read that range with memory_get when you need the context. score is
+in (0, 1], higher is better: how well that passage matches (results are ordered by how well their own
+lines answer, so a later result may show a higher score); it is not a probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled):
 a session hit cites a .jsonl transcript line, which memory_get cannot read back (it reads memory
 files only); its snippet is the message itself.
 mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
@@ -157,6 +159,8 @@ def search_result(hit) -> dict:
             out["day"] = d["day"]
         if d.get("heading"):
             out["heading"] = d["heading"]
+        if "chunk_start_line" in d and out["source"] == "memory":  # the passage around the cited lines
+            out["chunkStartLine"], out["chunkEndLine"] = d["chunk_start_line"], d["chunk_end_line"]
     return out
 
 
