@@ -37,51 +37,66 @@ _ROW = re.compile(r"^\s*\|")
 
 def units(lines: list[str]) -> list[tuple[int, int]]:
     """The units of a chunk's lines as (first, last) indexes; blank lines belong to none."""
+    kinds = [_kind(line) if line[:1] in _MARKS else (PLAIN if line else BLANK) for line in lines]
     out: list[tuple[int, int]] = []
     i, n = 0, len(lines)
     while i < n:
-        line = lines[i]
-        if not line.strip():
+        kind = kinds[i]
+        if kind == BLANK:
             i += 1
             continue
-        special = line[:1] in _MARKS
-        fence = special and FENCE_OPEN.match(line)
-        if fence:  # a code block is one unit, to its closing fence (or the chunk's end)
-            mark = fence.group(2)
+        if kind == FENCE:  # a code block is one unit, to its closing fence (or the chunk's end)
+            mark = FENCE_OPEN.match(lines[i]).group(2)
+            close = mark[0] * len(mark)
             j = i + 1
-            while j < n and not lines[j].lstrip().startswith(mark[0] * len(mark)):
+            while j < n and not lines[j].lstrip().startswith(close):
                 j += 1
             last = min(j, n - 1)
             out.append((i, last))
             i = last + 1
             continue
-        if special and (ATX.match(line) or _ROW.match(line)):
+        if kind in (HEADING, ROW):
             out.append((i, i))
             i += 1
             continue
-        item = special and LIST_ITEM.match(line) is not None
+        item = kind == ITEM
         j = i
-        while j + 1 < n and _continues(lines, j, item):
+        while j + 1 < n:  # the lines continuing this one's unit
+            nxt = kinds[j + 1]
+            if nxt != PLAIN and nxt != INDENTED:
+                break
+            if not (item and nxt == INDENTED) and (  # an item's indented continuation always; else a sentence's
+                    lines[j].rstrip(_CLOSERS)[-1:] in _ENDS or _LABEL.match(lines[j + 1])):
+                break
             j += 1
         out.append((i, j))
         i = j + 1
     return out
 
 
+# line kinds (units): a blank line, a heading, a fence, a table row, a list item, an indented line, other text
+BLANK, HEADING, FENCE, ROW, ITEM, INDENTED, PLAIN = range(7)
 # what a heading, list item, fence or table row can start with (indented up to three spaces: a space)
 _MARKS = frozenset("#-*+|`~ \t0123456789")
 
 
-def _continues(lines: list[str], j: int, in_item: bool) -> bool:
-    """Whether line j + 1 continues the unit that line j is in."""
-    nxt = lines[j + 1]
-    if not nxt.strip():
-        return False
-    if nxt[:1] in _MARKS and (ATX.match(nxt) or LIST_ITEM.match(nxt) or FENCE_OPEN.match(nxt) or _ROW.match(nxt)):
-        return False
-    if in_item and nxt[:1] in (" ", "\t"):
-        return True  # an item's indented continuation
-    return lines[j].rstrip(_CLOSERS)[-1:] not in _ENDS and not _LABEL.match(nxt)
+def _kind(line: str) -> int:
+    """The kind of a line starting with one of _MARKS."""
+    body = line.lstrip(" \t")
+    if not body:
+        return BLANK
+    if len(line) - len(body) > 3 or "\t" in line[:len(line) - len(body)]:
+        return INDENTED
+    c = body[0]
+    if c == "#" and ATX.match(line):
+        return HEADING
+    if c == "|":
+        return ROW
+    if c in "`~" and FENCE_OPEN.match(line):
+        return FENCE
+    if (c in "-*+" or c.isdigit()) and LIST_ITEM.match(line):
+        return ITEM
+    return INDENTED if body is not line else PLAIN
 
 
 def choose(lines: list[str], weights: list[float], max_chars: int) -> tuple[int, int] | None:

@@ -218,7 +218,8 @@ def one_line_snippet(snippet: str, query: str, max_chars: int) -> str:
 
 
 def make_snippet(text: str, start_line: int, query: str, max_chars: int,
-                 bonus: dict[int, float] | None = None, *, blocks: bool = False) -> tuple[int, int, str]:
+                 bonus: dict[int, float] | None = None, *, blocks: bool = False,
+                 cite_units: bool = True) -> tuple[int, int, str]:
     """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
     bonus: extra weight per line number (how close the line's vector window is to the query).
     blocks (recall's hits): the window stays within the paragraph or list of the best-matching line
@@ -230,7 +231,7 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     weights = _line_weights(lines, query)
     if bonus:
         weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
-    if blocks:  # a recall hit cites the units that answer (citelines), when one does and fits
+    if blocks and cite_units:  # a recall hit cites the units that answer (citelines), when one does and fits
         span = citelines.choose(lines, weights, max_chars)
         if span is not None:
             return start_line + span[0], start_line + span[1], "\n".join(lines[span[0]:span[1] + 1])
@@ -668,7 +669,9 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
                 weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
             spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars)
         if spans is None:
-            plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True)
+            # citelines found no unit to cite (none matches, or the best is longer than a snippet)
+            plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
+                                      cite_units=len(lines) == 1)
             spans = [citelines.Span(score / top, cid, plain[cid][0], plain[cid][1])]
         candidates.extend(spans)
 
