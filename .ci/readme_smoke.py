@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Docs smoke test: run every command of README.md's command list (the ```sh block under
-`## Commands`) against a workspace made by `zmem demo`, in order, as a new user would type them.
+"""Docs smoke test: run every command the docs show as runnable, against a workspace made by
+`zmem demo`, in order, as a new user would type them.
+
+A runnable block is a ```sh block right after a line `<!-- smoke … -->`, in README.md or in any
+docs/*.md page (docs/commands.md holds the list of every command). Each file's blocks run in a
+workspace of their own, made fresh by `zmem demo`, so a page's examples do not depend on another's.
 
 Each command must exit 0, or 1/2 with the documented two lines (`zmem: …`, `hint: …`) when it is
 listed in EXPECTED_ERRORS with the reason; never 3, never a traceback, and `--json` output must
-parse. The commands come from the README itself: `# comments` are dropped, `a; b` are two commands,
+parse. The commands come from the docs themselves: `# comments` are dropped, `a; b` are two commands,
 `[--opt x]` and `[DIR]` are optional parts, `a|b|c` alternatives. A line runs once without its
 optional parts and once with all of them for each alternative, e.g. `zmem mcp [--scope private|group]`
 runs `zmem mcp`, `zmem mcp --scope private` and `zmem mcp --scope group`.
 
-    python .ci/readme_smoke.py --zmem .venv/bin/zmem [--check-man]
+    python .ci/readme_smoke.py --zmem .venv/bin/zmem [--check-man] [--doc FILE ...]
 
 Runs offline: a fresh HOME and config (no provider, no API key), stdin closed.
 """
@@ -33,13 +37,13 @@ BOUNDED = {
     "watch": (["--exit-after", "1"], "runs until interrupted: stopped by its own --exit-after"),
     "mcp": ([], "serves MCP on stdin until end of input: stdin is closed, so it answers nothing and exits"),
 }
-# commands whose README example cannot succeed here: command words -> (whether it fails with the zmem under
+# commands whose documented example cannot succeed here: command words -> (whether it fails with the zmem under
 # test, why); each must still fail cleanly, with the two documented lines
 EXPECTED_ERRORS = {
     ("model", "import"): (lambda python: True,
-                          "the README's ./all-MiniLM-L6-v2 is a model directory the smoke test does not have"),
+                          "the docs' ./all-MiniLM-L6-v2 is a model directory the smoke test does not have"),
     ("mcp",): (lambda python: not _importable(python, "mcp"),
-               "the `mcp` package is an extra (pip install 'zmem[mcp]'), not in this install"),
+               "the `mcp` package is an extra (pip install '.[mcp]' in a checkout), not in this install"),
     ("sync",): (lambda python: True, "the demo workspace has no git remote (tests/test_sync.py syncs real clones)"),
     ("model", "pull"): (lambda python: True,
                         "downloads from the Hugging Face Hub, and this test runs offline (HF_HUB_OFFLINE=1); "
@@ -51,15 +55,31 @@ TIMEOUT = 300  # seconds; a command that takes longer is reported as hung
 
 
 class ReadmeError(Exception):
-    """The README's command list is not in a form this script understands (fix one or the other)."""
+    """The docs' runnable blocks are not in a form this script understands (fix one or the other)."""
 
 
-def command_block(readme: str) -> list[str]:
-    """The lines of the first ```sh block under `## Commands`."""
-    m = re.search(r"^## Commands\n(.*?)^```sh\n(.*?)^```", readme, re.S | re.M)
-    if not m or "\n## " in m.group(1):
-        raise ReadmeError("README.md has no ```sh block under `## Commands`")
-    return [line for line in m.group(2).splitlines() if line.strip()]
+MARK = re.compile(r"^<!--\s*smoke\b.*-->\s*$")
+
+
+def command_blocks(text: str) -> list[list[str]]:
+    """The non-blank lines of every ```sh block right after a `<!-- smoke … -->` line."""
+    lines, blocks, i = text.split("\n"), [], 0
+    while i < len(lines):
+        if MARK.match(lines[i].strip()):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            if j >= len(lines) or lines[j].strip() != "```sh":
+                raise ReadmeError(f"line {i + 1}: a `<!-- smoke -->` mark is not followed by a ```sh block")
+            k = j + 1
+            while k < len(lines) and lines[k].strip() != "```":
+                k += 1
+            if k >= len(lines):
+                raise ReadmeError(f"line {j + 1}: the ```sh block after a smoke mark never ends")
+            blocks.append([line for line in lines[j + 1:k] if line.strip()])
+            i = k
+        i += 1
+    return blocks
 
 
 def strip_comment(line: str) -> str:
@@ -83,7 +103,7 @@ def _tokens(text: str) -> list[str]:
 
 
 def parse(line: str) -> list[list]:
-    """A README line -> its commands, each a list of parts: ("word", [alternatives]) or
+    """A documented line -> its commands, each a list of parts: ("word", [alternatives]) or
     ("optional", [parts])."""
     commands, current, group, pending_alt = [], [], None, False
     for tok in _tokens(strip_comment(line)):
@@ -136,7 +156,7 @@ def _render(parts, k: int, optional: bool) -> list[str]:
 
 
 def variants(parts) -> list[list[str]]:
-    """The argument lists one README command stands for: without its optional parts, then with all of
+    """The argument lists one documented command stands for: without its optional parts, then with all of
     them for each alternative. A word of an optional part in CAPITALS is a placeholder, marked "\\0"."""
     out = []
     for argv in [_render(parts, 0, False)] + [_render(parts, k, True) for k in range(_alternatives(parts))]:
@@ -145,15 +165,45 @@ def variants(parts) -> list[list[str]]:
     return out
 
 
-def readme_commands(readme: str) -> list[list[str]]:
+def commands_of(text: str) -> list[list[str]]:
+    """Every argument list the runnable blocks of one Markdown file stand for, in order."""
     cmds = []
-    for line in command_block(readme):
-        for parts in parse(line):
-            for argv in variants(parts):
-                if argv[0] != "zmem":
-                    raise ReadmeError(f"a command of the list does not start with zmem: {line!r}")
-                cmds.append(argv)
+    for block in command_blocks(text):
+        for line in block:
+            for parts in parse(line):
+                for argv in variants(parts):
+                    if argv[0] != "zmem":
+                        raise ReadmeError(f"a command of a runnable block does not start with zmem: {line!r}")
+                    cmds.append(argv)
     return cmds
+
+
+def default_docs() -> list[Path]:
+    """README.md, then docs/*.md by name."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def documented_commands(files: list[Path]) -> list[tuple[Path, list[list[str]]]]:
+    """(file, its commands) for each file that has runnable blocks; an error when none has any."""
+    out = []
+    for f in files:
+        try:
+            cmds = commands_of(f.read_text(encoding="utf-8"))
+        except ReadmeError as e:
+            raise ReadmeError(f"{_shown(f)}: {e}") from None
+        if cmds:
+            out.append((f, cmds))
+    if not out:
+        raise ReadmeError("no runnable block (a ```sh block after `<!-- smoke -->`) in " +
+                          ", ".join(_shown(f) for f in files))
+    return out
+
+
+def _shown(f: Path) -> str:
+    try:
+        return str(f.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(f)
 
 
 # ----------------------------------------------------------------------------- running
@@ -208,7 +258,7 @@ def _problems(argv: list[str], proc: subprocess.CompletedProcess, expected_error
         if not any(x.startswith("zmem: ") for x in lines) or not any(x.startswith("hint: ") for x in lines):
             out.append(f"exit {proc.returncode} without the `zmem: …` and `hint: …` lines")
         if not expected:
-            out.append(f"exit {proc.returncode}: the README shows it as working (if it cannot work here, list it in "
+            out.append(f"exit {proc.returncode}: the docs show it as working (if it cannot work here, list it in "
                        "EXPECTED_ERRORS with the reason)")
     else:
         out.append(f"exit {proc.returncode} (only 0, and 1/2 for an expected error, are allowed)")
@@ -229,30 +279,26 @@ def check_man(zmem: Path, env: dict) -> list[str]:
     return problems
 
 
-def run_all(zmem: Path, readme: Path, base: Path, check_man_pages: bool = False) -> int:
-    env = _env(base)
+def _run_file(zmem: Path, env: dict, base: Path, commands: list[list[str]], expected_errors: dict,
+              failures: list[str]) -> None:
+    """One file's commands, in order, in a fresh `zmem demo` workspace under base."""
     ws = base / "zmem-demo"
-    commands = readme_commands(readme.read_text(encoding="utf-8"))
-    for name, (extra, why) in BOUNDED.items():
-        print(f"note: zmem {name} {' '.join(extra)}".rstrip() + f": {why}")
-    expected_errors = _expected_errors(zmem)
-    for words, why in expected_errors.items():
-        print(f"note: zmem {' '.join(words)} must fail cleanly: {why}")
     demo = subprocess.run([str(zmem), "demo", str(ws)], env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=TIMEOUT)
     if demo.returncode:
-        print(f"FAIL zmem demo {ws}: exit {demo.returncode}\n{demo.stderr}")
-        return 1
-    failures, n = [], 0
+        print(f"FAIL zmem demo {ws}: exit {demo.returncode}", flush=True)
+        failures.append(f"zmem demo {ws}: exit {demo.returncode}\n  stderr: {demo.stderr.strip()[-1500:]}")
+        return
+    n = 0
     for argv in commands:
         args = []
         for w in argv[1:]:
             if w.startswith("\0"):
                 if w[1:] not in PLACEHOLDERS:
-                    raise ReadmeError(f"the README uses the placeholder [{w[1:]}], unknown to PLACEHOLDERS")
+                    raise ReadmeError(f"the docs use the placeholder [{w[1:]}], unknown to PLACEHOLDERS")
                 n += 1
                 w = PLACEHOLDERS[w[1:]](base, n)
-            elif re.search(r"@[0-9a-f]{7,40}(#|$)", w):  # the README's example commit: this workspace's HEAD
+            elif re.search(r"@[0-9a-f]{7,40}(#|$)", w):  # the docs' example commit: this workspace's HEAD
                 head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ws, env=env, capture_output=True, text=True)
                 w = re.sub(r"@[0-9a-f]{7,40}(?=#|$)", "@" + head.stdout.strip()[:10], w)
             args.append(w)
@@ -271,12 +317,30 @@ def run_all(zmem: Path, readme: Path, base: Path, check_man_pages: bool = False)
               flush=True)
         if problems:
             failures.append(f"{shown}: {'; '.join(problems)}\n  stderr: {proc.stderr.strip()[-1500:]}")
+
+
+def run_all(zmem: Path, docs: list[Path], base: Path, check_man_pages: bool = False) -> int:
+    env = _env(base)
+    per_file = documented_commands(docs)
+    for name, (extra, why) in BOUNDED.items():
+        print(f"note: zmem {name} {' '.join(extra)}".rstrip() + f": {why}")
+    expected_errors = _expected_errors(zmem)
+    for words, why in expected_errors.items():
+        print(f"note: zmem {' '.join(words)} must fail cleanly: {why}")
+    failures: list[str] = []
+    for i, (f, commands) in enumerate(per_file):
+        print(f"\n== {_shown(f)}: {len(commands)} commands, in a fresh `zmem demo` workspace", flush=True)
+        where = base / f"file-{i}"
+        where.mkdir()
+        _run_file(zmem, env, where, commands, expected_errors, failures)
     if check_man_pages:
         if shutil.which("man"):
             failures += check_man(zmem, env)
         else:
             print("SKIPPED man zmem / git zmem --help: man is not installed on this machine")
-    print(f"\n{len(commands)} README commands run, {len(failures)} failed")
+    total = sum(len(c) for _, c in per_file)
+    files = f"{len(per_file)} file" + ("s" if len(per_file) != 1 else "")
+    print(f"\n{total} documented commands run ({files}), {len(failures)} failed")
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
@@ -286,20 +350,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--zmem", type=Path, default=Path(sys.executable).with_name("zmem"),
                     help="the zmem executable to test (default: the one beside this Python)")
-    ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    ap.add_argument("--doc", "--readme", dest="docs", type=Path, action="append",
+                    help="a Markdown file whose runnable blocks to run (repeatable; default: README.md and docs/*.md)")
     ap.add_argument("--check-man", action="store_true", help="also check `man zmem` and `git zmem --help`")
     ap.add_argument("--list", action="store_true", help="print the commands and exit")
     a = ap.parse_args()
+    docs = a.docs or default_docs()
     try:
         if a.list:
-            for argv in readme_commands(a.readme.read_text(encoding="utf-8")):
-                print(shlex.join([w.lstrip("\0") for w in argv]))
+            for f, commands in documented_commands(docs):
+                print(f"# {_shown(f)}")
+                for argv in commands:
+                    print(shlex.join([w.lstrip("\0") for w in argv]))
             return 0
         if not a.zmem.is_file():
             print(f"readme_smoke: no zmem at {a.zmem} (pass --zmem PATH)", file=sys.stderr)
             return 2
-        with tempfile.TemporaryDirectory(prefix="zmem-readme-smoke-") as tmp:
-            return run_all(a.zmem.absolute(), a.readme, Path(tmp), a.check_man)
+        with tempfile.TemporaryDirectory(prefix="zmem-docs-smoke-") as tmp:
+            return run_all(a.zmem.absolute(), docs, Path(tmp), a.check_man)
     except ReadmeError as e:
         print(f"readme_smoke: {e}", file=sys.stderr)
         return 1

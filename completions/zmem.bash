@@ -38,6 +38,8 @@ _zmem() {
         "get|--lines") kind="any" ;;
         "get|--rev") kind="any" ;;
         "get|--scope") kind="choices:private group" ;;
+        "context|--scope") kind="choices:private group" ;;
+        "context|--budget") kind="any" ;;
         "append|--retain") kind="choices:W B O S R" ;;
         "append|--entity") kind="any" ;;
         "append|--confidence") kind="any" ;;
@@ -63,6 +65,8 @@ _zmem() {
         "watch|--idle-exit") kind="any" ;;
         "mcp|--scope") kind="choices:private group" ;;
         "mcp|--query-timeout") kind="any" ;;
+        "hook|--scope") kind="choices:private group" ;;
+        "hook|--budget") kind="any" ;;
         "completion|ARG") kind="choices:bash zsh fish" ;;
     esac
     if [ -z "$kind" ] && [ "$prev" = -C ]; then kind=dir; fi
@@ -84,7 +88,7 @@ _zmem() {
 _zmem_words() {
     local words=""
     case "$1" in
-        "") words="init demo index embed trust model recall get append facts entity graph opinions reflect blame log diff watch sync mcp status doctor hooks hook completion -C -V --version --help" ;;
+        "") words="init demo index embed trust model recall get context append facts entity graph opinions reflect blame log diff watch sync mcp status doctor hooks hook completion -C -V --version --help" ;;
         "init") words="--no-hooks --help" ;;
         "demo") words="--help" ;;
         "index") words="--full --no-embed --quiet -q --history --sessions --json --help" ;;
@@ -96,6 +100,7 @@ _zmem_words() {
         "model list") words="--json --help" ;;
         "recall") words="-k --k --since --until --path --max-chars --mode --explain --rerank --no-rerank --kind --entity --as-of --scope --source --format --json --help" ;;
         "get") words="--from --lines --rev --scope --json --help" ;;
+        "context") words="--scope --budget --json --help" ;;
         "append") words="--retain --entity --confidence --no-commit --json --help" ;;
         "facts") words="--entity --kind --since --until --limit --all --origin --format --json --help" ;;
         "entity") words="--json --help" ;;
@@ -114,7 +119,7 @@ _zmem_words() {
         "hooks install") words="--help" ;;
         "hooks uninstall") words="--help" ;;
         "hooks status") words="--json --help" ;;
-        "hook") words="--help" ;;
+        "hook") words="--scope --budget --help" ;;
         "completion") words="--help" ;;
     esac
     echo "$words"

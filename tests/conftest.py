@@ -21,24 +21,44 @@ GIT_ENV = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path_factory, monkeypatch):
-    """No user config, no ambient workspace, a known git identity; HOME is a temp dir."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.delenv("ZMEM_WORKSPACE", raising=False)
+def _isolate(home: Path, setenv, delenv) -> None:
+    """No user config, no ambient workspace, a known git identity; HOME is `home`."""
+    setenv("HOME", str(home))
+    setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    delenv("ZMEM_WORKSPACE")
     # provider "auto" looks for models in the cache and for an Ollama: none of the machine's
-    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")  # a port nothing listens on: refused at once
+    delenv("XDG_CACHE_HOME")
+    setenv("OLLAMA_HOST", "127.0.0.1:9")  # a port nothing listens on: refused at once
     # no reading command starts a watcher (zmem.index.autowatch): none is left behind, none serves a test
     # unexpectedly; the tests of that feature turn it on
-    monkeypatch.setenv("ZMEM_WATCH_AUTO", "0")
+    setenv("ZMEM_WATCH_AUTO", "0")
     for name in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
+        delenv(name)
     for k, v in GIT_ENV.items():
-        monkeypatch.setenv(k, v)
+        setenv(k, v)
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+
+
+def pytest_configure(config):
+    """The same isolation for the whole session, before any fixture runs: a module- or session-scoped
+    fixture (a big workspace made once) runs before the autouse one below, and on a machine without a
+    global git identity its commits failed; with the user's HOME it also read the real config.toml."""
+    home = Path(tempfile.mkdtemp(prefix="zmem-tests-home-"))
+    config._zmem_session_home = home
+    _isolate(home, os.environ.__setitem__, lambda name: os.environ.pop(name, None))
+
+
+def pytest_unconfigure(config):
+    home = getattr(config, "_zmem_session_home", None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    """Each test its own HOME (and the session's isolation, restored after it)."""
+    _isolate(tmp_path_factory.mktemp("home"), monkeypatch.setenv,
+             lambda name: monkeypatch.delenv(name, raising=False))
 
 
 @pytest.fixture

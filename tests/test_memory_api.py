@@ -155,17 +155,20 @@ def test_a_group_scope_never_returns_private_files(ws):
 
 
 @pytest.mark.slow
-def test_the_readme_python_example_runs_on_the_demo(tmp_path):
+def test_the_documented_python_example_runs_on_the_demo(tmp_path):
+    """docs/agents.md's example (the README's before issue 26) runs and prints the JSON it says."""
+    import json
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    example = re.search(r"^### Python API.*?^```python\n(.*?)^```", readme, re.S | re.M).group(1)
+    page = (Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text(encoding="utf-8")
+    example = re.search(r"^## Python API.*?^```python\n(.*?)^```", page, re.S | re.M).group(1)
     assert run(["demo", str(tmp_path / "zmem-demo")]).exit_code == 0
     proc = subprocess.run([sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("memory/") and any(line.startswith("world Moved to Porto. memory/") for line in lines)
-    assert lines[-1].startswith("{'target': 'memory/") and "'ranges': [{" in lines[-1]
+    blame = json.loads(lines[-1])  # JSON, as the example says, not a dict's repr
+    assert blame["target"].startswith("memory/") and blame["ranges"][0]["lines"]
 
 
 @pytest.mark.slow

@@ -233,6 +233,7 @@ def test_an_unreachable_remote_loses_nothing(tmp_path):
     assert "1 commits ahead, 0 behind" in st
 
 
+@pytest.mark.slow
 def test_no_remote_and_no_upstream_say_how_to_set_one(tmp_path, ws):
     proc = zmem_proc("-C", str(ws), "sync")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr

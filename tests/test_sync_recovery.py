@@ -85,6 +85,7 @@ def test_a_force_pushed_hub_stops_the_sync_with_what_to_do_and_loses_nothing(tmp
     assert subprocess.run(["git", "-C", str(hub), "merge-base", "--is-ancestor", dropped, "main"]).returncode == 1
 
 
+@pytest.mark.slow
 def test_two_clones_started_on_their_own_get_a_specific_hint(tmp_path):
     (a,) = make_hub(tmp_path, 1)
     other = tmp_path / "other"

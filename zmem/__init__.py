@@ -1,7 +1,7 @@
 """zmem: a git-native memory for AI agents.
 
 The Python API is zmem.Memory (see zmem.memory) and the typed results its methods return
-(zmem.results, and search.Recall, reading.Lines, reflect.ReflectResult):
+(zmem.results, and search.Recall, reading.Lines, context.Context, reflect.ReflectResult):
 
     import zmem
     with zmem.Memory.open("path/to/workspace") as mem:
@@ -11,7 +11,7 @@ The Python API is zmem.Memory (see zmem.memory) and the typed results its method
 more than it needs)."""
 from zmem.version import __version__
 
-__all__ = ["Appended", "BeliefDiff", "Blame", "Check", "EntityReport", "FactHit", "Facts", "Hit", "IndexReport",
+__all__ = ["Appended", "BeliefDiff", "Blame", "Check", "Context", "EntityReport", "FactHit", "Facts", "Hit", "IndexReport",
            "Lines", "Log", "Memory", "Neighbourhood", "Opinions", "Recall", "ReflectResult", "Status", "ZmemError",
            "__version__"]
 
@@ -28,6 +28,8 @@ def __getattr__(name: str):
         from zmem import memory as module
     elif name == "Lines":
         from zmem.query import reading as module
+    elif name == "Context":
+        from zmem.query import context as module
     elif name in __all__ and name != "__version__":
         from zmem import results as module
     else:

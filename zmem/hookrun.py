@@ -1,11 +1,17 @@
-"""What the installed git hooks run (`python -m zmem.hookrun NAME ARGS`, detached by the shim;
-also `zmem hook NAME` for other hook managers). Never fails git, silent on success."""
+"""What hooks run. Git's: the installed shims run `python -m zmem.hookrun NAME ARGS` (detached; also
+`zmem hook NAME` for other hook managers), which never fails git and is silent on success. Agents':
+`zmem hook claude-code` and `zmem hook codex` read the hook's JSON on stdin (agent_hook): at
+SessionStart they give the session-start context, at PreCompact, PostCompact, SessionEnd, Stop and
+SubagentStop they index the session transcript in the background; they never fail the agent."""
 from __future__ import annotations
 
 import datetime as dt
+import glob
+import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zmem.errors import ZmemError, describe
@@ -113,6 +119,82 @@ def _log(state_dir: Path, message: str) -> None:
             f.write(f"{dt.datetime.now().isoformat(timespec='seconds')} {message}\n")
     except OSError:
         pass
+
+
+# ----------------------------------------------------------------------------- agents' hooks
+
+# agent -> where its session transcripts are, as a [sessions] dir entry
+AGENT_HOOKS = {"claude-code": "~/.claude/projects", "codex": "~/.codex/sessions"}
+CONTEXT_EVENTS = frozenset({"SessionStart"})
+TRANSCRIPT_EVENTS = frozenset({"PreCompact", "PostCompact", "SessionEnd", "Stop", "SubagentStop"})
+
+
+@dataclass
+class AgentHookResult:
+    """What `zmem hook claude-code|codex` does with one event: stdout for the agent (SessionStart's
+    JSON with the context), notes for its stderr, and which action ran (context, index or none)."""
+    event: str
+    action: str
+    stdout: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def read_payload(text: str, agent: str = "claude-code") -> tuple[str, dict]:
+    """(hook_event_name, the payload) of the JSON an agent's hook gets on stdin."""
+    try:
+        payload = json.loads(text) if text.strip() else None
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
+        shown = text.strip()[:60] or "nothing"
+        raise ZmemError(f"expected the hook's JSON with a hook_event_name on stdin, got {shown!r}",
+                        hint=f'e.g. echo \'{{"hook_event_name": "SessionStart"}}\' | zmem hook {agent}')
+    return payload["hook_event_name"], payload
+
+
+def agent_hook(directory, agent: str, text: str, *, scope: str = "private", budget: int | None = None
+               ) -> AgentHookResult:
+    """One agent hook event (the JSON text its hook gets on stdin), for the workspace at directory.
+    SessionStart: the session-start context (Memory.context) as the hookSpecificOutput JSON Claude
+    Code and Codex add to the session, nothing when there is nothing to read. The transcript events:
+    `zmem index --sessions` detached, when [sessions] covers the payload's transcript_path. Other
+    events: nothing. A user error (no workspace, transcripts off) is a ZmemError."""
+    event, payload = read_payload(text, agent)
+    if event in CONTEXT_EVENTS:
+        from zmem.memory import Memory
+        with Memory.open(directory) as memory:
+            ctx = memory.context(scope=scope, budget=budget)
+        out = json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": ctx.text}},
+                         ensure_ascii=False) if ctx.text else ""
+        return AgentHookResult(event, "context", out, list(ctx.warnings))
+    if event not in TRANSCRIPT_EVENTS:
+        return AgentHookResult(event, "none")
+    from zmem.workspace.core import find_workspace
+    from zmem.workspace.session_settings import settings_for
+    ws = find_workspace(directory)
+    settings = settings_for(ws)
+    folder = AGENT_HOOKS.get(agent, "~/.claude/projects")
+    if not settings.enabled:
+        raise ZmemError("session transcripts are off, so this session's transcript was not indexed",
+                        hint=f'add [sessions] enabled = true, dir = "{folder}" to ~/.config/zmem/config.toml')
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str) and transcript and not _covered(settings.dirs, transcript):
+        raise ZmemError(f"{transcript} is not under a [sessions] dir ({', '.join(settings.dirs)}), so it was not "
+                        "indexed", hint=f'add its folder to [sessions] dir, e.g. dir = ["{folder}"]')
+    from zmem.query.sessions import spawn_session_index
+    spawn_session_index(ws)
+    return AgentHookResult(event, "index")
+
+
+def _covered(dirs, transcript: str) -> bool:
+    """Is the transcript file one of the [sessions] dirs' (a dir or glob it is in, or the file itself)?"""
+    path = Path(transcript).expanduser().resolve()
+    for d in dirs:
+        for match in glob.glob(os.path.expanduser(d)):
+            found = Path(match).resolve()
+            if path == found or found in path.parents:
+                return True
+    return False
 
 
 def main() -> None:

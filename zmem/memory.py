@@ -15,11 +15,13 @@ in their warnings, and user errors are ZmemError (message and hint)."""
 from __future__ import annotations
 
 import os
-import time
 from _thread import allocate_lock  # threading.Lock itself, without importing threading (~1 ms)
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+
+from zmem.index.freshness import Freshness
+from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors
 
 TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from zmem.history.blame import BlamedRange
     from zmem.index.embedding import EmbedReport
     from zmem.index.catchup import CatchUp
+    from zmem.query.context import Context
     from zmem.query.reading import Lines
     from zmem.reflect.run import ReflectResult
     from zmem.results import (Appended, BeliefDiff, Blame, Check, EntityReport, Facts, IndexReport, Log,
@@ -34,13 +37,6 @@ if TYPE_CHECKING:
     from zmem.query.search import Recall
     from zmem.workspace.core import Workspace
 
-NO_PROVIDER = "no embedding provider configured: keyword (BM25) recall only"
-BUSY_RETRY = 0.1  # seconds the watch thread waits before looking again while a call holds the lock
-# seconds between a watching Memory's attempts to serve fresh processes while it does not (another process
-# served when it tried: a zmem watch started by hand, an automatic watcher slow to stop; the next call tries)
-SERVE_RETRY = 30.0
-BACKGROUND_LOCK_WAIT = 0.5  # seconds a background catch-up waits for the index lock; then it tries again later
-RECENT_TIMEOUT = 60.0  # seconds a provider that timed out on a query is not asked again (by any process)
 SCOPES = ("private", "group")
 
 
@@ -50,7 +46,7 @@ Progress = Callable[[str], Callable[[int, int], None] | None]  # a stage's label
 # ----------------------------------------------------------------------------- Memory
 
 
-class Memory:
+class Memory(Freshness):
     """One workspace's memory. Memory.open(path) finds the workspace at once (a ZmemError with a
     hint when there is none); Memory(path) finds it on first use. path: the workspace or a
     directory in it (default: $ZMEM_WORKSPACE, else the nearest enclosing workspace). scope:
@@ -182,223 +178,6 @@ class Memory:
         self._fresh = catch_up(self.workspace, conn=self.conn, progress=progress, lock_timeout=lock_timeout)
         return self._fresh
 
-    def fresh(self) -> CatchUp:
-        """The freshness check: the index caught up once per Memory (with watch, whenever a memory
-        file, an ignore rule or HEAD changed since the last time). Its warnings say what it could not do."""
-        if self.watch:
-            return self._caught_up_live()
-        if self._fresh is None and self._ahead is not None:
-            self._fresh = self._assumed_fresh()
-        if self._fresh is None:
-            from zmem.index.catchup import catch_up
-            self._fresh = catch_up(self.workspace, conn=self.conn, reading=self.start_watcher)
-        return self._fresh
-
-    def check_ahead(self) -> None:
-        """(A fresh process that reads once, such as `zmem recall`.) Start the freshness check in a
-        child process now, and until confirmed() let fresh() take the index as caught up: what is read
-        meanwhile counts only once confirmed() says so. Does nothing once the index is open (a
-        connection must not cross a fork), with watch, or where it cannot fork."""
-        if self._conn is None and self._fresh is None and self._ahead is None and not self.watch:
-            from zmem.index.catchup import check_ahead
-            self._ahead = check_ahead(self.workspace, reading=self.start_watcher)
-
-    def confirmed(self) -> bool:
-        """Whether the check that check_ahead started found the index caught up, with nothing to do (so
-        what was read since holds); True when none was started. When not, fresh() checks and catches up
-        again, and whatever was read must be read again."""
-        if self._ahead is None:
-            return True
-        ahead, self._ahead = self._ahead, None
-        assumed = self._fresh
-        if assumed is not None and ahead.indexed() == self._assumed_state:
-            return True
-        self._fresh = None
-        return False
-
-    def _assumed_fresh(self) -> CatchUp | None:
-        """What catch_up returns when nothing changed, taken from the index while the check runs;
-        None (and the check stopped) when the index was never caught up: catch_up decides at once."""
-        from zmem.store import db
-        from zmem.index.catchup import CatchUp, index_state
-        indexed = db.get_meta(self.conn, "indexed_commit")
-        if not indexed:
-            self._abandon_ahead()
-            return None
-        self._assumed_state = index_state(self.conn)  # what the child's check must have found fresh
-        return CatchUp(head=indexed, previous=indexed, warnings=list(self.workspace.config.warnings))
-
-    def _abandon_ahead(self) -> None:
-        if self._ahead is not None:
-            self._ahead.abandon()
-            self._ahead = None
-            self._fresh = None
-
-    def watch_in_background(self) -> None:
-        """(A long-lived Memory(watch=True), such as `zmem mcp` as it starts.) Start watching now, on a
-        thread, as `zmem watch` does: catch up, answer fresh zmem processes (vouching, query vectors,
-        keyword searches: zmem.index.fsmonitor), load the query model hybrid recall needs, and from then
-        on catch up in the background once changed memory files settle (watch.debounce), so that fresh
-        processes are vouched for between calls too. Callers must hold `lock` around every call."""
-        import threading
-        threading.Thread(target=self._start_watching, name="zmem-watch-start", daemon=True).start()
-
-    def _start_watching(self) -> None:
-        from zmem.index.watch import Settling
-        with self.lock:
-            try:
-                ws = self.workspace
-                self._settling = Settling(ws.config.watch_debounce)
-                self.fresh()
-                self._preload_query_model(ws)
-            except Exception:  # noqa: BLE001 - no workspace, a broken index: the calls say so
-                return
-
-    def _preload_query_model(self, ws: Workspace) -> None:
-        """(Serving fresh processes since watch_in_background().) Have the query embedding thread load the
-        model hybrid recall embeds queries with (autowatch.query_model_to_preload), queued before any
-        question can be answered."""
-        from zmem.index.autowatch import query_model_to_preload
-        server = self._server
-        if server is not None and server.queries is not None:
-            fingerprint = query_model_to_preload(ws, self.conn)
-            if fingerprint:
-                server.queries.preload(fingerprint)
-
-    def _keep_caught_up(self) -> tuple[int | None, float | None]:
-        """(The fsmonitor thread, between questions, once watch_in_background() was called.) Read the
-        memory directories' events and catch up once they settled, as `zmem watch` does; returns the
-        inotify descriptor to wait on and the seconds until the next catch-up is due."""
-        if self._settling is None:
-            return None, None
-        if not self.lock.acquire(blocking=False):
-            return None, BUSY_RETRY  # a call is running (and catches up itself): look again shortly
-        try:
-            source, now = self._source, time.monotonic()
-            if not source:
-                return None, None
-            if source.read() or source.needs_sync:  # (a root gone or replaced: the next call sees to it)
-                self._clean_head = self._vouch = None
-                self._settling.changed(now)
-            if self._settling.due(now):
-                try:
-                    self._caught_up_live(lock_timeout=BACKGROUND_LOCK_WAIT)
-                except Exception:  # noqa: BLE001 - the next call says what is wrong; try again later
-                    self._settling.changed(now)
-                if self._source is not source:  # the settings changed: a new watch (and thread) took over
-                    return None, None
-            return source.fileno(), self._settling.wait(time.monotonic())
-        finally:
-            self.lock.release()
-
-    def _caught_up_live(self, lock_timeout: float = 5.0) -> CatchUp:
-        """The index brought up to date — or known to be, without the stat sweep: no memory file
-        changed (inotify) and HEAD is where it was after the last complete catch-up."""
-        from zmem.store import db
-        from zmem.index.catchup import CatchUp, catch_up
-        from zmem.workspace.snapshot import ignore_rules_changed, read_head, stored_ignore_record
-        ws, conn = self.workspace, self.conn
-        source = self._watch_source(ws)
-        if source and self._server is None and time.monotonic() >= self._serve_again:
-            self._start_vouching(ws)  # whoever served when it last tried may be gone
-            if self._server is not None and self._settling is not None:
-                self._preload_query_model(ws)
-        if source:
-            if source.read() or source.needs_sync or source.root_gone:
-                self._clean_head = self._vouch = None
-                if source.needs_sync and not source.root_gone:
-                    source.sync()
-        git_dir, common = db.get_meta(conn, "git_dir"), db.get_meta(conn, "git_common_dir")
-        head = read_head(git_dir, common) if git_dir and common else None
-        # ignore rules live partly outside the watched directories (info/exclude, core.excludesFile): ~0.2 ms
-        if source and head is not None and head == self._clean_head \
-                and not ignore_rules_changed(stored_ignore_record(conn)):
-            return CatchUp(head=head, previous=head)
-        result = self._fresh = catch_up(ws, conn=conn, lock_timeout=lock_timeout)
-        if self._settling is not None:
-            self._settling.caught_up()
-            if result.stale:  # another process held the index lock: the watch thread tries again
-                self._settling.changed(time.monotonic())
-        clean = source and not (result.stale or result.deferred) and result.head == head
-        self._clean_head = head if clean else None
-        self._vouch = db.get_meta(conn, "snapshot_ns") if clean and source.watches_all(conn) else None
-        return result
-
-    def _watch_source(self, ws: Workspace):
-        if self._source is None:
-            from zmem.index.watch import InotifySource, InotifyUnavailable, Settling
-            if self._settling is not None:  # keeping caught up: with the settings' debounce (maybe reloaded)
-                self._settling = Settling(ws.config.watch_debounce)
-            try:
-                self._source = InotifySource(ws)
-            except (InotifyUnavailable, OSError):
-                self._source = False  # catch up before every call instead
-            else:
-                self._start_vouching(ws)
-        return self._source
-
-    def _start_vouching(self, ws: Workspace) -> None:
-        """Answer fresh zmem processes' "did anything change?" (zmem.index.fsmonitor), as `zmem watch` does."""
-        import functools
-        from zmem.index import fsmonitor
-        from zmem.index.watch import serve_fresh_processes
-        server = serve_fresh_processes(ws, self._source, self._query_embedder,
-                                       {"command": "mcp", "auto": False, "idle_exit": None})
-        if server is None:  # another watcher answers, or the socket cannot be made: processes do the sweep
-            self._serve_again = time.monotonic() + SERVE_RETRY
-            return
-        self._server = server
-        self._stop_vouching = fsmonitor.serve_in_thread(server, functools.partial(self._answer, server),
-                                                        between=self._keep_caught_up)
-
-    def _query_embedder(self, fingerprint: str):
-        """(On fsmonitor's query embedding thread.) This Memory's provider making vectors with this
-        fingerprint (the model it loads for its own recalls), or None, also while a tool call holds the lock."""
-        from zmem.index import fsmonitor
-        if not self.lock.acquire(timeout=fsmonitor.EMBED_TIMEOUT):
-            return None
-        try:
-            provs = self.providers
-        finally:
-            self.lock.release()
-        return provs.for_fingerprint(fingerprint)
-
-    def _answer(self, server, snapshot: str) -> bool:
-        """Yes when no event came in since the catch-up that left this snapshot (events read up to a
-        cookie first). Waits for a tool call in progress only as long as the asking process waits."""
-        from zmem.index import fsmonitor
-        if not self.lock.acquire(timeout=fsmonitor.ASK_TIMEOUT):
-            return False
-        try:
-            source = self._source
-            if not source or self._vouch is None:
-                if source and self._clean_head is None:
-                    self._catch_up_soon()  # the last catch-up was not complete: try again
-                return False
-            paths, seen = source.read_to_now(server)
-            if paths or not seen or source.needs_sync or source.root_gone:
-                self._clean_head = self._vouch = None
-                if self._settling is not None:
-                    self._settling.changed(time.monotonic())
-                return False
-            if self._vouch != snapshot:
-                # another process moved the snapshot (a commit's hook): a catch-up checks it, and the
-                # next question can be vouched for
-                self._clean_head = None
-                self._catch_up_soon()
-                return False
-            return True
-        except OSError:
-            return False
-        finally:
-            self.lock.release()
-
-    def _catch_up_soon(self) -> None:
-        """(Keeping caught up.) A catch-up after the debounce, unless one is already waiting (a question
-        after each change must not put it off)."""
-        if self._settling is not None and self._settling.first is None:
-            self._settling.changed(time.monotonic())
-
     def _scope(self, scope: str | None) -> str:
         scope = scope or self.scope
         if scope not in SCOPES:
@@ -468,7 +247,8 @@ class Memory:
         requested = mode or cfg.recall_mode
         qvec, store, mode_used = None, None, "bm25"
         if requested != "bm25" and self._providers is None and _nothing_to_embed_with(cfg):
-            warnings += [NO_PROVIDER] if _asked(mode, cfg) else []  # known without loading the providers
+            # known without loading the providers
+            warnings += stranded_vectors(conn, cfg) or ([NO_PROVIDER] if _asked(mode, cfg) else [])
         elif requested != "bm25":
             qvec, store, notes = _query_vector(ws, conn, query, timeout, background_embed, lambda: self.providers,
                                                lambda: self._matrix, asked=_asked(mode, cfg))
@@ -501,6 +281,20 @@ class Memory:
         res.warnings = warnings + res.warnings
         res.stale = fresh.stale
         return res
+
+    def context(self, *, scope: str | None = None, budget: int | None = None, today=None) -> Context:
+        """What an agent should read as a session starts (zmem.query.context): today's and yesterday's
+        daily logs, MEMORY.md (scope "private" only: the main session; "group" leaves it and
+        [scopes] private out) and recent Retain facts, within budget characters (default
+        context.DEFAULT_BUDGET), newest first when it must cut, each part labelled with its citation.
+        Reads the files as `get` does: no index, no catch-up. today: a datetime.date (default: today)."""
+        from zmem.query.context import DEFAULT_BUDGET, build_context
+        if budget is not None and budget < 1:
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the budget must be at least 1 character (got {budget})", hint="e.g. 8000",
+                            param="budget")
+        return build_context(self.workspace, scope=self._scope(scope),
+                             budget=DEFAULT_BUDGET if budget is None else budget, today=today)
 
     def get(self, path: str, *, start: int | None = None, count: int | None = None, rev: str | None = None,
             scope: str | None = None) -> Lines:
@@ -952,118 +746,6 @@ def _nothing_to_embed_with(cfg) -> bool:
     return provider == "none"
 
 
-def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_embed: bool, providers, matrix=None,
-                  asked: bool = True):
-    """(query vector or None, store, warnings). Vectors are only compared with a query embedded
-    by the provider that made them (same fingerprint). No provider configured is the documented
-    default, not a degradation: a warning only when vectors were asked for (`asked`); `zmem status`
-    and `zmem doctor` say it once. providers and matrix: callables giving the embedding providers and
-    the in-memory vectors (vectors.VectorMatrix or None), asked for only when needed."""
-    from zmem.store import db
-    from zmem.embedders.base import EmbeddingError
-    from zmem.index.embedding import pending_count, spawn_embed_job, vector_fingerprint
-    from zmem.store.vectors import VectorStore
-    provs = providers()
-    notes = list(provs.warnings)
-    if provs.primary is None and provs.fallback is None:  # none configured, or none can run (notes say why)
-        return None, None, notes + (["keyword (BM25) recall only"] if notes else [NO_PROVIDER] if asked else [])
-    store = VectorStore(conn, matrix() if matrix else None)
-    stored = store.count()
-    pending = pending_count(conn)
-    fp = store.fingerprint()
-    active = provs.primary or provs.fallback
-    failed = db.get_meta(conn, "embed_error")
-    read_only = db.readonly_reason(conn)  # nothing can be embedded into it
-    if pending or fp != vector_fingerprint(active):
-        ago = time.time() - float(db.get_meta(conn, "embed_failed_at") or "-inf")
-        # after a failed run, not again at every recall: a provider that refuses (wrong dimensions, a
-        # bad key) would be sent a batch of notes each time
-        wait = RECENT_TIMEOUT - ago if failed and 0 <= ago < RECENT_TIMEOUT else 0
-        started = background_embed and not wait and not read_only and spawn_embed_job(ws)
-        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        if pending:
-            state = (f"the index is read-only: {read_only}" if read_only else
-                     "embedding started in the background" if started else
-                     f"embedding retried in {wait:.0f} s" if wait else "embedding is running")
-            notes.append(f"{pending} of {total} chunks are not embedded yet and are found by keywords only ({state})"
-                         + (f"; the last embedding run failed: {failed} (`zmem embed` shows it)" if failed else ""))
-    embedder = provs.for_fingerprint(fp) if stored else None
-    if embedder is None:
-        if stored:
-            state = (f"re-embedding them failed: {failed} (`zmem embed` shows it)" if failed else
-                     f"the index is read-only ({read_only}), so they are not re-embedded" if read_only else
-                     "they are being re-embedded")
-            same_model = active is not None and (fp or "").partition("|windows=")[0] == active.fingerprint()
-            what = ("stored vectors were cut into windows another way (by an older zmem)" if same_model else
-                    "stored vectors come from a different embedding model")
-            return None, None, notes + [f"{what}; {state}; keyword (BM25) recall meanwhile"]
-        if not pending:
-            return None, None, notes
-        return None, None, notes + ["no vectors yet: keyword (BM25) recall only"]
-    if embedder is not active:
-        notes.append(f"vectors come from the fallback provider {embedder.provider}")
-    if not store.vec_loaded:
-        notes.append(f"vector search uses the exact in-process fallback ({store.detail})")
-    key = vector_fingerprint(embedder)
-    ago = time.time() - _query_timeouts(ws).get(key, float("-inf"))
-    if 0 <= ago < RECENT_TIMEOUT:  # not waited for again by every recall, in any process
-        return None, None, notes + [f"embedding provider timed out recently or could not be reached ({ago:.0f} s ago; "
-                                    f"tried again in {RECENT_TIMEOUT - ago:.0f} s): keyword (BM25) recall only"]
-    if embedder.in_process and not embedder.loaded:  # a watcher holding the model loaded may embed it
-        from zmem.index import fsmonitor
-        vector = fsmonitor.embedded(ws.state_dir, key, query, timeout=min(timeout, fsmonitor.EMBED_TIMEOUT))
-        if vector is not None:
-            return vector, store, notes
-    if timeout < embedder.timeout:
-        embedder.timeout = timeout
-    embedder.max_retries = 0  # one attempt: the whole query embedding takes at most the timeout
-    t0 = time.monotonic()
-    try:
-        vector = embedder.embed([query], "query")[0]
-    except EmbeddingError as e:
-        message = e.message.replace(" (gave up after 0 retries)", "")
-        timed_out = time.monotonic() - t0 >= 0.9 * embedder.timeout
-        if timed_out or e.unreachable:  # a refused connection too: each recall would pay for trying
-            _remember_query_timeout(ws, key, time.time())
-            if timed_out:
-                message += f", no answer within {embedder.timeout:g} s"
-        return None, None, notes + [f"query embedding failed ({message}): keyword (BM25) recall only"]
-    _remember_query_timeout(ws, key, None)
-    return vector, store, notes
-
-
-QUERY_TIMEOUTS = "query-timeouts.json"  # in the state dir: {vector fingerprint: time.time() of its last timeout}
-
-
-def _query_timeouts(ws: Workspace) -> dict[str, float]:
-    """When each provider last timed out on a query. Kept in a file because the CLI is a new process
-    per recall: a dead endpoint would otherwise cost every recall the whole timeout."""
-    import json
-    try:
-        marks = json.loads((ws.state_dir / QUERY_TIMEOUTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return {k: v for k, v in marks.items() if isinstance(v, (int, float))} if isinstance(marks, dict) else {}
-
-
-def _remember_query_timeout(ws: Workspace, key: str, when: float | None) -> None:
-    """Record a timeout (when) or a success (None) of the provider with this fingerprint."""
-    import json
-    import os
-    marks = _query_timeouts(ws)
-    if when is None and key not in marks:
-        return  # the usual case: nothing to write
-    if when is None:
-        del marks[key]
-    else:
-        marks[key] = when
-    path = ws.state_dir / QUERY_TIMEOUTS
-    tmp = path.with_name(f".{QUERY_TIMEOUTS}.{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(marks), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only state dir: the next recall waits again, nothing worse
-        pass
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,

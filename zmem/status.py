@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 from zmem.store import db
 from zmem.errors import ZmemError
@@ -242,6 +243,7 @@ def run_doctor(directory, *, workspace: Workspace | None = None, connect=None) -
                        + " — run `zmem hooks install` (every command still catches up by itself)"))
     else:
         checks.append(("ok", "hooks", hooks_line(st["hooks"])))
+        checks += _hook_engine_checks(ws, st["embeddings"])
     checks.append(_merge_check(ws))
     checks.append(("ok", "watcher", watcher_line(st["watcher"]) if st["watcher"] else no_watcher_line(st["auto_watch"])))
     emb = st["embeddings"]
@@ -276,6 +278,38 @@ def run_doctor(directory, *, workspace: Workspace | None = None, connect=None) -
     for w in st["file_warnings"][len(ws.config.warnings):]:  # the config's were reported above
         checks.append(("warn", "file", w))
     return checks + _fts_checks(ws, conn) + _opinion_checks(ws, conn) + _marker_checks(ws)
+
+
+def _hook_engine_checks(ws: Workspace, emb: dict) -> list[tuple[str, str, str]]:
+    """Hooks installed from another environment run its Python (the shim bakes the installing
+    interpreter in): when that one lacks the engine of the in-process model the index's vectors come
+    from (onnxruntime for onnx, llama-cpp-python for local), every commit leaves its new chunks
+    unembedded until a command of this environment embeds them. Said with the command that fixes it."""
+    import shlex
+    from zmem.embedders import ENGINES, missing_engine
+    from zmem.git import hooks as hooks_lib
+    made = (emb.get("vectors_by") or "").split(" ")[0] if emb.get("vectors") else ""
+    provider = made or emb.get("provider")
+    if provider not in ENGINES:
+        return []
+    modules, extra = ENGINES[provider]
+    checks = []
+    for python, names in hooks_lib.interpreters(ws.root).items():
+        if python == sys.executable:
+            continue  # this interpreter: the embeddings check above speaks for it
+        lacking = hooks_lib.cannot_import(python, list(modules))
+        if not lacking:
+            continue
+        if missing_engine(provider) is None:
+            fix = (f"run `{shlex.quote(sys.executable)} -m zmem -C {shlex.quote(str(ws.root))} hooks install` "
+                   f"(the hooks then run this environment's Python, which has it)")
+        else:
+            fix = (f"install zmem's `{extra}` extra into the environment of {python}, or run `zmem hooks install` "
+                   f"from an environment that has it")
+        checks.append(("warn", "hooks", f"{', '.join(names)} run {python}, which lacks {' and '.join(lacking)}: "
+                       f"the index's vectors are {provider}'s, so what a commit adds stays unembedded until a "
+                       f"command embeds it (keyword-only meanwhile); {fix}"))
+    return checks
 
 
 def _merge_check(ws: Workspace) -> tuple[str, str, str]:

@@ -135,7 +135,8 @@ def fetch(root: Path, up: Upstream) -> str | None:
             return None  # an empty hub, or a branch nobody pushed yet: the first push creates it
         if "non-fast-forward" in said or "[rejected]" in said:
             raise _rewritten(root, up)
-        raise _unreachable(up, proc, _count(root, "HEAD", commit_id(root, up.tracking)))
+        fetched = commit_id(root, up.tracking)  # None: never fetched (an extra remote), so how far ahead is unknown
+        raise _unreachable(up, proc, _count(root, "HEAD", fetched) if fetched else None)
     return commit_id(root, up.tracking)
 
 
@@ -335,6 +336,11 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
                              f"aside, git clone {up.remote}'s URL (git remote get-url {up.remote}), and copy your "
                              "notes in")
     if not conflicted:
+        in_the_way = _in_the_way(proc.stderr or "")
+        if in_the_way:
+            raise ZmemError(f"cannot merge {up.name}: {in_the_way}; nothing was merged or pushed",
+                            hint="commit those files or move them aside (git stash --include-untracked), then: "
+                                 "zmem sync")
         raise ZmemError(f"cannot merge {up.name}: {_said(proc)}",
                         hint="nothing was lost; see git status, move aside what is in the way, then: zmem sync")
     names = ", ".join(conflicted[:10]) + (f" and {len(conflicted) - 10} more" if len(conflicted) > 10 else "")
@@ -343,6 +349,31 @@ def _integrate(ws: Workspace, up: Upstream, theirs: str | None, result: SyncResu
                     "here, nothing was pushed",
                     hint=f"merge by hand: git pull --no-rebase {up.remote} {up.branch}, fix the conflicts in those "
                          "files, git commit, then: zmem sync")
+
+
+def _in_the_way(said: str) -> str | None:
+    """The files git names when a merge would overwrite them (local changes, untracked files), as one
+    clause: git's own one-line error leaves the list out. None when git said something else."""
+    kinds = {"local changes": "your uncommitted changes to {} would be overwritten by the merge",
+             "untracked": "untracked file{s} {} would be overwritten by the merge"}
+    out, kind, files = [], None, []
+
+    def close() -> None:
+        if kind and files:
+            names = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+            out.append(kinds[kind].format(names, s="s" if len(files) != 1 else ""))
+
+    for line in said.splitlines():
+        if "would be overwritten by merge" in line:
+            close()
+            kind, files = ("untracked" if "untracked" in line else "local changes"), []
+        elif kind and line.startswith("\t"):
+            files.append(line.strip())
+        else:
+            close()
+            kind, files = None, []
+    close()
+    return "; ".join(out) or None
 
 
 def _upstream_first(root: Path, theirs: str) -> None:

@@ -74,6 +74,7 @@ def test_a_fresh_recall_sees_every_change_made_before_it(ws):
     assert _cited(ws, "gateway") == {"memory/2025-11-29.md"}
 
 
+@pytest.mark.slow
 def test_the_child_says_the_indexed_commit_only_when_nothing_is_to_be_done(ws):
     _indexed(ws)
     ahead = catchup.check_ahead(Memory.open(ws).workspace)
@@ -84,6 +85,7 @@ def test_the_child_says_the_indexed_commit_only_when_nothing_is_to_be_done(ws):
     assert ahead.indexed() is None and _reaped(ahead.pid)
 
 
+@pytest.mark.slow
 def test_an_edit_after_the_check_ran_counts_from_the_next_recall(ws):
     """What a recall checked before it searched, as without the child: an edit made once the sweep is
     done is not in this answer (nor would it be had the sweep run first), and is in the next one."""
@@ -99,6 +101,7 @@ def test_an_edit_after_the_check_ran_counts_from_the_next_recall(ws):
     assert _cited(ws, "zebrafish") == {"memory/2025-11-27.md"}
 
 
+@pytest.mark.slow
 def test_a_changed_note_makes_the_recall_catch_up_and_search_again(ws):
     _indexed(ws)
     with open(ws / "memory/2025-11-27.md", "a") as f:
@@ -112,6 +115,7 @@ def test_a_changed_note_makes_the_recall_catch_up_and_search_again(ws):
         assert mem.confirmed()  # nothing pending any more
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["raises", "killed"])
 def test_a_check_that_fails_or_dies_is_done_again_by_the_recall(ws, monkeypatch, how):
     _indexed(ws)
@@ -134,6 +138,7 @@ def test_a_check_that_fails_or_dies_is_done_again_by_the_recall(ws, monkeypatch,
         assert {h.path for h in mem.recall("zebrafish").results} == expected
 
 
+@pytest.mark.slow
 def test_a_check_that_never_answers_is_stopped_and_done_by_the_recall(ws, monkeypatch):
     """A child stopped (SIGSTOP) or stuck does not hang the recall: after CHECK_AHEAD_WAIT it is killed
     and reaped, and the recall checks, catches up and searches for itself."""
@@ -150,6 +155,7 @@ def test_a_check_that_never_answers_is_stopped_and_done_by_the_recall(ws, monkey
         assert [h.path for h in mem.recall("zebrafish").results] == ["memory/2025-11-27.md"]
 
 
+@pytest.mark.slow
 def test_closing_with_a_check_pending_reaps_the_child(ws):
     _indexed(ws)
     mem = Memory.open(ws)
@@ -165,6 +171,7 @@ def test_closing_with_a_check_pending_reaps_the_child(ws):
     assert _reaped(pid)
 
 
+@pytest.mark.slow
 def test_no_child_where_a_watcher_answers_the_index_is_open_or_no_core_is_idle(ws, monkeypatch):
     _indexed(ws)
     (ws / ".zmem" / "fsmonitor.sock").write_text("")  # a watcher's socket (a dead one: the sweep runs)
@@ -193,6 +200,7 @@ def test_a_never_indexed_workspace_is_indexed_by_its_first_fresh_recall(ws):
         assert mem.confirmed()
 
 
+@pytest.mark.slow
 def test_fresh_recalls_while_a_note_is_being_written(ws):
     """Recalls racing a writer: each answers (exit 0), and the one after the writer stops sees its last line."""
     _cited(ws, "gateway")
@@ -218,6 +226,7 @@ def test_fresh_recalls_while_a_note_is_being_written(ws):
     assert _cited(ws, "wombat") == {"memory/2025-11-27.md"}
 
 
+@pytest.mark.slow
 def test_the_child_holds_none_of_the_output_pipes(ws, monkeypatch):
     """A reader waiting for the end of a recall's output (an agent) never waits for the child."""
     _indexed(ws)

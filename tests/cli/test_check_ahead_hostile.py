@@ -23,6 +23,7 @@ def _indexed(ws) -> None:
         mem.catch_up()
 
 
+@pytest.mark.slow
 def test_a_catch_up_by_another_process_between_search_and_check_is_not_confirmed(ws, monkeypatch, tmp_path):
     """An edit, then two recalls at once: this one searches the old index, the other catches up, and
     only then does this one's child sweep (and finds nothing left to do). The answer read before the

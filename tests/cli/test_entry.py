@@ -34,6 +34,7 @@ def _same(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
     return entry
 
 
+@pytest.mark.slow
 def test_plain_recall_prints_exactly_what_the_click_command_prints(ws, tmp_path):
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n- Gateway \x1b[31mred\x1b[0m and \u202eevil\u202c text.\n")
     commit_all(ws, "escapes")
@@ -52,6 +53,7 @@ def test_plain_recall_prints_exactly_what_the_click_command_prints(ws, tmp_path)
     assert b"warning: " in _same("-C", str(ws), "recall", "!!!").stderr
 
 
+@pytest.mark.slow
 def test_errors_help_and_options_are_the_click_command_lines(ws, tmp_path):
     assert _same("-C", str(tmp_path), "recall", "gateway").returncode == 1  # not a workspace: the error, once
     assert _same("-C", str(tmp_path / "missing"), "recall", "gateway").returncode == 1

@@ -20,6 +20,7 @@ from helpers.tiny_bert import make_tiny_bert, reference_embed, wordpiece  # noqa
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.errors import ZmemError  # noqa: E402
 from zmem.embedders.modelimport import import_model, model_name, resolve_model_source  # noqa: E402
+from zmem.install import pip_install  # noqa: E402
 
 TEXTS = ["the machine that runs the gateway", "Peter prefers concise replies on WhatsApp.",
          "fixed the socket crash (backup server, 12:30)", "what does peter do in lisbon?", "coffee",
@@ -231,7 +232,7 @@ def test_embedder_errors(tmp_path, tiny_gguf, monkeypatch):
     emb = LlamaEmbedder(str(tiny_gguf))
     with pytest.raises(EmbeddingError) as e:
         emb.embed(["x"])
-    assert "llama-cpp-python" in e.value.message and "zmem[local]" in e.value.hint
+    assert "llama-cpp-python" in e.value.message and e.value.hint.startswith(pip_install("local"))
 
 
 @pytest.mark.llama
@@ -301,7 +302,7 @@ def test_a_reranker_gguf_is_refused_and_huge_thread_counts_are_capped(tiny, tmp_
 def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_path):
     pytest.importorskip("llama_cpp")
     out = tmp_path / "models" / "tiny.gguf"
-    res = run(["model", "import", str(tiny), "--out", str(out)])
+    res = run(["model", "import", "--format", "gguf", str(tiny), "--out", str(out)])
     assert res.exit_code == 0, res.output
     cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
@@ -321,7 +322,7 @@ def test_cli_import_and_semantic_recall_with_the_local_provider(ws, tiny, tmp_pa
 def test_an_unwritable_out_is_a_clear_error(tiny, tmp_path):
     (tmp_path / "a-file").write_text("not a directory")
     for out in ("/proc/x.gguf", str(tmp_path / "a-file" / "x.gguf"), str(tmp_path / "a-file" / "sub" / "x.gguf")):
-        res = run(["model", "import", str(tiny), "--out", out])
+        res = run(["model", "import", "--format", "gguf", str(tiny), "--out", out])
         assert res.exit_code == 1, (out, res.output)
         assert res.stderr.startswith(f"zmem: cannot write {out}") and "hint:" in res.stderr, res.stderr
     assert "a-file is not a directory" in res.stderr
@@ -331,17 +332,17 @@ def test_outputs_are_replaced_only_with_force_and_never_the_source(tmp_path):
     src = make_tiny_bert(tmp_path / "tiny-bert")
     weights = _sha(src / "model.safetensors")
     for force in ([], ["--force"]):
-        res = run(["model", "import", str(src), "--out", str(src / "model.safetensors"), *force])
+        res = run(["model", "import", "--format", "gguf", str(src), "--out", str(src / "model.safetensors"), *force])
         assert res.exit_code == 1 and "is a file of the model being imported" in res.stderr, res.output
     assert _sha(src / "model.safetensors") == weights
     out = tmp_path / "x.gguf"
     out.write_text("keep me")
-    res = run(["model", "import", str(src), "--out", str(out)])
+    res = run(["model", "import", "--format", "gguf", str(src), "--out", str(out)])
     assert res.exit_code == 1 and "already exists" in res.stderr and "--force" in res.stderr
     assert out.read_text() == "keep me"
     with pytest.raises(ZmemError):
         import_model(src, out)
-    assert run(["model", "import", str(src), "--out", str(out), "--force"]).exit_code == 0
+    assert run(["model", "import", "--format", "gguf", str(src), "--out", str(out), "--force"]).exit_code == 0
     assert out.read_bytes()[:4] == b"GGUF"
     assert import_model(src, src / "tiny.gguf")["out"] == str(src / "tiny.gguf")  # a new file there is fine
 
@@ -366,7 +367,7 @@ def test_a_generic_directory_name_is_not_the_model_name(tmp_path, monkeypatch):
     # two packaged `model` directories no longer write the same default file
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for src in (card, bare):
-        assert run(["model", "import", str(src)]).exit_code == 0
+        assert run(["model", "import", "--format", "gguf", str(src)]).exit_code == 0
     assert sorted(p.name for p in (tmp_path / "cache" / "zmem" / "models").iterdir()) == \
         ["all-MiniLM-L6-v2.f16.gguf", "pkg_bare.f16.gguf"]
 
@@ -379,7 +380,7 @@ def test_the_packaged_all_minilm_is_named_as_the_readme_says():
 def test_the_printed_config_is_valid_toml_for_the_written_file(tiny, tmp_path, monkeypatch):
     import tomllib
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    res = run(["model", "import", str(tiny), "--out", "models/tiny.gguf"], cwd=tmp_path)
+    res = run(["model", "import", "--format", "gguf", str(tiny), "--out", "models/tiny.gguf"], cwd=tmp_path)
     assert res.exit_code == 0, res.output
     cfg = tmp_path / "xdg" / "zmem" / "config.toml"
     head, sep, snippet = res.stdout.partition(f"add to {cfg}:\n")

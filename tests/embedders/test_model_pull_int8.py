@@ -16,7 +16,7 @@ pytest.importorskip("onnx")
 
 from helpers.fake_hub import FakeHub  # noqa: E402
 from helpers.tiny_cross_encoder import make_tiny_cross_encoder  # noqa: E402
-from helpers.workspace import commit_all, recall_json, run, user_config, user_error, write, zmem_proc  # noqa: E402
+from helpers.workspace import commit_all, recall_json, run, user_config, user_error, install_hint, write, zmem_proc  # noqa: E402
 from zmem.embedders import modelpull  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.query import rerank  # noqa: E402
@@ -111,5 +111,5 @@ def test_int8_without_onnxruntime_is_refused_before_any_download(hub, monkeypatc
     proc = zmem_proc("model", "pull", L6, "--outtype", "int8", env={"PYTHONPATH": str(shadow.parent)})
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[0].startswith("zmem: --outtype int8 needs onnxruntime") and lines[1].startswith("hint: pip install")
+    assert lines[0].startswith("zmem: --outtype int8 needs onnxruntime") and lines[1] == f"hint: {install_hint('semantic')}"
     assert hub.requests == [] and not target(L6).exists()

@@ -114,6 +114,7 @@ def test_no_cache_directory_still_embeds(model, tmp_path, monkeypatch):
     assert np.abs(got - plain_vectors(model, QUERIES)).max() < 1e-6
 
 
+@pytest.mark.slow
 def test_processes_writing_the_copy_at_the_same_time_all_embed(model):
     """Each writes its own temporary copy and renames it into place; the later ones keep their session."""
     import subprocess

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run, user_config, write, zmem_proc
+from helpers.workspace import commit_all, recall_json, run, user_config, install_hint, write, zmem_proc
 from helpers.fake_hub import FakeOllama
 from zmem.embedders import auto, make_embedder
 
@@ -133,7 +133,7 @@ def test_embed_passes_on_the_providers_own_hint(ws, tmp_path):
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 2 and "needs onnxruntime" in lines[0], proc.stderr
-    assert lines[1] == "hint: pip install 'zmem[semantic]', then run `zmem embed` again"
+    assert lines[1] == f"hint: {install_hint('semantic')}, then run `zmem embed` again"
     assert Path(model).is_dir()
 
 

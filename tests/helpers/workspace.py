@@ -105,6 +105,20 @@ def zmem_exe() -> str:
     return str(exe) if exe.exists() else shutil.which("zmem")
 
 
+def zmem_python() -> str:
+    """sys.executable in a `zmem` process (zmem_proc): the console script's interpreter (#!…/python3),
+    which may spell this one otherwise."""
+    shebang = Path(zmem_exe()).read_text(errors="replace").splitlines()[0]
+    return shebang[2:].strip() if shebang.startswith("#!") and " " not in shebang.strip() else sys.executable
+
+
+def install_hint(extra: str) -> str:
+    """The command zmem.install.pip_install(extra) gives in a `zmem` process (zmem_proc)."""
+    import shlex
+    from zmem.install import pip_install
+    return pip_install(extra).replace(shlex.quote(sys.executable), shlex.quote(zmem_python()), 1)
+
+
 def zmem_proc(*args, cwd=None, env=None, input=None) -> subprocess.CompletedProcess:
     return subprocess.run([zmem_exe(), *args], cwd=cwd, capture_output=True, text=True, input=input,
                           env={**os.environ, **(env or {})}, timeout=120)

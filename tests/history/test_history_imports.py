@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from helpers.workspace import RETAIN, commit_all, run, write
 
 
@@ -17,6 +19,7 @@ def imported(ws, *args) -> tuple[set[str], subprocess.CompletedProcess]:
     return {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}, proc
 
 
+@pytest.mark.slow
 def test_log_diff_and_entity_import_neither_pygit2_nor_rapidfuzz_without_need(ws):
     write(ws, "memory/2025-11-20.md", RETAIN.format(day="2025-11-20", facts="- W @Peter: Lives in Lisbon.\n- W @José: Cooks."))
     write(ws, "bank/opinions.md", "# Opinions\n\n## Likes tea.\n- entities: @Peter\n- confidence: 0.6\n")

@@ -26,10 +26,11 @@ def _fact(rng: random.Random) -> str:
     return f"- {kind}{conf} @{a}: met @{b} about item {rng.randint(1, 20)}."
 
 
-@pytest.fixture
-def history(tmp_path):
-    """A workspace of 26 commits of Retain facts (dates out of order in places), and its history index."""
-    ws = tmp_path / "ws"
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """A workspace of 26 commits of Retain facts (dates out of order in places), and its history index;
+    made once for the module: its tests only read it."""
+    ws = tmp_path_factory.mktemp("history") / "ws"
     assert run(["init", "--no-hooks", str(ws)]).exit_code == 0
     rng = random.Random(7)
     files: dict[str, list[str]] = {}

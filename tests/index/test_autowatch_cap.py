@@ -16,6 +16,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
                                 reason="inotify: Linux only")
 
 
+@pytest.mark.slow
 def test_no_more_automatic_watchers_than_auto_max(root, tmp_path):
     other = tmp_path / "other"
     shutil.copytree(root, other, ignore=shutil.ignore_patterns(".zmem"))

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname !
                                 reason="inotify: Linux only")
 
 
+@pytest.mark.slow
 def test_an_automatic_watcher_exits_once_a_newer_zmem_converted_the_index(root):
     """An upgrade while an older automatic watcher serves: its catch-ups can no longer use the index,
     so it exits (it would answer "no" to every question, which keeps it alive, keeps the newer zmem
@@ -39,6 +40,7 @@ def test_an_automatic_watcher_exits_once_a_newer_zmem_converted_the_index(root):
     assert "exits: the index was written by a newer zmem" in log(root)
 
 
+@pytest.mark.slow
 def test_an_automatic_watcher_follows_a_change_of_the_users_own_settings(root):
     """extra_paths added to the user's config.toml while a watcher serves: the watcher's next catch-up
     (after an edit) uses the new settings; with the ones it started with it took the extra path's notes
@@ -67,6 +69,7 @@ def test_an_automatic_watcher_does_not_hold_on_to_the_directory_its_recall_ran_i
     assert os.readlink(f"/proc/{served(root)['pid']}/cwd") == str(root)
 
 
+@pytest.mark.slow
 def test_an_automatic_watcher_exits_when_zmem_is_upgraded_under_it(root, tmp_path):
     """`pip install -U zmem` while a watcher serves: it exits (a question a minute kept it alive, giving
     the new version's recalls the old version's keyword searches and query vectors, and it would import
@@ -85,6 +88,7 @@ def test_an_automatic_watcher_exits_when_zmem_is_upgraded_under_it(root, tmp_pat
     assert "exits: zmem was upgraded or reinstalled" in log(root)
 
 
+@pytest.mark.slow
 def test_an_automatic_watcher_says_a_lasting_warning_once(root):
     """A warning every catch-up gives (an unknown key in zmem.toml) goes to .zmem/watch.log once, not
     once per edit: the log of a watcher that serves for days does not grow with every note written."""
@@ -99,6 +103,7 @@ def test_an_automatic_watcher_says_a_lasting_warning_once(root):
     assert log(root).count("unknown key `bogus_key`") == 1
 
 
+@pytest.mark.slow
 def test_status_says_no_watcher_starts_where_none_could_serve(tmp_path):
     """A workspace whose socket path would be too long: no reading command starts a watcher there, and
     status says so (it said that one would start, and went on saying when the last start was)."""
@@ -114,6 +119,7 @@ def test_status_says_no_watcher_starts_where_none_could_serve(tmp_path):
     assert not (deep / ".zmem" / "watch-auto").exists() and served(deep) is None
 
 
+@pytest.mark.slow
 def test_an_automatic_watcher_leaves_an_index_kept_with_other_settings_alone(root, tmp_path):
     """Recalls from another environment (another XDG_CONFIG_HOME, whose config.toml has extra_paths) keep
     the index with their settings: the watcher started with other settings exits instead of undoing that

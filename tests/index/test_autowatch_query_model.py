@@ -29,6 +29,7 @@ def _stop(ws) -> None:
         os.kill(who["pid"], signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_an_in_process_query_model_starts_a_watcher_at_any_size(tmp_path, tiny_onnx):
     ws, fingerprint = onnx_workspace(tmp_path, tiny_onnx)  # a handful of files, auto_min_files 5000
     try:

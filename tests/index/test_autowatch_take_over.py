@@ -56,6 +56,7 @@ def automatic(root: Path, started: list[int]) -> int:
     return started[-1]
 
 
+@pytest.mark.slow
 def test_zmem_mcp_takes_over_from_the_automatic_watcher(root):
     root, started = root
     from helpers.mcp_client import session

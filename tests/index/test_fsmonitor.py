@@ -75,6 +75,7 @@ def test_a_change_made_just_before_asking_is_never_vouched_against(ws, watch):
         assert swept and f"memory/2026/new-{n}/2026-02-0{n + 1}.md" in result.updated
 
 
+@pytest.mark.slow
 def test_a_snapshot_another_process_moved_is_vouched_for_again_after_the_watcher_checks_it(ws, watch):
     assert wait_for(lambda: vouched(ws))
     conn = open_index(ws)
@@ -134,6 +135,7 @@ def test_no_vouching_when_polling(ws):
         poller.stop()
 
 
+@pytest.mark.slow
 def test_a_running_mcp_server_vouches_too(ws):
     pytest.importorskip("mcp")
     import asyncio

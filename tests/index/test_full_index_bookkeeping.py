@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
+
 from helpers.workspace import commit_all, indexed_paths, write
 from zmem.index import catchup as indexer
 from zmem.store import db
@@ -42,6 +44,7 @@ def _held_before_the_pool(root, monkeypatch) -> int:
     return held[0] - before
 
 
+@pytest.mark.slow
 def test_a_full_index_holds_about_a_path_per_file_until_it_inserts(ws, monkeypatch):
     monkeypatch.setattr(indexer, "KEEP_BYTES", 0)  # every content read again: only the bookkeeping is left
     monkeypatch.setattr(indexer, "POOL_MIN_FILES", 10 ** 9)  # measured in this process

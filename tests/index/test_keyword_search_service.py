@@ -137,6 +137,7 @@ def served(root: Path, tokens: list[str]) -> bool:
     return fsmonitor.ranked(root / ".zmem", state_key(root), tokens, 6, timeout=5.0) is not None
 
 
+@pytest.mark.slow
 def test_a_watchers_answer_is_fts5s_and_recall_prints_the_same_bytes(ws, watch):
     tokens = listed(ws)
     assert wait_for(lambda: served(ws, tokens), timeout=60)
@@ -161,6 +162,7 @@ def test_a_watchers_answer_is_fts5s_and_recall_prints_the_same_bytes(ws, watch):
     assert answers.count(True) >= 10  # most searches were the watcher's
 
 
+@pytest.mark.slow
 def test_after_a_commit_the_answer_is_the_new_states_or_fts5s(ws, watch):
     tokens = listed(ws)
     assert wait_for(lambda: served(ws, tokens), timeout=60)
@@ -181,6 +183,7 @@ def test_after_a_commit_the_answer_is_the_new_states_or_fts5s(ws, watch):
     assert_served_soon(ws, tokens, "gateway backup studio", asked)  # the new one is, once its lists are made
 
 
+@pytest.mark.slow
 def test_a_stopped_watcher_or_a_malformed_question_leaves_the_search_to_fts5(ws, watch):
     tokens = listed(ws)
     assert wait_for(lambda: served(ws, tokens), timeout=60)
@@ -202,6 +205,7 @@ def test_a_stopped_watcher_or_a_malformed_question_leaves_the_search_to_fts5(ws,
     assert asked == expected and report["served"] and not any(report["served"])
 
 
+@pytest.mark.slow
 def test_a_served_recall_loads_no_json_or_threading_it_did_not_need(ws, watch):
     tokens = listed(ws)
     assert wait_for(lambda: served(ws, tokens), timeout=60)
@@ -212,6 +216,7 @@ def test_a_served_recall_loads_no_json_or_threading_it_did_not_need(ws, watch):
     assert not extra & {"json", "threading", "socket"}, extra
 
 
+@pytest.mark.slow
 def test_after_a_full_rebuild_swaps_the_index_file_the_watcher_reads_the_new_one(ws, watch):
     tokens = listed(ws)
     assert wait_for(lambda: served(ws, tokens), timeout=60)
@@ -232,6 +237,7 @@ def assert_served_soon(root: Path, tokens: list[str], query: str, expected: str)
     raise AssertionError("no fresh recall was answered by the watcher")
 
 
+@pytest.mark.slow
 def test_a_running_mcp_server_answers_too_and_its_own_searches_are_unchanged(ws):
     pytest.importorskip("mcp")
     import asyncio

@@ -73,6 +73,7 @@ def served(ws) -> bool:
     return fsmonitor.embedded(ws.state_dir, fingerprint(ws), "x", timeout=5.0) is not None
 
 
+@pytest.mark.slow
 def test_a_watcher_embeds_a_fresh_recalls_query_with_the_same_hits_and_no_runtime_import(ws):
     alone, imported = fresh_recall(ws)  # no watcher
     assert "onnxruntime" in imported
@@ -89,6 +90,7 @@ def test_a_watcher_embeds_a_fresh_recalls_query_with_the_same_hits_and_no_runtim
         watch.stop()
 
 
+@pytest.mark.slow
 def test_the_served_vector_is_the_one_the_process_would_make(ws, watch, tiny_onnx):
     from zmem.embedders import make_embedder
     assert wait_for(lambda: served(ws))
@@ -108,6 +110,7 @@ def test_another_fingerprint_or_a_malformed_question_gets_no_vector(ws, watch):
     assert served(ws)  # the watcher goes on serving
 
 
+@pytest.mark.slow
 def test_a_replaced_model_is_loaded_again_and_each_fingerprint_gets_its_own_models_vector(ws, watch, tiny_onnx,
                                                                                            tmp_path):
     assert wait_for(lambda: served(ws))
@@ -126,6 +129,7 @@ def test_a_replaced_model_is_loaded_again_and_each_fingerprint_gets_its_own_mode
     assert fsmonitor.embedded(ws.state_dir, old, QUERY, timeout=5.0) in (None, old_vector)
 
 
+@pytest.mark.slow
 def test_a_stopped_watcher_costs_at_most_the_wait_then_the_process_embeds_itself(ws, watch):
     assert wait_for(lambda: served(ws))
     expected, _ = fresh_recall(ws)
@@ -137,6 +141,7 @@ def test_a_stopped_watcher_costs_at_most_the_wait_then_the_process_embeds_itself
     assert "onnxruntime" in imported and result == expected
 
 
+@pytest.mark.slow
 def test_a_dead_watcher_leaves_the_process_to_embed_itself(ws, watch):
     assert wait_for(lambda: served(ws))
     expected, _ = fresh_recall(ws)
@@ -147,6 +152,7 @@ def test_a_dead_watcher_leaves_the_process_to_embed_itself(ws, watch):
     assert "onnxruntime" in imported and result == expected
 
 
+@pytest.mark.slow
 def test_a_watcher_that_cannot_load_the_model_leaves_the_process_to_embed_itself(ws, tmp_path, monkeypatch):
     expected, _ = fresh_recall(ws)
     shadow = tmp_path / "shadow" / "onnxruntime"  # a watcher whose Python has no onnxruntime
@@ -170,6 +176,7 @@ def test_a_watcher_that_cannot_load_the_model_leaves_the_process_to_embed_itself
         watch.stop()
 
 
+@pytest.mark.slow
 def test_a_running_mcp_server_embeds_with_the_model_its_own_searches_loaded(ws):
     pytest.importorskip("mcp")
     import asyncio

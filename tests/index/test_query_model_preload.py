@@ -25,6 +25,7 @@ QUERY = "which machine runs the gateway"
 RUNTIME = ("onnxruntime", "numpy", "tokenizers")
 
 
+@pytest.mark.slow
 def test_the_first_question_after_the_watcher_starts_is_answered_with_a_vector(tmp_path, tiny_onnx):
     ws, fingerprint = onnx_workspace(tmp_path, tiny_onnx)
     watch = WatchProc(ws.root)

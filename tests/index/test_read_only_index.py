@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.workspace import zmem_exe
 
 
@@ -17,6 +19,7 @@ def _state(root: Path) -> dict:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in (root / ".zmem").iterdir()}
 
 
+@pytest.mark.slow
 def test_a_read_only_index_embeds_nothing_answers_from_its_vectors_and_says_so(server, unprivileged):
     root, as_user = unprivileged
     zmem = zmem_exe()

@@ -1,7 +1,7 @@
 """A watching Memory (`zmem mcp`) that could not serve fresh processes when it started, because a `zmem
 watch` started by hand served them, serves them itself once that one is gone: a later call tries again
-(memory.SERVE_RETRY after the last attempt), so fresh processes are not left to their stat sweep for as
-long as it runs."""
+(zmem.index.freshness.SERVE_RETRY after the last attempt), so fresh processes are not left to their stat
+sweep for as long as it runs."""
 from __future__ import annotations
 
 import os

@@ -83,6 +83,7 @@ def hooked(tmp_path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_fresh_recalls_are_vouched_for_from_the_start_before_any_tool_call(hooked):
     alone, answers = fresh_recall(hooked, "relay gateway")
     assert "yes" not in answers  # nobody to ask: the sweep
@@ -96,6 +97,7 @@ def test_fresh_recalls_are_vouched_for_from_the_start_before_any_tool_call(hooke
     assert not (hooked / ".zmem" / fsmonitor.SOCKET).exists()  # removed when the server stops
 
 
+@pytest.mark.slow
 def test_after_a_commit_and_an_edit_fresh_recalls_are_vouched_for_again_without_a_tool_call(hooked):
     async def go():
         async with session(hooked) as s:
@@ -126,6 +128,7 @@ def test_after_a_commit_and_an_edit_fresh_recalls_are_vouched_for_again_without_
     assert "yes" not in answers and alone == edit_out
 
 
+@pytest.mark.slow
 def test_a_settings_change_rebuilds_the_watch_and_fresh_recalls_are_vouched_for_again(hooked):
     """zmem.toml changed: the server's watch thread reloads everything (its own thread stopped, a new
     one serving the socket) and vouches again, still with no tool call; the session keeps answering."""
@@ -143,6 +146,7 @@ def test_a_settings_change_rebuilds_the_watch_and_fresh_recalls_are_vouched_for_
     assert not (hooked / ".zmem" / fsmonitor.SOCKET).exists()
 
 
+@pytest.mark.slow
 def test_the_query_model_is_loaded_as_the_server_starts(tmp_path):
     """A hybrid workspace whose vectors come from an in-process model (onnx): the server loads it as it
     starts, so the first fresh hybrid recall's query is embedded by it (not answered "no loading")."""

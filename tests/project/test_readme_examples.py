@@ -1,5 +1,6 @@
-"""The README's recall examples are real output (issue 17: its JSON example cited `#L5-L6` with a
-one-line snippet while the demo really answered `#L1-L11`; every short daily log was cited whole)."""
+"""The docs' recall examples are real output (issue 17: the README's JSON example cited `#L5-L6` with
+a one-line snippet while the demo really answered `#L1-L11`; every short daily log was cited whole).
+The example lives in docs/recall.md since the README became a front page (issue 26)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ import pytest
 
 from helpers.workspace import zmem_proc
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +23,11 @@ def demo(tmp_path_factory):
     return root
 
 
-def test_the_readme_json_example_is_what_recall_prints_on_the_demo(demo):
-    text = README.read_text(encoding="utf-8")
+def test_the_documented_json_example_is_what_recall_prints_on_the_demo(demo):
+    text = "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
     m = re.search(r'`--json` prints one object \(`zmem recall "([^"]+)" --json --k (\d+)` on `zmem demo`\):\n\n'
                   r'```json\n(.*?)\n```', text, re.S)
-    assert m, "the README's recall JSON example and the command it comes from"
+    assert m, "the docs' recall JSON example and the command it comes from"
     query, k, shown = m.group(1), m.group(2), json.loads(m.group(3))
     res = zmem_proc("-C", str(demo), "recall", query, "--json", "--k", k)
     assert res.returncode == 0 and res.stderr == "", res.stderr  # no warning in the default setup
@@ -53,3 +55,11 @@ def test_short_daily_logs_are_cited_by_the_lines_that_match_not_whole(demo, quer
             assert h["start_line"] > h["chunk_start_line"], h["citation"]  # the note is one chunk, not cited whole
             section = next(line for line in reversed(lines[:h["start_line"]]) if line.startswith("## "))
             assert h["heading"] == f"{h['day']} > {section[3:]}", h
+
+
+def test_the_readme_tour_shows_what_its_first_recall_prints(demo):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    query = re.search(r'^zmem recall "([^"]+)"', text, re.M).group(1)
+    shown = re.search(r"^The first two hits that recall prints:\n\n```\n(.*?)```", text, re.S | re.M).group(1)
+    res = zmem_proc("-C", str(demo), "recall", query, "--k", "2")
+    assert res.returncode == 0 and res.stdout == shown, res.stdout + res.stderr

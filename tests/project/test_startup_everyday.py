@@ -3,16 +3,19 @@ no git library, no table library (zmem prints its tables itself: cli/table.py), 
 package metadata, no fuzzy matcher when no two entity names are alike. Facts, not timings."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.fresh import fresh
 from helpers.workspace import commit_all, run, write
 
-NOT_NEEDED = ("pygit2", "zmem.git.repo", "tabulate", "importlib.metadata", "rapidfuzz", "numpy")
+NOT_NEEDED = ("pygit2", "zmem.git.repo", "tabulate", "wcwidth", "importlib.metadata", "rapidfuzz", "numpy")
 
 
 def loaded(report: dict) -> list[str]:
     return [m for m in report["modules"] if m in NOT_NEEDED or m.split(".")[0] in NOT_NEEDED]
 
 
+@pytest.mark.slow
 def test_facts_entity_log_diff_status_load_only_what_they_need(ws):
     write(ws, "memory/2025-11-28.md", "# 2025-11-28\n\n## Retain\n\n- O(c=0.8) @Peter: Prefers short answers.\n"
           "- W @Ana: Ana moved to Porto.\n")

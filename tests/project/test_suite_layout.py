@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 
 
@@ -20,6 +22,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_test_module_imports_another_test_module_or_conftest():
     wrong = []
     for path in sorted(TESTS.rglob("*.py")):

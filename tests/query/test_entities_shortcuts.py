@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from helpers.workspace import RETAIN, commit_all, run, write
 
 NAMES = ["Peter", "peter", "PETER", "Ana", "José", "Jose", "Lucía", "[The Castle]", "the_castle", "warelay", "warelai"]
@@ -57,6 +59,7 @@ def test_entity_counts_days_edges_and_duplicates_are_those_of_the_long_way(ws):
             assert suspected_duplicates(entities, name=name) == [d for d in whole if name in d[:2]], name
 
 
+@pytest.mark.slow
 def test_duplicates_of_one_name_are_those_of_the_whole_list_on_random_names():
     from zmem.query.entities import Entity, suspected_duplicates
     from zmem.text.retain import entity_key

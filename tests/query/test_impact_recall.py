@@ -68,6 +68,7 @@ def counted(monkeypatch):
     impact.ENABLED = True
 
 
+@pytest.mark.slow
 def test_top_k_equals_fts5s_while_real_catch_ups_add_edit_and_delete_files(ws, counted):
     r = random.Random(14)
     files = [f"memory/2025-10-{d:02d}.md" for d in range(1, 29)]
@@ -92,6 +93,7 @@ def test_top_k_equals_fts5s_while_real_catch_ups_add_edit_and_delete_files(ws, c
     assert counted[0] > 200  # the lists answered most one-word-token searches
 
 
+@pytest.mark.slow
 def test_recall_output_is_byte_identical_with_and_without_the_lists(ws, counted):
     r = random.Random(7)
     for i in range(30):

@@ -15,7 +15,7 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.workspace import commit_all, recall_json, run, user_config, write, zmem_proc  # noqa: E402
+from helpers.workspace import commit_all, recall_json, run, user_config, install_hint, write, zmem_proc  # noqa: E402
 from helpers.tiny_bert import make_tiny_bert  # noqa: E402
 from helpers.tiny_cross_encoder import make_tiny_cross_encoder, reference_scores  # noqa: E402
 from zmem.query import rerank  # noqa: E402
@@ -79,7 +79,7 @@ def test_import_writes_a_reranker_directory_and_says_how_to_use_it(tiny_ce, tmp_
     assert not (out / "1_Pooling").exists()
     assert json.loads((out / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
     # llama.cpp does not run a cross-encoder: refused with the way that works
-    res = run(["model", "import", str(tiny_ce), "--out", str(tmp_path / "ce.gguf")])
+    res = run(["model", "import", str(tiny_ce), "--format", "gguf", "--out", str(tmp_path / "ce.gguf")])
     assert res.exit_code == 1 and "cross-encoder" in res.stderr and "--format onnx" in res.stderr
 
 
@@ -188,7 +188,7 @@ def test_without_onnxruntime_rerank_is_a_warning(ws, tiny_ce_onnx, tmp_path):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     out = json.loads(proc.stdout)
     assert out["results"] == plain["results"]
-    assert any("needs onnxruntime" in w and "zmem[semantic]" in w for w in out["warnings"]), out["warnings"]
+    assert any("needs onnxruntime" in w and install_hint("semantic") in w for w in out["warnings"]), out["warnings"]
 
 
 def test_no_rerank_wins_over_the_config_and_facts_are_not_reranked(ws, tiny_ce_onnx):

@@ -36,6 +36,7 @@ def _index_sessions(ws) -> dict:
     return json.loads(proc.stdout)["sessions"]
 
 
+@pytest.mark.slow
 def test_a_transcript_replaced_by_a_larger_one_starts_over(ws):
     sessions = _sessions(ws)
     a = sessions / "a.jsonl"

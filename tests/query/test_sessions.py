@@ -136,6 +136,7 @@ def test_kind_entity_and_as_of_work_over_mcp_with_sessions_enabled(ws):
                     await call(s, "memory_recall_as_of", query="kestrel", as_of="HEAD"))
     for out in asyncio.run(go()):
         assert out["results"] and out["results"][0]["path"] == "memory/2025-11-28.md"
+        assert not any("memory_get cannot read back" in w for w in out["warnings"])  # no session hit here
 
 
 def test_redaction_of_assignments_json_keys_and_phrases():

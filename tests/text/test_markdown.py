@@ -167,6 +167,7 @@ def test_scanner_and_chunker_never_raise_and_stay_in_range(parts):
         assert 1 <= c.start_line <= c.end_line <= len(lines)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400))
 def test_chunker_never_raises_on_arbitrary_text(text):

@@ -202,6 +202,7 @@ def test_demo_does_not_overwrite_through_a_symlinked_memory_file(tmp_path, outsi
     assert target.read_text() == "precious\n"
 
 
+@pytest.mark.slow
 def test_a_symlinked_state_dir_is_refused_and_nothing_is_written_where_it_points(ws, tmp_path, outside):
     """.gitignore's `.zmem/` does not cover a symlink, so a repository can carry a committed `.zmem`
     link; every command refuses it rather than write an index, lock or socket where it points."""

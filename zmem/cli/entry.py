@@ -84,6 +84,8 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
             else:
                 from zmem.cli.render import hit_lines
                 out = "".join("".join(parts) + "\n" for h in res.results for parts in hit_lines(h))
+            from zmem.cli.watchnote import watcher_note
+            note = watcher_note(mem)
     except KeyboardInterrupt as e:
         return _failed(e)
     except Exception:  # nothing printed yet: the click command line runs it again and says what it says
@@ -100,7 +102,12 @@ def _recall(directory: str | None, words: list[str], as_json: bool, k: int | Non
                 click.echo("no results", err=True)
         sys.stdout.write(out)
         sys.stdout.flush()
+        if note:
+            from zmem.cli.terminal import for_stderr
+            sys.stderr.write(f"note: {for_stderr(note)}\n")
     except BrokenPipeError:
+        from zmem.cli.terminal import settle_stdout
+        settle_stdout()
         sys.stderr.close()  # the reader went away (e.g. `| head`), as the click command line does
         return 0
     except (Exception, KeyboardInterrupt) as e:
@@ -117,8 +124,10 @@ def _recall_once(mem, words: list[str], k: int | None):
 
 def _failed(e: BaseException) -> int:
     """An interruption or a failure while printing, said as the click command line says it."""
-    from zmem.cli import app
+    from zmem.cli.common import BUG_HINT, say
+    from zmem.cli.terminal import settle_stdout
     from zmem.errors import CommandLine, describe
     problem = describe(e, CommandLine(lambda command: {}))  # neither names a parameter
-    app._say(problem.message, app.BUG_HINT if problem.bug else problem.hint)
+    settle_stdout()
+    say(problem.message, BUG_HINT if problem.bug else problem.hint)
     return problem.exit_code

@@ -7,9 +7,17 @@ under each column, columns two spaces apart, each at least two wider than its he
 spaces dropped. Text columns are left-aligned with their cells stripped. A numeric column is read as
 tabulate reads one: when every non-empty cell is an integer it is printed as given; when every one
 is a number it is printed as a float in `g` form (`0.50` as `0.5`), right-aligned on the decimal
-point; any other cell makes it a text column. Two things differ, on purpose: a line break inside a
-cell is printed as a space (a row stays one line), and widths are counted in characters, escape
-sequences included (tabulate leaves ANSI colour codes out of the width)."""
+point; any other cell makes it a text column. Widths are display widths, as tabulate measures them
+with wcwidth installed: a CJK character or an emoji takes two columns, a combining accent none.
+Three things differ, on purpose: a line break inside a cell is printed as a space (a row stays one
+line); escape sequences are counted as characters (tabulate leaves ANSI colour codes out of the
+width); and a cell holding a control character wcwidth cannot measure (it says -1) counts its
+characters (tabulate would count -1 and misalign the row).
+
+Display width comes from wcwidth (a dependency): the table of East Asian widths, emoji and zero-width
+characters is Unicode's and changes with each version, so a well-kept library measures it rather than
+a hand-written copy. It is imported only for a table with a non-ASCII cell (~10-30 ms: it imports
+typing, hashlib, re's compiler): the everyday ASCII table, where width is len, pays nothing."""
 from __future__ import annotations
 
 _LINE_BREAKS = {ord("\n"): " ", ord("\r"): " "}
@@ -63,11 +71,24 @@ def simple_table(rows, headers: list[str], numeric: tuple[int, ...] = ()) -> str
             cells = [c.strip() for c in cells]
             right.append(False)
         out_columns.append(cells)
-    widths = [max([len(h) + 2] + [len(c) for c in cells]) for h, cells in zip(headers, out_columns)]
+    def width(cell: str) -> int:
+        return len(cell) if cell.isascii() else _display_width(cell)
+    widths = [max([width(h) + 2] + [width(c) for c in cells]) for h, cells in zip(headers, out_columns)]
+
+    def pad(cell: str, w: int, to_right: bool) -> str:
+        fill = " " * (w - width(cell))
+        return fill + cell if to_right else cell + fill
 
     def line(cells) -> str:
-        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
+        return "  ".join(pad(c, w, r) for c, w, r in zip(cells, widths, right)).rstrip()
 
     lines = [line(headers), line(["-" * w for w in widths])]
     lines.extend(line(row) for row in zip(*out_columns))
     return "\n".join(lines)
+
+
+def _display_width(text: str) -> int:
+    """Columns `text` takes on a terminal (wcwidth); its length where wcwidth cannot tell (a control character)."""
+    from wcwidth import wcswidth
+    w = wcswidth(text)
+    return w if w >= 0 else len(text)

@@ -84,3 +84,17 @@ def echo_json(data, indent: int | None = 2) -> None:
     import click
     text = json.dumps(data, ensure_ascii=False, indent=indent)
     click.echo(_UNSAFE.sub(_json_escape, text) if stdout_is_terminal() else text, color=True)
+
+
+def settle_stdout() -> None:
+    """Before an error exit: flush stdout, and when that fails (a full disk, a reader gone) point it at
+    /dev/null, so that the interpreter's own flush at exit cannot fail again after zmem has said what
+    went wrong (with a buffered stdout it printed "Exception ignored ... OSError" and exited 120)."""
+    import os
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass

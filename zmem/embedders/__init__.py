@@ -9,6 +9,21 @@ from zmem.embedders.base import Embedder, EmbeddingError
 
 DEFAULT_PROVIDER = "auto"  # with nothing found it is keyword recall, as "none" (embedders/auto.py)
 IN_PROCESS_PROVIDERS = ("onnx", "local")  # their models run in the process (Embedder.in_process)
+# the packages each in-process provider's engine imports, and the extra that installs them
+ENGINES = {"onnx": (("onnxruntime", "tokenizers", "numpy"), "semantic"), "local": (("llama_cpp",), "local")}
+
+
+def missing_engine(provider: str) -> str | None:
+    """The package an in-process provider's engine needs that this interpreter cannot import (found
+    without importing it: ~0.1 ms), or None (present, or a provider with no engine of its own)."""
+    from importlib.util import find_spec
+    for module in ENGINES.get(provider, ((), None))[0]:
+        try:
+            if find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):  # a broken parent package, a module whose __spec__ is None
+            return module
+    return None
 
 
 def make_embedder(settings: dict, provider: str | None = None) -> Embedder | None:

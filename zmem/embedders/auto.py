@@ -195,6 +195,9 @@ def resolve(settings: dict) -> tuple[dict | None, str]:
                 f"the model {model['name']} is installed in {user_cache_dir() / 'models'}")
     ollama = (f"Ollama at {host} has no embedding model (`ollama pull nomic-embed-text`)" if models == []
               else f"no Ollama at {host}")
-    where = (f"no model in {user_cache_dir() / 'models'} (`zmem model pull`)" if not model else
-             f"{model['name']} is installed but onnxruntime is not (pip install 'zmem[semantic]')")
+    if not model:
+        where = f"no model in {user_cache_dir() / 'models'} (`zmem model pull`)"
+    else:
+        from zmem.install import pip_install
+        where = f"{model['name']} is installed but onnxruntime is not ({pip_install('semantic')})"
     return None, f"nothing found: no endpoint configured, {ollama}, {where}"

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from zmem.embedders.base import Embedder, EmbeddingError, hash_file_ends
+from zmem.install import pip_install, pip_upgrade
 
 MAX_TOKENS = 2048  # cap for long-context GGUFs: bounds the compute buffers; zmem's windows are far shorter
 
@@ -72,7 +73,7 @@ class LlamaEmbedder(Embedder):
             bindings = _bindings()
         except ImportError:
             raise EmbeddingError("the local provider needs llama-cpp-python",
-                                 hint="pip install 'zmem[local]' (it builds llama.cpp, about 10 minutes on 2 cores)") from None
+                                 hint=f"{pip_install('local')} (it builds llama.cpp, 10-50 minutes on 2 cores)") from None
         _silence(bindings)
         if self.check_in_child:
             _check_in_child(self.path, self.model)
@@ -83,7 +84,7 @@ class LlamaEmbedder(Embedder):
             self._llama = _Model(bindings, self.path, threads)
         except AttributeError as e:  # a binding older than the C API used here
             raise EmbeddingError(f"this llama-cpp-python lacks a llama.cpp function zmem needs ({e})",
-                                 hint="pip install -U 'zmem[local]'") from None
+                                 hint=pip_upgrade("llama-cpp-python")) from None
         self.max_tokens = self._llama.n_ctx
         self._tail = self._llama.tail_specials()
         return self._llama

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zmem.workspace.config import user_cache_dir
 from zmem.errors import ZmemError, arg
+from zmem.install import pip_install
 
 ARCH = "bert"
 OUTTYPES = ("f32", "f16", "q8_0")
@@ -394,10 +395,25 @@ def _read_bert(src: Path) -> dict:
         if name.startswith(("pooler.", "cls.", "lm_head.")) or name.endswith(("position_ids", "token_type_ids")):
             continue  # heads and buffers a sentence embedding does not use
         tensors[name] = (hf_name, data)
+    _check_layers(src, layers, tensors)
 
     return {"config": config, "hidden": hidden, "layers": layers, "heads": heads, "ffn": ffn, "context": context,
             "type_vocab": type_vocab, "pooling": pooling, "tensors": tensors, "warnings": warnings,
             "reranker": reranker, "head": head}
+
+
+def _check_layers(src: Path, layers: int, tensors: dict) -> None:
+    """The config's num_hidden_layers against the encoder layers the weights hold, before anything is
+    sized by it: a config.json claiming 1,000,000 layers once grew the process past 5 GB (one name map
+    and one list of expected tensor names per layer) before the first missing tensor was found."""
+    held = {int(m.group(1)) for name in tensors if (m := _LAYER.match(name))}
+    if layers < 1 or layers > len(held):
+        raise ZmemError(f"{src / 'config.json'} says num_hidden_layers = {layers}, but the weights hold "
+                        f"{len(held)} encoder layers",
+                        hint="is model.safetensors complete and the config's num_hidden_layers right?")
+
+
+_LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
 
 
 def is_cross_encoder(config) -> bool:
@@ -418,7 +434,7 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
         import safetensors  # noqa: F401 - checked here so the error names the extra
     except ImportError as e:
         raise ZmemError(f"`zmem model import` needs {e.name}",
-                        hint="pip install 'zmem[local]', or write an ONNX model instead: pip install 'zmem[semantic]' "
+                        hint=f"{pip_install('local')}, or write an ONNX model instead: {pip_install('semantic')} "
                              "and pass --format onnx") from None
     if outtype not in OUTTYPES:
         raise ZmemError(f"unknown outtype {outtype!r}", hint="use " + ", ".join(OUTTYPES))
@@ -426,7 +442,7 @@ def import_model(src: Path, out: Path, *, outtype: str = "f16", force: bool = Fa
     bert = _read_bert(src)
     if bert["reranker"]:
         raise ZmemError(f"{src.name} is a cross-encoder (a reranker); llama.cpp does not run it here",
-                        hint="pip install 'zmem[semantic]' and pass --format onnx")
+                        hint=f"{pip_install('semantic')} and pass --format onnx")
     config, tensors, warnings, pooling = bert["config"], bert["tensors"], bert["warnings"], bert["pooling"]
     hidden, layers, heads, ffn = bert["hidden"], bert["layers"], bert["heads"], bert["ffn"]
     context, type_vocab = bert["context"], bert["type_vocab"]
@@ -696,7 +712,8 @@ def import_onnx(src: Path, out: Path, *, outtype: str = "f32", force: bool = Fal
         import safetensors  # noqa: F401
         import tokenizers  # noqa: F401
     except ImportError as e:
-        raise ZmemError(f"`zmem model import --format onnx` needs {e.name}", hint="pip install 'zmem[semantic]'") from None
+        raise ZmemError(f"`zmem model import --format onnx` needs {e.name}",
+                        hint=pip_install("semantic")) from None
     if outtype not in ONNX_OUTTYPES:
         raise ZmemError(f"outtype {outtype!r} is not for ONNX", hint="use " + " or ".join(ONNX_OUTTYPES))
     src, out = _check_paths(src, out, force)

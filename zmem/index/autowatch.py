@@ -21,6 +21,9 @@ from zmem.index import fsmonitor
 from zmem.workspace.core import Workspace
 
 STAMP = "watch-auto"  # in the state directory: locked while a command starts a watcher; its mtime is the last attempt
+# in the state directory: the first automatic watcher's pid, until a command has said so (announcement),
+# then renamed to TOLD: each workspace is told once that zmem started work in the background
+NEW, TOLD = "watch-auto-new", "watch-auto-told"
 RETRY = 60.0  # seconds after an attempt before another command may start a watcher again
 ENV = "ZMEM_WATCH_AUTO"  # "0" (or false, no, off): never, whatever the settings say
 LOG = "watch.log"
@@ -54,11 +57,15 @@ def pays(ws: Workspace, conn, files: int) -> tuple[bool, str]:
         return False, "watch.auto = false"
     if files >= cfg.watch_auto_min_files:
         why = f"the index holds {files} memory files, at least watch.auto_min_files = {cfg.watch_auto_min_files}"
-    elif query_model_to_preload(ws, conn):
-        why = "hybrid recall embeds queries with an in-process model"
     else:
-        return False, (f"the index holds {files} memory files, fewer than watch.auto_min_files = "
-                       f"{cfg.watch_auto_min_files}, and no in-process query model")
+        few = f"the index holds {files} memory files, fewer than watch.auto_min_files = {cfg.watch_auto_min_files}"
+        model = _in_process_model(ws, conn)
+        if model is None:
+            return False, f"{few}, and no in-process query model"
+        missing = _missing_engine(model[1])
+        if missing:  # a watcher would exist to preload a model it cannot load
+            return False, f"{few}, and the query model's engine ({model[1]}) cannot run here: {missing} is not installed"
+        why = "hybrid recall embeds queries with an in-process model"
     reason = cannot_serve(ws)
     return (False, f"{why}, but a watcher could not serve: {reason}") if reason else (True, why)
 
@@ -105,12 +112,36 @@ def _start_once(ws: Workspace) -> bool:
         # (a reading command run by a git hook has git's variables: they would point git at another repository)
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
         # (in the workspace: the command's own directory, kept busy for minutes, could not be unmounted)
-        spawn_detached(ws, ["watch", "--auto"], LOG, env, cwd=ws.root)
+        pid = spawn_detached(ws, ["watch", "--auto"], LOG, env, cwd=ws.root)
+        if not os.path.exists(os.path.join(ws.state_dir, TOLD)):  # the first one here: a command says so
+            with open(os.path.join(ws.state_dir, NEW), "w", encoding="utf-8") as f:
+                f.write(f"{pid}\n")
         return True
     except OSError:  # no process could start (pids limit, memory), a full disk: the next attempt after RETRY
         return False
     finally:
         os.close(fd)
+
+
+def announcement(ws: Workspace) -> str | None:
+    """What a command says on stderr, once per workspace, after the first automatic watcher started
+    there (by this command or by the freshness check's child, whose stderr is /dev/null): what runs,
+    why and how to turn it off. None when there is nothing to say (one stat)."""
+    new = os.path.join(ws.state_dir, NEW)
+    if not os.path.exists(new):
+        return None
+    try:
+        with open(new, encoding="utf-8") as f:
+            pid = f.read().strip()
+        os.replace(new, os.path.join(ws.state_dir, TOLD))  # whoever renames it says it: once
+    except OSError:
+        return None
+    idle = ws.config.watch_idle_exit
+    return (f"zmem started a watcher in the background (`zmem watch --auto`, pid {pid or '?'}): it keeps the index "
+            f"of {ws.root} fresh and its query model loaded, so that the next commands answer sooner; it exits "
+            f"after {idle / 60:g} minutes without a question (`zmem status` shows it, `zmem watch --stop` stops it). "
+            f"Turn automatic watchers off with {ENV}=0 or `[watch] auto = false` in zmem.toml. "
+            f"(Said once for this workspace.)")
 
 
 def automatic_watchers(root=None) -> list[int]:
@@ -134,11 +165,14 @@ def automatic_watchers(root=None) -> list[int]:
     return out
 
 
-def stop(state_dir, pid: int, wait: float = 5.0) -> bool:
+def stop(state_dir, pid: int, wait: float = 5.0, why: str | None = None) -> bool:
     """SIGTERM to the process serving the workspace's socket (pid: as fsmonitor.serving reads it from
     the kernel), then wait up to `wait` seconds for the socket to go; whether it went. Raises
-    PermissionError for another user's process."""
+    PermissionError for another user's process. why: said in watch.log first (the watcher's own exit
+    line, after it, names the signal)."""
     import signal
+    if why:
+        log(state_dir, f"{why}: stopping the watcher (pid {pid})")
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -152,7 +186,7 @@ def stop(state_dir, pid: int, wait: float = 5.0) -> bool:
     return True
 
 
-def take_over(ws: Workspace) -> bool:
+def take_over(ws: Workspace, by: str = "zmem") -> bool:
     """(A long-lived process about to serve the workspace: `zmem mcp`, a `zmem watch` started by hand.)
     Stop the automatic watcher serving it, if that is who serves, so that this process serves from now
     on: the automatic one exits when idle and would leave fresh processes to their sweep while this one
@@ -161,15 +195,38 @@ def take_over(ws: Workspace) -> bool:
     if not who or not who.get("auto") or not who.get("pid"):
         return False
     try:
-        return stop(ws.state_dir, who["pid"], wait=3.0)
+        return stop(ws.state_dir, who["pid"], wait=3.0, why=f"{by} (pid {os.getpid()}) takes over serving this workspace")
     except PermissionError:
         return False
+
+
+def log(state_dir, message: str) -> None:
+    """A dated line in .zmem/watch.log, where automatic watchers say what they did (and why they exit)."""
+    import datetime as dt
+    try:
+        with open(os.path.join(state_dir, LOG), "a", encoding="utf-8") as f:
+            f.write(f"{dt.datetime.now().isoformat(timespec='seconds')} {message}\n")
+    except OSError:
+        pass
 
 
 def query_model_to_preload(ws: Workspace, conn) -> str | None:
     """The vector fingerprint of the model a watcher should load as it starts: hybrid recall with stored
     vectors of a model that runs in-process (onnx, local), so that the first fresh recall's query is
-    embedded by the watcher (it would answer "no loading" to that one); None otherwise (bm25, an endpoint)."""
+    embedded by the watcher (it would answer "no loading" to that one); None otherwise (bm25, an endpoint,
+    or an engine this Python does not have: onnxruntime missing where only the mcp extra is installed)."""
+    model = _in_process_model(ws, conn)
+    return model[0] if model and not _missing_engine(model[1]) else None
+
+
+def _missing_engine(provider: str) -> str | None:
+    from zmem.embedders import missing_engine
+    return missing_engine(provider)
+
+
+def _in_process_model(ws: Workspace, conn) -> tuple[str, str] | None:
+    """(vector fingerprint, provider) of the index's vectors when hybrid recall embeds its queries with
+    a model that runs in-process (onnx, local); else None."""
     if ws.config.recall_mode == "bm25":
         return None
     from zmem.store import db
@@ -182,4 +239,4 @@ def query_model_to_preload(ws: Workspace, conn) -> str | None:
         provider = json.loads(fingerprint.partition("|windows=")[0]).get("provider")
     except (ValueError, AttributeError):
         return None
-    return fingerprint if provider in IN_PROCESS_PROVIDERS else None
+    return (fingerprint, provider) if provider in IN_PROCESS_PROVIDERS else None

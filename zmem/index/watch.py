@@ -381,7 +381,7 @@ def serve_fresh_processes(ws: Workspace, source: InotifySource, embedder_for: Ca
     try:
         server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about=about)
     except OSError:
-        if about.get("auto") or not take_over(ws):
+        if about.get("auto") or not take_over(ws, by=f"zmem {about.get('command', 'watch')}"):
             return None
         try:
             server = fsmonitor.VouchServer(ws.state_dir, embedder_for=embedder_for, about=about)
@@ -825,7 +825,26 @@ class Watcher:
     # -- the loop
     def run(self) -> int:
         """Watch until a signal, max_events or exit_after. Returns the exit status (130 after
-        SIGINT). Raises WorkspaceGone when the workspace is moved or deleted."""
+        SIGINT). Raises WorkspaceGone when the workspace is moved or deleted. An automatic watcher's
+        every exit leaves its reason as the last line it writes to .zmem/watch.log."""
+        try:
+            code = self._run()
+        except BaseException as e:
+            if self.auto and self.finished is None:
+                self.finished = _why_raised(e)
+                self._log(f"automatic watcher (pid {os.getpid()}) exits: {self.finished}")
+            raise
+        if self.auto and self.finished is None:  # (_finish logged its reason already)
+            if self.stop_signal is not None:
+                why = f"stopped by {signal.Signals(self.stop_signal).name}"
+            elif self.max_events is not None and self.events >= self.max_events:
+                why = f"{self.events} events (--max-events)"
+            else:
+                why = "--exit-after reached"
+            self._finish(why)
+        return code
+
+    def _run(self) -> int:
         if self.commit:  # before watching, like any command: not at the first commit, maybe hours later
             import shutil
             from zmem.git.gitcmd import git_missing
@@ -985,3 +1004,14 @@ class Watcher:
             for s, h in old.items():
                 signal.signal(s, h)
         return restore
+
+
+def _why_raised(e: BaseException) -> str:
+    """An automatic watcher's exit reason when an exception ends it, for watch.log."""
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted (a second SIGINT)"
+    if isinstance(e, ZmemError):
+        return e.message
+    if isinstance(e, SystemExit):
+        return f"exit status {e.code}"
+    return f"an unexpected error: {type(e).__name__}: {e}"

@@ -32,6 +32,7 @@ from zmem.mcp import sdk as mcp_sdk
 from zmem.errors import Surface, ZmemError, describe, is_sqlite_error
 from zmem.text.kinds import KINDS
 from zmem.memory import Memory, warm_reranker
+from zmem.query.context import DEFAULT_BUDGET as CONTEXT_BUDGET
 
 log = logging.getLogger("zmem.mcp")
 
@@ -39,93 +40,51 @@ QUERY_TIMEOUT = 5.0  # seconds for embedding a query; past it, recall answers by
 
 INSTRUCTIONS = """\
 zmem is this user's long-term memory: Markdown notes in a git repository (MEMORY.md, daily logs
-memory/YYYY-MM-DD.md, bank/ pages with entities and opinions). Search it (memory_search) before
+memory/YYYY-MM-DD.md, bank/ pages with entities and opinions). As a session starts, memory_context
+gives what to read first. Search it (memory_search) before
 answering anything about prior work, decisions, dates, people, preferences or todos, and cite what
 you use as path#Lx-Ly. memory_get reads exactly the cited lines back. memory_append writes a note or
 a typed fact to today's log and commits it. graph_search shows how entities relate; memory_blame
 says who wrote a memory and when (and what it was derived from); memory_recall_as_of searches
 memory as it stood at a past date or commit."""
 
+# Each description says when to use the tool and what a citation is, and no more: every agent session
+# carries tools/list in its context (tests/mcp/test_mcp_budget.py holds it under TOOLS_LIST_BUDGET
+# characters). Result shapes and details are in docs/agent-hooks.md.
 SEARCH_DOC = """\
-Search the user's long-term memory before answering questions about prior work, decisions, dates,
-people, preferences or todos. Searches the Markdown notes (MEMORY.md, daily logs
-memory/YYYY-MM-DD.md, bank/ pages) by keywords and, when an embedding model is configured, by
-meaning.
-
-Returns {"results": [{"path", "startLine", "endLine", "score", "snippet", "source", "citation",
-"day", "heading", "chunkStartLine", "chunkEndLine"}], "provider", "model", "mode", "warnings"}, best
-first (day: a daily log's date; heading: the section the lines are in; each left out when there is
-none). The snippet is exactly lines startLine..endLine of path (1-based): the line or few lines that
-answer, never half a list item; citation is "path#L<startLine>-L<endLine>": cite it when you use the
-snippet, and pass it to memory_get to read exactly those lines again. chunkStartLine..chunkEndLine is
-the passage they were found in: read that range with memory_get when you need the context. score is
-in (0, 1], higher is better: how well that passage matches (results are ordered by how well their own
-lines answer, so a later result may show a higher score); it is not a probability. source is "memory" for notes, "sessions" for agent session transcripts (when enabled):
-a session hit cites a .jsonl transcript line, which memory_get cannot read back (it reads memory
-files only); its snippet is the message itself.
-mode says how the search ran (hybrid, vector or bm25 keywords); warnings explain any degradation,
-e.g. a slow or missing embedding provider (then results come from keywords only). "rerank" names the
-reranker model when one ordered the results (rerank=true asks for it; then score is its relevance).
-
-Filters: since keeps daily logs from that day on (7d, 2w, 3m, 1y or YYYY-MM-DD; undated files drop
-out); path keeps files matching a glob or under a directory; max_chars caps the total snippet
-characters. kind and/or entity search typed facts of `## Retain` sections instead of notes (kind: world,
-experience, opinion, observation, relation; entity: a name such as Peter, @ optional); each such
-result also has "fact" with its kind, entities and confidence, and its snippet is the fact's text
-without the bullet's `- W @Peter:` prefix (a relation reads `Peter works_at Acme`; memory_get of its
-citation shows the bullet as written). An empty results list means nothing
-matched: say so rather than guess. For how memory stood in the past, use memory_recall_as_of."""
+Search the user's long-term memory before answering about prior work, decisions, dates, people, \
+preferences or todos. Each result cites path#Lx-Ly (file, 1-based lines): cite it when you use its \
+snippet; memory_get reads exactly those lines."""
 
 GET_DOC = """\
-Read exactly the cited lines of a memory file. Pass a citation from memory_search as path
-("memory/2025-11-24.md#L5-L6" returns lines 5 and 6, the same lines the snippet showed), or an as-of
-citation "path@<commit>#Lx-Ly" from memory_recall_as_of (the file as it was at that commit), or a
-plain path with from (first line, 1-based) and lines (how many; default: to the end). A path
-without a range returns the whole file. Use it to quote a memory exactly or to read the lines around
-a search hit. Only memory files can be read (MEMORY.md, memory/**.md, bank/**.md and configured
-extra paths, .md only); anything else is refused with an error. Returns {"path", "from", "lines"
-(how many lines were returned), "text", "end_line", "total_lines", "citation"}."""
+Read exactly the lines a citation path#Lx-Ly (or path@commit#Lx-Ly) names; from and lines \
+read around a hit. Memory files only."""
 
 APPEND_DOC = """\
-Write to long-term memory: appends text to today's daily log (memory/YYYY-MM-DD.md) under
-"## Notes" and commits it to git, so it can be recalled at once and its history is kept. Use it for
-what is worth remembering beyond this conversation (decisions, preferences, facts about people,
-commitments, todos); write one self-contained statement per call, with names and dates.
-
-retain makes it a typed fact under "## Retain": W world fact, B experience (something the user or
-you did), O opinion (give confidence 0..1), S observation, R relation (text is
-"@Subject predicate @Object", e.g. "@Peter lives_in @Lisbon"). entities names whom or what it is
-about (e.g. ["Peter"]). commit=false writes the file without committing it. Returns {"path",
-"line", "end_line", "citation", "text", "committed", "commit", "warnings"}: line and end_line are the
-first and last line written (a multi-line note spans several), and the citation ("path#L5", or
-"path#L5-L7" for several lines) is what memory_get reads back."""
+Remember what matters beyond this conversation: one self-contained statement, added to today's \
+log and committed. Returns its citation path#Lx-Ly."""
 
 GRAPH_DOC = """\
-Show the entities related to an entity (a person, place, project: a name used as @Name in Retain
-facts, or with a bank/entities/<Name>.md page): explicit relations (e.g. lives_in, works_at) and
-co-mentions in one fact, with counts, a recency weight and the evidence citations (path#Lx of the
-facts behind each edge; read them with memory_get). depth follows that many hops (1-5). Returns
-{"entity", "depth", "nodes", "edges"}. An unknown name is an error that suggests close spellings."""
+How an entity (a person, place, project) relates to others, each link with the citations \
+path#Lx-Ly of its evidence."""
 
 BLAME_DOC = """\
-Find out where a memory came from: who wrote each line, when, and in which commit. For lines that
-`zmem reflect` generated (entity pages, opinions, MEMORY.md), it follows the citations they carry
-and blames those daily-log lines too (the evidence chain, in "evidence"). target is a citation
-"path#Lx-Ly", "path:LINE" or "path@REV#Lx-Ly", a fact id, or a query in plain words (its top hits
-are blamed). Use it before relying on a memory whose age or origin matters. Returns {"target",
-"ranges": [{"path", "start_line", "end_line", "citation", "lines": [{"line", "text", "commit",
-"author", "date", "summary"}], "evidence": [...]}]}."""
+When age or origin matters: who wrote each line of a citation path#Lx-Ly, when, in which commit, \
+and the log lines a reflected page came from."""
 
 AS_OF_DOC = """\
-Search memory as it stood at a past point in time: as_of is a date (YYYY-MM-DD, or 7d, 2w, 3m: the
-last commit on or before that day) or a git revision (commit, branch, tag). Use it for "what did we
-know or believe back then" questions and to see how something changed (compare with memory_search).
-Same result shape as memory_search plus "as_of": {"commit", "date", "summary"}; citations read
-"path@<commit>#Lx-Ly", and memory_get reads exactly those lines from that commit. Searches by
-keywords and, when an embedding model is configured, by meaning (through the vectors those versions
-got when they were embedded; mode says which)."""
+Search memory as it stood at a past date or commit (what was believed then); citations read \
+path@commit#Lx-Ly."""
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+CONTEXT_DOC = """\
+Call once as a session starts: recent logs, MEMORY.md and Retain facts within a budget, each \
+part under its citation path#Lx-Ly."""
+
+SESSIONS_NOTE = ('results with source "sessions" cite a line of an agent session transcript (.jsonl), which '
+                 "memory_get cannot read back: their snippet is the whole message")
+
+# (the MCP spec: destructive and idempotent hints mean something only for a tool that is not read-only)
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 def search(memory: Memory, query: str, *, max_results: int, min_score: float, since: str | None = None,
@@ -136,9 +95,12 @@ def search(memory: Memory, query: str, *, max_results: int, min_score: float, si
                         max_chars=max_chars, rerank=rerank)
     provs = memory.providers
     active = provs.primary or provs.fallback
-    out = {"results": [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score],
-           "provider": active.provider if active else "none", "model": active.model if active else None,
-           "mode": res.mode, "warnings": res.warnings}
+    results = [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score]
+    warnings = list(res.warnings)
+    if any(h["source"] == "sessions" for h in results):  # said where it matters, not in every tools/list
+        warnings.append(SESSIONS_NOTE)
+    out = {"results": results, "provider": active.provider if active else "none",
+           "model": active.model if active else None, "mode": res.mode, "warnings": warnings}
     if res.rerank:
         out["rerank"] = res.rerank
     if res.as_of:
@@ -208,10 +170,37 @@ def _invalid_arguments(tool: str, exc: ValidationError, schema: dict | None) -> 
     return f"invalid arguments for {tool}: " + "; ".join(problems) + f"\nhint: {hint}"
 
 
+def compact_schema(schema: dict) -> dict:
+    """A tool's argument schema as pydantic writes it, without what tells a model nothing: the
+    generated titles ("Max Results"), and an optional argument's `anyOf [T, null]` with `default:
+    null` (being left out of `required` already says it is optional) is just T."""
+    def field(prop: dict) -> dict:
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        options = prop.get("anyOf")
+        if options and {"type": "null"} in options and len(options) == 2:
+            (kept,) = [o for o in options if o != {"type": "null"}]
+            prop = {**kept, **{k: v for k, v in prop.items() if k != "anyOf"}}
+            if prop.get("default", 0) is None:
+                del prop["default"]
+        return prop
+    out = {k: v for k, v in schema.items() if k != "title"}
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = {name: field(prop) for name, prop in out["properties"].items()}
+    return out
+
+
 class _Server(MCPServer):
     """The SDK's server, with argument validation errors rewritten for a model to act on, and
     arguments a tool does not have refused: pydantic would drop them, and a filter the model
     believes it set (`path`, `k`) would silently not apply."""
+
+    async def list_tools(self):
+        """The SDK's tools with their argument schemas in fewer characters (compact_schema): every
+        agent session carries this list in its context."""
+        tools = await super().list_tools()
+        for t in tools:
+            t.input_schema = compact_schema(t.input_schema)
+        return tools
 
     async def call_tool(self, name, arguments, context=None):
         accepted = mcp_sdk.argument_names(self, name)
@@ -293,29 +282,20 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     @server.tool(description=SEARCH_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
     def memory_search(
-        query: Annotated[str, Field(description="What to look for, in natural language or keywords.")],
+        query: str,
         max_results: Annotated[int, Field(ge=1, le=100, validation_alias=AliasChoices("max_results", "maxResults"),
-                                          description="How many results at most (default 6).")] = 6,
+                                          )] = 6,
         min_score: Annotated[float, Field(ge=0, validation_alias=AliasChoices("min_score", "minScore"),
-                                          description="Drop results scoring below this (default 0: keep all).")] = 0.0,
-        since: Annotated[str | None, NoneIfBlank,
-                         Field(description="Only daily logs from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD "
-                                           "(empty: no date filter).")] = None,
+                                          )] = 0.0,
+        since: Annotated[str | None, NoneIfBlank, Field(description="From: 7d, 2w, YYYY-MM-DD.")] = None,
         kind: Annotated[Kind | None, NoneIfBlank, KindName,
-                        Field(description="Search Retain facts of this kind instead of notes (empty: no kind "
-                                          "filter).")] = None,
-        entity: Annotated[str | None, NoneIfBlank,
-                          Field(description="Search Retain facts about this entity instead of notes (e.g. Peter; "
-                                            "empty: no entity filter).")] = None,
-        path: Annotated[str | None, NoneIfBlank,
-                        Field(description="Only these files: a glob (bank/**, memory/2025-*) or a directory or "
-                                          "file (bank/people; empty: all).")] = None,
+                        Field(description="Retain facts of this kind.", json_schema_extra={"enum": list(KINDS.values())})
+                        ] = None,
+        entity: Annotated[str | None, NoneIfBlank, Field(description="Retain facts about this entity.")] = None,
+        path: Annotated[str | None, NoneIfBlank, Field(description="A glob, directory or file.")] = None,
         max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
-                                               description="Total snippet characters at most: results stop "
-                                                           "there (a budget for your context).")] = None,
-        rerank: Annotated[bool | None, Field(description="Reorder the top results with the reranker model (a "
-                                                         "cross-encoder) and cite its best lines; left out: as the "
-                                                         "user's recall.rerank setting says.")] = None,
+                                               description="Snippet characters in all.")] = None,
+        rerank: Annotated[bool | None, Field(description="Use the reranker model.")] = None,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=min_score, since=since, kind=kind,
                       entity=entity, path=path, max_chars=max_chars, rerank=rerank)
@@ -323,38 +303,33 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
     def memory_get(
-        path: Annotated[str, Field(description='A workspace-relative memory file, optionally with a citation: '
-                                               '"memory/2025-11-24.md#L5-L6" or "path@<commit>#Lx-Ly".')],
+        path: Annotated[str, Field(description="A citation or file.")],
         from_line: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("from", "from_line"),
-                                               description="First line to read (1-based); overrides the "
-                                                           "citation's start.")] = None,
-        lines: Annotated[int | None, Field(ge=1, description="How many lines to read (default: the cited range, "
-                                                             "or to the end of the file).")] = None,
+                                               description="First line (1-based).")] = None,
+        lines: Annotated[int | None, Field(ge=1)] = None,
     ) -> dict:
         return memory.get(path, start=from_line, count=lines).to_json()
 
     @server.tool(description=APPEND_DOC, structured_output=False,
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                                             open_world_hint=False))
+                 annotations=ToolAnnotations(destructive_hint=False))
     @tool
     def memory_append(
-        text: Annotated[str, Field(description="What to remember: one self-contained statement.")],
+        text: str,
         retain: Annotated[RetainKind | None, NoneIfBlank,
-                          Field(description="Make it a typed Retain fact: W world, B experience, O opinion, "
-                                            "S observation, R relation (@Subject predicate @Object); either "
-                                            "case. Empty or left out: a plain note.")] = None,
-        entities: Annotated[list[str] | None, Field(description='Whom or what it is about, e.g. ["Peter"].')] = None,
-        confidence: Annotated[float | None, Field(description="Confidence in [0, 1] of an opinion "
-                                                              "(retain O only).")] = None,
-        commit: Annotated[bool, Field(description="Commit the daily log to git (default true).")] = True,
+                          Field(description="W world, B experience, O opinion, S observation, R relation.",
+                                json_schema_extra={"enum": list(KINDS)})
+                          ] = None,
+        entities: Annotated[list[str] | None, Field(description="Names it is about.")] = None,
+        confidence: Annotated[float | None, Field(description="0..1, for O.")] = None,
+        commit: bool = True,
     ) -> dict:
         return memory.append(text, retain=retain, entities=entities, confidence=confidence, commit=commit).to_json()
 
     @server.tool(description=GRAPH_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
     def graph_search(
-        name: Annotated[str, Field(description="The entity's name, @ optional (e.g. Peter).")],
-        depth: Annotated[int, Field(ge=1, le=5, description="How many hops to follow (default 1).")] = 1,
+        name: Annotated[str, Field(description="e.g. Peter")],
+        depth: Annotated[int, Field(ge=1, le=5)] = 1,
     ) -> dict:
         hood = memory.graph(name, depth)
         return {**hood.to_json(), "warnings": hood.warnings}
@@ -362,20 +337,33 @@ def build_server(directory: str | None = None, *, scope: str = "private",
     @server.tool(description=BLAME_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
     def memory_blame(
-        target: Annotated[str, Field(description='A citation ("bank/entities/Peter.md#L7", "path:LINE", '
-                                                 '"path@REV#Lx-Ly"), a fact id, or a query.')],
+        target: Annotated[str, Field(description="A citation, fact id or query.")],
     ) -> dict:
         return memory.blame(target).to_json()
 
     @server.tool(description=AS_OF_DOC, annotations=READ_ONLY, structured_output=False)
     @tool
     def memory_recall_as_of(
-        query: Annotated[str, Field(description="What to look for.")],
-        as_of: Annotated[str, Field(description="A date (YYYY-MM-DD, 7d, 2w) or a git revision.")],
+        query: str,
+        as_of: Annotated[str, Field(description="A date or git revision.")],
         max_results: Annotated[int, Field(ge=1, le=100, validation_alias=AliasChoices("max_results", "maxResults"),
-                                          description="How many results at most (default 6).")] = 6,
+                                          )] = 6,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=0.0, as_of=as_of)
+
+    @server.tool(description=CONTEXT_DOC, annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_context(
+        scope: Annotated[Literal["private", "group"] | None, NoneIfBlank,
+                         Field(description="group: no MEMORY.md.")] = None,
+        budget: Annotated[int, Field(ge=1)] = CONTEXT_BUDGET,
+    ) -> dict:
+        if scope == "private" and memory.scope == "group":
+            from zmem.errors import ZmemError
+            raise ZmemError("this server was started with --scope group, which never returns private files",
+                            hint="leave scope out, or start the server with `zmem mcp --scope private`",
+                            param="scope")
+        return memory.context(scope=scope, budget=budget).to_json()
 
     server.memory = memory  # for tests and the benchmark
     return server
@@ -393,7 +381,7 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
         server.memory.watch_in_background()
         threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
-        server.run("stdio")
+        mcp_sdk.run_stdio(server)
     finally:  # after the watch start, if still running (its socket is removed too), not during it
         locked = server.memory.lock.acquire(timeout=10)
         try:

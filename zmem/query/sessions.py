@@ -6,9 +6,19 @@ runs once a file has grown by `delta_bytes` or `delta_messages`; recall never wa
 starts a detached `zmem index --sessions` and answers from what is indexed). Sessions are not memory
 files: `zmem get` refuses them, and `--scope group` never returns them.
 
-Shapes understood (OpenClaw's at least):
-  {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "…"}]}, "timestamp": …}
-  {"role": "assistant", "content": "…", "timestamp": "2025-11-27T10:00:00Z"}
+Shapes understood (tests/query/test_session_shapes.py has a line of each):
+  OpenClaw   {"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "…"}]},
+              "timestamp": …}                              (~/.openclaw/agents/<agent>/sessions/*.jsonl)
+  Claude Code {"type": "user"|"assistant", "message": {"role": …, "content": "…" or [{"type": "text", …},
+              {"type": "tool_use"|"tool_result"|"thinking", …}]}, "timestamp": "…", "isMeta": …}
+                                                            (~/.claude/projects/<project>/<session>.jsonl)
+  Codex      {"type": "response_item", "payload": {"type": "message", "role": …, "content":
+              [{"type": "input_text"|"output_text", "text": "…"}]}, "timestamp": "…"}
+                                                            (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)
+  plain      {"role": "assistant", "content": "…", "timestamp": "2025-11-27T10:00:00Z"}
+Only the text of user and assistant messages is kept: tool calls and results, thinking, system and
+developer messages, Claude Code's meta lines (isMeta) and the context an agent injects as a user
+message (<environment_context>, <command-name>, <system-reminder>, …) are left out.
 """
 from __future__ import annotations
 
@@ -93,11 +103,23 @@ def session_files(settings: SessionSettings) -> list[Path]:
     return sorted(out)
 
 
+# what an agent writes into a transcript as a user message but the user did not say
+_INJECTED = ("<environment_context>", "<user_instructions>", "<command-name>", "<command-message>",
+             "<local-command-stdout>", "<local-command-stderr>", "<system-reminder>", "# AGENTS.md instructions")
+
+
 def message_text(obj) -> tuple[str, str, str | None] | None:
     """(role, text, timestamp) of a user or assistant message line, else None."""
-    if not isinstance(obj, dict):
+    if not isinstance(obj, dict) or obj.get("isMeta") is True:
         return None
-    msg = obj.get("message") if isinstance(obj.get("message"), dict) else obj
+    if isinstance(obj.get("message"), dict):
+        msg = obj["message"]
+    elif obj.get("type") == "response_item" and isinstance(obj.get("payload"), dict):
+        msg = obj["payload"]  # Codex
+        if msg.get("type", "message") != "message":
+            return None
+    else:
+        msg = obj
     role = msg.get("role")
     if role not in ("user", "assistant"):
         return None
@@ -111,7 +133,7 @@ def message_text(obj) -> tuple[str, str, str | None] | None:
     else:
         return None
     text = text.strip()
-    if not text:
+    if not text or text.startswith(_INJECTED):
         return None
     ts = obj.get("timestamp") or msg.get("timestamp")
     if isinstance(ts, (int, float)) and not isinstance(ts, bool):
@@ -133,6 +155,10 @@ class SessionUpdate:
 
 TAIL_QUIET_NS = 2_000_000_000  # a final line without newline is taken once its file is this old
 MARK = "session_mark:"  # meta key prefix: per file, what the indexed prefix looked like
+# how message_text reads transcripts: an index made by another version reads every file again (2: Claude
+# Code's meta lines and injected context left out, Codex rollouts read)
+PARSE_VERSION = "2"
+PARSE_KEY = "session_parse"
 MARK_BYTES = 1024  # the prefix is known by its first and last MARK_BYTES
 
 
@@ -150,13 +176,14 @@ def _due(conn, settings: SessionSettings, *, force: bool) -> list[tuple[Path, in
              conn.execute("SELECT key, value FROM meta WHERE key GLOB ?", (MARK + "*",))}
     now = time.time_ns()
     out = []
+    outdated = bool(known) and db.get_meta(conn, PARSE_KEY) != PARSE_VERSION
     for f in session_files(settings):
         try:
             st = f.stat()
         except OSError:
             continue
         off = known.get(str(f), 0)
-        if off and _rewritten(f, st, off, marks.get(str(f))):
+        if off and (outdated or _rewritten(f, st, off, marks.get(str(f)))):
             out.append((f, 0, st.st_size, True))  # even with nothing new to take: the old messages go
             continue
         if st.st_size <= off:
@@ -285,6 +312,7 @@ def index_sessions(conn, settings: SessionSettings, *, force: bool = False) -> S
             out.files += 1
             out.messages += n
             out.bytes += end - off
+        db.set_meta(conn, PARSE_KEY, PARSE_VERSION)
     out.seconds = time.perf_counter() - t0
     return out
 

@@ -37,7 +37,7 @@ class ChatSettings:
         timeout = table.get("timeout", 60.0)
         if not isinstance(headers, dict) or not isinstance(timeout, (int, float)) or not isinstance(env, str):
             raise ZmemError("[llm] headers must be a table, timeout a number and api_key_env a name",
-                            hint="see README, Opinions and `zmem reflect`")
+                            hint="see docs/facts.md, Opinions and `zmem reflect`")
         base_url = table.get("base_url")
         return ChatSettings(model, base_url if isinstance(base_url, str) else None, os.environ.get(env),
                             {str(k): str(v) for k, v in headers.items()}, float(timeout))

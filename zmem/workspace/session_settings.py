@@ -23,7 +23,7 @@ class SessionSettings:
         """origins: key -> the file that set it (named in the error), else `where`."""
         def bad(key, what, *keys):
             src = next((origins[k] for k in (key, *keys) if origins and k in origins), where)
-            return ConfigError(f"{src}: `sessions.{key}` must be {what}", hint="see README, Session transcripts")
+            return ConfigError(f"{src}: `sessions.{key}` must be {what}", hint="see docs/sessions.md, Settings")
         enabled = table.get("enabled", False)
         if not isinstance(enabled, bool):
             raise bad("enabled", "true or false")

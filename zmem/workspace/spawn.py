@@ -20,11 +20,11 @@ def zmem_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-P", "-m", module, *args]
 
 
-def spawn_detached(ws: Workspace, args: list[str], log_name: str, env: dict | None = None, cwd=None) -> None:
+def spawn_detached(ws: Workspace, args: list[str], log_name: str, env: dict | None = None, cwd=None) -> int:
     """`zmem -C WORKSPACE ARGS…` in its own session, output to .zmem/LOG_NAME: the caller (a git
     command, a recall) returns at once. cwd: its working directory (default: the caller's, which a
-    relative GIT_DIR in a hook's environment may need)."""
+    relative GIT_DIR in a hook's environment may need). Returns its pid."""
     ws.state_dir.mkdir(exist_ok=True)
     with open(ws.state_dir / log_name, "ab") as log:
-        subprocess.Popen(zmem_command("zmem", "-C", str(ws.root), *args), stdin=subprocess.DEVNULL, stdout=log,
-                         stderr=log, start_new_session=True, close_fds=True, env=env or dict(os.environ), cwd=cwd)
+        return subprocess.Popen(zmem_command("zmem", "-C", str(ws.root), *args), stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=log, start_new_session=True, close_fds=True, env=env or dict(os.environ), cwd=cwd).pid

@@ -1,0 +1,293 @@
+"""integrations/openclaw/ in a real OpenClaw gateway (openclaw@2026.9.6 on Node 24, installed by
+.ci/install_openclaw.sh into a cache): the plugin is the selected memory slot, and its tools, called
+through the gateway's tools.invoke against real zmem workspaces, answer what zmem answers. One gateway
+serves the module; its agents are the cases (per-agent overrides in the plugin's config): main (a
+committed workspace), fresh (a folder that is not a git repository yet), nozmem (a zmem command that is
+not on PATH), broken (an invalid zmem.toml) and slow (a 1 ms time limit)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.openclaw_gateway import NODE, OPENCLAW, PLUGIN_DIR, Gateway, missing
+
+pytestmark = pytest.mark.slow
+
+GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
+       "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
+ZMEM = str(Path(sys.executable).with_name("zmem"))
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
+MISSING = missing()
+
+
+def zmem(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ZMEM, *args], capture_output=True, text=True, cwd=cwd, env={**os.environ, **GIT, "ZMEM_WATCH_AUTO": "0"})
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, **GIT}).stdout
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    if MISSING:
+        print(f"SKIPPED: {MISSING}")
+        pytest.skip(MISSING)
+    base = tmp_path_factory.mktemp("oc")
+    home = base / "home"
+    home.mkdir()
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Memory\n\n- Peter prefers concise replies under 1500 characters on WhatsApp.\n")
+    (ws / "memory").mkdir()
+    (ws / "memory" / "2026-11-24.md").write_text(
+        "# 2026-11-24\n\n## Notes\n\n- Set up the OpenClaw gateway on the Mac Studio in the office.\n"
+        "- Ana drinks espresso every morning before standup.\n\n## Retain\n- W @Ana: Works on the billing service.\n")
+    (ws / "memory" / "2026-11-27.md").write_text(
+        "# 2026-11-27\n\n## Notes\n\n- Decided to move the nightly backups to the Hetzner box.\n" + "".join(
+            f"- Filler line {i} about quarterly planning and the roadmap review.\n" for i in range(200)))
+    assert zmem("init", str(ws)).returncode == 0
+    git(ws, "add", "-A")
+    git(ws, "commit", "-qm", "memory")
+    fresh = base / "fresh"
+    (fresh / "memory").mkdir(parents=True)
+    (fresh / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- The espresso machine in the kitchen needs descaling.\n")
+    (fresh / "notes.txt").write_text("not memory, but kept\n")
+    broken = base / "broken"
+    (broken / "memory").mkdir(parents=True)
+    git(broken, "init", "-q")
+    (broken / "memory" / "2026-11-21.md").write_text("- a note\n")
+    (broken / "zmem.toml").write_text("[recall\nk = = 3\n")
+    # with several agents, OpenClaw gives each its own folder under defaults.workspace unless it names one
+    agents = {"main": {"default": True, "workspace": str(ws)}, "fresh": {"workspace": str(fresh)},
+              "nozmem": {"workspace": str(ws)}, "broken": {}, "slow": {}}
+    config = {"agents": {"defaults": {"workspace": str(ws), "skipBootstrap": True}, "entries": agents}}
+    plugin = {"command": ZMEM, "agents": {"nozmem": {"command": "zmem-is-not-installed-here"},
+                                          "broken": {"workspace": str(broken)},
+                                          "slow": {"timeoutMs": 1, "workspace": str(fresh)}}}
+    before = snapshot(ws)
+    gw = Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9", **GIT})
+    try:
+        inspect = gw.cli("plugins", "inspect", "zmem", "--runtime", "--json")
+        gw.start()
+        yield {"gw": gw, "ws": ws, "fresh": fresh, "broken": broken, "before": before, "inspect": inspect}
+    finally:
+        gw.close()
+
+
+def ok_payload(res: dict) -> dict:
+    assert res.get("ok") is True, json.dumps(res)[:800]
+    return Gateway.payload(res)
+
+
+def test_the_plugin_is_the_selected_memory_slot_with_its_tools(setup):
+    res = setup["inspect"]
+    assert res.returncode == 0, res.stderr[-2000:]
+    plugin = json.loads(res.stdout)["plugin"]
+    assert plugin["status"] == "loaded" and plugin["kind"] == "memory" and plugin["memorySlotSelected"] is True
+    assert {"memory_search", "memory_get", "memory_append", "memory_blame", "memory_recall_as_of"} <= set(plugin["toolNames"])
+
+
+def test_memory_search_cites_what_zmem_recall_cites_in_openclaws_shape(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    out = ok_payload(gw.invoke("memory_search", {"query": "espresso standup"}))
+    assert {"results", "provider", "model", "citations", "mode"} <= set(out)
+    recall = json.loads(zmem("-C", str(ws), "recall", "--json", "espresso standup").stdout)
+    first, expected = out["results"][0], recall["results"][0]
+    assert first["citation"] == expected["citation"]
+    assert (first["path"], first["startLine"], first["endLine"]) == (expected["path"], expected["start_line"], expected["end_line"])
+    assert first["snippet"].endswith(f"\n\nSource: {expected['citation']}")  # memory.citations auto, a direct chat
+    assert out["citations"] == "auto" and first["source"] == "memory"
+
+
+def test_memory_search_over_the_websocket_rpc_is_the_plugins_tool(setup):
+    res = setup["gw"].invoke_rpc("memory_search", {"query": "Hetzner backups"})
+    assert res["ok"] is True and res["source"] == "plugin", res
+    assert Gateway.payload(res)["results"][0]["path"] == "memory/2026-11-27.md"
+
+
+def test_memory_get_returns_exactly_zmem_gets_lines(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    hit = ok_payload(gw.invoke("memory_search", {"query": "Mac Studio gateway"}))["results"][0]
+    args = {"path": hit["path"], "from": hit["startLine"], "lines": hit["endLine"] - hit["startLine"] + 1}
+    got = ok_payload(gw.invoke("memory_get", args))
+    printed = zmem("-C", str(ws), "get", f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}").stdout
+    assert got["status"] == "ok" and got["text"] == printed.rstrip("\n")
+    assert got["from"] == hit["startLine"] and got["lines"] == args["lines"]
+
+
+def test_memory_get_bounds_a_whole_file_and_says_where_to_continue(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    got = ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-27.md"}))
+    assert got["status"] == "ok" and got["truncated"] is True and got["nextFrom"] == 121
+    assert got["text"] == zmem("-C", str(ws), "get", "memory/2026-11-27.md", "--lines", "120").stdout.rstrip("\n")
+    rest = ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-27.md", "from": got["nextFrom"]}))
+    assert rest["from"] == 121 and "nextFrom" not in rest
+
+
+def test_memory_get_reads_only_memory_files(setup):
+    gw = setup["gw"]
+    refused = ok_payload(gw.invoke("memory_get", {"path": "zmem.toml"}))
+    assert refused["status"] == "error" and refused["code"] == "MEMORY_PATH_NOT_ALLOWED"
+    assert "memory file: zmem.toml" in refused["error"] and "hint:" in refused["error"]
+    escaped = ok_payload(gw.invoke("memory_get", {"path": "../../etc/passwd"}))
+    assert escaped["status"] == "error" and "hint:" in escaped["error"]
+    absent = ok_payload(gw.invoke("memory_get", {"path": "memory/2020-01-01.md"}))
+    assert absent == {"status": "not_found", "text": "", "path": "memory/2020-01-01.md"}
+
+
+def test_memory_append_lands_in_todays_log_committed_and_the_next_search_finds_it(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    out = ok_payload(gw.invoke("memory_append", {"text": "Prefers the window seat on long-haul flights to Lisbon.",
+                                                 "retain": "O", "entities": ["Peter"], "confidence": 0.8}))
+    today = datetime.date.today().isoformat()
+    assert out["path"] == f"memory/{today}.md" and out["committed"] is True
+    log = (ws / out["path"]).read_text()
+    assert "@Peter" in log and "window seat" in log and "## Retain" in log
+    assert out["path"] in git(ws, "show", "--name-only", "--format=", "HEAD")
+    assert git(ws, "status", "--porcelain", "--", out["path"]) == ""
+    found = ok_payload(gw.invoke("memory_search", {"query": "window seat Lisbon flights"}))
+    assert found["results"][0]["path"] == out["path"]
+    assert ok_payload(gw.invoke("memory_blame", {"target": found["results"][0]["citation"]}))["ranges"]
+
+
+def test_memory_recall_as_of_answers_from_the_past(setup):
+    out = ok_payload(setup["gw"].invoke("memory_recall_as_of", {"query": "espresso", "as_of": "HEAD"}))
+    assert out["results"] and "@" in out["results"][0]["citation"]
+
+
+def test_a_group_chat_gets_the_group_scope_without_memory_md(setup):
+    gw = setup["gw"]
+    private = ok_payload(gw.invoke("memory_search", {"query": "concise replies WhatsApp"}))
+    assert private["scope"] == "private" and private["results"][0]["path"] == "MEMORY.md"
+    group = ok_payload(gw.invoke("memory_search", {"query": "concise replies WhatsApp"},
+                                 session_key="agent:main:telegram:group:4242"))
+    assert group["scope"] == "group" and all(r["path"] != "MEMORY.md" for r in group["results"])
+    assert all("Source:" not in r["snippet"] for r in group["results"])  # citations auto: not in groups
+
+
+def test_a_folder_that_is_not_a_repository_is_made_one_once_keeping_every_file(setup):
+    gw, fresh = setup["gw"], setup["fresh"]
+    first = ok_payload(gw.invoke("memory_search", {"query": "descaling espresso machine"}, session_key="agent:fresh:main"))
+    assert "zmem init" in first["notice"] and first["results"][0]["path"] == "memory/2026-11-20.md"
+    assert (fresh / ".git").is_dir() and (fresh / "notes.txt").read_text() == "not memory, but kept\n"
+    assert "zmem" in (fresh / ".git" / "hooks" / "post-commit").read_text()
+    again = ok_payload(gw.invoke("memory_search", {"query": "descaling"}, session_key="agent:fresh:main"))
+    assert "notice" not in again
+
+
+def zmem_children(gw: Gateway, ws: Path) -> list[int]:
+    """Pids of the gateway's private-scope `zmem -C <ws> mcp` children (read from /proc: this gateway's only)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"mcp" in argv and str(ws).encode() in argv and b"group" not in argv and ppid == gw.proc.pid:
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_zmem_process_that_dies_is_restarted_by_the_next_call(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    ok_payload(gw.invoke("memory_search", {"query": "espresso"}))
+    pids = zmem_children(gw, ws)
+    assert len(pids) == 1, pids  # one long-lived process for the workspace (private scope)
+    os.kill(pids[0], 9)
+    again = ok_payload(gw.invoke("memory_search", {"query": "espresso"}))
+    assert again["results"] and zmem_children(gw, ws) not in ([], pids)
+    assert "exited" in gw.log_text()
+
+
+def node_json(gw: Gateway, script: str, *args: str) -> dict:
+    res = subprocess.run([str(NODE), str(HELPERS / script), *args], env=gw.env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_the_search_manager_answers_search_read_status_and_probes_from_zmem(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    out = node_json(gw, "openclaw_capability.mjs", str(OPENCLAW.parent), "Hetzner nightly backups")
+    recall = json.loads(zmem("-C", str(ws), "recall", "--json", "-k", "3", "Hetzner nightly backups").stdout)
+    assert out["search"][0]["citation"] == recall["results"][0]["citation"]
+    hit = out["search"][0]
+    printed = zmem("-C", str(ws), "get", f"{hit['path']}#L{hit['startLine']}-L{hit['endLine']}").stdout
+    assert out["readFile"]["status"] == "ok" and out["readFile"]["text"] == printed.rstrip("\n")
+    assert out["readMissing"]["status"] == "not_found"
+    assert "memory file: zmem.toml" in out["readForeign"] and "hint:" in out["readForeign"]
+    zm = out["status"]["custom"]["zmem"]
+    assert out["status"]["workspaceDir"] == str(ws) and zm["alive"] is True and zm["pid"] > 0 and zm["scope"] == "private"
+    assert out["embedding"]["ok"] is False and "keyword" in out["embedding"]["error"] and out["vector"] is False  # no model here
+
+
+def test_prompt_session_context_flush_plan_and_session_hits(setup):
+    ws = setup["ws"]
+    out = node_json(setup["gw"], "openclaw_register.mjs", str(PLUGIN_DIR), str(ws), ZMEM)
+    assert {t["names"][0]: t["contextVersion"] for t in out["tools"]}["memory_append"] == 2
+    prompt = "\n".join(out["prompt"])
+    assert "memory_search" in prompt and "memory_get" in prompt and "memory_append" in prompt and "Source:" in prompt
+    assert out["promptWithoutTools"] == []
+    private, group = "\n".join(out["context"]), "\n".join(out["groupContext"])
+    assert "MEMORY.md" in private and "concise replies" in private  # zmem context, private scope
+    assert "MEMORY.md" not in group and "concise replies" not in group  # a group chat: the group scope
+    flush = out["flush"]
+    assert flush["relativePath"] == "memory/2026-11-28.md" and "memory_append" in flush["prompt"]
+    assert all(k in flush["prompt"] for k in ("W world", "B something", "O opinion", "S observation", "@Name", "commits"))
+    assert "memory_append" in flush["systemPrompt"] and flush["softThresholdTokens"] == 4000
+    assert out["flushOff"] is None
+    sources = lambda key: [h["source"] for h in out[key]]  # noqa: E731
+    assert sources("authorizedPrivate") == ["sessions", "memory"]
+    assert sources("authorizedGroup") == ["memory"] and sources("authorizedOther") == ["memory"]
+
+
+def tool_error(gw: Gateway, res: dict, *needles: str) -> None:
+    """A failing tool: an error for the caller (never ok with an empty list), zmem's message and a hint in the log."""
+    assert res.get("ok") is False and res["error"]["type"] == "tool_error", json.dumps(res)[:600]
+    log = gw.log_text()
+    for needle in needles:
+        assert needle in log, f"{needle!r} not in the gateway log:\n{log[-3000:]}"
+    assert "hint:" in log
+
+
+def test_zmem_missing_from_path_is_a_tool_error_with_a_hint(setup):
+    gw = setup["gw"]
+    res = gw.invoke("memory_search", {"query": "espresso"}, session_key="agent:nozmem:main")
+    tool_error(gw, res, '"zmem-is-not-installed-here" is not on the gateway\'s PATH')
+
+
+def test_a_broken_workspace_is_a_tool_error_with_zmems_message(setup):
+    gw = setup["gw"]
+    res = gw.invoke("memory_search", {"query": "note"}, session_key="agent:broken:main")
+    tool_error(gw, res, "zmem.toml: invalid TOML", "fix the file, or move it aside")
+
+
+def test_a_query_past_the_time_limit_is_a_tool_error(setup):
+    gw = setup["gw"]
+    res = gw.invoke("memory_search", {"query": "espresso descaling kitchen " * 20}, session_key="agent:slow:main")
+    tool_error(gw, res, "zmem did not answer memory_search within 1 ms")
+
+
+def test_nothing_is_written_to_the_workspace_but_what_zmem_writes(setup):
+    ws, before = setup["ws"], setup["before"]
+    today = f"memory/{datetime.date.today().isoformat()}.md"
+    after = snapshot(ws)
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    foreign = {p for p in changed if not p.startswith((".git/", ".zmem/")) and p != today}
+    assert not foreign, foreign
+    assert not (ws / "AGENTS.md").exists() and not (ws / "SOUL.md").exists()

@@ -1,0 +1,66 @@
+"""`zmem sync` says exactly what stopped it (hostile pass, issue 26): the files a merge would overwrite are
+named (git's one-line error leaves them out), a failing `--json` sync prints a JSON error on stdout, and
+an unreachable extra remote never claims commits go out that it cannot count. A real bare hub, real
+clones, real processes."""
+from __future__ import annotations
+
+import json
+import re
+
+from helpers.hub import make_hub, sync, zmem
+from helpers.workspace import git, write
+
+
+def _blocked(tmp_path):
+    """Clone b, with a local change to a file the hub changed and an untracked file the hub added."""
+    a, b = make_hub(tmp_path, 2)
+    write(a, "tools/run.sh", "echo one\n")
+    git(a, "add", "tools/run.sh")
+    git(a, "commit", "-q", "-m", "a script")
+    sync(a)
+    sync(b)
+    write(a, "tools/run.sh", "echo two\n")
+    write(a, "todo.txt", "from a\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "a changes the script, adds a todo")
+    sync(a)
+    write(b, "tools/run.sh", "echo mine\n")  # not memory: sync does not commit it
+    write(b, "todo.txt", "mine\n")
+    return b
+
+
+def test_a_merge_blocked_by_local_changes_names_the_files(tmp_path):
+    b = _blocked(tmp_path)
+    head = git(b, "rev-parse", "HEAD")
+    proc = zmem("-C", str(b), "sync", ok=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2, proc.stderr
+    assert lines[0].startswith("zmem: cannot merge origin/main: ")
+    assert "your uncommitted changes to tools/run.sh would be overwritten by the merge" in lines[0]
+    assert "untracked file todo.txt would be overwritten by the merge" in lines[0]
+    assert lines[1] == ("hint: commit those files or move them aside (git stash --include-untracked), then: "
+                        "zmem sync")
+    assert git(b, "rev-parse", "HEAD") == head and (b / "todo.txt").read_text() == "mine\n"
+
+
+def test_a_failing_sync_json_prints_a_json_error_on_stdout(tmp_path):
+    b = _blocked(tmp_path)
+    proc = zmem("-C", str(b), "sync", "--json", ok=False)
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert set(out) == {"error", "hint", "exit_code"} and out["exit_code"] == 1
+    assert "tools/run.sh" in out["error"] and out["hint"].startswith("commit those files")
+    assert proc.stderr.strip().splitlines()[0] == f"zmem: {out['error']}"  # stderr says it as before
+
+
+def test_an_unreachable_extra_remote_does_not_count_commits_it_never_saw(tmp_path):
+    a, = make_hub(tmp_path, 1)  # in step with origin: nothing to go out
+    git(a, "remote", "add", "backup", str(tmp_path / "gone.git"))
+    proc = zmem("-C", str(a), "sync", "backup", ok=False)
+    assert proc.returncode == 1
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("zmem: cannot reach the remote backup:") and not re.search(r"\d+ commits? ", first), first
+    assert first.endswith("nothing was lost: your notes stay committed here")
+    out = json.loads(zmem("-C", str(a), "sync", "backup", "--json", ok=False).stdout)
+    assert out["error"] == first.removeprefix("zmem: ")
