@@ -49,6 +49,8 @@ for name, group in by.items():
                     out[mode][0].append(time.perf_counter() - w)
                     out[mode][1].append(time.process_time() - c)
     conn.close()
+import zmem
+print(zmem.__file__, file=sys.stderr)
 print(json.dumps({m: [statistics.median(w) * 1000, statistics.median(c) * 1000] for m, (w, c) in out.items()}))
 """
 
@@ -91,8 +93,10 @@ def main() -> None:
     for r in range(args.rounds):
         for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
             env = dict(os.environ, PYTHONPATH=getattr(args, side.lower()))
+            # run from the workspaces' root: `python -c` puts its working directory first on sys.path,
+            # which would import this checkout's zmem on both sides when run from it
             res = subprocess.run([sys.executable, "-c", CHILD, str(args.root), str(vec_file)], env=env,
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True, check=True, cwd=str(args.root))
             got[side].append(json.loads(res.stdout.strip().splitlines()[-1]))
     print(f"{'mode':8} {'A wall':>8} {'B wall':>8} {'A CPU':>8} {'B CPU':>8}  (ms, median over rounds of per-round medians)")
     for mode in ("bm25", "hybrid"):
