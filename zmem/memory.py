@@ -710,7 +710,7 @@ def warm_reranker(ws: Workspace) -> None:
 
 def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source: str, scope: str, settings) -> Recall:
     """Session transcript hits merged into (or, for source sessions, instead of) memory hits."""
-    from zmem.query.sessions import merge_ranked, pending, search_sessions, spawn_session_index, unmatched_warning
+    from zmem.query.sessions import merge_scored, pending, search_sessions, spawn_session_index, unmatched_warning
     if scope == "group":
         res.warnings.append("session transcripts are private: not searched with --scope group")
         return res
@@ -722,7 +722,9 @@ def _with_sessions(ws: Workspace, conn, res: Recall, query: str, k: int, source:
         spawn_session_index(ws)
         res.warnings.append(f"{len(due)} session files have new messages, being indexed in the background")
     hits = search_sessions(conn, query, k, ws.config.snippet_chars)
-    res.results = hits[:k] if source == "sessions" else merge_ranked(res.results, hits, k)
+    res.results = hits[:k] if source == "sessions" else merge_scored(
+        conn, query, res.results, hits, k, mode=res.mode, text_weight=ws.config.text_weight,
+        vector_weight=ws.config.vector_weight)
     return res
 
 

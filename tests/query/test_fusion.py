@@ -9,6 +9,7 @@ import pytest
 
 from helpers.workspace import commit_all, recall_json, run, use_server, write
 from zmem.store.fts import match_keys
+from zmem.query import fusion
 from zmem.query.fusion import Weights, adaptive_fuse, coverage, query_rarity, query_weights
 from zmem.index.catchup import open_index
 from zmem.workspace.core import find_workspace
@@ -64,7 +65,10 @@ def test_explain_shows_the_weights_the_query_got_in_json_and_text(fusion_ws):
     assert (why["text_weight"], why["vector_weight"], why["keyword_evidence"]) == (0.7, 0.3, 1.0)
     res = run(["-C", str(fusion_ws), "recall", "Which computer hosts the proxy?", "--mode", "hybrid", "--explain"])
     assert res.exit_code == 0, res.output
-    assert re.search(r"weights text 0\.\d+ vector 0\.\d+ \(keyword evidence 0\.\d+\) · chunk L\d+-L\d+\]", res.stdout), res.stdout
+    assert re.search(r"weights text 0\.\d+ vector 0\.\d+ \(keyword evidence 0\.\d+\)( · covers 0\.\d+ of the query)?"
+                     r" · chunk L\d+-L\d+\]", res.stdout), res.stdout
+    # a hit the keywords found also says how much of the query it covers (its text score's measure)
+    assert re.search(r"\(keyword evidence 0\.\d+\) · covers 0\.\d+ of the query · chunk L\d+-L\d+\]", res.stdout), res.stdout
 
 
 def test_keyword_evidence_is_the_share_of_the_query_rarity_a_candidate_holds(fusion_ws):
@@ -103,8 +107,9 @@ def test_chinese_bigrams_count_as_rare_words_and_absent_ones_say_nothing(ws):
 def test_adaptive_fuse_follows_the_weights_the_query_got():
     bm25 = [(1, 0.8), (2, 0.4)]  # as recall shows BM25: s / (1 + s), so FTS5's 4.0 and 0.67
     vec = [(2, 0.6), (1, 0.3)]
-    ranked = adaptive_fuse(bm25, vec, Weights(0.7, 0.3, 1.0))
-    assert ranked == [(1, pytest.approx(0.7 + 0.09)), (2, pytest.approx(0.7 / 6 + 0.18))]
+    ranked = adaptive_fuse(bm25, vec, Weights(0.7, 0.3, 1.0))  # no coverages given: each covers everything
+    half = fusion.RANK_SHARE  # the text score: coverage x (RANK_SHARE + the rest x BM25 / best BM25)
+    assert ranked == [(1, pytest.approx(0.7 + 0.09)), (2, pytest.approx(0.7 * (half + (1 - half) / 6) + 0.18))]
     assert [cid for cid, _ in adaptive_fuse(bm25, vec, Weights(0.1, 0.9, 0.0))] == [2, 1]
 
 

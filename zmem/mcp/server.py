@@ -73,8 +73,7 @@ When age or origin matters: who wrote each line of a citation path#Lx-Ly, when, 
 and the log lines a reflected page came from."""
 
 AS_OF_DOC = """\
-Search memory as it stood at a past date or commit (what was believed then); citations read \
-path@commit#Lx-Ly."""
+What memory said at a past date or commit; citations read path@commit#Lx-Ly."""
 
 CONTEXT_DOC = """\
 Call once as a session starts: recent logs, MEMORY.md and Retain facts within a budget, each \
@@ -89,10 +88,10 @@ READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 def search(memory: Memory, query: str, *, max_results: int, min_score: float, since: str | None = None,
            kind: str | None = None, entity: str | None = None, as_of: str | None = None, path: str | None = None,
-           max_chars: int | None = None, rerank: bool | None = None) -> dict:
+           max_chars: int | None = None, rerank: bool | None = None, mode: str | None = None) -> dict:
     """memory_search and memory_recall_as_of: a recall, with the provider that embedded the query."""
     res = memory.recall(query, k=max_results, since=since, kind=kind, entity=entity, as_of=as_of, path=path,
-                        max_chars=max_chars, rerank=rerank)
+                        max_chars=max_chars, rerank=rerank, mode=mode)
     provs = memory.providers
     active = provs.primary or provs.fallback
     results = [h for h in (search_result(x) for x in res.results) if h["score"] >= min_score]
@@ -296,9 +295,10 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
                                                description="Snippet characters in all.")] = None,
         rerank: Annotated[bool | None, Field(description="Use the reranker model.")] = None,
+        mode: Annotated[Literal["hybrid", "bm25", "vector"] | None, NoneIfBlank] = None,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=min_score, since=since, kind=kind,
-                      entity=entity, path=path, max_chars=max_chars, rerank=rerank)
+                      entity=entity, path=path, max_chars=max_chars, rerank=rerank, mode=mode)
 
     @server.tool(description=GET_DOC, annotations=READ_ONLY, structured_output=False)
     @tool

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
 
@@ -42,6 +42,21 @@ VECTOR_LEAD = 1.5
 # around their mean to this spread, or its vector weight would barely move the order. MiniLM: identical
 # results; e5: LoCoMo 0.813 -> 0.815, paraphrase English R@5 0.53 -> 0.56 (bench/README.md, "Crowded cosines")
 VECTOR_SPREAD = 0.026
+# A keyword candidate's text score is what it holds of the question, not where it stands in its own list:
+# its coverage (the share of the query's rarity it holds, in [0, 1]) times (RANK_SHARE + (1 - RANK_SHARE)
+# x its BM25 / the best BM25), so BM25 still orders candidates holding as much, but a list whose best match
+# holds one incidental word of the question scores that match ~its coverage (0.2), not 1.0 (docs/fusion.md)
+RANK_SHARE = 0.0
+COVER_POWER = 0.5  # the text score grows with coverage ** this
+# "nothing matches": a question whose keyword evidence is below EVIDENCE_FLOOR (no candidate holds more than
+# incidental words of it) and whose closest vector candidate's cosine is below COSINE_FLOOR gets an empty list
+# in hybrid recall, as keyword recall does when no word matches. all-MiniLM-L6-v2, tuning halves of
+# bench/eval.py: the no-answer questions' best cosine has a median of 0.37, reworded questions' answers 0.47,
+# and the two overlap widely, so this floor is set where it costs the reworded questions at most ~0.02 R@5
+# (docs/fusion.md). A cosine is the model's own scale: a model whose cosines crowd high (multilingual-e5:
+# ~0.8 for anything) never falls under it, which leaves recall as it was.
+EVIDENCE_FLOOR = 0.2
+COSINE_FLOOR = 0.3
 
 
 @dataclass
@@ -52,6 +67,7 @@ class Weights:
     exact: frozenset = frozenset()  # candidates holding a rare identifier of the query: ranked first
     rarity: tuple = ()  # the query's Terms (query_rarity)
     lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
+    cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -64,6 +80,8 @@ class Weights:
         fused scores' order, which rule: "identifier" (a rare identifier of the query) or "vector_lead"."""
         out = {"text_weight": round(self.text, 3), "vector_weight": round(self.vector, 3),
                "keyword_evidence": round(self.evidence, 3)}
+        if cid is not None and cid in self.cover:
+            out["keyword_coverage"] = round(self.cover[cid], 3)
         if cid is not None and (cid in self.exact or cid == self.lead):
             out["ranked_first"] = "identifier" if cid in self.exact else "vector_lead"
         return out
@@ -110,33 +128,54 @@ def coverage(text: str, rarity: list[Term]) -> tuple[float, bool]:
 
 
 def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float) -> Weights:
-    """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text)."""
+    """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text),
+    with each candidate's coverage (Weights.cover) for its text score in adaptive_fuse."""
     covered = {cid: coverage(text, rarity) for cid, text in texts.items()}
     evidence = max((share for share, _ in covered.values()), default=0.0)
+    text = text_share(evidence, text_weight, vector_weight)
+    return Weights(text, 1.0 - text, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
+                   tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()})
+
+
+def text_share(evidence: float, text_weight: float, vector_weight: float) -> float:
+    """The text weight a query gets for its keyword evidence (the vector weight is the rest)."""
     full = text_weight / ((text_weight + vector_weight) or 1.0)
     low = min(full, WEAK)
     if evidence >= STRONG:
-        text = full
-    elif evidence >= WEAK:  # sliding from WEAK's weight to the configured one
-        text = low + (full - low) * (evidence - WEAK) / (STRONG - WEAK)
-    else:  # incidental matches: the text weight is the evidence itself (0.15 of the rarity: 0.15)
-        text = low * evidence / WEAK
-    return Weights(text, 1.0 - text, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
-                   tuple(rarity))
+        return full
+    if evidence >= WEAK:  # sliding from WEAK's weight to the configured one
+        return low + (full - low) * (evidence - WEAK) / (STRONG - WEAK)
+    return low * evidence / WEAK  # incidental matches: the text weight is the evidence itself (0.15: 0.15)
+
+
+def keyword_scores(conn, query: str, hits: list[tuple[str, float]], *, text_weight: float, vector_weight: float,
+                   table: str) -> list[tuple[float, float]]:
+    """(score, coverage) that hybrid recall gives candidates found by keywords alone (no vector: session
+    transcript messages), for hits as (text, BM25 as s / (1 + s)) from `table`: text_share(best coverage) x
+    coverage ** COVER_POWER x (RANK_SHARE + the rest x BM25 / best BM25), on the scale of adaptive_fuse's
+    scores, so such hits merge with fused note hits by score."""
+    rarity = query_rarity(conn, query, table)
+    covered = [coverage(text, rarity)[0] for text, _ in hits]
+    raw = [s / (1.0 - s) if s < 1.0 else s for _, s in hits]
+    best = max(raw, default=0.0) or 1.0
+    weight = text_share(max(covered, default=0.0), text_weight, vector_weight)
+    return [(weight * c ** COVER_POWER * (RANK_SHARE + (1.0 - RANK_SHARE) * r / best), c) for c, r in zip(covered, raw)]
 
 
 def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], weights: Weights) -> list[tuple[int, float]]:
-    """(id, fused score) best first: text weight x BM25 / best BM25 + vector weight x cosine (spread_out; both lists
+    """(id, fused score) best first: text weight x text score + vector weight x cosine (spread_out; both lists
     completed first: search.complete_scores), the candidates holding a rare identifier of the query
     before all others (each group by its fused score), then, unless the keyword evidence is strong, the
-    vectors' clear first (vector_lead). BM25 is compared as FTS5 ranks it, not as the
-    s / (1 + s) recall shows: that squeezes the top (ranks 1 and 20 within ~8%), and then a vector a
-    little closer outweighs the best keyword match (LoCoMo dev, paraphrase set: bench/README.md)."""
+    vectors' clear first (vector_lead). The text score is the candidate's coverage of the query's rarity
+    (Weights.cover) times RANK_SHARE + (1 - RANK_SHARE) x BM25 / best BM25: what a keyword hit holds of the
+    question, ordered by BM25 among hits holding as much (docs/fusion.md); a candidate without a coverage
+    (weights built without its text) counts as covering everything. BM25 is compared as FTS5 ranks it, not
+    as the s / (1 + s) recall shows: that squeezes the top (ranks 1 and 20 within ~8%)."""
     raw = [(cid, s / (1.0 - s) if s < 1.0 else s) for cid, s in bm25]
     best = max((s for _, s in raw), default=0.0) or 1.0
     scores: dict[int, float] = {}
     for cid, s in raw:
-        scores[cid] = weights.text * s / best
+        scores[cid] = weights.text * weights.cover.get(cid, 1.0) ** COVER_POWER * (RANK_SHARE + (1.0 - RANK_SHARE) * s / best)
     for cid, sim in spread_out(vec):
         scores[cid] = scores.get(cid, 0.0) + weights.vector * sim
     lead = weights.lead = vector_lead(vec) if weights.evidence < STRONG else None
@@ -169,7 +208,19 @@ def vector_lead(vec: list[tuple[int, float]]) -> int | None:
 
 def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[tuple[int, float]], texts: dict[int, str],
                      *, text_weight: float, vector_weight: float, table: str = "chunks_fts"):
-    """(ranked, Weights): the keyword candidates' texts (id -> text) weigh the query, then fuse.
+    """(ranked, Weights): the keyword candidates' texts (id -> text) weigh the query, then fuse; an empty
+    ranking when nothing matches (nothing_matches; the candidates holding a rare identifier stay).
     table: the FTS table the keyword list came from (chunks_fts, facts_fts, hist_fts), for the IDFs."""
     weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight)
-    return adaptive_fuse(bm25, vec, weights), weights
+    ranked = adaptive_fuse(bm25, vec, weights)
+    if nothing_matches(weights, vec):
+        ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
+    return ranked, weights
+
+
+def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
+    """Whether no candidate answers the query: its keyword evidence is incidental (below EVIDENCE_FLOOR) and
+    no vector candidate comes within COSINE_FLOOR of it."""
+    if weights.evidence >= EVIDENCE_FLOOR or weights.exact:
+        return False
+    return max((sim for _, sim in vec), default=0.0) < COSINE_FLOOR

@@ -452,19 +452,22 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
+    fetched: dict[int, tuple] = {}
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
         ranked = vec
     else:
-        keyword_only = bm25  # what the keywords found themselves: their texts weigh the query (adaptive)
         if fusion in ("weighted", "adaptive"):
             bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
         if fusion == "adaptive":
-            from zmem.query.fusion import fuse_by_evidence
-            texts = {cid: row[6] for cid, row in _rows(conn, [cid for cid, _ in keyword_only]).items()}
-            ranked, weights = fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                               vector_weight=vector_weight)
+            from zmem.query import fusion as adaptive
+            # every candidate with a keyword score: its coverage of the query is its text score (the rows of all
+            # the candidates are read once here: the hits' snippets need them too)
+            fetched = _rows(conn, {cid for cid, _ in bm25} | {cid for cid, _ in vec})
+            texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
+            ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
+                                                        vector_weight=vector_weight)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
@@ -477,7 +480,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                                                path_glob=path_glob, exclude=exclude)
     if not ranked:
         return out
-    rows = _rows(conn, [cid for cid, _ in ranked])
+    rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
     windows = store.windows_of([cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
     bonus = bonus_from_windows(windows)
     sims = citelines.line_similarities(windows)  # where the answer lies by meaning, line by line (citelines)

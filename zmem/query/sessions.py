@@ -441,8 +441,20 @@ def spawn_session_index(ws) -> None:
     spawn_detached(ws, ["index", "--sessions", "--quiet", "--no-embed"], "sessions.log")
 
 
-def merge_ranked(a: list, b: list, k: int) -> list:
-    """Interleave two ranked hit lists by reciprocal rank (their scores are not comparable)."""
-    scored = [(1.0 / (60 + r), i, h) for i, hits in enumerate((a, b)) for r, h in enumerate(hits, 1)]
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    return [h for _, _, h in scored[:k]]
+def merge_scored(conn, query: str, notes: list, messages: list, k: int, *, mode: str, text_weight: float,
+                 vector_weight: float) -> list:
+    """Memory hits and session message hits in one list by score, not by rank (a weak note first in its
+    list must not go before a message holding the whole question). In bm25 mode both scores are FTS5's
+    BM25 as s / (1 + s). Otherwise a message is scored as adaptive fusion scores a note found by keywords
+    alone (fusion.keyword_scores), and one holding only incidental words of the question (coverage below
+    fusion.EVIDENCE_FLOOR: it has no vector to vouch for it) is no answer. Ties: the note first."""
+    if messages and mode != "bm25":
+        from zmem.query import fusion
+        scored = fusion.keyword_scores(conn, query, [(h.snippet, h.score) for h in messages], text_weight=text_weight,
+                                       vector_weight=vector_weight, table="session_fts")
+        for h, (s, _) in zip(messages, scored):
+            h.score = round(s, 4)
+        messages = [h for h, (_, c) in zip(messages, scored) if c >= fusion.EVIDENCE_FLOOR]
+    merged = [(h.score, 0, i, h) for i, h in enumerate(notes)] + [(h.score, 1, i, h) for i, h in enumerate(messages)]
+    merged.sort(key=lambda x: (-x[0], x[1], x[2]))
+    return [h for *_, h in merged[:k]]
