@@ -159,11 +159,13 @@ class Span:
 
 
 def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], chunk_score: float,
-                sims: dict[int, float] | None, max_chars: int) -> list[Span] | None:
+                sims: dict[int, float] | None, max_chars: int, keyword: list[float] | None = None) -> list[Span] | None:
     """A chunk's candidate citations: its PER_CHUNK best units, each with what completes it (the answer
     after a question, the question and answer after a statement, what a heading heads), scored to compete
     with other chunks' units. None when no unit matches or the best one is longer than max_chars (the
-    chunk is then cited as make_snippet chooses)."""
+    chunk is then cited as make_snippet chooses). keyword: the lines' query-word weights alone; a unit
+    holding none of the query's words (found by meaning only) is cited with the rest of its vector
+    window, the units beside it that the same window holds: which of them answers, no word says."""
     spans = units(lines)
     if not spans:
         return None
@@ -185,6 +187,8 @@ def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], ch
         if unit_w[u] <= 0:
             break
         lo, hi = _complete(lines, spans, heads, ends, u, max_chars)
+        if sims and keyword is not None and max(keyword[spans[u][0]:spans[u][1] + 1]) <= 0:
+            lo, hi = _window(spans, u, lo, hi, start, sims, heads, ends, max_chars)
         sim = max((sims.get(start + i, 0.0) for i in range(spans[u][0], spans[u][1] + 1)), default=0.0) if sims else 0.0
         out.append(Span(chunk_score + line_weight * unit_w[u] / top + sim, cid, start + lo, start + hi))
     return out
@@ -210,6 +214,28 @@ def _complete(lines: list[str], spans: list[tuple[int, int]], heads: list[bool],
                 return lo, spans[u + 1][1]
         elif u + 2 < len(spans) and _asks(lines[spans[u + 1][1]]) and not heads[u + 2] and fits(spans[u + 2][1]):
             return lo, spans[u + 2][1]  # a statement, a question about it and its answer
+    return lo, hi
+
+
+def _window(spans, u, lo, hi, start, sims, heads, ends, max_chars) -> tuple[int, int]:
+    """lo..hi grown over the units beside unit u that lie in the same best vector window (the same cosine
+    on every line), within max_chars."""
+    sim = sims.get(start + spans[u][0])
+    if sim is None:
+        return lo, hi
+
+    def same(v: int) -> bool:
+        a, b = spans[v]
+        return not heads[v] and all(sims.get(start + i) == sim for i in range(a, b + 1))
+
+    v = u
+    while v > 0 and same(v - 1) and ends[hi + 1] - ends[spans[v - 1][0]] - 1 <= max_chars:
+        v -= 1
+        lo = spans[v][0]
+    w = max(x for x in range(len(spans)) if spans[x][0] <= hi)
+    while w + 1 < len(spans) and same(w + 1) and ends[spans[w + 1][1] + 1] - ends[lo] - 1 <= max_chars:
+        w += 1
+        hi = spans[w][1]
     return lo, hi
 
 

@@ -498,7 +498,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if rerank is not None:
         ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or rerank is not None)
+                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or rerank is not None,
+                        by_meaning=weights is not None and weights.evidence < WEAK_EVIDENCE)
     shown = sum(len(h.snippet) for h in out.results)
     spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
     if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
@@ -611,21 +612,29 @@ def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
                   "fused": _r(fused)} for cid, fused in ranked}
 
 
+# below this keyword evidence (fusion.WEAK) the query's words match incidentally: hybrid's fusion lets the
+# vectors rank, and the vector windows choose the lines a hit cites
+WEAK_EVIDENCE = 0.5
+
+
 def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
                   max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None,
-                  sims: dict[int, dict[int, float]] | None = None, ordered: bool = False) -> Recall:
+                  sims: dict[int, dict[int, float]] | None = None, ordered: bool = False,
+                  by_meaning: bool = False) -> Recall:
     """The k hits for the ranked chunks (rows: id -> (id, path, start, end, heading, day, text)): the units
     of the first citelines.DEPTH x k chunks compete for the k citations (citelines.chunk_spans, choose_spans:
     a hit cites the lines that answer, and a chunk with two answers may give two hits), then the further
     chunks one hit each; lines already cited are not cited again, and the --max-chars budget stops it.
     sims: per chunk, per line, the cosine of its best vector window (hybrid and vector recall). The first
     ranked chunk's best lines are always the first hit. ordered (a reranker's order and passages, a named
-    entity's page and facts first): one hit per chunk in rank order, citing its best units (make_snippet)."""
+    entity's page and facts first): one hit per chunk in rank order, citing its best units (make_snippet).
+    by_meaning (hybrid recall whose keyword evidence is incidental): the vector windows choose
+    the lines, the query's words (matched incidentally) do not."""
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
     over_budget = False
     for cid, first, last, snippet, score, (start, end) in _citations(ranked, rows, query, k, snippet_chars, bonus, sims or {},
-                                                                           ordered):
+                                                                           ordered, by_meaning):
         if len(out.results) == k or (budget is not None and budget <= 0):
             break
         _, path, _, _, heading, day, text = rows[cid]
@@ -652,7 +661,7 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
     return out
 
 
-def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False):
+def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False, by_meaning=False):
     """(chunk id, first line, last line, text, chunk score, (chunk start, chunk end)) in the order recall cites them: the spans
     citelines chooses among the first DEPTH x k chunks, then one make_snippet window per further chunk."""
     depth = 0 if ordered else citelines.DEPTH * k  # ordered: one hit per chunk, in rank order
@@ -666,11 +675,14 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
         lines = lines_of[cid] = text.split("\n")
         spans = None
         if len(lines) > 1:
-            weights = _line_weights(lines, query)
+            keyword = weights = _line_weights(lines, query)
             extra = bonus.get(cid)
+            if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
+                keyword = weights = [0.0] * len(lines)
             if extra:
                 weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
-            spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars)
+            spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars,
+                                          keyword)
         if spans is None:
             # citelines found no unit to cite (none matches, or the best is longer than a snippet)
             plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
