@@ -15,6 +15,7 @@ the median in-process recall latency per mode.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -46,6 +47,12 @@ def configure(args) -> None:
     (home / "zmem" / "config.toml").write_text(text)
 
 
+def split_half(qid: str) -> str:
+    """"tune" or "heldout" for a question id, half and half by the first byte of its SHA-1: stable
+    across runs and machines, independent of the order or the conversation of the questions."""
+    return "tune" if hashlib.sha1(qid.encode()).digest()[0] % 2 == 0 else "heldout"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path, help="output of make_workspace.py")
@@ -64,6 +71,9 @@ def main() -> None:
     ap.add_argument("--text-weight", type=float, default=0.7, help="weighted fusion: BM25 weight (vector: 1 - this)")
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    ap.add_argument("--split", choices=("all", "tune", "heldout"), default="all",
+                    help="a deterministic half of the questions (split_half: by a hash of the question id): tune on "
+                         "`tune`, report `heldout`")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
     args = ap.parse_args()
@@ -82,8 +92,13 @@ def main() -> None:
     from zmem.workspace.core import find_workspace
 
     questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
+    if args.split != "all":
+        questions = [q for q in questions if split_half(q["id"]) == args.split]
     if args.limit:
         questions = questions[:args.limit]
+    args.out.mkdir(parents=True, exist_ok=True)
+    qfile = args.out / "questions.jsonl"  # the questions scored (a half, with --split)
+    qfile.write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
     modes = [m for m in args.modes.split(",") if m]
     if not args.model_path:
         modes = ["bm25"]
@@ -124,7 +139,7 @@ def main() -> None:
     for mode, fusion in runs:
         label = mode if fusion == "-" else f"{mode} ({fusion})"
         print(f"\n=== {label}: median in-process recall {statistics.median(latency[(mode, fusion)]) * 1000:.1f} ms")
-        subprocess.run([sys.executable, str(SHARED / "score.py"), str(args.root / "questions.jsonl"),
+        subprocess.run([sys.executable, str(SHARED / "score.py"), str(qfile),
                         str(args.out / f"results-{mode}-{fusion}.jsonl"), "--turns", str(args.root / "turns.jsonl"),
                         "--json", str(args.out / f"score-{mode}-{fusion}.json")], check=True)
 

@@ -442,8 +442,10 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     why = explain_scores(bm25, vec, ranked) if explain else {}
     for w in why.values() if weights else ():
         w.update(weights.explain())
+    from zmem.query.citelines import line_similarities
+    sims = line_similarities({key: windows[key] for key, _ in ranked[:k] if key in windows}) if windows else None
     return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                         bonus=bonus, why=why, rev=at.sha)
+                         bonus=bonus, why=why, rev=at.sha, sims=sims)
 
 
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,

@@ -120,6 +120,8 @@ def search_result(hit) -> dict:
             out["day"] = d["day"]
         if d.get("heading"):
             out["heading"] = d["heading"]
+        if "chunk_start_line" in d and out["source"] == "memory":  # the passage around the cited lines
+            out["chunkStartLine"], out["chunkEndLine"] = d["chunk_start_line"], d["chunk_end_line"]
     return out
 
 

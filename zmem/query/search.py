@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from zmem.errors import ZmemError, example
+from zmem.query import citelines, expand
 from zmem.text.chunking import CUT
 from zmem.store.fts import (_quote, build_match, common_terms, fold, match_keys, nfc, query_grams,
                             word_start as _word_start, word_tokens)
@@ -217,7 +218,8 @@ def one_line_snippet(snippet: str, query: str, max_chars: int) -> str:
 
 
 def make_snippet(text: str, start_line: int, query: str, max_chars: int,
-                 bonus: dict[int, float] | None = None, *, blocks: bool = False) -> tuple[int, int, str]:
+                 bonus: dict[int, float] | None = None, *, blocks: bool = False,
+                 cite_units: bool = True) -> tuple[int, int, str]:
     """The best window of whole lines (at most max_chars) of a chunk: (first, last, text).
     bonus: extra weight per line number (how close the line's vector window is to the query).
     blocks (recall's hits): the window stays within the paragraph or list of the best-matching line
@@ -229,6 +231,10 @@ def make_snippet(text: str, start_line: int, query: str, max_chars: int,
     weights = _line_weights(lines, query)
     if bonus:
         weights = [w + bonus.get(start_line + i, 0.0) for i, w in enumerate(weights)]
+    if blocks and cite_units:  # a recall hit cites the units that answer (citelines), when one does and fits
+        span = citelines.choose(lines, weights, max_chars)
+        if span is not None:
+            return start_line + span[0], start_line + span[1], "\n".join(lines[span[0]:span[1] + 1])
     # a text line before a heading that matches as well (the heading path is in `heading` already)
     best = max(range(len(lines)), key=lambda i: (weights[i], not (blocks and ATX.match(lines[i])), -i))
     if weights[best] <= 0 and len(text) <= max_chars:
@@ -465,6 +471,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                                                         store=store)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
+        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: search_bm25(
+            conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n)
     about: dict[int, float] | None = None
     facts_at: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts first
@@ -473,7 +482,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if not ranked:
         return out
     rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
-    bonus = window_bonus(store, [cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    windows = store.windows_of([cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    bonus = bonus_from_windows(windows)
+    sims = citelines.line_similarities(windows)  # where the answer lies by meaning, line by line (citelines)
     if weights is not None:  # a hit with a line holding the query's rare words cites it as BM25 would
         bonus = {cid: lines for cid, lines in bonus.items() if not weights.keyword_line(rows[cid][6])}
     for cid, lines in facts_at.items():
@@ -488,7 +499,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if rerank is not None:
         ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                        bonus=bonus, why=why)
+                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or rerank is not None,
+                        by_meaning=weights is not None and weights.evidence < WEAK_EVIDENCE)
     shown = sum(len(h.snippet) for h in out.results)
     spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
     if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
@@ -601,27 +613,44 @@ def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
                   "fused": _r(fused)} for cid, fused in ranked}
 
 
+# below this keyword evidence (fusion.WEAK) the query's words match incidentally: hybrid's fusion lets the
+# vectors rank, and the vector windows choose the lines a hit cites
+WEAK_EVIDENCE = 0.5
+
+
 def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
-                  max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None) -> Recall:
-    """The first k ranked chunks as hits with snippets (rows: id -> (id, path, start, end, heading,
-    day, text)), skipping lines already shown and stopping at the --max-chars budget."""
+                  max_chars: int | None, snippet_chars: int, bonus: dict, why: dict, rev: str | None = None,
+                  sims: dict[int, dict[int, float]] | None = None, ordered: bool = False,
+                  by_meaning: bool = False) -> Recall:
+    """The k hits for the ranked chunks (rows: id -> (id, path, start, end, heading, day, text)): the units
+    of the first citelines.DEPTH x k chunks compete for the k citations (citelines.chunk_spans, choose_spans:
+    a hit cites the lines that answer, and a chunk with two answers may give two hits), then the further
+    chunks one hit each; lines already cited are not cited again, and the --max-chars budget stops it.
+    sims: per chunk, per line, the cosine of its best vector window (hybrid and vector recall). The first
+    ranked chunk's best lines are always the first hit. ordered (a reranker's order and passages, a named
+    entity's page and facts first): one hit per chunk in rank order, citing its best units (make_snippet).
+    by_meaning (hybrid recall whose keyword evidence is incidental): the vector windows choose
+    the lines, the query's words (matched incidentally) do not."""
     budget = max_chars
     shown: dict[str, list[tuple[int, int]]] = {}
     over_budget = False
-    for cid, score in ranked:
+    for cid, first, last, snippet, score, (start, end) in _citations(ranked, rows, query, k, snippet_chars, bonus, sims or {},
+                                                                           ordered, by_meaning):
         if len(out.results) == k or (budget is not None and budget <= 0):
             break
-        _, path, start, end, heading, day, text = rows[cid]
+        _, path, _, _, heading, day, text = rows[cid]
         limit = snippet_chars if budget is None else min(snippet_chars, budget)
-        if limit < min(MIN_SNIPPET, snippet_chars) and len(text) > limit:
+        if limit < min(MIN_SNIPPET, snippet_chars) and len(snippet) > limit:
             over_budget = True  # too little room left to show part of this chunk; a shorter one may fit
             continue
-        first, last, snippet = make_snippet(text, start, query, limit, bonus.get(cid), blocks=True)
+        if len(snippet) > limit:
+            first, last, snippet = make_snippet(snippet, first, query, limit, bonus.get(cid), blocks=True)
         if any(a <= last and first <= b for a, b in shown.get(path, ())):
             continue  # overlapping chunks: these lines were already returned
         shown.setdefault(path, []).append((first, last))
-        if first > start:  # the snippet may stand under a heading of the chunk
-            heading = heading_at(heading, text.split("\n", first - start + 1)[:first - start + 1], first - start)
+        at = first - rows[cid][2]
+        if at > 0:  # the snippet may stand under a heading of the chunk
+            heading = heading_at(heading, text.split("\n", at + 1)[:at + 1], at)
         hit = Hit(path, first, last, _r(score), snippet, day, heading, start, end, rev=rev)
         if why:
             hit.explain = why[cid]
@@ -631,6 +660,61 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
     if over_budget and len(out.results) < k:
         out.warnings.append(f"stopped at {len(out.results)} results: --max-chars {max_chars} reached")
     return out
+
+
+def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False, by_meaning=False):
+    """(chunk id, first line, last line, text, chunk score, (chunk start, chunk end)) in the order recall cites them: the spans
+    citelines chooses among the first DEPTH x k chunks, then one make_snippet window per further chunk."""
+    depth = 0 if ordered else citelines.DEPTH * k  # ordered: one hit per chunk, in rank order
+    top = max((s for _, s in ranked[:depth]), default=0.0) or 1.0
+    candidates: list[citelines.Span] = []
+    plain: dict[int, tuple[int, int, str]] = {}  # chunks cited as make_snippet chooses
+    lines_of: dict[int, list[str]] = {}
+    score_of = dict(ranked[:depth])
+    for cid, score in ranked[:depth]:
+        _, path, start, end, heading, day, text = rows[cid]
+        lines = lines_of[cid] = text.split("\n")
+        spans = None
+        if len(lines) > 1:
+            keyword = weights = _line_weights(lines, query)
+            extra = bonus.get(cid)
+            if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
+                keyword = weights = [0.0] * len(lines)
+            if extra:
+                weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
+            spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars,
+                                          keyword)
+        if spans is None:
+            # citelines found no unit to cite (none matches, or the best is longer than a snippet)
+            plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
+                                      cite_units=len(lines) == 1)
+            spans = [citelines.Span(score / top, cid, plain[cid][0], plain[cid][1])]
+        candidates.extend(spans)
+
+    def text_of(cid):
+        return rows[cid][1], rows[cid][2], lines_of[cid]
+
+    chosen = citelines.choose_spans(candidates, k, text_of)
+    if chosen:  # the first ranked chunk's best lines first (an identifier, a clear vector lead)
+        at = next((i for i, c in enumerate(chosen) if c[0] == ranked[0][0]), 0)
+        chosen.insert(0, chosen.pop(at))
+    for cid, path, first, last, *merged in chosen:
+        if cid in plain and not merged and (first, last) == plain[cid][:2]:
+            yield cid, first, last, plain[cid][2], score_of[cid], rows[cid][2:4]
+            continue
+        start = rows[cid][2]
+        if not merged and first >= start and last - start < len(lines_of[cid]):
+            yield cid, first, last, "\n".join(lines_of[cid][first - start:last - start + 1]), score_of[cid], rows[cid][2:4]
+            continue
+        line: dict[int, str] = {}
+        for c in (cid, *merged):
+            line.update((rows[c][2] + i, x) for i, x in enumerate(lines_of[c]))
+        yield (cid, first, last, "\n".join(line[n] for n in range(first, last + 1)), score_of[cid],
+               (min(rows[c][2] for c in (cid, *merged)), max(rows[c][3] for c in (cid, *merged))))
+    for cid, score in ranked[depth:]:
+        _, path, start, end, heading, day, text = rows[cid]
+        first, last, snippet = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True)
+        yield cid, first, last, snippet, score, (start, end)
 
 
 def _r(x):

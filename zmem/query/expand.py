@@ -1,0 +1,91 @@
+"""What recall knows beyond the query's words: the days a question names.
+
+"What did Tim recommend on 8th December, 2023?", "what did we decide on 2025-06-02", "the offer John
+got in January 2024", "what happened yesterday", "last June": a question naming a day, a month or a
+year asks about the notes of those days. The date is resolved as the Retain facts' dates are
+(zmem.text.dates.event_range: full dates in EN/PT/ES/ZH), plus a month with its year, a year alone
+(`in 2024`), and relative days counted from today (`yesterday`, `N days ago`, `last week`, `last month`,
+`last <month>`). The chunks of daily logs within the range then rank before every other hit, in their
+own order, and those the keyword list had not reached are searched within the range (their own BM25
+order); a hit of the range scores 0.5 + 0.5 x its score, every other hit half its score (as
+search.entity_first scores a named entity's hits). An explicit --since/--until wins: then nothing here
+applies.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from zmem.text.dates import _MONTHS, event_range
+
+_MONTH_NAMES = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_MONTH_YEAR = re.compile(rf"\b({_MONTH_NAMES})\.?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(?:in|during|em|en|of)\s+((?:19|20)\d\d)\b(?![-/.]\d)", re.IGNORECASE)
+_AGO = re.compile(r"\b(\d{1,3})\s+days?\s+ago\b", re.IGNORECASE)
+_LAST_MONTH_NAME = re.compile(rf"\blast\s+({_MONTH_NAMES})\b", re.IGNORECASE)
+
+
+def query_days(query: str, today: dt.date | None = None) -> tuple[str, str] | None:
+    """The (first, last) ISO days a query names, or None."""
+    today = today or dt.date.today()
+    low = query.lower()
+    if re.search(r"\byesterday\b", low):
+        d = today - dt.timedelta(days=1)
+        return d.isoformat(), d.isoformat()
+    if re.search(r"\btoday\b", low):
+        return today.isoformat(), today.isoformat()
+    m = _AGO.search(low)
+    if m:
+        d = today - dt.timedelta(days=int(m.group(1)))
+        return d.isoformat(), d.isoformat()
+    if re.search(r"\blast week\b", low):
+        monday = today - dt.timedelta(days=today.weekday() + 7)
+        return monday.isoformat(), (monday + dt.timedelta(days=6)).isoformat()
+    if re.search(r"\blast month\b", low):
+        last = today.replace(day=1) - dt.timedelta(days=1)
+        return last.replace(day=1).isoformat(), last.isoformat()
+    m = _LAST_MONTH_NAME.search(low)
+    if m:
+        month = _MONTHS[m.group(1).lower()]
+        year = today.year if month < today.month else today.year - 1
+        return _month_range(year, month)
+    found = event_range(query)
+    if found:
+        return found
+    m = _MONTH_YEAR.search(query)
+    if m:
+        return _month_range(int(m.group(2)), _MONTHS[m.group(1).lower()])
+    m = _YEAR.search(query)
+    if m:
+        return f"{m.group(1)}-01-01", f"{m.group(1)}-12-31"
+    return None
+
+
+def _month_range(year: int, month: int) -> tuple[str, str]:
+    first = dt.date(year, month, 1)
+    nxt = dt.date(year + (month == 12), month % 12 + 1, 1)
+    return first.isoformat(), (nxt - dt.timedelta(days=1)).isoformat()
+
+
+def days_first(conn, query: str, ranked: list[tuple[int, float]], search, *, n: int,
+               today: dt.date | None = None) -> tuple[list[tuple[int, float]], tuple[str, str] | None]:
+    """ranked with the chunks of the days the query names first (module docstring). search(since, until)
+    -> [(chunk id, score)] best first: the keyword search within those days. Returns (ranked, the days)."""
+    days = query_days(query, today)
+    if days is None:
+        return ranked, None
+    since, until = days
+    ids = [cid for cid, _ in ranked]
+    day_of = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        day_of.update(conn.execute(f"SELECT id, day FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+    inside = [(cid, s) for cid, s in ranked if day_of.get(cid) and since <= day_of[cid] <= until]
+    if len(inside) < n:
+        have = {cid for cid, _ in inside}
+        inside += [(cid, s) for cid, s in search(since, until) if cid not in have][:n - len(inside)]
+    if not inside:
+        return ranked, days
+    first = {cid for cid, _ in inside}
+    scored = [(cid, 0.5 + 0.5 * s) for cid, s in sorted(inside, key=lambda x: (-x[1], x[0]))]
+    return scored + [(cid, 0.5 * s) for cid, s in ranked if cid not in first], days
