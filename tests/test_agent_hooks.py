@@ -119,3 +119,15 @@ def test_a_person_typing_it_at_a_terminal_is_told_what_it_reads_with_exit_1(ws):
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["zmem: `zmem hook codex` reads the JSON its hook gets on stdin",
                                         """hint: e.g. echo '{"hook_event_name": "SessionStart"}' | zmem hook codex"""]
+
+
+def test_a_transcript_path_that_names_no_file_is_refused_in_two_lines_not_an_internal_error(ws):
+    sessions_enabled("~/.claude/projects")
+    cases = {"nul": str(claude_transcript_dir() / "a\0b.jsonl"), "long": "/" + "a" * 5000,
+             "unknown_user": "~nosuchuser-zmem/.claude/projects/x.jsonl"}
+    for key, transcript in cases.items():
+        proc = hook(ws, "claude-code", json.dumps({"hook_event_name": "PreCompact", "transcript_path": transcript}))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 0 and proc.stdout == "", (key, proc.stderr)
+        assert len(lines) == 2 and "not under a [sessions] dir" in lines[0], (key, lines)
+        assert "internal error" not in proc.stderr and len(lines[0]) < 400, (key, lines)
