@@ -63,3 +63,17 @@ def test_lenient_replaces_only_lone_surrogates():
     assert lenient("not json \\ud800\n") == "not json \\ud800\n"
     assert error_for("not json") == (None, -32700, "Parse error: the request line is not JSON")
     assert error_for('{"id": true}')[0] is None and error_for('{"id": "a"}')[:2] == ("a", -32600)
+
+
+def test_a_request_whose_id_is_null_or_a_fraction_is_answered_not_taken_for_a_notification(raw):
+    # the SDK reads {"id": null|1.5|true, "method": …} as a notification, which nobody answers
+    for rid in ("null", "1.5", "true", "{}"):
+        raw.send('{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % rid)
+        got = raw.answer()
+        assert got["id"] is None and got["error"]["code"] == -32600, (rid, got)
+        assert "id must be a string or an integer" in got["error"]["message"]
+    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 99, "reason": "x"}}))  # a real notification: no answer
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
+    assert raw.answer() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert raw.close() == 0

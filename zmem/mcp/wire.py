@@ -54,6 +54,19 @@ def error_for(line: str | None) -> tuple[object, int, str]:
     return rid, -32600, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
 
 
+def bad_id(line: str | None) -> tuple[object, int, str] | None:
+    """The JSON-RPC error answering a line the transport read as a notification although it has an
+    "id" (null, a fraction, a boolean, an object: MCP's ids are strings or integers, and the SDK
+    then takes the line for a notification, which nobody answers); None for a real notification."""
+    try:
+        message = json.loads(line) if line is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    return None, -32600, "Invalid Request: id must be a string or an integer"
+
+
 class LenientLines:
     """The wire's stdin (a binary file) as text lines for the SDK's transport, each passed through
     lenient(). The transport turns every line into exactly one item (a message, or the exception
@@ -79,6 +92,11 @@ class LenientLines:
         pass
 
 
+def _is_notification(item) -> bool:
+    message = getattr(item, "message", None)
+    return type(getattr(message, "root", message)).__name__ == "JSONRPCNotification"
+
+
 class AnsweringReader:
     """The transport's read stream as the server reads it, but an item that is an exception (a line
     that is not a message) is answered here with a JSON-RPC error on the write stream instead of
@@ -96,6 +114,9 @@ class AnsweringReader:
             item = await self.inner.receive()
             line = self.source.take()
             if not isinstance(item, Exception):
+                if _is_notification(item) and (error := bad_id(line)):
+                    await self.write.send(self.answer(*error))
+                    continue
                 return item
             await self.write.send(self.answer(*error_for(line)))
 
