@@ -94,6 +94,9 @@ def test_a_budget_smaller_than_anything_gives_empty_text_and_every_part_omitted(
     out = context(ws, "--budget", "10")
     assert out["text"] == "" and out["sections"] == [] and out["truncated"] is True
     assert [o["path"] for o in out["omitted"]] == [log(0), "MEMORY.md"]  # (zmem init's MEMORY.md)
+    res = run(["-C", str(ws), "context", "--budget", "10"])  # a person is told why there is nothing
+    assert res.exit_code == 0 and res.stdout == ""
+    assert f"warning: nothing fit in --budget 10: 2 parts left out ({log(0)}#L1-L1, …)" in res.stderr
 
 
 def test_a_workspace_with_nothing_to_read_gives_no_context_and_exit_0(ws):
