@@ -139,3 +139,12 @@ def test_a_fact_is_shown_whole_or_not_at_all(ws):
     assert [s for s in cut["sections"] if s["kind"] == "fact"] == []
     assert [o["citation"] for o in cut["omitted"] if o["kind"] == "fact"] == [fact["citation"]]
     assert "herons" not in cut["text"] and "First line of a long fact" not in cut["text"]
+
+
+def test_a_log_that_is_not_utf8_is_shown_with_u_fffd_and_the_warning_says_shown_not_indexed(ws):
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / log(0)).write_bytes(b"- caf\xe9 with Peter\n")
+    out, _ = run_json(["-C", str(ws), "context", "--json"])
+    assert "- caf\ufffd with Peter" in out["text"]
+    assert out["warnings"] == [f"{log(0)}:1: invalid UTF-8; undecodable bytes shown as U+FFFD"]
+    assert get_text(ws, out["sections"][0]["citation"]) == "- caf\ufffd with Peter\n"

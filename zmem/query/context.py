@@ -232,7 +232,7 @@ def _read(ws: Workspace, rels: list[str], scope: str, warnings: list[str]) -> di
             warnings.append(f"{rel}: not read: {e.strerror or e}")
             continue
         text, notes = decode_note(rel, data, ws.config.max_file_mb)
-        warnings += notes
+        warnings += [n.replace("indexed as U+FFFD", "shown as U+FFFD") for n in notes]  # nothing is indexed here
         if text is not None and text.strip():
             out[rel] = split_lines(text)
     return out
