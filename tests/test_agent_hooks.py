@@ -131,3 +131,14 @@ def test_a_transcript_path_that_names_no_file_is_refused_in_two_lines_not_an_int
         assert proc.returncode == 0 and proc.stdout == "", (key, proc.stderr)
         assert len(lines) == 2 and "not under a [sessions] dir" in lines[0], (key, lines)
         assert "internal error" not in proc.stderr and len(lines[0]) < 400, (key, lines)
+
+
+def test_a_misspelt_agent_name_is_an_error_naming_the_right_one_not_a_silent_git_catch_up(ws):
+    for name, meant in (("claude", "claude-code"), ("Codex", "codex"), ("frobnicate", None)):
+        proc = hook(ws, name, claude_payload("SessionStart"))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 1 and proc.stdout == "", (name, proc.stderr)
+        assert lines[0] == f"zmem: unknown hook '{name}': not an agent's (claude-code, codex) nor a git hook's name"
+        assert lines[1].startswith(f"hint: did you mean `zmem hook {meant}`?" if meant else "hint: agents' hooks run")
+    proc = zmem_proc("-C", str(ws), "hook", "post-commit")  # git's names run as ever: silent, exit 0
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""

@@ -88,6 +88,17 @@ def hooks_status(ctx, as_json):
         click.echo(f"hint: `zmem hooks install` installs them to run this zmem ({sys.executable})", err=True)
 
 
+# every hook git runs (githooks(5)): the installed ones are post-commit, post-merge, post-checkout
+# and post-rewrite, and a hand-written hook may call `zmem hook` under any of these names
+_GIT_HOOKS = frozenset((
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+    "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+    "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+    "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+    "post-index-change"))
+
+
 @click.command("hook")
 @click.argument("name")
 @click.argument("args", nargs=-1)
@@ -111,6 +122,12 @@ def hook(ctx, name, args, scope, budget):
     """
     from zmem.hookrun import AGENT_HOOKS, run_hook
     if name not in AGENT_HOOKS:
+        if name not in _GIT_HOOKS:  # a typo in an agent's hook command ran a silent catch-up
+            import difflib
+            close = difflib.get_close_matches(name.lower(), [*AGENT_HOOKS, *_GIT_HOOKS], n=1, cutoff=0.5)
+            raise ZmemError(f"unknown hook {name!r}: not an agent's (claude-code, codex) nor a git hook's name",
+                            hint=(f"did you mean `zmem hook {close[0]}`? " if close else "")
+                            + "agents' hooks run `zmem hook claude-code` or `zmem hook codex`")
         run_hook(ctx.obj.get("dir"), name, list(args))
         return
     if sys.stdin is None or sys.stdin.isatty():  # a person typing it: say what it expects (exit 1)
