@@ -95,6 +95,9 @@ def test_problems_are_two_lines_on_stderr_and_exit_0(ws, tmp_path):
         assert len(lines) == 2 and lines[0].startswith("zmem: ") and lines[1].startswith("hint: "), (key, lines)
         assert "Traceback" not in proc.stderr
     assert "[sessions]" in cases["off"].stderr and "~/.claude/projects" in cases["off"].stderr
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"  # the file this user's zmem reads,
+    assert f"add to {config} the table [sessions]" in cases["off"].stderr  # and keys as TOML writes them
+    assert 'enabled = true and dir = ["~/.claude/projects"]' in cases["off"].stderr
     assert "zmem hook codex" in cases["not_json"].stderr
     assert str(log) in cases["elsewhere"].stderr and "not under a [sessions] dir" in cases["elsewhere"].stderr
 

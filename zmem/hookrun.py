@@ -175,8 +175,10 @@ def agent_hook(directory, agent: str, text: str, *, scope: str = "private", budg
     settings = settings_for(ws)
     folder = AGENT_HOOKS.get(agent, "~/.claude/projects")
     if not settings.enabled:
+        from zmem.workspace.config import user_config_path
         raise ZmemError("session transcripts are off, so this session's transcript was not indexed",
-                        hint=f'add [sessions] enabled = true, dir = "{folder}" to ~/.config/zmem/config.toml')
+                        hint=f'add to {user_config_path()} the table [sessions] with the keys enabled = true and '
+                             f'dir = ["{folder}"] (docs/agent-hooks.md)')
     transcript = payload.get("transcript_path")
     if isinstance(transcript, str) and transcript and not _covered(settings.dirs, transcript):
         shown = transcript if len(transcript) <= 200 else transcript[:200] + "…"
