@@ -64,3 +64,14 @@ def test_an_unreachable_extra_remote_does_not_count_commits_it_never_saw(tmp_pat
     assert first.endswith("nothing was lost: your notes stay committed here")
     out = json.loads(zmem("-C", str(a), "sync", "backup", "--json", ok=False).stdout)
     assert out["error"] == first.removeprefix("zmem: ")
+
+
+def test_an_unreachable_named_remote_is_retried_by_name_and_git_says_it_once(tmp_path):
+    (a,) = make_hub(tmp_path, 1)
+    git(a, "remote", "add", "backup", "ssh://nonexistent.invalid/memory.git")
+    proc = zmem("-C", str(a), "sync", "backup", ok=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("zmem: cannot reach the remote backup:") and ".;" not in lines[0], lines
+    # a bare `zmem sync` would sync with origin, the upstream, not with the remote that failed
+    assert lines[1].endswith("(git fetch backup should work), then: zmem sync backup"), lines

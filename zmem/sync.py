@@ -117,9 +117,10 @@ def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | N
     kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and "
             f"go{'' if ahead != 1 else 'es'} out with the next sync"
             if ahead else "; nothing was lost: your notes stay committed here")
-    return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
+    # `zmem sync REMOTE` again: a bare `zmem sync` goes to the upstream, which may be another remote
+    return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc).rstrip('.')}{kept}",
                      hint=f"check the URL (git remote -v), the network and your git credentials "
-                          f"(git fetch {up.remote} should work), then: zmem sync")
+                          f"(git fetch {up.remote} should work), then: zmem sync {up.remote}")
 
 
 def fetch(root: Path, up: Upstream) -> str | None:
