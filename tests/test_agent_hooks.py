@@ -145,3 +145,20 @@ def test_a_misspelt_agent_name_is_an_error_naming_the_right_one_not_a_silent_git
         assert lines[1].startswith(f"hint: did you mean `zmem hook {meant}`?" if meant else "hint: agents' hooks run")
     proc = zmem_proc("-C", str(ws), "hook", "post-commit")  # git's names run as ever: silent, exit 0
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+
+
+def test_an_endless_stdin_is_refused_in_two_lines_not_read_until_memory_runs_out(ws):
+    import subprocess
+    from helpers.workspace import zmem_exe
+    yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+    try:
+        proc = subprocess.run([zmem_exe(), "-C", str(ws), "hook", "claude-code"], stdin=yes.stdout,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        yes.kill()
+        yes.wait()
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert lines == ["zmem: standard input holds more than 64 MiB: not a hook's JSON payload",
+                     "hint: pipe the hook's JSON only, e.g. echo '{\"hook_event_name\": \"SessionStart\"}' "
+                     "| zmem hook claude-code"]
