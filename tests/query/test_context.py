@@ -148,3 +148,14 @@ def test_a_log_that_is_not_utf8_is_shown_with_u_fffd_and_the_warning_says_shown_
     assert "- caf\ufffd with Peter" in out["text"]
     assert out["warnings"] == [f"{log(0)}:1: invalid UTF-8; undecodable bytes shown as U+FFFD"]
     assert get_text(ws, out["sections"][0]["citation"]) == "- caf\ufffd with Peter\n"
+
+
+def test_a_symlinked_memory_md_is_left_out_with_a_warning_saying_why(ws, tmp_path):
+    real = tmp_path / "dotfiles-MEMORY.md"
+    real.write_text("# Memory\n\n- kept in my dotfiles\n")
+    (ws / "MEMORY.md").unlink()
+    (ws / "MEMORY.md").symlink_to(real)
+    write(ws, log(0), "- a note\n")
+    out = context(ws)
+    assert "kept in my dotfiles" not in out["text"] and [s["path"] for s in out["sections"]] == [log(0)]
+    assert out["warnings"] == ["MEMORY.md: left out: refusing to read through a symlink: MEMORY.md"]

@@ -220,8 +220,8 @@ def _read(ws: Workspace, rels: list[str], scope: str, warnings: list[str]) -> di
             continue
         try:
             found.append(resolve_memory_path(ws, rel))
-        except ZmemError:
-            continue  # a symlink, an unreadable file: `zmem get` refuses it too
+        except ZmemError as e:  # a symlink, an unreadable file: `zmem get` refuses it too, and says why
+            warnings.append(f"{rel}: left out: {e.message}")
     if rel_ignored := _ignored(ws, found):
         found = [r for r in found if r not in rel_ignored]
     out = {}
