@@ -159,3 +159,4 @@ def test_a_symlinked_memory_md_is_left_out_with_a_warning_saying_why(ws, tmp_pat
     out = context(ws)
     assert "kept in my dotfiles" not in out["text"] and [s["path"] for s in out["sections"]] == [log(0)]
     assert out["warnings"] == ["MEMORY.md: left out: refusing to read through a symlink: MEMORY.md"]
+    assert context(ws, "--scope", "group")["warnings"] == []  # group reads no MEMORY.md: nothing to warn of

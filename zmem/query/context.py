@@ -216,8 +216,9 @@ def _read(ws: Workspace, rels: list[str], scope: str, warnings: list[str]) -> di
     from zmem.workspace.core import resolve_memory_path
     found = []
     for rel in rels:
-        if not (ws.root / rel).is_file() or (scope == "group" and ws.is_private(rel)):
-            continue
+        if not (ws.root / rel).is_file() or (scope == "group" and (ws.is_private(rel) or
+                                                                  rel in ("MEMORY.md", "memory.md"))):
+            continue  # (MEMORY.md is for the private session only: not even read, or warned about, for group)
         try:
             found.append(resolve_memory_path(ws, rel))
         except ZmemError as e:  # a symlink, an unreadable file: `zmem get` refuses it too, and says why
