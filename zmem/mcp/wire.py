@@ -92,6 +92,53 @@ class LenientLines:
         pass
 
 
+QUIET_END = 300.0  # seconds the answers to the last requests may take once input has ended
+
+
+def _request_id(item):
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if type(root).__name__ != "JSONRPCRequest":
+        return None
+    return getattr(root, "id", None)
+
+
+def _cancelled_id(item):
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if type(root).__name__ != "JSONRPCNotification" or getattr(root, "method", None) != "notifications/cancelled":
+        return None
+    params = getattr(root, "params", None) or {}
+    return params.get("requestId") if isinstance(params, dict) else None
+
+
+class AnsweredWrites:
+    """The server's write stream, noting which requests got their answer (a response or an error)."""
+
+    def __init__(self, inner, pending: set):
+        self.inner, self.pending = inner, pending
+
+    async def send(self, item) -> None:
+        await self.inner.send(item)
+        message = getattr(item, "message", None)
+        root = getattr(message, "root", message)
+        if type(root).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+            self.pending.discard(getattr(root, "id", None))
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self.inner.__aexit__(*exc)
+
+
 def _is_notification(item) -> bool:
     message = getattr(item, "message", None)
     return type(getattr(message, "root", message)).__name__ == "JSONRPCNotification"
@@ -104,6 +151,11 @@ class AnsweringReader:
 
     def __init__(self, inner, write, lines: LenientLines, answer):
         self.inner, self.write, self.source, self.answer = inner, write, lines, answer
+        self.pending: set = set()  # ids of requests handed to the server and not answered yet
+
+    def answering(self, write) -> "AnsweredWrites":
+        """The write stream for the server: it tells this reader which requests were answered."""
+        return AnsweredWrites(write, self.pending)
 
     @property
     def last_context(self):
@@ -117,6 +169,10 @@ class AnsweringReader:
                 if _is_notification(item) and (error := bad_id(line)):
                     await self.write.send(self.answer(*error))
                     continue
+                if (rid := _request_id(item)) is not None:
+                    self.pending.add(rid)
+                elif (cancelled := _cancelled_id(item)) is not None:
+                    self.pending.discard(cancelled)  # a cancelled request gets no answer: not waited for
                 return item
             await self.write.send(self.answer(*error_for(line)))
 
@@ -128,6 +184,13 @@ class AnsweringReader:
         try:
             return await self.receive()
         except EndOfStream:
+            # the end of input (`printf … | zmem mcp`): the SDK cancels the requests still running when the
+            # read stream ends, so the last requests of a piped batch were never answered; end only
+            # once every request read has its answer (or after QUIET_END seconds)
+            import anyio
+            with anyio.move_on_after(QUIET_END):
+                while self.pending:
+                    await anyio.sleep(0.01)
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:
