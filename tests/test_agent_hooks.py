@@ -95,6 +95,9 @@ def test_problems_are_two_lines_on_stderr_and_exit_0(ws, tmp_path):
         assert len(lines) == 2 and lines[0].startswith("zmem: ") and lines[1].startswith("hint: "), (key, lines)
         assert "Traceback" not in proc.stderr
     assert "[sessions]" in cases["off"].stderr and "~/.claude/projects" in cases["off"].stderr
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "zmem" / "config.toml"  # the file this user's zmem reads,
+    assert f"add to {config} the table [sessions]" in cases["off"].stderr  # and keys as TOML writes them
+    assert 'enabled = true and dir = ["~/.claude/projects"]' in cases["off"].stderr
     assert "zmem hook codex" in cases["not_json"].stderr
     assert str(log) in cases["elsewhere"].stderr and "not under a [sessions] dir" in cases["elsewhere"].stderr
 
@@ -119,3 +122,43 @@ def test_a_person_typing_it_at_a_terminal_is_told_what_it_reads_with_exit_1(ws):
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["zmem: `zmem hook codex` reads the JSON its hook gets on stdin",
                                         """hint: e.g. echo '{"hook_event_name": "SessionStart"}' | zmem hook codex"""]
+
+
+def test_a_transcript_path_that_names_no_file_is_refused_in_two_lines_not_an_internal_error(ws):
+    sessions_enabled("~/.claude/projects")
+    cases = {"nul": str(claude_transcript_dir() / "a\0b.jsonl"), "long": "/" + "a" * 5000,
+             "unknown_user": "~nosuchuser-zmem/.claude/projects/x.jsonl"}
+    for key, transcript in cases.items():
+        proc = hook(ws, "claude-code", json.dumps({"hook_event_name": "PreCompact", "transcript_path": transcript}))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 0 and proc.stdout == "", (key, proc.stderr)
+        assert len(lines) == 2 and "not under a [sessions] dir" in lines[0], (key, lines)
+        assert "internal error" not in proc.stderr and len(lines[0]) < 400, (key, lines)
+
+
+def test_a_misspelt_agent_name_is_an_error_naming_the_right_one_not_a_silent_git_catch_up(ws):
+    for name, meant in (("claude", "claude-code"), ("Codex", "codex"), ("frobnicate", None)):
+        proc = hook(ws, name, claude_payload("SessionStart"))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 1 and proc.stdout == "", (name, proc.stderr)
+        assert lines[0] == f"zmem: unknown hook '{name}': not an agent's (claude-code, codex) nor a git hook's name"
+        assert lines[1].startswith(f"hint: did you mean `zmem hook {meant}`?" if meant else "hint: agents' hooks run")
+    proc = zmem_proc("-C", str(ws), "hook", "post-commit")  # git's names run as ever: silent, exit 0
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+
+
+def test_an_endless_stdin_is_refused_in_two_lines_not_read_until_memory_runs_out(ws):
+    import subprocess
+    from helpers.workspace import zmem_exe
+    yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+    try:
+        proc = subprocess.run([zmem_exe(), "-C", str(ws), "hook", "claude-code"], stdin=yes.stdout,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        yes.kill()
+        yes.wait()
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert lines == ["zmem: standard input holds more than 64 MiB: not a hook's JSON payload",
+                     "hint: pipe the hook's JSON only, e.g. echo '{\"hook_event_name\": \"SessionStart\"}' "
+                     "| zmem hook claude-code"]

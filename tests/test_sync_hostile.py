@@ -64,3 +64,35 @@ def test_an_unreachable_extra_remote_does_not_count_commits_it_never_saw(tmp_pat
     assert first.endswith("nothing was lost: your notes stay committed here")
     out = json.loads(zmem("-C", str(a), "sync", "backup", "--json", ok=False).stdout)
     assert out["error"] == first.removeprefix("zmem: ")
+
+
+def test_an_unreachable_named_remote_is_retried_by_name_and_git_says_it_once(tmp_path):
+    (a,) = make_hub(tmp_path, 1)
+    git(a, "remote", "add", "backup", "ssh://nonexistent.invalid/memory.git")
+    proc = zmem("-C", str(a), "sync", "backup", ok=False)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("zmem: cannot reach the remote backup:") and ".;" not in lines[0], lines
+    # a bare `zmem sync` would sync with origin, the upstream, not with the remote that failed
+    assert lines[1].endswith("(git fetch backup should work), then: zmem sync backup"), lines
+
+
+def test_a_push_that_starts_a_second_memory_beside_the_remotes_says_so(tmp_path):
+    # a `git init --bare` hub names master as HEAD; zmem pushed main, so a clone is empty, on master
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "master", str(hub))
+    first, second = tmp_path / "first", tmp_path / "second"
+    zmem("init", str(first))
+    git(first, "remote", "add", "origin", str(hub))
+    zmem("-C", str(first), "sync", "origin")
+    git(tmp_path, "clone", "-q", str(hub), str(second))
+    write(second, "memory/2025-11-24.md", "- a note of a memory of its own\n")  # (what an old zmem init did)
+    git(second, "add", "-A")
+    git(second, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "own")
+    proc = zmem("-C", str(second), "sync")
+    warned = [line for line in proc.stderr.splitlines() if "sharing no history" in line]
+    assert warned == ["warning: origin also has origin/main, sharing no history with master: this push started a "
+                      "second memory beside it, which other clones never see; to join them: git merge "
+                      "--allow-unrelated-histories origin/main, then zmem sync"], proc.stderr
+    proc = zmem("-C", str(first), "sync")  # a first push of a related branch says nothing of the kind
+    assert "sharing no history" not in proc.stderr

@@ -175,11 +175,14 @@ def agent_hook(directory, agent: str, text: str, *, scope: str = "private", budg
     settings = settings_for(ws)
     folder = AGENT_HOOKS.get(agent, "~/.claude/projects")
     if not settings.enabled:
+        from zmem.workspace.config import user_config_path
         raise ZmemError("session transcripts are off, so this session's transcript was not indexed",
-                        hint=f'add [sessions] enabled = true, dir = "{folder}" to ~/.config/zmem/config.toml')
+                        hint=f'add to {user_config_path()} the table [sessions] with the keys enabled = true and '
+                             f'dir = ["{folder}"] (docs/agent-hooks.md)')
     transcript = payload.get("transcript_path")
     if isinstance(transcript, str) and transcript and not _covered(settings.dirs, transcript):
-        raise ZmemError(f"{transcript} is not under a [sessions] dir ({', '.join(settings.dirs)}), so it was not "
+        shown = transcript if len(transcript) <= 200 else transcript[:200] + "…"
+        raise ZmemError(f"{shown} is not under a [sessions] dir ({', '.join(settings.dirs)}), so it was not "
                         "indexed", hint=f'add its folder to [sessions] dir, e.g. dir = ["{folder}"]')
     from zmem.query.sessions import spawn_session_index
     spawn_session_index(ws)
@@ -188,7 +191,10 @@ def agent_hook(directory, agent: str, text: str, *, scope: str = "private", budg
 
 def _covered(dirs, transcript: str) -> bool:
     """Is the transcript file one of the [sessions] dirs' (a dir or glob it is in, or the file itself)?"""
-    path = Path(transcript).expanduser().resolve()
+    try:
+        path = Path(transcript).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError):  # a NUL byte, a loop, ~user unknown: no file of a folder
+        return False
     for d in dirs:
         for match in glob.glob(os.path.expanduser(d)):
             found = Path(match).resolve()

@@ -117,9 +117,10 @@ def _unreachable(up: Upstream, proc: subprocess.CompletedProcess, ahead: int | N
     kept = (f"; your {ahead} commit{'s stay' if ahead != 1 else ' stays'} committed here and "
             f"go{'' if ahead != 1 else 'es'} out with the next sync"
             if ahead else "; nothing was lost: your notes stay committed here")
-    return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc)}{kept}",
+    # `zmem sync REMOTE` again: a bare `zmem sync` goes to the upstream, which may be another remote
+    return ZmemError(f"cannot reach the remote {up.remote}: {_said(proc).rstrip('.')}{kept}",
                      hint=f"check the URL (git remote -v), the network and your git credentials "
-                          f"(git fetch {up.remote} should work), then: zmem sync")
+                          f"(git fetch {up.remote} should work), then: zmem sync {up.remote}")
 
 
 def fetch(root: Path, up: Upstream) -> str | None:
@@ -204,6 +205,8 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
         if proc.returncode == 0:
             result.pushed = True
             _track(root, up)
+            if theirs is None:  # a branch this push created: is it a second memory beside the remote's?
+                result.warnings += _unrelated_branches(root, up)
             break
         refused = _refusal(proc.stdout)
         if refused is None:
@@ -224,6 +227,19 @@ def sync(ws: Workspace, remote: str | None = None, *, tries: int = PUSH_TRIES) -
     from zmem.index.catchup import catch_up
     result.warnings += catch_up(ws).warnings
     return result
+
+
+def _unrelated_branches(root: Path, up: Upstream) -> list[str]:
+    """A warning when the branch a push just created shares no history with any other branch this
+    clone knows of that remote: an empty clone of a hub whose HEAD named a missing branch, made a
+    workspace of its own, starts a second memory that no other clone ever merges, silently."""
+    listed = _out(root, "for-each-ref", "--format=%(refname:short)", f"refs/remotes/{up.remote}/") or ""
+    others = [r for r in listed.split() if r not in (f"{up.remote}/HEAD", f"{up.remote}/{up.branch}", up.remote)]
+    if not others or any(_git(root, "merge-base", "HEAD", r).returncode == 0 for r in others):
+        return []
+    return [f"{up.remote} also has {', '.join(others)}, sharing no history with {up.branch}: this push started a "
+            f"second memory beside it, which other clones never see; to join them: git merge "
+            f"--allow-unrelated-histories {others[0]}, then zmem sync"]
 
 
 def _finish_interrupted_merge(root: Path, git_dir: Path) -> bool:

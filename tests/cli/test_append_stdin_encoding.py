@@ -33,3 +33,12 @@ def test_utf8_standard_input_is_written_as_reported(ws):
     path = ws / out["path"]
     assert "café ☕ 王伟" in path.read_bytes().decode("utf-8") and "café ☕ 王伟" in out["text"]
     assert proc.stderr == b""
+
+
+def test_a_byte_order_mark_before_standard_input_is_not_written_into_the_note(ws):
+    proc = _append(ws, "\ufeffBooked the dentist".encode("utf-8"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    data = (ws / out["path"]).read_bytes().decode("utf-8")
+    assert "- Booked the dentist\n" in data and "\ufeff" not in data
+    assert out["text"] == "Booked the dentist" or "\ufeff" not in out["text"]

@@ -38,6 +38,8 @@ def test_the_first_automatic_watcher_is_announced_once_on_stderr(root, first_com
     assert f"zmem watch --auto`, pid {pid})" in notes[0]
     assert "ZMEM_WATCH_AUTO=0" in notes[0] and "[watch] auto = false" in notes[0]
     assert "exits after 15 minutes without a question" in notes[0]
+    # keyword recall only: no query model to keep loaded, and the note does not claim one
+    assert "fresh (and, when recall embeds queries in-process, the query model loaded)" in notes[0]
     assert not _notes(recall(root).stderr)  # the next command: nothing more to say
     # a later automatic watcher of the same workspace is not announced again
     os.kill(pid, signal.SIGTERM)

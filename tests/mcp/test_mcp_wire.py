@@ -63,3 +63,36 @@ def test_lenient_replaces_only_lone_surrogates():
     assert lenient("not json \\ud800\n") == "not json \\ud800\n"
     assert error_for("not json") == (None, -32700, "Parse error: the request line is not JSON")
     assert error_for('{"id": true}')[0] is None and error_for('{"id": "a"}')[:2] == ("a", -32600)
+
+
+def test_a_request_whose_id_is_null_or_a_fraction_is_answered_not_taken_for_a_notification(raw):
+    # the SDK reads {"id": null|1.5|true, "method": …} as a notification, which nobody answers
+    for rid in ("null", "1.5", "true", "{}"):
+        raw.send('{"jsonrpc": "2.0", "id": %s, "method": "tools/list"}' % rid)
+        got = raw.answer()
+        assert got["id"] is None and got["error"]["code"] == -32600, (rid, got)
+        assert "id must be a string or an integer" in got["error"]["message"]
+    raw.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 99, "reason": "x"}}))  # a real notification: no answer
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
+    assert raw.answer() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert raw.close() == 0
+
+
+def test_requests_piped_before_the_end_of_input_are_all_answered(ws):
+    # `printf REQUESTS | zmem mcp`: the SDK cancelled what was still running when stdin ended
+    import subprocess
+    import sys
+    from helpers.mcp_raw import INIT
+    lines = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "memory_search", "arguments": {"query": "gateway"}}},
+             {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "memory_context", "arguments": {"budget": 2000}}},
+             {"jsonrpc": "2.0", "id": "last", "method": "ping"}]
+    proc = subprocess.run([sys.executable, "-m", "zmem", "-C", str(ws), "mcp"], capture_output=True, timeout=120,
+                          input="".join(json.dumps(m) + "\n" for m in lines).encode())
+    assert proc.returncode == 0, proc.stderr
+    answers = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
+    assert set(answers) == {1, 2, 3, "last"}, proc.stdout
+    assert not answers[2]["result"].get("isError") and not answers[3]["result"].get("isError")

@@ -94,6 +94,9 @@ def test_a_budget_smaller_than_anything_gives_empty_text_and_every_part_omitted(
     out = context(ws, "--budget", "10")
     assert out["text"] == "" and out["sections"] == [] and out["truncated"] is True
     assert [o["path"] for o in out["omitted"]] == [log(0), "MEMORY.md"]  # (zmem init's MEMORY.md)
+    res = run(["-C", str(ws), "context", "--budget", "10"])  # a person is told why there is nothing
+    assert res.exit_code == 0 and res.stdout == ""
+    assert f"warning: nothing fit in --budget 10: 2 parts left out ({log(0)}#L1-L1, …)" in res.stderr
 
 
 def test_a_workspace_with_nothing_to_read_gives_no_context_and_exit_0(ws):
@@ -136,3 +139,24 @@ def test_a_fact_is_shown_whole_or_not_at_all(ws):
     assert [s for s in cut["sections"] if s["kind"] == "fact"] == []
     assert [o["citation"] for o in cut["omitted"] if o["kind"] == "fact"] == [fact["citation"]]
     assert "herons" not in cut["text"] and "First line of a long fact" not in cut["text"]
+
+
+def test_a_log_that_is_not_utf8_is_shown_with_u_fffd_and_the_warning_says_shown_not_indexed(ws):
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / log(0)).write_bytes(b"- caf\xe9 with Peter\n")
+    out, _ = run_json(["-C", str(ws), "context", "--json"])
+    assert "- caf\ufffd with Peter" in out["text"]
+    assert out["warnings"] == [f"{log(0)}:1: invalid UTF-8; undecodable bytes shown as U+FFFD"]
+    assert get_text(ws, out["sections"][0]["citation"]) == "- caf\ufffd with Peter\n"
+
+
+def test_a_symlinked_memory_md_is_left_out_with_a_warning_saying_why(ws, tmp_path):
+    real = tmp_path / "dotfiles-MEMORY.md"
+    real.write_text("# Memory\n\n- kept in my dotfiles\n")
+    (ws / "MEMORY.md").unlink()
+    (ws / "MEMORY.md").symlink_to(real)
+    write(ws, log(0), "- a note\n")
+    out = context(ws)
+    assert "kept in my dotfiles" not in out["text"] and [s["path"] for s in out["sections"]] == [log(0)]
+    assert out["warnings"] == ["MEMORY.md: left out: refusing to read through a symlink: MEMORY.md"]
+    assert context(ws, "--scope", "group")["warnings"] == []  # group reads no MEMORY.md: nothing to warn of

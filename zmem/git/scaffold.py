@@ -29,6 +29,7 @@ class InitReport:
     gitignore_updated: bool = False
     gitattributes_updated: bool = False  # added the union merge line for the daily logs
     skipped: list[str] = field(default_factory=list)  # why a file was not created (a symlink on its way)
+    checked_out: str | None = None  # the remote branch an empty clone was started from (adopt_remote_branch)
 
 
 def init_layout(root: Path) -> InitReport:
@@ -49,6 +50,8 @@ def _init_layout(root: Path) -> InitReport:
     report = InitReport(root=root.resolve())
     from zmem.git.repo import init_repo  # pygit2 (~100 ms): not for doctor's logs_merge_driver
     report.git_init = init_repo(root)
+    if not report.git_init:
+        report.checked_out = adopt_remote_branch(root)
     if (root / "memory.md").exists() and not (root / "MEMORY.md").exists():
         skip = {"MEMORY.md"}  # an OpenClaw workspace with lower-case memory.md: keep just that one
     else:
@@ -220,3 +223,38 @@ def _git(root: Path, env: dict, *args: str) -> None:
     if proc.returncode:
         raise ZmemError(f"git {args[0]} failed: {proc.stderr.strip().splitlines()[-1:]}",
                         hint="check that git works here: git status")
+
+
+def adopt_remote_branch(root: Path) -> str | None:
+    """In a clone that has no commit of its own while its remote has branches, check out the
+    remote's memory branch first, and return it ("origin/main"). `git clone` of a hub whose HEAD
+    names a branch it does not have (a `git init --bare` hub names master; zmem pushes main) leaves
+    an empty clone on master: the layout written there, and synced, started a second memory that
+    shares no history with the first, on a branch of its own, and nobody was told. None when HEAD
+    has a commit, or there is no remote branch."""
+    def git(*args):
+        return run_git(list(args), cwd=root, capture_output=True, text=True)
+    if git("rev-parse", "--verify", "-q", "HEAD").returncode == 0:
+        return None
+    refs = [r for r in git("for-each-ref", "--format=%(refname:short)", "refs/remotes/").stdout.split()
+            if not r.endswith("/HEAD") and "/" in r]
+    if not refs:
+        return None
+    current = git("symbolic-ref", "--short", "-q", "HEAD").stdout.strip()
+    remote = "origin" if any(r.startswith("origin/") for r in refs) else refs[0].split("/", 1)[0]
+    mine = [r for r in refs if r.startswith(remote + "/")]
+    pick = next((f"{remote}/{b}" for b in (current, "main", "master") if f"{remote}/{b}" in mine), None)
+    if pick is None and len(mine) == 1:
+        pick = mine[0]
+    if pick is None:
+        raise ZmemError(f"this clone has no commit yet and {remote} has several branches ({', '.join(mine)}); "
+                        "zmem would start a second memory beside them",
+                        hint=f"check out the memory's branch first, e.g. `git checkout --track {mine[0]}`, "
+                             "then `zmem init` again")
+    branch = pick.split("/", 1)[1]
+    proc = git("checkout", "-q", "-b", branch, "--track", pick)
+    if proc.returncode != 0:
+        raise ZmemError(f"this clone has no commit yet; checking out {pick} failed: "
+                        f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}",
+                        hint=f"`git checkout --track {pick}` (move aside the files it names), then `zmem init` again")
+    return pick

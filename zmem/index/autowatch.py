@@ -138,7 +138,8 @@ def announcement(ws: Workspace) -> str | None:
         return None
     idle = ws.config.watch_idle_exit
     return (f"zmem started a watcher in the background (`zmem watch --auto`, pid {pid or '?'}): it keeps the index "
-            f"of {ws.root} fresh and its query model loaded, so that the next commands answer sooner; it exits "
+            f"of {ws.root} fresh (and, when recall embeds queries in-process, the query model loaded), so that the "
+            f"next commands answer sooner; it exits "
             f"after {idle / 60:g} minutes without a question (`zmem status` shows it, `zmem watch --stop` stops it). "
             f"Turn automatic watchers off with {ENV}=0 or `[watch] auto = false` in zmem.toml. "
             f"(Said once for this workspace.)")

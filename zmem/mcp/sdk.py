@@ -68,8 +68,8 @@ def run_stdio(server) -> None:
 
     async def serve(lines: LenientLines) -> None:
         async with stdio_server(stdin=anyio.wrap_file(lines)) as (read_stream, write_stream):
-            await lowlevel.run(AnsweringReader(read_stream, write_stream, lines, answer), write_stream,
-                               lowlevel.create_initialization_options())
+            reader = AnsweringReader(read_stream, write_stream, lines, answer)
+            await lowlevel.run(reader, reader.answering(write_stream), lowlevel.create_initialization_options())
 
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)

@@ -54,6 +54,19 @@ def error_for(line: str | None) -> tuple[object, int, str]:
     return rid, -32600, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
 
 
+def bad_id(line: str | None) -> tuple[object, int, str] | None:
+    """The JSON-RPC error answering a line the transport read as a notification although it has an
+    "id" (null, a fraction, a boolean, an object: MCP's ids are strings or integers, and the SDK
+    then takes the line for a notification, which nobody answers); None for a real notification."""
+    try:
+        message = json.loads(line) if line is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    return None, -32600, "Invalid Request: id must be a string or an integer"
+
+
 class LenientLines:
     """The wire's stdin (a binary file) as text lines for the SDK's transport, each passed through
     lenient(). The transport turns every line into exactly one item (a message, or the exception
@@ -79,6 +92,58 @@ class LenientLines:
         pass
 
 
+QUIET_END = 300.0  # seconds the answers to the last requests may take once input has ended
+
+
+def _request_id(item):
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if type(root).__name__ != "JSONRPCRequest":
+        return None
+    return getattr(root, "id", None)
+
+
+def _cancelled_id(item):
+    message = getattr(item, "message", None)
+    root = getattr(message, "root", message)
+    if type(root).__name__ != "JSONRPCNotification" or getattr(root, "method", None) != "notifications/cancelled":
+        return None
+    params = getattr(root, "params", None) or {}
+    return params.get("requestId") if isinstance(params, dict) else None
+
+
+class AnsweredWrites:
+    """The server's write stream, noting which requests got their answer (a response or an error)."""
+
+    def __init__(self, inner, pending: set):
+        self.inner, self.pending = inner, pending
+
+    async def send(self, item) -> None:
+        await self.inner.send(item)
+        message = getattr(item, "message", None)
+        root = getattr(message, "root", message)
+        if type(root).__name__ in ("JSONRPCResponse", "JSONRPCError"):
+            self.pending.discard(getattr(root, "id", None))
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self):
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        return await self.inner.__aexit__(*exc)
+
+
+def _is_notification(item) -> bool:
+    message = getattr(item, "message", None)
+    return type(getattr(message, "root", message)).__name__ == "JSONRPCNotification"
+
+
 class AnsweringReader:
     """The transport's read stream as the server reads it, but an item that is an exception (a line
     that is not a message) is answered here with a JSON-RPC error on the write stream instead of
@@ -86,6 +151,11 @@ class AnsweringReader:
 
     def __init__(self, inner, write, lines: LenientLines, answer):
         self.inner, self.write, self.source, self.answer = inner, write, lines, answer
+        self.pending: set = set()  # ids of requests handed to the server and not answered yet
+
+    def answering(self, write) -> "AnsweredWrites":
+        """The write stream for the server: it tells this reader which requests were answered."""
+        return AnsweredWrites(write, self.pending)
 
     @property
     def last_context(self):
@@ -96,6 +166,13 @@ class AnsweringReader:
             item = await self.inner.receive()
             line = self.source.take()
             if not isinstance(item, Exception):
+                if _is_notification(item) and (error := bad_id(line)):
+                    await self.write.send(self.answer(*error))
+                    continue
+                if (rid := _request_id(item)) is not None:
+                    self.pending.add(rid)
+                elif (cancelled := _cancelled_id(item)) is not None:
+                    self.pending.discard(cancelled)  # a cancelled request gets no answer: not waited for
                 return item
             await self.write.send(self.answer(*error_for(line)))
 
@@ -107,6 +184,13 @@ class AnsweringReader:
         try:
             return await self.receive()
         except EndOfStream:
+            # the end of input (`printf … | zmem mcp`): the SDK cancels the requests still running when the
+            # read stream ends, so the last requests of a piped batch were never answered; end only
+            # once every request read has its answer (or after QUIET_END seconds)
+            import anyio
+            with anyio.move_on_after(QUIET_END):
+                while self.pending:
+                    await anyio.sleep(0.01)
             raise StopAsyncIteration from None
 
     async def aclose(self) -> None:

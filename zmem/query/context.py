@@ -216,12 +216,13 @@ def _read(ws: Workspace, rels: list[str], scope: str, warnings: list[str]) -> di
     from zmem.workspace.core import resolve_memory_path
     found = []
     for rel in rels:
-        if not (ws.root / rel).is_file() or (scope == "group" and ws.is_private(rel)):
-            continue
+        if not (ws.root / rel).is_file() or (scope == "group" and (ws.is_private(rel) or
+                                                                  rel in ("MEMORY.md", "memory.md"))):
+            continue  # (MEMORY.md is for the private session only: not even read, or warned about, for group)
         try:
             found.append(resolve_memory_path(ws, rel))
-        except ZmemError:
-            continue  # a symlink, an unreadable file: `zmem get` refuses it too
+        except ZmemError as e:  # a symlink, an unreadable file: `zmem get` refuses it too, and says why
+            warnings.append(f"{rel}: left out: {e.message}")
     if rel_ignored := _ignored(ws, found):
         found = [r for r in found if r not in rel_ignored]
     out = {}
@@ -232,7 +233,7 @@ def _read(ws: Workspace, rels: list[str], scope: str, warnings: list[str]) -> di
             warnings.append(f"{rel}: not read: {e.strerror or e}")
             continue
         text, notes = decode_note(rel, data, ws.config.max_file_mb)
-        warnings += notes
+        warnings += [n.replace("indexed as U+FFFD", "shown as U+FFFD") for n in notes]  # nothing is indexed here
         if text is not None and text.strip():
             out[rel] = split_lines(text)
     return out

@@ -47,8 +47,9 @@ def _stdin_text() -> str:
     if stream is None:  # replaced by a text-only stream (an embedding program): already decoded
         return sys.stdin.read()
     raw = stream.read()
-    try:  # universal newlines, as the text stream reads them
-        return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    try:  # universal newlines, as the text stream reads them; a leading byte order mark (what Windows
+        # tools such as PowerShell write first) is no part of the note, as decode_note drops it from a file
+        return raw.decode("utf-8").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         raise ZmemError(f"standard input is not valid UTF-8: byte {raw[e.start]:#04x} at offset {e.start} "

@@ -88,6 +88,34 @@ def hooks_status(ctx, as_json):
         click.echo(f"hint: `zmem hooks install` installs them to run this zmem ({sys.executable})", err=True)
 
 
+PAYLOAD_LIMIT = 64 * 1024 * 1024  # bytes: a hook's JSON is a few hundred; PostToolUse's may hold a big file
+
+
+def _payload() -> str:
+    """The hook's JSON from stdin, read up to PAYLOAD_LIMIT: an endless or huge stdin (`yes |`) is
+    refused instead of read into memory until the machine runs out."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stream (an embedding program)
+        return sys.stdin.read(PAYLOAD_LIMIT + 1)
+    data = stream.read(PAYLOAD_LIMIT + 1)
+    if len(data) > PAYLOAD_LIMIT:
+        raise ZmemError(f"standard input holds more than {PAYLOAD_LIMIT // 1048576} MiB: not a hook's JSON payload",
+                        hint="pipe the hook's JSON only, e.g. echo '{\"hook_event_name\": \"SessionStart\"}' "
+                             "| zmem hook claude-code")
+    return data.decode("utf-8", "replace")
+
+
+# every hook git runs (githooks(5)): the installed ones are post-commit, post-merge, post-checkout
+# and post-rewrite, and a hand-written hook may call `zmem hook` under any of these names
+_GIT_HOOKS = frozenset((
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+    "pre-push", "pre-receive", "update", "proc-receive", "post-receive", "post-update",
+    "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate",
+    "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+    "post-index-change"))
+
+
 @click.command("hook")
 @click.argument("name")
 @click.argument("args", nargs=-1)
@@ -111,6 +139,12 @@ def hook(ctx, name, args, scope, budget):
     """
     from zmem.hookrun import AGENT_HOOKS, run_hook
     if name not in AGENT_HOOKS:
+        if name not in _GIT_HOOKS:  # a typo in an agent's hook command ran a silent catch-up
+            import difflib
+            close = difflib.get_close_matches(name.lower(), [*AGENT_HOOKS, *_GIT_HOOKS], n=1, cutoff=0.5)
+            raise ZmemError(f"unknown hook {name!r}: not an agent's (claude-code, codex) nor a git hook's name",
+                            hint=(f"did you mean `zmem hook {close[0]}`? " if close else "")
+                            + "agents' hooks run `zmem hook claude-code` or `zmem hook codex`")
         run_hook(ctx.obj.get("dir"), name, list(args))
         return
     if sys.stdin is None or sys.stdin.isatty():  # a person typing it: say what it expects (exit 1)
@@ -118,7 +152,7 @@ def hook(ctx, name, args, scope, budget):
                         hint=f'e.g. echo \'{{"hook_event_name": "SessionStart"}}\' | zmem hook {name}')
     from zmem.hookrun import agent_hook
     try:
-        res = agent_hook(ctx.obj.get("dir"), name, sys.stdin.read(), scope=scope, budget=budget)
+        res = agent_hook(ctx.obj.get("dir"), name, _payload(), scope=scope, budget=budget)
     except Exception as e:  # noqa: BLE001 - an agent's hook never fails its session
         import os
         if os.environ.get("ZMEM_DEBUG") and not isinstance(e, ZmemError):

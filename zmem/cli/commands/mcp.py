@@ -17,8 +17,8 @@ from zmem.cli.common import Seconds, scope_option
 def mcp_cmd(ctx, scope, query_timeout):
     """Run a Model Context Protocol server on stdin/stdout for agents (Claude Code, Cursor, Codex…).
 
-    Tools: memory_search, memory_get, memory_append, graph_search, memory_blame and
-    memory_recall_as_of, over the workspace of -C DIR / $ZMEM_WORKSPACE / the current directory.
+    Tools: memory_search, memory_get, memory_append, graph_search, memory_blame,
+    memory_recall_as_of and memory_context, over the workspace of -C DIR / $ZMEM_WORKSPACE / the current directory.
     Register it with an MCP client as the command `zmem -C /path/to/memory mcp`. Needs the optional
     `mcp` extra: pip install '.[mcp]' in a checkout of zmem, 'zmem[mcp]' from an index.
     """

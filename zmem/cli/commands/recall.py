@@ -126,6 +126,10 @@ def context(ctx, scope, budget, as_json):
     out = _memory(ctx, start_watcher=False).context(scope=scope, budget=budget)
     for w in out.warnings:
         warn(w)
+    if not out.text and out.omitted:  # not silence: there was something to read, and none of it fit
+        n = len(out.omitted)
+        warn(f"nothing fit in --budget {out.budget}: {n} part{'s' * (n != 1)} left out "
+             f"({out.omitted[0]['citation']}{', …' if n > 1 else ''}); the default budget is 8000")
     if as_json:
         echo_json(out.to_json(), indent=None)
     elif out.text:

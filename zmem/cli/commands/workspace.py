@@ -32,6 +32,9 @@ def init(ctx, directory, no_hooks):
     ws = mem.workspace
     if report.git_init:
         click.echo(f"initialized a git repository in {report.root}")
+    if report.checked_out:
+        click.echo(f"checked out {report.checked_out}: this clone had no commit (the remote's HEAD names a branch "
+                   "it does not have), and a memory started here would share no history with the remote's")
     for rel in report.created:
         click.echo(f"created {rel}")
     if report.gitignore_updated:
