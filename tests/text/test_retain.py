@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from zmem.index.append import format_entry
 from zmem.text.dates import event_range
-from zmem.text.retain import entity_key, entity_slug, mentions, parse_facts
+from zmem.text.retain import entity_key, entity_slug, may_hold_facts, mentions, parse_facts
 
 ENGLISH = """\
 # 2025-11-27
@@ -153,3 +153,18 @@ def test_parser_never_raises(body):
         for f in facts:
             assert f.start_line >= 1 and f.end_line >= f.start_line and f.text
             assert f.confidence is None or 0.0 <= f.confidence <= 1.0
+
+
+LINES = st.sampled_from([
+    "# 2025-11-27", "## Retain", "## Reter:", "### retener", "## 保留", "Retain", "------", "======",
+    "## Notes", "- W @Peter: In Lisbon.", "- O(c=0.9) @Ana: Likes tea.", "  continued", "", "```", "text",
+    "#Retain", "## Retain ##", "> ## Retain", "1. B @Ana: Ran.",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINES, max_size=14))
+def test_a_note_that_may_hold_no_facts_holds_none(lines):
+    # context skips parsing the logs may_hold_facts rules out: it must never rule out one with facts
+    if parse_facts("\n".join(lines) + "\n", "memory/2025-11-27.md", "2025-11-27")[0]:
+        assert may_hold_facts(lines)

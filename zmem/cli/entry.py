@@ -1,9 +1,9 @@
 """The `zmem` entry point. Agents run one process per recall, and `import click` with the command
 definitions is ~25-30 ms of the ~130 ms such a process spends: the plainest recall, `zmem [-C DIR]
 recall WORDS... [--json] [-k N]` printed to a pipe, is answered here without click. Everything else goes
-to the click command line (cli/app.py), which stays the one place arguments, --help and errors are
-defined: any option, a word starting with `-`, a terminal, an error, all take that path, so what a
-user sees there is unchanged; this path prints exactly what the click command prints for the same
+to the click command line (cli/app.py, the commands in cli/commands/), which stays the one place
+arguments, --help and errors are defined: any option, a word starting with `-`, a terminal, an error,
+all take that path, so what a user sees there is unchanged; this path prints exactly what the click command prints for the same
 arguments (tests/cli/test_entry.py compares them)."""
 from __future__ import annotations
 

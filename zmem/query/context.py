@@ -255,13 +255,13 @@ def _facts(ws: Workspace, texts: dict[str, list[str]], days: list[str], parts: l
            max_facts: int) -> list[_Part]:
     """Retain facts of the daily logs of these days, newest first (a later day, then a later line),
     but those on lines a log section already shows."""
-    from zmem.text.retain import parse_facts
+    from zmem.text.retain import may_hold_facts, parse_facts
     shown = {p.path: (p.first + p.shown[0] - 1, p.first + p.shown[1] - 1) for p in parts if p.shown}
     out = []
     for day in days:
         rel = f"memory/{day}.md"
         lines = texts.get(rel)
-        if not lines:
+        if not lines or not may_hold_facts(lines):
             continue
         facts, _ = parse_facts("\n".join(lines) + "\n", rel, day)
         for f in sorted(facts, key=lambda f: f.start_line, reverse=True):
