@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from zmem.workspace.core import Workspace
 
 SCOPES = ("private", "group")
+MAX_QUERY_CHARS = 10_000  # a recall query longer than this is refused (a 5 MB one took 12 s over MCP)
 
 
 Progress = Callable[[str], Callable[[int, int], None] | None]  # a stage's label -> its progress callback
@@ -200,6 +201,10 @@ class Memory(Freshness):
         or all refuses). rerank: True reranks note hits with recall.rerank's model (or
         zmem.query.rerank.DEFAULT_MODEL), False never, None as recall.rerank says; a reranker that cannot run
         is a warning, never an error."""
+        if len(query) > MAX_QUERY_CHARS:  # a pasted document: seconds of work for a list no one can use
+            from zmem.errors import ZmemError
+            raise ZmemError(f"the query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,}",
+                            param="query", hint="ask with the words that matter: a question, a name, an error code")
         from zmem.text.dates import parse_when
         scope = self._scope(scope)
         since = parse_when(since) if since else None
