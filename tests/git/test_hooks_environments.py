@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
-import zmem
-
+from helpers.venv import other_venv
 from helpers.workspace import commit_all, git, wait_for, write, zmem_proc
-
-
-def _venv(where: Path) -> Path:
-    """A second real environment whose Python imports this zmem (and its dependencies) through a .pth file."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
-    python = where / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    (Path(site) / "zmem-under-test.pth").write_text(
-        f"{Path(zmem.__file__).parent.parent}\n{sysconfig.get_paths()['purelib']}\n")
-    return python
 
 
 def _hooks(root) -> dict:
@@ -34,7 +20,7 @@ def _hooks(root) -> dict:
 
 @pytest.mark.slow
 def test_hooks_from_another_venv_are_installed_and_a_gone_interpreter_is_reported(ws, tmp_path):
-    python = _venv(tmp_path / "other venv")
+    python = other_venv(tmp_path / "other venv")
     proc = subprocess.run([str(python), "-m", "zmem", "-C", str(ws), "hooks", "install"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -73,7 +59,7 @@ def test_hooks_from_another_venv_are_installed_and_a_gone_interpreter_is_reporte
 
 
 def test_a_shim_of_another_version_is_outdated_whatever_interpreter_it_runs(ws, tmp_path):
-    python = _venv(tmp_path / "venv2")
+    python = other_venv(tmp_path / "venv2")
     subprocess.run([str(python), "-m", "zmem", "-C", str(ws), "hooks", "install"], check=True, timeout=120)
     hook = Path(git(ws, "rev-parse", "--git-common-dir"))
     hook = (hook if hook.is_absolute() else ws / hook) / "hooks" / "post-merge"

@@ -93,6 +93,17 @@ def use_server(server, extra="") -> None:
     os.environ["ZMEM_TEST_KEY"] = "sk-test-123"
 
 
+def index_notes(root: Path, server, notes: dict[str, str]) -> Path:
+    """Write notes (path -> text), commit them and index them with the loopback server's vectors."""
+    for rel, text in notes.items():
+        write(root, rel, text)
+    commit_all(root)
+    use_server(server)
+    res = run(["-C", str(root), "index", "--json"])
+    assert res.exit_code == 0, res.output
+    return root
+
+
 def recall_json(root, query, *extra) -> dict:
     res = run(["-C", str(root), "recall", query, "--json", *extra])
     assert res.exit_code == 0, res.output + res.stderr

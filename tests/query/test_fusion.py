@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from helpers.fusion import DISTRACTORS
 from helpers.workspace import commit_all, recall_json, run, use_server, write
 from zmem.store.fts import match_keys
 from zmem.query import fusion
@@ -14,23 +15,6 @@ from zmem.query.fusion import Weights, adaptive_fuse, coverage, query_rarity, qu
 from zmem.index.catchup import open_index
 from zmem.workspace.core import find_workspace
 
-# notes that hold `computer` only in passing: BM25 ranks them first for a question using that word
-DISTRACTORS = ["- Bought a computer desk for the study.", "- The computer club meets on Fridays.",
-               "- Cleaned the computer keyboard with alcohol.", "- Computer games are banned on weekdays.",
-               "- Donated the old computer monitor.", "- Computer science homework is due Monday."]
-
-
-@pytest.fixture
-def fusion_ws(ws, server):
-    for i, line in enumerate(DISTRACTORS):
-        write(ws, f"bank/misc-{i}.md", f"# Misc {i}\n\n{line}\n")
-    write(ws, "bank/setup.md", "# Setup\n\n- The relay daemon runs on the old box.\n")
-    write(ws, "bank/errors.md", "# Errors\n\n- Error E4021 from the provider means the issuer timed out.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
 
 
 def paths(out: dict) -> list[str]:

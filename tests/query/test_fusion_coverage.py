@@ -6,27 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run, use_server, write
+from helpers.workspace import recall_json
 from zmem.query import fusion
 from zmem.query.fusion import Weights, adaptive_fuse
 
-# notes that hold `computer` only in passing: BM25 ranks them first for a question using that word
-DISTRACTORS = ["- Bought a computer desk for the study.", "- The computer club meets on Fridays.",
-               "- Cleaned the computer keyboard with alcohol.", "- Computer games are banned on weekdays.",
-               "- Donated the old computer monitor.", "- Computer science homework is due Monday."]
-
-
-@pytest.fixture
-def cover_ws(ws, server):
-    for i, line in enumerate(DISTRACTORS):
-        write(ws, f"bank/misc-{i}.md", f"# Misc {i}\n\n{line}\n")
-    write(ws, "bank/setup.md", "# Setup\n\n- The relay daemon runs on the old box.\n")
-    write(ws, "bank/errors.md", "# Errors\n\n- Error E4021 from the provider means the issuer timed out.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
 
 
 def paths(out: dict) -> list[str]:
@@ -53,10 +36,10 @@ def test_bm25_still_orders_the_hits_holding_as_much_of_the_question():
     assert ranked.index(2) < ranked.index(1) and ranked[0] == 2
 
 
-def test_a_reworded_question_ranks_the_note_the_vectors_found_first(cover_ws):
+def test_a_reworded_question_ranks_the_note_the_vectors_found_first(fusion_ws):
     query = "Which computer hosts the proxy?"  # shares no word with the answer; `computer` is incidental
-    assert "bank/setup.md" not in paths(recall_json(cover_ws, query, "--mode", "bm25"))
-    out = recall_json(cover_ws, query, "--mode", "hybrid", "--explain")
+    assert "bank/setup.md" not in paths(recall_json(fusion_ws, query, "--mode", "bm25"))
+    out = recall_json(fusion_ws, query, "--mode", "hybrid", "--explain")
     assert paths(out)[0] == "bank/setup.md"
     why = out["results"][0]["explain"]
     assert why["bm25_rank"] is None and why["vector_rank"] == 1
@@ -65,21 +48,21 @@ def test_a_reworded_question_ranks_the_note_the_vectors_found_first(cover_ws):
     assert below and all(0 < w["keyword_coverage"] < 0.5 for w in below if w.get("bm25_rank"))
 
 
-def test_a_question_no_note_answers_gets_an_empty_list_in_hybrid(cover_ws, monkeypatch):
+def test_a_question_no_note_answers_gets_an_empty_list_in_hybrid(fusion_ws, monkeypatch):
     query = "sourdough starter"  # no note says anything of the kind (nor do its concept vectors)
-    assert recall_json(cover_ws, query, "--mode", "bm25")["results"] == []
-    assert recall_json(cover_ws, query, "--mode", "hybrid")["results"] == []
+    assert recall_json(fusion_ws, query, "--mode", "bm25")["results"] == []
+    assert recall_json(fusion_ws, query, "--mode", "hybrid")["results"] == []
     # it is the floor that says nothing: without it the vectors' nearest notes are listed
     from zmem.memory import Memory
-    with Memory.open(cover_ws) as mem:
+    with Memory.open(fusion_ws) as mem:
         assert mem.recall(query, mode="hybrid").results == []
         monkeypatch.setattr(fusion, "COSINE_FLOOR", 0.0)
         assert mem.recall(query, mode="hybrid").results != []
 
 
-def test_an_exact_token_still_ranks_its_note_first_above_the_floor(cover_ws):
+def test_an_exact_token_still_ranks_its_note_first_above_the_floor(fusion_ws):
     for query in ("E4021", "what does error E4021 mean on the computer"):
-        out = recall_json(cover_ws, query, "--mode", "hybrid", "--explain")
+        out = recall_json(fusion_ws, query, "--mode", "hybrid", "--explain")
         assert paths(out)[0] == "bank/errors.md", query
         assert out["results"][0]["explain"]["keyword_coverage"] == 1.0
 
@@ -89,11 +72,11 @@ def _hit(path, score, snippet, source="memory"):
     return Hit(path, 1, 1, score, snippet, None, "", 1, 1, source=source)
 
 
-def test_sessions_and_notes_merge_by_a_comparable_score_not_by_rank(cover_ws):
+def test_sessions_and_notes_merge_by_a_comparable_score_not_by_rank(fusion_ws):
     from zmem.index.catchup import open_index
     from zmem.query.sessions import merge_scored
     from zmem.workspace.core import find_workspace
-    conn = open_index(find_workspace(cover_ws))
+    conn = open_index(find_workspace(fusion_ws))
     try:
         query = "zebrafish tank Lisbon office heater brand"
         note = _hit("bank/misc-0.md", 0.156, "- Bought a computer desk for the office.")  # the notes' best: weak

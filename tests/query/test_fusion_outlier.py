@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.embed_server import concept_vector
-from helpers.workspace import commit_all, run, use_server, write
+from helpers.workspace import index_notes, run, use_server
 from zmem.index.catchup import open_index
 from zmem.query import fusion
 from zmem.query.fusion import null_stats, query_rarity, query_weights, text_share, vector_evidence
@@ -25,14 +25,9 @@ def word(i: int) -> str:
 def many_ws(ws, server):
     """40 notes of a log entry each (every one says `entry` and `log`, and two words of its own), and the
     note a reworded question is about: more windows than null_stats needs (30) to measure a spread."""
-    for i in range(40):
-        write(ws, f"bank/log-{i}.md", f"# Log {i}\n\n- Entry log: {word(2 * i)} {word(2 * i + 1)}.\n")
-    write(ws, "bank/setup.md", "# Setup\n\n- The relay daemon runs on the old box.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
+    notes = {f"bank/log-{i}.md": f"# Log {i}\n\n- Entry log: {word(2 * i)} {word(2 * i + 1)}.\n" for i in range(40)}
+    notes["bank/setup.md"] = "# Setup\n\n- The relay daemon runs on the old box.\n"
+    return index_notes(ws, server, notes)
 
 
 def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many_ws):

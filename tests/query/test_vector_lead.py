@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run, use_server, write
+from helpers.workspace import index_notes, recall_json, write
 from zmem.query import fusion
 from zmem.query.fusion import STRONG, VECTOR_LEAD, Weights, adaptive_fuse, vector_lead
 
@@ -76,12 +76,7 @@ def billing_ws(ws, server):
     for i, line in enumerate(["- Billing desk moved next to the window.", "- Paid the billing fee for the lake house.",
                               "- Billing letters go in the blue folder.", "- Weekly billing report for the nightly meeting."]):
         write(ws, f"bank/misc-{i}.md", f"# Misc {i}\n\n{line}\n")
-    write(ws, "bank/setup.md", "# Setup\n\n- The relay daemon runs on the old box.\n")
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
+    return index_notes(ws, server, {"bank/setup.md": "# Setup\n\n- The relay daemon runs on the old box.\n"})
 
 
 def test_hybrid_recall_puts_the_vectors_clear_answer_first(billing_ws, monkeypatch):
