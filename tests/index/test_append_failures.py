@@ -291,14 +291,16 @@ def test_mcp_arguments_as_a_model_sends_them(ws):
     assert out["blank_retain"]["text"] == "- Booked the dentist"
     first, hint = out["bad_entity"].split("\n")
     assert first == "invalid arguments for memory_append: entities.0 should be a valid string (got 5)"
-    assert hint == 'hint: entities: Whom or what it is about, e.g. ["Peter"].'
+    assert hint == 'hint: entities: Names it is about.'
     # an empty filter is no filter: the same notes, not facts
     assert out["empty_filters"]["results"] == out["plain"]["results"] and out["plain"]["results"]
     assert all("fact" not in r for r in out["empty_filters"]["results"])
     assert out["facts"]["results"] and all("fact" in r for r in out["facts"]["results"])
-    props = tools["memory_search"].input_schema["properties"]
-    assert all("empty: no" in props[p]["description"] for p in ("entity", "kind", "since"))
-    assert "either case" in tools["memory_append"].input_schema["properties"]["retain"]["description"]
+    # what a model may send is said in the docs, not in every tools/list (tests/mcp/test_mcp_budget.py)
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    assert "either case; empty: a plain note" in (docs / "agents.md").read_text(encoding="utf-8")
+    assert "An empty string for an optional filter means" in (docs / "agent-hooks.md").read_text(encoding="utf-8")
+    assert set(tools["memory_search"].input_schema["properties"]) >= {"entity", "kind", "since"}
 
 
 @pytest.mark.slow

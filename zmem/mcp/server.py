@@ -73,7 +73,8 @@ When age or origin matters: who wrote each line of a citation path#Lx-Ly, when, 
 and the log lines a reflected page came from."""
 
 AS_OF_DOC = """\
-What memory said at a past date or commit; citations read path@commit#Lx-Ly."""
+Search memory as it stood at a past date or commit (what it said then); citations read \
+path@commit#Lx-Ly."""
 
 CONTEXT_DOC = """\
 Call once as a session starts: recent logs, MEMORY.md and Retain facts within a budget, each \
@@ -294,7 +295,7 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         path: Annotated[str | None, NoneIfBlank, Field(description="A glob, directory or file.")] = None,
         max_chars: Annotated[int | None, Field(ge=1, validation_alias=AliasChoices("max_chars", "maxChars"),
                                                description="Snippet characters in all.")] = None,
-        rerank: Annotated[bool | None, Field(description="Use the reranker model.")] = None,
+        rerank: bool | None = None,  # (a name that says it: its description did not fit the budget)
         mode: Annotated[Literal["hybrid", "bm25", "vector"] | None, NoneIfBlank] = None,
     ) -> dict:
         return search(memory, query, max_results=max_results, min_score=min_score, since=since, kind=kind,
