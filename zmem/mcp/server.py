@@ -360,10 +360,9 @@ def build_server(directory: str | None = None, *, scope: str = "private",
         budget: Annotated[int, Field(ge=1)] = CONTEXT_BUDGET,
     ) -> dict:
         if scope == "private" and memory.scope == "group":
-            from zmem.errors import ZmemError
-            raise ZmemError("this server was started with --scope group, which never returns private files",
-                            hint="leave scope out, or start the server with `zmem mcp --scope private`",
-                            param="scope")
+            from zmem.errors import ZmemError, arg
+            raise ZmemError("this server serves the group scope, which never returns private files",
+                            hint=f"leave scope out, or read with {arg('scope', 'private')}")
         return memory.context(scope=scope, budget=budget).to_json()
 
     server.memory = memory  # for tests and the benchmark

@@ -499,7 +499,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if rerank is not None:
         ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or rerank is not None,
+                        bonus=bonus, why=why, sims=sims, ordered=bool(about) or out.rerank is not None,
                         by_meaning=weights is not None and weights.evidence < WEAK_EVIDENCE)
     shown = sum(len(h.snippet) for h in out.results)
     spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
