@@ -500,7 +500,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         ranked = rerank(out, query, ranked, rows, bonus, why)
     out = assemble_hits(out, ranked, rows, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, sims=sims, ordered=bool(about) or out.rerank is not None,
-                        by_meaning=weights is not None and weights.evidence < WEAK_EVIDENCE)
+                        by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
     shown = sum(len(h.snippet) for h in out.results)
     spent = max_chars is not None and max_chars - shown < min(MIN_SNIPPET, snippet_chars)
     if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
@@ -613,9 +613,10 @@ def explain_scores(bm25: list[tuple[int, float]], vec: list[tuple[int, float]],
                   "fused": _r(fused)} for cid, fused in ranked}
 
 
-# below this keyword evidence (fusion.WEAK) the query's words match incidentally: hybrid's fusion lets the
-# vectors rank, and the vector windows choose the lines a hit cites
-WEAK_EVIDENCE = 0.5
+# below this keyword evidence the vector windows alone choose a hybrid hit's lines (assemble_hits' by_meaning).
+# Lower than fusion.WEAK (where the query's words start to count as incidental and the vectors rank): between 0.4 and 0.5 the query's words still point at the answer's line often enough (LoCoMo
+# dev's tuning half: budget R@10 0.782 -> 0.790 against WEAK; bench/eval.py's paraphrase tuning halves equal)
+BY_MEANING_EVIDENCE = 0.4
 
 
 def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, tuple], query: str, *, k: int,
