@@ -30,6 +30,7 @@ def _install_hooks(python, root) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_doctor_says_the_hooks_python_lacks_the_vectors_engine_and_how_to_fix_it(tmp_path, tiny_onnx):
     ws, _ = onnx_workspace(tmp_path / "ws", tiny_onnx)
     python = other_venv(tmp_path / "mcp only", hide=("onnxruntime",))

@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from helpers.hub import make_hub, sync, zmem
 from helpers.workspace import git, write
+
+pytestmark = pytest.mark.slow  # every test here syncs real clones through a hub (~1-3 s each)
 
 
 def _blocked(tmp_path):

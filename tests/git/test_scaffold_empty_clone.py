@@ -5,9 +5,12 @@ memory on master that shared no history with the first, and `zmem sync --status`
 said 0 behind: the note never arrived, silently. Real repositories, real processes."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.workspace import git, zmem_proc
 
 
+@pytest.mark.slow
 def test_init_in_an_empty_clone_starts_from_the_hubs_branch_and_a_note_reaches_the_first_clone(tmp_path):
     hub = tmp_path / "hub.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "master", str(hub))

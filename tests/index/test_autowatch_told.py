@@ -70,6 +70,7 @@ def test_a_watcher_taken_over_by_a_hand_started_watch_logs_why_it_exited(root):
         hand.wait()
 
 
+@pytest.mark.slow
 def test_every_exit_of_an_automatic_watcher_says_why_in_the_log(root):
     """Stopped by a signal, by --exit-after, or by an error before it served: the last line names it."""
     def last_line(*args: str, stop: bool = False) -> str:

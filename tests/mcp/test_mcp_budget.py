@@ -30,6 +30,7 @@ def tools_list_line(root) -> str:
         server.kill()
 
 
+@pytest.mark.slow
 def test_tools_list_fits_the_budget_and_each_description_says_when_and_what_a_citation_is(ws):
     line = tools_list_line(ws)
     tools = json.loads(line)["result"]["tools"]
@@ -48,6 +49,7 @@ def test_tools_list_fits_the_budget_and_each_description_says_when_and_what_a_ci
         ["world", "experience", "opinion", "observation", "relation"]
 
 
+@pytest.mark.slow
 def test_a_search_with_session_hits_says_memory_get_cannot_read_them(ws):
     sessions = sessions_config()
     (sessions / "s.jsonl").write_text(json.dumps({"role": "user", "content": "the heron nests by the river"}) + "\n")

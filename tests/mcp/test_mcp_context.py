@@ -13,6 +13,7 @@ pytest.importorskip("mcp")
 from helpers.mcp_client import call, error, session  # noqa: E402
 
 
+@pytest.mark.slow
 def test_memory_context_returns_what_zmem_context_prints_in_the_servers_scope(ws):
     write(ws, "MEMORY.md", "# Memory\n\n- The alarm code is zebra-4411.\n")
     write(ws, today_log(), "## Retain\n\n- W @Peter: Is in Porto today.\n")

@@ -42,6 +42,7 @@ def without_onnxruntime(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
 
 
+@pytest.mark.slow
 def test_an_mcp_server_without_the_engine_warns_instead_of_quietly_answering_by_keywords(onnx_index,
                                                                                          without_onnxruntime):
     async def go():

@@ -22,6 +22,7 @@ def raw(ws):
     server.kill()
 
 
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
 def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_server_goes_on(raw):
     raw.send("this is not json {")
     assert raw.answer() == {"jsonrpc": "2.0", "id": None,
@@ -31,6 +32,7 @@ def test_a_line_that_is_not_json_is_answered_with_a_parse_error_and_the_server_g
     assert raw.close() == 0
 
 
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
 def test_json_that_is_no_message_is_an_invalid_request_with_its_id(raw):
     raw.send('{"id": 5, "hello": "world"}')
     got = raw.answer()
@@ -40,6 +42,7 @@ def test_json_that_is_no_message_is_an_invalid_request_with_its_id(raw):
     assert got["id"] is None and got["error"]["code"] == -32600
 
 
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
 def test_a_lone_surrogate_escape_is_read_leniently_and_the_request_answered(raw):
     # what JSON.stringify writes for a string cut between the two halves of an emoji
     raw.send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_search",'
@@ -65,6 +68,7 @@ def test_lenient_replaces_only_lone_surrogates():
     assert error_for('{"id": true}')[0] is None and error_for('{"id": "a"}')[:2] == ("a", -32600)
 
 
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
 def test_a_request_whose_id_is_null_or_a_fraction_is_answered_not_taken_for_a_notification(raw):
     # the SDK reads {"id": null|1.5|true, "method": …} as a notification, which nobody answers
     for rid in ("null", "1.5", "true", "{}"):
@@ -79,6 +83,7 @@ def test_a_request_whose_id_is_null_or_a_fraction_is_answered_not_taken_for_a_no
     assert raw.close() == 0
 
 
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
 def test_requests_piped_before_the_end_of_input_are_all_answered(ws):
     # `printf REQUESTS | zmem mcp`: the SDK cancelled what was still running when stdin ended
     import subprocess
