@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run, use_server, write
+from helpers.workspace import index_notes, recall_json
 from zmem.query import fusion, search
 
 NOTE = ("# Infra\n\n" + "\n".join(f"- Billing server {i} runs on the studio machine host box." for i in range(6))
@@ -15,12 +15,7 @@ NOTE = ("# Infra\n\n" + "\n".join(f"- Billing server {i} runs on the studio mach
 
 @pytest.fixture
 def infra_ws(ws, server):
-    write(ws, "bank/infra.md", NOTE)
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
+    return index_notes(ws, server, {"bank/infra.md": NOTE})
 
 
 def _by_meaning_at(monkeypatch, ws, evidence: float) -> tuple[bool, dict]:

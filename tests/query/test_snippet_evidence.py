@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run, use_server, write
+from helpers.workspace import index_notes, recall_json, use_server
 from zmem.index.catchup import open_index
 from zmem.query.fusion import LINE_STRONG, Weights, query_rarity
 from zmem.workspace.core import find_workspace
@@ -21,12 +21,7 @@ LEDGER_LINE = 2 + 9 + 3 + 6 + 1  # title and blank, host lines, blank heading bl
 
 @pytest.fixture
 def ledger_ws(ws, server):
-    write(ws, "bank/infra.md", NOTE)
-    commit_all(ws)
-    use_server(server)
-    res = run(["-C", str(ws), "index", "--json"])
-    assert res.exit_code == 0, res.output
-    return ws
+    return index_notes(ws, server, {"bank/infra.md": NOTE})
 
 
 def test_a_line_holding_the_query_rare_words_is_cited_not_the_closest_window(ledger_ws, server):
