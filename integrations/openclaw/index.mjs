@@ -151,6 +151,18 @@ function poolFor(api) {
   return sharedPool;
 }
 
+// OpenClaw keeps its bundled memory-core loaded beside another memory slot as the "dreaming sidecar"
+// unless it is disabled. The sidecar registers memory_search/memory_get too, and the first registration
+// of a name wins: installed plugins (~/.openclaw/extensions) load after bundled ones, so an agent's
+// memory_search would go to the builtin index, and dreaming would write to the workspace outside zmem.
+export function memoryCoreShadows(cfg) {
+  const plugins = cfg?.plugins ?? {};
+  if (plugins.enabled === false || plugins.slots?.memory !== "zmem") return false;
+  const deny = Array.isArray(plugins.deny) ? plugins.deny : [];
+  return plugins.entries?.["memory-core"]?.enabled !== false && !deny.includes("memory-core");
+}
+let shadowWarned = false;
+
 export default {
   id: "zmem",
   name: "zmem memory",
@@ -166,6 +178,16 @@ export default {
       onceLogged.add(key);
       logger?.[level]?.(msg);
     };
+    let liveCfg;
+    try {
+      liveCfg = api.runtime?.config?.current?.() ?? api.config;
+    } catch { /* outside a gateway */ }
+    if (!shadowWarned && memoryCoreShadows(liveCfg)) {
+      shadowWarned = true;
+      logger?.warn?.("zmem: OpenClaw's bundled memory-core is still enabled beside the zmem memory slot: its "
+        + "memory_search/memory_get can answer in zmem's place and its dreaming writes to the workspace outside zmem. "
+        + "hint: openclaw plugins disable memory-core (then restart the gateway)");
+    }
 
     const toolCtx = (ctx) => ({
       cfg: ctx.getRuntimeConfig?.() ?? ctx.runtimeConfig ?? ctx.config ?? api.runtime?.config?.current?.() ?? api.config,

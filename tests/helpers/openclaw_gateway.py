@@ -49,9 +49,10 @@ def free_port() -> int:
 
 class Gateway:
     """`openclaw gateway run` in a throw-away state dir. config: OpenClaw's config (gateway, plugins and
-    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot."""
+    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot,
+    unless plugin_config is None (then no plugin is configured: a test installs one as a user does)."""
 
-    def __init__(self, config: dict, plugin_config: dict, *, env: dict | None = None):
+    def __init__(self, config: dict, plugin_config: dict | None, *, env: dict | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="zmem-openclaw-"))
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -63,8 +64,11 @@ class Gateway:
         cfg["gateway"] = {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "token", "token": self.token}}
         cfg.setdefault("update", {"checkOnStart": False})
         cfg["logging"] = {"file": str(self.dir / "openclaw.log")}
-        cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
-                          "entries": {"zmem": {"enabled": True, "config": plugin_config}}}
+        if plugin_config is not None:
+            cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
+                              # as docs/openclaw.md says: memory-core's dreaming sidecar off
+                              "entries": {"zmem": {"enabled": True, "config": plugin_config},
+                                          "memory-core": {"enabled": False}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
         # the gateway and the zmem it starts see no user config, cache or models of this machine's user
         self.env = {k: v for k, v in os.environ.items()

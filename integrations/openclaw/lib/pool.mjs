@@ -168,7 +168,7 @@ export class Pool {
           const { message, hint } = lastError(stderr, err);
           if (err.code === "ENOENT") {
             reject(new ZmemError(`zmem is not installed where the gateway can run it: "${exe}" is not on the gateway's PATH`,
-              "install it (pip install 'zmem[mcp]') or set plugins.entries.zmem.config.command to its absolute path",
+              "install zmem with its mcp extra (docs/openclaw.md in zmem's checkout) or set plugins.entries.zmem.config.command to its absolute path",
               { code: "ZMEM_NOT_FOUND" }));
           } else {
             reject(new ZmemError(`zmem init ${ws} failed: ${message}`, hint ?? "run it yourself to see why"));

@@ -146,7 +146,7 @@ export class ZmemProcess {
     if (err?.code === "ENOENT") {
       const where = path.isAbsolute(exe) ? `${exe} does not exist` : `"${exe}" is not on the gateway's PATH`;
       return new ZmemError(`zmem is not installed where the gateway can run it: ${where}`,
-        `install it (pip install 'zmem[mcp]') or set plugins.entries.zmem.config.command to its absolute path (e.g. ~/.local/bin/zmem)`,
+        `install zmem with its mcp extra (docs/openclaw.md in zmem's checkout) or set plugins.entries.zmem.config.command to its absolute path (e.g. ~/.local/bin/zmem)`,
         { code: "ZMEM_NOT_FOUND" });
     }
     if (err?.code === "EACCES") {
@@ -204,7 +204,7 @@ export class ZmemProcess {
     const message = tail ? `${this.label} ${how}: ${tail.replace(/^\s*hint: .*/, "").trim() || tail}` : `${this.label} ${how}`;
     const hint = hintLine ? hintLine.replace(/^\s*hint: /, "") :
       /No module named 'mcp'|needs the optional `?mcp`? package|pip install 'zmem\[mcp\]'/.test(this.stderr.join("\n"))
-        ? "install the MCP extra: pip install 'zmem[mcp]'"
+        ? "install zmem's mcp extra into the Python that runs it: <that python> -m pip install -e '<zmem checkout>[mcp]'"
         : `run \`${this.argv.join(" ")} -C ${this.workspace} doctor\` to see what is wrong; the gateway log has zmem's stderr`;
     return new ZmemError(message, hint, { code: "ZMEM_EXITED" });
   }
