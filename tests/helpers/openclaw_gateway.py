@@ -49,9 +49,10 @@ def free_port() -> int:
 
 class Gateway:
     """`openclaw gateway run` in a throw-away state dir. config: OpenClaw's config (gateway, plugins and
-    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot."""
+    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot.
+    plugin_entry: more keys of its plugins.entries.zmem (e.g. hooks)."""
 
-    def __init__(self, config: dict, plugin_config: dict, *, env: dict | None = None):
+    def __init__(self, config: dict, plugin_config: dict, *, env: dict | None = None, plugin_entry: dict | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="zmem-openclaw-"))
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -64,7 +65,7 @@ class Gateway:
         cfg.setdefault("update", {"checkOnStart": False})
         cfg["logging"] = {"file": str(self.dir / "openclaw.log")}
         cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
-                          "entries": {"zmem": {"enabled": True, "config": plugin_config}}}
+                          "entries": {"zmem": {"enabled": True, "config": plugin_config, **(plugin_entry or {})}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
         # the gateway and the zmem it starts see no user config, cache or models of this machine's user
         self.env = {k: v for k, v in os.environ.items()
