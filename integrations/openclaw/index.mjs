@@ -594,6 +594,7 @@ export default {
         const ws = pool.workspaceFor({ agentId });
         rel = path.relative(ws, path.resolve(ws, file.replace(/^~(?=\/)/, os.homedir())));
         if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return; // not in the memory workspace
+        if (!existsSync(path.join(ws, ".git"))) return; // not a zmem workspace yet: a write does not make it one
         const { proc, settings } = await pool.processFor({ agentId, scope: "private" });
         const out = await proc.callTool("memory_commit", { paths: [rel], by: `OpenClaw's ${event.toolName} tool (agent ${agentId})` },
           { timeoutMs: Math.max(settings.timeoutMs, 15000), retryOnExit: false });
