@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.openclaw_gateway import Gateway, missing
+from helpers.openclaw_gateway import NODE, OPENCLAW, Gateway, missing
 from helpers.openclaw_model import ScriptedModel, content_text, system_text, tool_names
 
 pytestmark = pytest.mark.slow
@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
        "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
 ZMEM = str(Path(sys.executable).with_name("zmem"))
+HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 MISSING = missing()
 FLUSH_MARK = "Pre-compaction memory flush"
 FLUSH_FACT = "- W @Ana: Switched to decaf coffee in November 2026."
@@ -92,7 +93,7 @@ def setup(tmp_path_factory):
                      plugin_entry={"hooks": {"allowConversationAccess": True}})
         try:
             gw.start()
-            yield {"gw": gw, "ws": ws, "model": model, "script": script, "config": config}
+            yield {"gw": gw, "ws": ws, "model": model, "script": script}
         finally:
             gw.close()
 
@@ -189,19 +190,17 @@ def test_the_pre_compaction_flush_writes_todays_log_and_zmem_commits_it(setup):
 
 
 def test_status_reports_zmems_files_chunks_and_freshness(setup):
-    ws = setup["ws"]
-    # `openclaw status --json --all` asks the memory slot's manager for its status (purpose "status") in the CLI
-    # process when no gateway answers (a reachable gateway's status projection has memory: null in 2026.9.6):
-    # the same config in a state directory of its own, whose gateway port nothing listens on
-    offline = Gateway(setup["config"], {"command": ZMEM}, env={"ZMEM_WATCH_AUTO": "0", **GIT})
-    try:
-        res = offline.cli("status", "--json", "--all", timeout=300)
-    finally:
-        offline.close()
-    assert res.returncode == 0, res.stderr[-2000:]
-    memory = json.loads(res.stdout)["memory"]
+    gw, ws = setup["gw"], setup["ws"]
+    # OpenClaw's status scan asks the memory slot for a manager with purpose "status" and reads status(); its CLI
+    # shows it only in `openclaw status --json --all` with no gateway answering (a reachable gateway's status has
+    # memory: null in 2026.9.6), which also queries the npm registry for updates: so through its runtime export
+    res = subprocess.run([str(NODE), str(HELPERS / "openclaw_capability.mjs"), str(OPENCLAW.parent), "Ana", "status"],
+                         env=gw.env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    memory = json.loads(res.stdout.strip().splitlines()[-1])["status"]
     expected = json.loads(zmem("-C", str(ws), "status", "--json").stdout)
     assert memory["backend"] == "builtin" and memory["workspaceDir"] == str(ws)
     assert (memory["files"], memory["chunks"]) == (expected["files"], expected["chunks"]) and memory["files"] > 0
     assert memory["dirty"] is False and memory["custom"]["zmem"]["head"] == git(ws, "rev-parse", "HEAD").strip()
     assert memory["vector"]["available"] is False and memory["custom"]["zmem"]["vectors"] == 0  # no model here
+    assert memory["custom"]["zmem"]["indexedCommit"] == expected["indexed_commit"]
