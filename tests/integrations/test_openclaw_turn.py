@@ -54,6 +54,7 @@ class Script:
 
     def __init__(self):
         self.query = "espresso standup"
+        self.writes: list[dict] = []  # write calls to make (one a step) before the memory_search
         self.today = datetime.date.today().isoformat()
 
     def __call__(self, body: dict) -> tuple:
@@ -64,6 +65,8 @@ class Script:
             return ("tool", "write", {"path": f"memory/{self.today}.md", "content": f"\n## Retain\n{FLUSH_FACT}\n"})
         if not body.get("tools"):
             return ("text", "## Original Request\nA question about Ana.\n## Early Progress\n- Looked it up in memory.")
+        if self.writes:
+            return ("tool", "write", self.writes.pop(0))
         if after_tool:
             return ("text", "Ana drinks espresso before standup (memory/2026-11-24.md).")
         return ("tool", "memory_search", {"query": self.query})
@@ -187,6 +190,22 @@ def test_the_pre_compaction_flush_writes_todays_log_and_zmem_commits_it(setup):
     # committed and indexed: a typed fact about Ana, found by the next search
     found = Gateway.payload(gw.invoke("memory_search", {"query": "decaf coffee", "entity": "Ana"}))
     assert found["results"][0]["path"] == today and found["results"][0]["fact"]["kind"] == "world"
+
+
+def test_a_memory_file_the_agent_writes_in_a_turn_is_committed_and_other_files_are_not(setup):
+    gw, ws, script = setup["gw"], setup["ws"], setup["script"]
+    script.writes = [{"path": "memory/2026-11-28.md", "content": "# 2026-11-28\n\n- Ana booked the team offsite in Porto.\n"},
+                     {"path": "scratch.md", "content": "a scratch note, not memory\n"}]
+    turn(setup, "agent:main:writes", "Note that Ana booked the offsite in Porto.", "offsite Porto")
+    assert not script.writes
+    deadline = time.monotonic() + 60
+    while git(ws, "status", "--porcelain", "--", "memory/2026-11-28.md") and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert git(ws, "status", "--porcelain", "--", "memory/2026-11-28.md") == ""
+    assert "written by OpenClaw's write tool (agent main)" in git(ws, "log", "-1", "--format=%B", "--", "memory/2026-11-28.md")
+    assert git(ws, "status", "--porcelain", "--", "scratch.md") == "?? scratch.md\n"  # not memory: left alone
+    found = Gateway.payload(gw.invoke("memory_search", {"query": "offsite Porto"}))
+    assert found["results"][0]["path"] == "memory/2026-11-28.md"
 
 
 def test_status_reports_zmems_files_chunks_and_freshness(setup):
