@@ -516,6 +516,25 @@ class Memory(Freshness):
         return Appended(res.path, res.line, res.end_line, res.citation, res.text, res.committed, res.commit,
                         res.warnings + later)
 
+    def commit_files(self, paths: list[str], *, by: str = "an agent") -> dict:
+        """Commit these memory files as they are (written by something other than zmem: an agent's
+        file tool), then catch the index up. Every path must be an existing memory file of this
+        workspace (the same check as get). Returns {paths, commit, committed}: committed is False
+        when HEAD already held them as they are."""
+        from zmem.errors import ZmemError
+        from zmem.git.commit import ALREADY_COMMITTED, commit_paths
+        from zmem.workspace.core import resolve_memory_path
+        ws = self.workspace
+        rels = sorted({resolve_memory_path(ws, p) for p in paths})
+        if not rels:
+            raise ZmemError("no memory file to commit", hint="give one or more memory files, e.g. memory/2025-11-27.md")
+        subject = f"zmem: {rels[0]}" if len(rels) == 1 else f"zmem: {len(rels)} memory files"
+        sha, why = commit_paths(ws.root, rels, f"{subject}\n\nwritten by {by}\n\n" + "\n".join(rels) + "\n")
+        if sha is None:
+            raise ZmemError(f"cannot commit {', '.join(rels)}: {why}", hint="git status in the workspace shows why")
+        self.catch_up()
+        return {"paths": rels, "commit": sha, "committed": why != ALREADY_COMMITTED}
+
     def reflect(self, *, since: str | None = None, dry_run: bool = False, commit: bool = True,
                 apply_proposals: bool = False, llm: bool = False) -> ReflectResult:
         """Update entity pages and opinions from new Retain facts, as one git commit. since: use

@@ -5,6 +5,7 @@
 // other private files), spoken to over MCP's stdio JSON-RPC. The plugin never reads or writes memory
 // files itself: what zmem answers is what the agent sees, and what zmem writes is all that is written.
 import { existsSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { ZmemError } from "./lib/zmem-process.mjs";
 import { Pool, agentSettings, chatScope, scopeFor } from "./lib/pool.mjs";
@@ -16,6 +17,8 @@ const DEFAULT_FLUSH_SOFT_TOKENS = 4000;
 const DEFAULT_FLUSH_FORCE_TRANSCRIPT_BYTES = 2 * 1024 * 1024;
 const DEFAULT_RESERVE_TOKENS_FLOOR = 20000;
 const CONTEXT_CACHE_MAX = 200;
+// OpenClaw's file tools whose path argument names the one file they change
+const FILE_WRITE_TOOLS = new Set(["write", "edit"]);
 
 const SEARCH_DESCRIPTION = "Mandatory recall step: search the user's long-term memory (zmem: MEMORY.md, daily logs "
   + "memory/YYYY-MM-DD.md, bank/ pages, in a git repository) before answering anything about prior work, decisions, "
@@ -295,13 +298,16 @@ export default {
       return withNotice(out, workspace);
     }
 
-    const tool = (name, label, description, parameters, run) => (ctx) => {
+    // direct: OpenClaw's Tool Search (on by default) would otherwise hide the schema behind tool_search/tool_call,
+    // and the prompt tells the model to run memory_search before answering
+    const tool = (name, label, description, parameters, run, { direct = false } = {}) => (ctx) => {
       const c = toolCtx(ctx);
       return {
         name,
         label,
         description,
         parameters,
+        ...(direct ? { catalogMode: "direct-only" } : {}),
         async execute(_toolCallId, params, signal) {
           return jsonResult(await run(c, params ?? {}, signal));
         },
@@ -309,8 +315,9 @@ export default {
     };
 
     api.registerTool(tool("memory_search", "Memory Search", SEARCH_DESCRIPTION, SEARCH_PARAMS,
-      (c, p, s) => runSearch(c, p, s)), { names: ["memory_search"] });
-    api.registerTool(tool("memory_get", "Memory Get", GET_DESCRIPTION, GET_PARAMS, runGet), { names: ["memory_get"] });
+      (c, p, s) => runSearch(c, p, s), { direct: true }), { names: ["memory_search"] });
+    api.registerTool(tool("memory_get", "Memory Get", GET_DESCRIPTION, GET_PARAMS, runGet, { direct: true }),
+      { names: ["memory_get"] });
     // Tools that write take the version 2 factory form (host invocation authority), as OpenClaw requires.
     api.registerTool({ contextVersion: 2, create: tool("memory_append", "Memory Append", APPEND_DESCRIPTION, APPEND_PARAMS, runAppend) },
       { names: ["memory_append"] });
@@ -320,7 +327,7 @@ export default {
     { names: ["memory_recall_as_of"] });
 
     // --- the memory capability: search manager (status, probes), prompt section, flush plan
-    function createManager({ cfg, agentId, purpose, proc: first, workspace, lastError }) {
+    function createManager({ cfg, agentId, purpose, proc: first, workspace, lastError, counts }) {
       let last = { provider: "zmem", model: null, mode: null, warnings: [] };
       const ctxFor = (sessionKey) => ({ cfg, agentId, sessionKey, sandboxed: false });
       const probe = async () => {
@@ -369,17 +376,32 @@ export default {
         status() {
           const procs = pool.list().filter((p) => p.workspace === workspace);
           const info = (first ?? procs[0])?.info();
+          const zs = counts?.status; // zmem status --json, asked as the manager was made (purpose "status")
+          const emb = zs?.embeddings ?? {};
+          const vectors = emb.vectors ?? 0;
+          const semantic = last.mode ? last.mode === "hybrid" || last.mode === "vector" : Boolean(emb.provider && emb.provider !== "none");
           return {
             backend: "builtin",
-            provider: last.provider ?? "zmem",
-            model: last.model ?? undefined,
+            provider: last.provider ?? (emb.provider && emb.provider !== "none" ? emb.provider : "zmem"),
+            model: last.model ?? emb.model ?? undefined,
             requestedProvider: "zmem",
             workspaceDir: workspace,
-            sources: ["memory"],
+            ...(zs ? {
+              files: zs.files,
+              chunks: zs.chunks,
+              dirty: zs.stale || zs.dirty.length > 0,
+              dbPath: path.join(workspace, ".zmem", "index.sqlite"),
+            } : {}),
+            sources: zs?.sessions?.enabled ? ["memory", "sessions"] : ["memory"],
             fts: { enabled: true, available: true },
-            vector: { enabled: last.mode === "hybrid" || last.mode === "vector", semanticAvailable: last.mode === "hybrid" || last.mode === "vector" },
-            ...(lastError ? { lastSyncError: lastError } : {}),
-            custom: { zmem: { ...info, processes: procs.map((p) => p.info()), mode: last.mode, warnings: last.warnings, purpose } },
+            vector: { enabled: semantic || vectors > 0, semanticAvailable: semantic, ...(zs ? { storeAvailable: zs.sqlite_vec, available: vectors > 0 } : {}) },
+            ...(lastError || counts?.error ? { lastSyncError: lastError ?? counts.error } : {}),
+            custom: { zmem: {
+              ...info, processes: procs.map((p) => p.info()), mode: last.mode, warnings: last.warnings, purpose,
+              ...(zs ? { head: zs.head, indexedCommit: zs.indexed_commit, stale: zs.stale, dirtyFiles: zs.dirty, vectors,
+                vectorsBy: emb.vectors_by ?? null, pendingVectors: emb.pending ?? 0, vectorStore: zs.vector_store,
+                readOnly: zs.read_only, watcher: zs.watcher } : {}),
+            } },
           };
         },
         getCachedEmbeddingAvailability() {
@@ -413,14 +435,25 @@ export default {
       };
     }
 
+    /** zmem status --json from the workspace's process (an unlisted tool of zmem mcp): {status} or {error}. */
+    async function zmemStatus(proc, settings) {
+      try {
+        return { status: await proc.callTool("memory_status", {}, { timeoutMs: Math.max(settings.timeoutMs, 15000) }) };
+      } catch (err) {
+        logOnce(`status:${err.message}`, "warn", `zmem: status without counts: ${err.message.replace(/\n/g, " ")}`);
+        return { error: err.message };
+      }
+    }
+
     const runtime = {
       async getMemorySearchManager({ cfg, agentId, purpose }) {
         const t0 = Date.now();
         let workspace;
         try {
           workspace = pool.workspaceFor({ cfg, agentId });
-          const { proc } = await pool.processFor({ cfg, agentId, scope: "private" });
-          return { manager: createManager({ cfg, agentId, purpose, proc, workspace }), debug: { backend: "builtin", purpose: purpose ?? "default", managerMs: Date.now() - t0 } };
+          const { proc, settings } = await pool.processFor({ cfg, agentId, scope: "private" });
+          const counts = purpose === "status" ? await zmemStatus(proc, settings) : undefined;
+          return { manager: createManager({ cfg, agentId, purpose, proc, workspace, counts }), debug: { backend: "builtin", purpose: purpose ?? "default", managerMs: Date.now() - t0 } };
         } catch (err) {
           if (purpose === "status" && workspace) return { manager: createManager({ cfg, agentId, purpose, workspace, lastError: err.message }) };
           return { manager: null, error: err.message };
@@ -512,9 +545,9 @@ export default {
           "O opinion with confidence 0..1, S observation or summary) and entities naming whom or what it is about (@Name).",
           `memory_append writes ${relativePath} under ## Retain and commits it to git (zmem); do not edit memory files yourself,`,
           "and never rewrite MEMORY.md, SOUL.md or AGENTS.md.",
-          `If memory_append is not available in this run, append the same facts to ${relativePath} with the write tool (append only),`,
-          "as typed Retain bullets under a `## Retain` heading, one per line, e.g. `- W @Peter: Moved to Lisbon in March 2026.`;",
-          "zmem indexes them as facts.",
+          `If memory_append is not available in this run (OpenClaw's flush run offers only read and write), append the same facts to`,
+          `${relativePath} with the write tool (it appends), as typed Retain bullets under a \`## Retain\` heading, one per line,`,
+          "e.g. `- W @Peter: Moved to Lisbon in March 2026.`; zmem commits the file when the write lands and indexes them as facts.",
         ].join(" ");
         return {
           softThresholdTokens,
@@ -565,6 +598,34 @@ export default {
         return { prependContext: lines.join("\n") };
       } catch (err) {
         return { prependContext: `(zmem auto-recall failed: ${err.message.replace(/\n/g, " ")})` };
+      }
+    });
+
+    // What an agent writes to a memory file with OpenClaw's own file tools is committed by zmem when the write lands.
+    // This is how the pre-compaction flush's notes get committed: OpenClaw 2026.9 gives the flush run only `read`
+    // and an append-only `write` of today's log (never a plugin's tool such as memory_append). Not a conversation
+    // hook: no extra permission needed.
+    api.on?.("after_tool_call", async (event, ctx) => {
+      if (!FILE_WRITE_TOOLS.has(event?.toolName) || event.error) return;
+      const file = str(event.params?.path) ?? str(event.params?.file_path);
+      if (!file || !file.toLowerCase().endsWith(".md")) return;
+      const agentId = ctx?.agentId ?? "main";
+      if (agentSettings(pool.pluginConfig(), agentId).commitWrites === false) return;
+      let rel;
+      try {
+        const ws = pool.workspaceFor({ agentId });
+        rel = path.relative(ws, path.resolve(ws, file.replace(/^~(?=\/)/, os.homedir())));
+        if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return; // not in the memory workspace
+        if (!existsSync(path.join(ws, ".git"))) return; // not a zmem workspace yet: a write does not make it one
+        const { proc, settings } = await pool.processFor({ agentId, scope: "private" });
+        const out = await proc.callTool("memory_commit", { paths: [rel], by: `OpenClaw's ${event.toolName} tool (agent ${agentId})` },
+          { timeoutMs: Math.max(settings.timeoutMs, 15000), retryOnExit: false });
+        for (const key of [...contextCache.keys()]) if (contextCache.get(key)?.workspace === ws) contextCache.delete(key);
+        if (out.committed) logger?.info?.(`zmem: committed ${out.paths.join(", ")} (${String(out.commit).slice(0, 12)}) after ${event.toolName}`);
+      } catch (err) {
+        // not a memory file (AGENTS.md, notes/*.md): not zmem's to commit
+        if (err instanceof ZmemError && err.userError && /^not a (markdown )?memory file/i.test(err.message)) return;
+        logOnce(`commit:${err.message}`, "warn", `zmem: could not commit ${rel ?? file} after ${event.toolName}: ${err.message.replace(/\n/g, " ")}`);
       }
     });
 

@@ -1,12 +1,13 @@
 // Drive the selected memory slot's capability the way OpenClaw's own code does, in-process, through
 // openclaw's package exports: load the config and plugins, get the memory search manager
 // (getActiveMemorySearchManager), call its search, readFile, status and probes.
-// usage: node openclaw_capability.mjs <openclaw package dir> <query>   (OPENCLAW_STATE_DIR points at the config)
+// usage: node openclaw_capability.mjs <openclaw package dir> <query> [purpose]   (OPENCLAW_STATE_DIR points at the
+// config; purpose "status" is what OpenClaw's status scan asks for, default "default")
 // Prints one JSON object on its last stdout line.
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
-const [ocDir, query] = process.argv.slice(2);
+const [ocDir, query, purpose = "default"] = process.argv.slice(2);
 const req = createRequire(ocDir + "/package.json");
 const load = (sub) => import(pathToFileURL(req.resolve(`openclaw/plugin-sdk/${sub}`)).href);
 const { getRuntimeConfig } = await load("config-runtime");
@@ -15,7 +16,7 @@ const { getActiveMemorySearchManager, closeActiveMemorySearchManagers } = await 
 const cfg = getRuntimeConfig();
 const out = {};
 const t0 = performance.now();
-const { manager, error } = await getActiveMemorySearchManager({ cfg, agentId: "main", purpose: "default" });
+const { manager, error } = await getActiveMemorySearchManager({ cfg, agentId: "main", purpose });
 out.managerMs = Math.round(performance.now() - t0);
 if (!manager) {
   console.log(JSON.stringify({ ok: false, error: error ?? "no manager" }));

@@ -50,9 +50,11 @@ def free_port() -> int:
 class Gateway:
     """`openclaw gateway run` in a throw-away state dir. config: OpenClaw's config (gateway, plugins and
     logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot,
-    unless plugin_config is None (then no plugin is configured: a test installs one as a user does)."""
+    unless plugin_config is None (then no plugin is configured: a test installs one as a user does).
+    plugin_entry: more keys of its plugins.entries.zmem (e.g. hooks)."""
 
-    def __init__(self, config: dict, plugin_config: dict | None, *, env: dict | None = None):
+    def __init__(self, config: dict, plugin_config: dict | None, *, env: dict | None = None,
+                 plugin_entry: dict | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="zmem-openclaw-"))
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -67,7 +69,7 @@ class Gateway:
         if plugin_config is not None:
             cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
                               # as docs/openclaw.md says: memory-core's dreaming sidecar off
-                              "entries": {"zmem": {"enabled": True, "config": plugin_config},
+                              "entries": {"zmem": {"enabled": True, "config": plugin_config, **(plugin_entry or {})},
                                           "memory-core": {"enabled": False}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
         # the gateway and the zmem it starts see no user config, cache or models of this machine's user

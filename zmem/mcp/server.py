@@ -86,6 +86,10 @@ SESSIONS_NOTE = ('results with source "sessions" cite a line of an agent session
 # (the MCP spec: destructive and idempotent hints mean something only for a tool that is not read-only)
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
+# Tools a program calls (the OpenClaw plugin: its status(), committing what an agent's file tools wrote to
+# memory), which a model has no use for: callable, but not in tools/list, so no session carries them.
+UNLISTED = {"memory_status", "memory_commit"}
+
 
 def search(memory: Memory, query: str, *, max_results: int, min_score: float, since: str | None = None,
            kind: str | None = None, entity: str | None = None, as_of: str | None = None, path: str | None = None,
@@ -195,9 +199,9 @@ class _Server(MCPServer):
     believes it set (`path`, `k`) would silently not apply."""
 
     async def list_tools(self):
-        """The SDK's tools with their argument schemas in fewer characters (compact_schema): every
-        agent session carries this list in its context."""
-        tools = await super().list_tools()
+        """The SDK's tools with their argument schemas in fewer characters (compact_schema), without
+        the UNLISTED ones: every agent session carries this list in its context."""
+        tools = [t for t in await super().list_tools() if t.name not in UNLISTED]
         for t in tools:
             t.input_schema = compact_schema(t.input_schema)
         return tools
@@ -364,6 +368,21 @@ def build_server(directory: str | None = None, *, scope: str = "private",
             raise ZmemError("this server serves the group scope, which never returns private files",
                             hint=f"leave scope out, or read with {arg('scope', 'private')}")
         return memory.context(scope=scope, budget=budget).to_json()
+
+    @server.tool(description="zmem status --json: the index's files, chunks, vectors, dirty files, freshness.",
+                 annotations=READ_ONLY, structured_output=False)
+    @tool
+    def memory_status() -> dict:
+        return memory.status().to_json()
+
+    @server.tool(description="Commit memory files an agent wrote with its own file tools.", structured_output=False,
+                 annotations=ToolAnnotations(destructive_hint=False))
+    @tool
+    def memory_commit(
+        paths: list[str],
+        by: Annotated[str, Field(description="What wrote them, for the commit message.")] = "an agent",
+    ) -> dict:
+        return memory.commit_files(paths, by=by)
 
     server.memory = memory  # for tests and the benchmark
     return server
