@@ -137,6 +137,20 @@ def choose(lines: list[str], weights: list[float], max_chars: int) -> tuple[int,
     return spans[lo][0], spans[hi][1]
 
 
+def together(lines: list[str], present: list[list[bool]], rarity: list[float]) -> float:
+    """The share of a chunk's matched query words (present: per line, which it holds; rarity: each
+    word's weight) that its best unit holds together: 1.0 when one unit holds them all (or none match)."""
+    held = [any(col) for col in zip(*present)] if present else []
+    whole = sum(w for w, h in zip(rarity, held) if h)
+    if whole <= 0 or sum(held) < 2:
+        return 1.0
+    best = 0.0
+    for a, b in units(lines):
+        rows = present[a:b + 1]
+        best = max(best, sum(w for i, w in enumerate(rarity) if held[i] and any(r[i] for r in rows)))
+    return best / whole
+
+
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
