@@ -106,7 +106,10 @@ def test_together_is_the_share_of_the_matched_words_one_unit_holds():
     from zmem.query.citelines import together
     lines = ["- the backup runs at three", "", "```sh", "restart the gateway", "```", "- gateway host runs here"]
     present = [[True, False], [False, False], [False, False], [False, True], [False, False], [True, True]]
-    assert together(lines, present, [1.0, 3.0]) == 1.0  # the last item holds both
-    assert together(lines[:5], present[:5], [1.0, 3.0]) == 0.75  # apart: the code block holds the rarer one
-    assert together(lines[:2], [[True, False], [False, False]], [1.0, 3.0]) == 1.0  # one word: nothing apart
-    assert together(["a", "b"], [[False, False], [False, False]], [1.0, 1.0]) == 1.0  # none matched
+    assert together(units(lines), present, [1.0, 3.0]) == 1.0  # the last item holds both
+    assert together(units(lines[:5]), present[:5], [1.0, 3.0]) == 0.75  # apart: the code block holds the rarer
+    wrapped = ["A sentence about the backup", "that runs on the gateway.", "", "Other words."]
+    held = [[True, False], [False, True], [False, False], [False, False]]
+    assert together(units(wrapped), held, [1.0, 3.0]) == 1.0  # a wrapped sentence is one unit
+    assert together(units(lines[:2]), [[True, False], [False, False]], [1.0, 3.0]) == 1.0  # one word
+    assert together(units(["a", "b"]), [[False, False], [False, False]], [1.0, 1.0]) == 1.0  # none matched

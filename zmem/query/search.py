@@ -162,16 +162,17 @@ def words_together(ranked: list[tuple[int, float]], texts: dict[int, str],
                    query: str) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """Keyword candidates (texts: id -> chunk text) rescored by TOGETHER for how far their matched words
     stand apart, and the share their best unit holds (citelines.together) for those below 1 (--explain)."""
-    share = {cid: citelines.together(*_chunk_presence(texts[cid], query)) for cid, _ in ranked}
+    share = {cid: citelines.together(*_chunk_presence(texts[cid], query)[1:]) for cid, _ in ranked}
     return ([(cid, score * (1.0 - TOGETHER + TOGETHER * share[cid])) for cid, score in ranked],
             {cid: x for cid, x in share.items() if x < 1.0})
 
 
 @functools.lru_cache(maxsize=128)
-def _chunk_presence(text: str, query: str) -> tuple[list[str], list[list[bool]], list[float]]:
-    """A chunk's lines with _presence: computed once for words_together and the hit's citation."""
+def _chunk_presence(text: str, query: str) -> tuple[list[str], list[tuple[int, int]], list[list[bool]], list[float]]:
+    """A chunk's lines, its units (citelines.units) and _presence: computed once for words_together and
+    the hit's citation."""
     lines = text.split("\n")
-    return (lines, *_presence(lines, query))
+    return (lines, citelines.units(lines), *_presence(lines, query))
 
 
 class _Matcher:
@@ -713,7 +714,7 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
     score_of = dict(ranked[:depth])
     for cid, score in ranked[:depth]:
         _, path, start, end, heading, day, text = rows[cid]
-        lines, present, idf = _chunk_presence(text, query)
+        lines, spans_of, present, idf = _chunk_presence(text, query)
         lines_of[cid] = lines
         spans = None
         if len(lines) > 1:
@@ -724,7 +725,7 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
             if extra:
                 weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
             spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars,
-                                          keyword)
+                                          keyword, spans_of)
         if spans is None:
             # citelines found no unit to cite (none matches, or the best is longer than a snippet)
             plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
