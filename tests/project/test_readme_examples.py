@@ -63,3 +63,17 @@ def test_the_readme_tour_shows_what_its_first_recall_prints(demo):
     shown = re.search(r"^The first two hits that recall prints:\n\n```\n(.*?)```", text, re.S | re.M).group(1)
     res = zmem_proc("-C", str(demo), "recall", query, "--k", "2")
     assert res.returncode == 0 and res.stdout == shown, res.stdout + res.stderr
+
+
+def test_the_demos_first_question_is_answered_by_its_first_hit(demo):
+    """`zmem demo` shows `which machine runs the gateway` first. Keyword recall found two notes holding
+    `runs` and `gateway` at a near-equal BM25 (0.5413 / 0.5391); the one holding them apart (a bullet
+    about the backup that `runs`, a code block restarting `com.warelay.gateway`) came first, and with it
+    its backup line. The hit holding both in one statement ranks first now (search.words_together)."""
+    res = zmem_proc("-C", str(demo), "recall", "which machine runs the gateway", "--json", "--explain")
+    hits = json.loads(res.stdout)["results"]
+    assert hits[0]["citation"] == "memory/2025-11-24.md#L5-L5", hits[0]
+    assert "it runs the WhatsApp relay" in hits[0]["snippet"]
+    apart = next(h for h in hits if h["path"] == "memory/2025-11-26.md")
+    assert apart["explain"]["words_together"] == 0.5  # `runs` and `gateway`, equally rare there, in two units
+    assert "words_together" not in hits[0]["explain"]

@@ -100,3 +100,16 @@ def test_query_days_resolves_dates_months_years_and_relative_days():
     assert query_days("what was planned last June", today) == ("2024-06-01", "2024-06-30")
     assert query_days("where does Peter live", today) is None
     assert query_days("error 2024 in the log", today) is None  # a bare number is not a year asked about
+
+
+def test_together_is_the_share_of_the_matched_words_one_unit_holds():
+    from zmem.query.citelines import together
+    lines = ["- the backup runs at three", "", "```sh", "restart the gateway", "```", "- gateway host runs here"]
+    present = [[True, False], [False, False], [False, False], [False, True], [False, False], [True, True]]
+    assert together(units(lines), present, [1.0, 3.0]) == 1.0  # the last item holds both
+    assert together(units(lines[:5]), present[:5], [1.0, 3.0]) == 0.75  # apart: the code block holds the rarer
+    wrapped = ["A sentence about the backup", "that runs on the gateway.", "", "Other words."]
+    held = [[True, False], [False, True], [False, False], [False, False]]
+    assert together(units(wrapped), held, [1.0, 3.0]) == 1.0  # a wrapped sentence is one unit
+    assert together(units(lines[:2]), [[True, False], [False, False]], [1.0, 3.0]) == 1.0  # one word
+    assert together(units(["a", "b"]), [[False, False], [False, False]], [1.0, 1.0]) == 1.0  # none matched

@@ -19,6 +19,7 @@ def hit_lines(h) -> list[tuple[str, ...]]:
                       + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
                          f"{e['keyword_evidence']})" if "text_weight" in e else "")
                       + (f" · covers {e['keyword_coverage']} of the query" if "keyword_coverage" in e else "")
+                      + (f" · {e['words_together']} of its words together" if "words_together" in e else "")
                       + (f" · rerank {e['rerank']}" if "rerank" in e else "")
                       # the passage the cited lines were found in (`zmem get PATH --from A --lines N` for context)
                       + (f" · chunk L{h.chunk_start_line}-L{h.chunk_end_line}"

@@ -137,6 +137,24 @@ def choose(lines: list[str], weights: list[float], max_chars: int) -> tuple[int,
     return spans[lo][0], spans[hi][1]
 
 
+def together(spans: list[tuple[int, int]], present: list[list[bool]], rarity: list[float]) -> float:
+    """The share of a chunk's matched query words (present: per line, which it holds; rarity: each
+    word's weight) that its best unit (spans: units()) holds: 1.0 when one unit holds them all (or
+    fewer than two match)."""
+    held = [any(col) for col in zip(*present)] if present else []
+    whole = sum(w for w, h in zip(rarity, held) if h)
+    if whole <= 0 or sum(held) < 2:
+        return 1.0
+    best = max(sum(w for w, hit in zip(rarity, row) if hit) for row in present)
+    for a, b in spans:
+        if best >= whole:
+            break
+        if b > a:  # a one-line unit is its line, counted above
+            rows = present[a:b + 1]
+            best = max(best, sum(w for i, w in enumerate(rarity) if any(r[i] for r in rows)))
+    return best / whole
+
+
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
@@ -159,14 +177,16 @@ class Span:
 
 
 def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], chunk_score: float,
-                sims: dict[int, float] | None, max_chars: int, keyword: list[float] | None = None) -> list[Span] | None:
+                sims: dict[int, float] | None, max_chars: int, keyword: list[float] | None = None,
+                spans: list[tuple[int, int]] | None = None) -> list[Span] | None:
     """A chunk's candidate citations: its PER_CHUNK best units, each with what completes it (the answer
     after a question, the question and answer after a statement, what a heading heads), scored to compete
     with other chunks' units. None when no unit matches or the best one is longer than max_chars (the
     chunk is then cited as make_snippet chooses). keyword: the lines' query-word weights alone; a unit
     holding none of the query's words (found by meaning only) is cited with the rest of its vector
-    window, the units beside it that the same window holds: which of them answers, no word says."""
-    spans = units(lines)
+    window, the units beside it that the same window holds: which of them answers, no word says.
+    spans: units(lines), when the caller has them."""
+    spans = units(lines) if spans is None else spans
     if not spans:
         return None
     unit_w = [max(weights[a:b + 1]) for a, b in spans]

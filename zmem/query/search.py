@@ -131,6 +131,13 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
     """How well each line matches the query: query terms weighted by their rarity among the
     chunk's lines (a speaker's name on every line says little; a rare word says a lot). A line
     matches a word as FTS matches it: accents folded, stems compared (_Matcher)."""
+    present, idf = _presence(lines, query)
+    return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
+
+
+def _presence(lines: list[str], query: str) -> tuple[list[list[bool]], list[float]]:
+    """Per line, which of the query's words and CJK bigrams it holds (as _Matcher matches them), and
+    each one's rarity among the lines: log(1 + lines / (1 + lines holding it))."""
     m = _matcher(query)
     keys, grams = m.keys, m.grams
     present = []
@@ -139,8 +146,33 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
         present.append([k in low and _word_start(low, k) >= 0 for k in keys] + [g in raw for g in grams])
     n = len(lines)
     counts = [sum(col) for col in zip(*present)] if present else []
-    idf = [math.log(1 + n / (1 + c)) for c in counts]
-    return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
+    return present, [math.log(1 + n / (1 + c)) for c in counts]
+
+
+# keyword recall: a hit whose matched query words stand apart (one in a list item, another in a code block
+# below) keeps 1 - TOGETHER + TOGETHER x (its best unit's share of them), so it ranks below a hit holding as
+# much in one statement (term proximity; docs/citations.md "Words that stand together"). Small: a chunk's
+# BM25 is mostly right (LoCoMo dev's tuning half loses budget recall at 0.2 and more); it decides between
+# chunks holding the same words. Not in hybrid recall, where the vector windows weigh each unit's meaning
+# (LoCoMo's tuning half: six questions lost, two gained)
+TOGETHER = 0.05
+
+
+def words_together(ranked: list[tuple[int, float]], texts: dict[int, str],
+                   query: str) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """Keyword candidates (texts: id -> chunk text) rescored by TOGETHER for how far their matched words
+    stand apart, and the share their best unit holds (citelines.together) for those below 1 (--explain)."""
+    share = {cid: citelines.together(*_chunk_presence(texts[cid], query)[1:]) for cid, _ in ranked}
+    return ([(cid, score * (1.0 - TOGETHER + TOGETHER * share[cid])) for cid, score in ranked],
+            {cid: x for cid, x in share.items() if x < 1.0})
+
+
+@functools.lru_cache(maxsize=128)
+def _chunk_presence(text: str, query: str) -> tuple[list[str], list[tuple[int, int]], list[list[bool]], list[float]]:
+    """A chunk's lines, its units (citelines.units) and _presence: computed once for words_together and
+    the hit's citation."""
+    lines = text.split("\n")
+    return (lines, citelines.units(lines), *_presence(lines, query))
 
 
 class _Matcher:
@@ -432,6 +464,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     deep: list[tuple[int, float]] = []
     vec: list[tuple[int, float]] = []
     filtered = bool(since or until or path_glob or exclude)
+    apart: dict[int, float] = {}  # keyword recall: hits whose matched words stand apart (words_together)
+    fetched: dict[int, tuple] = {}  # chunk rows read on the way (words_together, adaptive fusion)
     vector_search = None
     if mode in ("vector", "hybrid"):  # begun first: a vec0 scan runs in threads during the keyword search
         vector_search = store.start_search(query_vector, n * 8 if filtered else n)
@@ -444,6 +478,10 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             deep = search_bm25(conn, query, k=depth, since=since, until=until, path_glob=path_glob, exclude=exclude,
                                watcher=watcher)
             bm25 = deep[:n]
+            if mode == "bm25" and len(bm25) > 1 and TOGETHER:  # the first k: where it decides what is cited first
+                fetched = _rows(conn, [cid for cid, _ in bm25[:k]])
+                top, apart = words_together(bm25[:k], {cid: row[6] for cid, row in fetched.items()}, query)
+                bm25 = sorted(top + bm25[k:], key=_best_first)
     if vector_search is not None:
         raw = vector_search()
         if filtered:
@@ -452,7 +490,6 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
-    fetched: dict[int, tuple] = {}
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
@@ -464,7 +501,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
             from zmem.query import fusion as adaptive
             # every candidate with a keyword score: its coverage of the query is its text score (the rows of all
             # the candidates are read once here: the hits' snippets need them too)
-            fetched = _rows(conn, {cid for cid, _ in bm25} | {cid for cid, _ in vec})
+            fetched.update(_rows(conn, ({cid for cid, _ in bm25} | {cid for cid, _ in vec}) - fetched.keys()))
             texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
             ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
                                                         vector_weight=vector_weight, query_vector=query_vector,
@@ -493,6 +530,9 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if why and weights is not None:  # adaptive fusion: the weights this query got
         for cid, w in why.items():
             w.update(weights.explain(cid))
+    for cid, share in apart.items():
+        if cid in why:  # its score is BM25's times 1 - TOGETHER + TOGETHER x this
+            why[cid]["words_together"] = _r(share)
     if why and about is not None:
         for cid, w in why.items():
             w["entity"] = _r(about.get(cid))
@@ -674,17 +714,18 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
     score_of = dict(ranked[:depth])
     for cid, score in ranked[:depth]:
         _, path, start, end, heading, day, text = rows[cid]
-        lines = lines_of[cid] = text.split("\n")
+        lines, spans_of, present, idf = _chunk_presence(text, query)
+        lines_of[cid] = lines
         spans = None
         if len(lines) > 1:
-            keyword = weights = _line_weights(lines, query)
+            keyword = weights = [sum(w for w, hit in zip(idf, row) if hit) for row in present]
             extra = bonus.get(cid)
             if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
                 keyword = weights = [0.0] * len(lines)
             if extra:
                 weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
             spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars,
-                                          keyword)
+                                          keyword, spans_of)
         if spans is None:
             # citelines found no unit to cite (none matches, or the best is longer than a snippet)
             plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
