@@ -1,21 +1,24 @@
 """Fit and trace the "nothing matches" floor (zmem/query/floor.py) from bench/eval.py's per-question features.
 
-    python bench/eval.py --model-path M --half tuning --features --set floor.MIN_ANSWER=0 \\
-        --set fusion.COSINE_FLOOR=0 --json /tmp/tune.json          # every list as if there were no floor
-    python bench/fit_floor.py fit /tmp/tune.json                      # coefficients for floor.py
-    python bench/fit_floor.py curve /tmp/heldout.json [--at 0.3]     # the trade-off at these coefficients
+    python bench/eval.py --model-path M --half tuning --modes hybrid --features --set floor.MIN_ANSWER=0 \\
+        --json /tmp/tune.json                                        # every list as if there were no floor
+    python bench/fit_floor.py fit /tmp/tune.json                     # coefficients for floor.py
+    python bench/eval.py --model-path M --features --set floor.MIN_ANSWER=0 --json /tmp/heldout.json
+    python bench/fit_floor.py curve /tmp/heldout.json [--at 0.04,0.06]   # the trade-off at floor.py's coefficients
 
 A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
 (Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
-lists in its first five" against "no note answers it" (the noanswer set), on the JSON given (the tuning
-halves). curve: for thresholds on the probability, the no-answer FP@5 and per set and category the R@5,
-hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and vector alone.
+lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSON
+given (the tuning halves). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
+set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
+vector alone when the JSON has them.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -57,11 +60,10 @@ def fit(rs: list[dict], names: list[str], l2: float = 1.0):
 
 
 def probability(r: dict) -> float | None:
+    """floor.py's probability for a question's signals (None: hybrid listed nothing to read them from)."""
     if not r["signals"]:
         return None
-    z = floor.INTERCEPT + sum(c * r["signals"][n] for n, c in floor.COEFFICIENTS.items())
-    import math
-    return 1 / (1 + math.exp(-z))
+    return floor.answer_probability(floor.Signals(**{f.name: r["signals"][f.name] for f in fields(floor.Signals)}))
 
 
 def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
@@ -97,9 +99,10 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
                     total += 0.0 if (gone and floor_on) else m[metric]
                 return total / len(gold)
             emptied = sum(kept(r, "hybrid")[1] for r in gold)
+            alone = [" / ".join(f"{avg(m, x, False):.2f}" for x in ("r5", "hit1")) if all(m in r["modes"] for r in gold)
+                     else "–" for m in ("bm25", "vector")]
             lines.append(f"| {s} | {cat} | {len(gold)} | " + " / ".join(f"{avg('hybrid', x, True):.2f}" for x in ("r5", "hit1", "br10"))
-                         + f" | {emptied} | " + " / ".join(f"{avg('bm25', x, False):.2f}" for x in ("r5", "hit1"))
-                         + " | " + " / ".join(f"{avg('vector', x, False):.2f}" for x in ("r5", "hit1")) + " |")
+                         + f" | {emptied} | " + " | ".join(alone) + " |")
     return lines
 
 
