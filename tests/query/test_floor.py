@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from helpers.workspace import recall_json
+from helpers.workspace import recall_json, run
 from zmem.query import floor
 
 # (the concept vectors hash every word, function words too: a question sharing `the` and `on` with a note is near
@@ -43,6 +43,8 @@ def test_a_reworded_question_keeps_its_answer(fusion_ws, monkeypatch):
     assert why["answer_probability"] >= floor.MIN_ANSWER
     assert set(why["floor_signals"]) == set(floor.COEFFICIENTS)
     assert why["answer_probability"] > max(_probability(fusion_ws, q, monkeypatch) for q in NOTHING)
+    text = run(["-C", str(fusion_ws), "recall", REWORDED, "--mode", "hybrid", "--explain"]).stdout
+    assert f"answer probability {why['answer_probability']}" in text
 
 
 def test_a_keyword_answer_is_never_emptied_whatever_the_cosines(fusion_ws, monkeypatch):
