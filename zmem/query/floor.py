@@ -24,7 +24,7 @@ COEFFICIENTS = {"best_cosine": 11.164, "outlier": 0.464, "lead": 6.922, "evidenc
 # than 0.02 R@5 or hit@1 or fell below the better of bm25 and vector alone minus 0.02, but on the held-out halves
 # it emptied 2 of 20 hand-written English paraphrases (R@5 0.60 -> 0.50, vector alone 0.55); at 0.04 nothing
 # answerable is emptied there (chosen after seeing that: docs/fusion.md). No-answer FP@5, held-out: 0.64 (0.67
-# with the rule it replaces). The 10 % target would empty a third of the reworded questions with this model.
+# with the rule it replaces). At the 10 % target English paraphrases would lose half their R@5 (tuning halves).
 MIN_ANSWER = 0.04
 # when the outlier score cannot be measured (under 30 windows, no numpy and no sqlite-vec): about the median of
 # the answered questions' (LoCoMo 3.0-3.4, templated 5.9)

@@ -18,8 +18,12 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
+
+if TYPE_CHECKING:
+    from zmem.query.floor import Signals
 
 WEAK = 0.5     # keyword evidence below this: the keyword list matched incidental words only
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
@@ -82,7 +86,7 @@ class Weights:
     lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
     cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
     outlier: float | None = None  # the best cosine in standard deviations above the query's null (null_stats)
-    floor: object = None  # floor.Signals of a hybrid query with a vector (recall of chunks)
+    floor: Signals | None = None  # what the "nothing matches" floor reads (hybrid recall of chunks with a vector)
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
