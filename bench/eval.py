@@ -5,7 +5,7 @@ benchmark, not a test).
     python bench/eval.py --model-path /tmp/minilm.onnx --half tuning   # the halves to tune on
     python bench/eval.py ... --sets templated,noanswer --json /tmp/eval.json --code /work/main   # another checkout
 
-Sets (`--sets`, all by default; five, made four different ways):
+Sets (`--sets`, all by default; six, made four different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
   categories, with adversarial reported for its false-positive rate too.
 - paraphrase: bench/paraphrase (hand-written pairs whose answer shares no content word, and exact tokens;
@@ -16,6 +16,8 @@ Sets (`--sets`, all by default; five, made four different ways):
   synonym pairs), over its notes and 300 generated daily logs.
 - noanswer: bench/evalsets/noanswer.txt, questions about things no note mentions, asked of the paraphrase
   and the templated workspaces (EN/PT/ES/ZH).
+- noanswer-tpl: questions no note answers made the templated way (templated.generate_noanswer: the reworded
+  questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES).
 
 Every set is split by a hash of "set:question id" (sha1, first byte even: tuning, odd: held-out), the same
 split on every run. Workspaces, indexes and vectors are built once under --cache and reused; query vectors
@@ -96,13 +98,14 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
                        "workspace": root / q["workspace"], "gold": [(e["path"], e["line"]) for e in q["evidence"]],
                        "adversarial": q["category_name"] == "adversarial"})
     para_ws = cache / "paraphrase"
-    if ("paraphrase" in names or "noanswer" in names) and not para_ws.exists():
+    asked_of_both = "noanswer" in names or "noanswer-tpl" in names
+    if ("paraphrase" in names or asked_of_both) and not para_ws.exists():
         with_distractors(para_ws, copy_from=HERE / "paraphrase" / "workspace")
     tpl_ws = cache / "templated"
     sys.path.insert(0, str(HERE))
     from evalsets.templated import generate
     files, tpl = generate()
-    if ("templated" in names or "noanswer" in names) and not tpl_ws.exists():
+    if ("templated" in names or asked_of_both) and not tpl_ws.exists():
         with_distractors(tpl_ws, files=files)
     if "paraphrase" in names:
         sys.path.insert(0, str(HERE / "paraphrase"))
@@ -133,6 +136,12 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
             for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws)):
                 qs.append({"set": "noanswer", "id": f"na{n:03d}", "category": f"{where}/{lang}", "question": question,
                            "workspace": ws, "gold": []})
+    if "noanswer-tpl" in names:
+        from evalsets.templated import generate_noanswer
+        for q in generate_noanswer():
+            for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws)):
+                qs.append({"set": "noanswer-tpl", "id": q["id"], "category": f"{where}/{q['lang']}",
+                           "question": q["question"], "workspace": ws, "gold": []})
     return qs
 
 
@@ -236,7 +245,7 @@ def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
         for m in modes:
             got = [results[key][m] for key in keys]
             with_gold = [g for g in got if "r5" in g]
-            fp_rows = [g for g, key in zip(got, keys) if s == "noanswer" or cat == "adversarial"]
+            fp_rows = [g for g, key in zip(got, keys) if s.startswith("noanswer") or cat == "adversarial"]
             parts = []
             if with_gold:
                 parts += [f"{sum(g[x] for g in with_gold) / len(with_gold):.2f}" for x in ("r5", "hit1", "br10")]
@@ -252,7 +261,7 @@ def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-path", help="the onnx model directory (zmem model import ... --format onnx)")
-    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,noanswer")
+    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,noanswer,noanswer-tpl")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")

@@ -185,3 +185,56 @@ def generate_ml(seed: int = 26) -> tuple[dict[str, str], list[dict]]:
                               "path": path, "line": len(lines), "lang": lang})
         files[path] = "\n".join(lines) + "\n"
     return files, questions
+
+
+# Questions no note answers, made by the same method (set "noanswer-tpl" of bench/eval.py): the question templates
+# above with slot words no note of the templated or paraphrase workspace holds (checked against their indexes when
+# written: none is in any chunk, but for incidental stems: `rowing` matches `rows`, `casa` two notes), so a question has the shape and the incidental words (keep, night,
+# allergic, morning, travelling) of the answerable ones but asks about a relative, a thing or a place no note names.
+ABSENT = {
+    "rel": ["godfather", "stepdaughter", "great-aunt", "flatmate", "goddaughter", "father-in-law"],
+    "veh": ["canoe", "tractor", "caravan", "kayak", "snowmobile", "rickshaw"],
+    "animal": ["tortoise", "ferret", "goldfish", "iguana", "alpaca", "gecko"],
+    "food": ["kiwis", "sesame", "mustard", "celery", "lupins", "radishes"],
+    "device": ["drone", "e-reader", "smartwatch", "metronome", "walkie-talkie"],
+    "instrument": ["harp", "bagpipes", "accordion", "ukulele", "banjo", "oboe"],
+    "sport": ["fencing bout", "rowing regatta", "archery contest", "darts league", "judo grading"],
+    "city": ["Reykjavik", "Ulaanbaatar", "Kathmandu", "Hobart", "Tbilisi", "Montevideo"],
+}
+ABSENT_EN = [("Where does my {rel} keep the {veh} at night?", ("rel", "veh")),
+             ("What medication does my {rel}'s {animal} need in the morning?", ("rel", "animal")),
+             ("Is my {rel} allergic to {food}?", ("rel", "food")),
+             ("When does my {rel} get a new power cell for the {device}?", ("rel", "device")),
+             ("Which {instrument} is my {rel} practising?", ("rel", "instrument")),
+             ("How did my {rel} do in the {sport}?", ("rel", "sport")),
+             ("When is my {rel} travelling to {city}?", ("rel", "city"))]
+ABSENT_ML = {
+    "pt": ([("o meu padrinho", "a minha enteada", "o meu colega de casa", "a minha afilhada"),
+            ("a canoa", "o trator", "a caravana", "o caiaque")],
+           [("aipo", "sésamo", "mostarda", "rabanetes")],
+           "Onde é que {rel} guarda {veh} à noite?", "Será que {rel} é alérgico a {food}?"),
+    "es": ([("mi padrino", "mi hijastra", "mi compañero de piso", "mi ahijada"),
+            ("la canoa", "el tractor", "la caravana", "el kayak")],
+           [("apio", "sésamo", "mostaza", "rábanos")],
+           "¿Dónde guarda {rel} {veh} por la noche?", "¿Es {rel} alérgico a {food}?"),
+}
+
+
+def generate_noanswer(seed: int = 27) -> list[dict]:
+    """Questions as {id, category, question, lang} (categories en, pt, es): 6 per English template, 4 per
+    Portuguese or Spanish one, each (relative, thing) pair drawn once."""
+    r = random.Random(seed)
+    out: list[dict] = []
+    for question, slots in ABSENT_EN:
+        combos = list(itertools.product(*[range(len(ABSENT[s])) for s in slots]))
+        r.shuffle(combos)
+        for c in combos[:6]:
+            out.append({"question": question.format(**{s: ABSENT[s][v] for s, v in zip(slots, c)}), "lang": "en"})
+    for lang, ((rels, vehs), (foods,), keep, allergic) in ABSENT_ML.items():
+        pairs = list(itertools.product(range(4), range(4)))
+        r.shuffle(pairs)
+        out += [{"question": keep.format(rel=rels[a], veh=vehs[b]), "lang": lang} for a, b in pairs[:4]]
+        out += [{"question": allergic.format(rel=rels[a], food=foods[b]), "lang": lang} for a, b in pairs[4:8]]
+    for i, q in enumerate(out, 1):
+        q.update(id=f"nt{i:03d}", category=q["lang"])
+    return out

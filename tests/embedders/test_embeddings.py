@@ -75,7 +75,8 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     top = hybrid["results"][0]
     assert top["path"] == "bank/world.md"
     assert set(top["explain"]) - {"ranked_first"} == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity",
-                                                      "fused", "text_weight", "vector_weight", "keyword_evidence"}
+                                                      "fused", "text_weight", "vector_weight", "keyword_evidence",
+                                                      "answer_probability", "floor_signals"}
     # no keyword holds it: the vectors decide, by the fused order or their clear lead (in standard deviations
     # of the candidates' cosines, which the loopback server's few hashed vectors may not show)
     assert top["explain"].get("ranked_first") in (None, "vector_lead")

@@ -1,5 +1,5 @@
-"""Fusion by coverage and the floor: a keyword hit scores what it holds of the question, not where it
-stands in its own list, and a question no note answers gets an empty list in hybrid recall.
+"""Fusion by coverage: a keyword hit scores what it holds of the question, not where it stands in its own
+list (the floor that empties the list of a question no note answers: test_floor.py).
 Real indexes, embedded through the loopback server's deterministic concept vectors
 (helpers.embed_server: `computer`, `box` and `hosts` share a concept, `relay` and `proxy` another)."""
 from __future__ import annotations
@@ -46,18 +46,6 @@ def test_a_reworded_question_ranks_the_note_the_vectors_found_first(fusion_ws):
     # the notes holding `computer` are below it, each scored by the share of the question it covers
     below = [h["explain"] for h in out["results"][1:]]
     assert below and all(0 < w["keyword_coverage"] < 0.5 for w in below if w.get("bm25_rank"))
-
-
-def test_a_question_no_note_answers_gets_an_empty_list_in_hybrid(fusion_ws, monkeypatch):
-    query = "sourdough starter"  # no note says anything of the kind (nor do its concept vectors)
-    assert recall_json(fusion_ws, query, "--mode", "bm25")["results"] == []
-    assert recall_json(fusion_ws, query, "--mode", "hybrid")["results"] == []
-    # it is the floor that says nothing: without it the vectors' nearest notes are listed
-    from zmem.memory import Memory
-    with Memory.open(fusion_ws) as mem:
-        assert mem.recall(query, mode="hybrid").results == []
-        monkeypatch.setattr(fusion, "COSINE_FLOOR", 0.0)
-        assert mem.recall(query, mode="hybrid").results != []
 
 
 def test_an_exact_token_still_ranks_its_note_first_above_the_floor(fusion_ws):

@@ -18,6 +18,7 @@ def hit_lines(h) -> list[tuple[str, ...]]:
                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
                       + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
                          f"{e['keyword_evidence']})" if "text_weight" in e else "")
+                      + (f" · answer probability {e['answer_probability']}" if "answer_probability" in e else "")
                       + (f" · covers {e['keyword_coverage']} of the query" if "keyword_coverage" in e else "")
                       + (f" · {e['words_together']} of its words together" if "words_together" in e else "")
                       + (f" · rerank {e['rerank']}" if "rerank" in e else "")

@@ -18,8 +18,12 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from zmem.store.fts import build_match, fold, match_keys, query_grams, query_terms, word_start
+
+if TYPE_CHECKING:
+    from zmem.query.floor import Signals
 
 WEAK = 0.5     # keyword evidence below this: the keyword list matched incidental words only
 STRONG = 0.9   # at or above this: a candidate holds (nearly) all the query's rare words
@@ -49,13 +53,12 @@ VECTOR_SPREAD = 0.026
 # holds one incidental word of the question scores that match ~its coverage (0.2), not 1.0 (docs/fusion.md)
 RANK_SHARE = 0.0
 COVER_POWER = 0.5  # the text score grows with coverage ** this
-# "nothing matches": a question whose keyword evidence is below EVIDENCE_FLOOR (no candidate holds more than
-# incidental words of it) and whose closest vector candidate's cosine is below COSINE_FLOOR gets an empty list
-# in hybrid recall, as keyword recall does when no word matches. all-MiniLM-L6-v2, tuning halves of
-# bench/eval.py: the no-answer questions' best cosine has a median of 0.37, reworded questions' answers 0.47,
-# and the two overlap widely, so this floor is set where it costs the reworded questions at most ~0.02 R@5
-# (docs/fusion.md). A cosine is the model's own scale: a model whose cosines crowd high (multilingual-e5:
-# ~0.8 for anything) never falls under it, which leaves recall as it was.
+# "nothing matches" in hybrid recall of chunks is zmem/query/floor.py's calibrated decision. Where it is not measured
+# (facts, as-of recall: no query vector reaches fuse_by_evidence) this rule stands: a question whose keyword evidence
+# is below EVIDENCE_FLOOR (no candidate holds more than incidental words of it) and whose closest vector candidate's
+# cosine is below COSINE_FLOOR gets an empty list, as keyword recall does when no word matches (all-MiniLM-L6-v2:
+# where it cost reworded questions at most ~0.02 R@5; docs/fusion.md). Session messages below EVIDENCE_FLOOR are no
+# answer either (sessions.merge_scored).
 EVIDENCE_FLOOR = 0.2
 COSINE_FLOOR = 0.3
 # How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
@@ -83,6 +86,7 @@ class Weights:
     lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
     cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
     outlier: float | None = None  # the best cosine in standard deviations above the query's null (null_stats)
+    floor: Signals | None = None  # what the "nothing matches" floor reads (hybrid recall of chunks with a vector)
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -97,6 +101,10 @@ class Weights:
                "keyword_evidence": round(self.evidence, 3)}
         if self.outlier is not None:
             out["vector_outlier"] = round(self.outlier, 2)
+        if self.floor is not None:
+            from zmem.query import floor
+            out["answer_probability"] = round(floor.answer_probability(self.floor), 3)
+            out["floor_signals"] = {k: round(v, 4) for k, v in self.floor.features().items()}
         if cid is not None and cid in self.cover:
             out["keyword_coverage"] = round(self.cover[cid], 3)
         if cid is not None and (cid in self.exact or cid == self.lead):
@@ -246,15 +254,25 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
         outlier = null_stats(conn, query_vector, max(sim for _, sim in vec), store)
     weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier)
     ranked = adaptive_fuse(bm25, vec, weights)
+    if query_vector is not None and vec:
+        from zmem.query import floor
+        weights.floor = floor.signals(weights.evidence, vec, outlier)
     if nothing_matches(weights, vec):
         ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
     return ranked, weights
 
 
 def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
-    """Whether no candidate answers the query: its keyword evidence is incidental (below EVIDENCE_FLOOR) and
-    no vector candidate comes within COSINE_FLOOR of it."""
-    if weights.evidence >= EVIDENCE_FLOOR or weights.exact:
+    """Whether no candidate answers the query: none holds a rare identifier of it or WEAK of its rarity (what
+    keyword recall would list as an answer, whatever a model's cosines say), and the calibrated floor says so
+    (floor.nothing_answers) when its signals were measured; else (facts, as-of recall) its keyword evidence is
+    incidental (below EVIDENCE_FLOOR) and no vector candidate comes within COSINE_FLOOR of it."""
+    if weights.exact or weights.evidence >= WEAK:
+        return False
+    if weights.floor is not None:
+        from zmem.query import floor
+        return floor.nothing_answers(weights.floor)
+    if weights.evidence >= EVIDENCE_FLOOR:
         return False
     return max((sim for _, sim in vec), default=0.0) < COSINE_FLOOR
 

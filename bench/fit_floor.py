@@ -1,0 +1,129 @@
+"""Fit and trace the "nothing matches" floor (zmem/query/floor.py) from bench/eval.py's per-question features.
+
+    python bench/eval.py --model-path M --half tuning --modes hybrid --features --set floor.MIN_ANSWER=0 \\
+        --json /tmp/tune.json                                        # every list as if there were no floor
+    python bench/fit_floor.py fit /tmp/tune.json                     # coefficients for floor.py
+    python bench/eval.py --model-path M --features --set floor.MIN_ANSWER=0 --json /tmp/heldout.json
+    python bench/fit_floor.py curve /tmp/heldout.json [--at 0.04,0.06]   # the trade-off at floor.py's coefficients
+
+A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
+(Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
+lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSON
+given (the tuning halves). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
+set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
+vector alone when the JSON has them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from zmem.query import floor  # noqa: E402
+
+
+def rows(path: Path) -> list[dict]:
+    out = []
+    for key, modes in json.loads(path.read_text()).items():
+        set_name, qid, category = key.split(" ", 2)
+        h = modes.get("hybrid", {})
+        sig = (h.get("explain") or [{}])[0].get("floor_signals")
+        out.append({"set": set_name, "id": qid, "category": category, "modes": modes, "signals": sig,
+                    "noanswer": set_name.startswith("noanswer"), "adversarial": category == "adversarial"})
+    return out
+
+
+def matrix(rs: list[dict], names: list[str]):
+    import numpy as np
+    return np.array([[r["signals"][n] for n in names] for r in rs], dtype=float)
+
+
+def fit(rs: list[dict], names: list[str], l2: float = 1.0):
+    import numpy as np
+    use = [r for r in rs if r["signals"] and not r["adversarial"] and (r["noanswer"] or r["modes"]["hybrid"].get("r5", 0) > 0)]
+    x = matrix(use, names)
+    y = np.array([0.0 if r["noanswer"] else 1.0 for r in use])
+    mean, std = x.mean(0), x.std(0) + 1e-9
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
+    w = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))  # the two classes weigh the same
+    beta = np.zeros(z.shape[1])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-z @ beta))
+        grad = z.T @ (w * (p - y)) + l2 * np.r_[0, beta[1:]]
+        hess = (z * (w * p * (1 - p))[:, None]).T @ z + l2 * np.diag(np.r_[0, np.ones(len(names))])
+        beta -= np.linalg.solve(hess, grad)
+    coef = beta[1:] / std
+    return float(beta[0] - (coef * mean).sum()), dict(zip(names, coef.tolist())), len(use), int(y.sum())
+
+
+def probability(r: dict) -> float | None:
+    """floor.py's probability for a question's signals (None: hybrid listed nothing to read them from)."""
+    if not r["signals"]:
+        return None
+    return floor.answer_probability(floor.Signals(**{f.name: r["signals"][f.name] for f in fields(floor.Signals)}))
+
+
+def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
+    lines = []
+    groups: dict = {}
+    for r in rs:
+        groups.setdefault((r["set"], r["category"]), []).append(r)
+        groups.setdefault((r["set"], "all"), []).append(r)
+    for t in thresholds:
+        def kept(r, mode):
+            m = r["modes"][mode]
+            p = probability(r)
+            gone = mode == "hybrid" and p is not None and p < t
+            return m, gone
+        fps = []
+        for name in sorted({r["set"] for r in rs if r["noanswer"]}):
+            na = [r for r in rs if r["set"] == name]
+            fp = sum(not kept(r, "hybrid")[1] and r["modes"]["hybrid"]["n_hits5"] > 0 for r in na) / len(na)
+            fps.append(f"{name} {fp:.2f} (n={len(na)})")
+        lines.append(f"## threshold {t:.2f}: FP@5 " + ", ".join(fps))
+        lines.append("| set | category | n | hybrid R@5 / hit@1 / bR@10 | emptied | bm25 R@5 / hit@1 | vector R@5 / hit@1 |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for (s, cat), grp in sorted(groups.items()):
+            if s.startswith("noanswer"):
+                continue
+            gold = [r for r in grp if "r5" in r["modes"]["hybrid"]]
+            if not gold:
+                continue
+            def avg(mode, metric, floor_on):
+                total = 0.0
+                for r in gold:
+                    m, gone = kept(r, mode)
+                    total += 0.0 if (gone and floor_on) else m[metric]
+                return total / len(gold)
+            emptied = sum(kept(r, "hybrid")[1] for r in gold)
+            alone = [" / ".join(f"{avg(m, x, False):.2f}" for x in ("r5", "hit1")) if all(m in r["modes"] for r in gold)
+                     else "–" for m in ("bm25", "vector")]
+            lines.append(f"| {s} | {cat} | {len(gold)} | " + " / ".join(f"{avg('hybrid', x, True):.2f}" for x in ("r5", "hit1", "br10"))
+                         + f" | {emptied} | " + " | ".join(alone) + " |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["fit", "curve"])
+    ap.add_argument("json", type=Path)
+    ap.add_argument("--features", default=",".join(floor.COEFFICIENTS) or "best_cosine,outlier,lead,evidence,keyword_cosine,known,agree,terms")
+    ap.add_argument("--at", default="", help="thresholds (comma-separated), default floor.MIN_ANSWER and either side")
+    ap.add_argument("--l2", type=float, default=1.0)
+    args = ap.parse_args()
+    rs = rows(args.json)
+    if args.what == "fit":
+        intercept, coef, n, pos = fit(rs, args.features.split(","), args.l2)
+        print(f"# {n} questions, {pos} answered in the first five, {n - pos} without an answer")
+        print(f"INTERCEPT = {intercept:.3f}")
+        print("COEFFICIENTS = {" + ", ".join(f'"{k}": {v:.3f}' for k, v in coef.items()) + "}")
+        return
+    at = [float(x) for x in args.at.split(",")] if args.at else [floor.MIN_ANSWER - 0.1, floor.MIN_ANSWER, floor.MIN_ANSWER + 0.1]
+    print("\n".join(curve(rs, at)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The calibrated "nothing matches" floor of hybrid recall (zmem/query/floor.py) on a real small index: a
+question no note is about gets an empty list (also over MCP: an empty results list means nothing matched),
+a reworded one whose answer shares no word with it keeps its answer. Vectors from the loopback server's
+deterministic concept embeddings (helpers.embed_server: `computer`, `box` and `hosts` share a concept,
+`relay` and `proxy` another), through the same provider path as any OpenAI-compatible server."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from helpers.workspace import recall_json, run
+from zmem.query import floor
+
+# (the concept vectors hash every word, function words too: a question sharing `the` and `on` with a note is near
+# it, so these share none that matter with any note)
+NOTHING = ["sourdough starter recipe", "Which volcano erupted during our skiing holiday?",
+           "How many bees were in the second beehive after winter?"]
+REWORDED = "Which computer hosts the proxy?"  # the note: "The relay daemon runs on the old box."
+
+
+def _probability(ws, query: str, monkeypatch) -> float:
+    """The answer probability the floor computed for a query (read from --explain with the floor off)."""
+    from zmem.memory import Memory
+    with monkeypatch.context() as m, Memory.open(ws) as mem:
+        m.setattr(floor, "MIN_ANSWER", 0.0)
+        hits = mem.recall(query, mode="hybrid", explain=True).results
+    assert hits, "with the floor off the vectors' nearest notes are listed"
+    return hits[0].explain["answer_probability"]
+
+
+@pytest.mark.parametrize("query", NOTHING)
+def test_a_question_no_note_is_about_gets_an_empty_list_in_hybrid(fusion_ws, monkeypatch, query):
+    assert recall_json(fusion_ws, query, "--mode", "hybrid")["results"] == []
+    # it is the floor that says nothing: its probability is under MIN_ANSWER
+    assert _probability(fusion_ws, query, monkeypatch) < floor.MIN_ANSWER
+
+
+def test_a_reworded_question_keeps_its_answer(fusion_ws, monkeypatch):
+    out = recall_json(fusion_ws, REWORDED, "--mode", "hybrid", "--explain")
+    assert out["results"][0]["path"] == "bank/setup.md"
+    why = out["results"][0]["explain"]
+    assert why["answer_probability"] >= floor.MIN_ANSWER
+    assert set(why["floor_signals"]) == set(floor.COEFFICIENTS)
+    assert why["answer_probability"] > max(_probability(fusion_ws, q, monkeypatch) for q in NOTHING)
+    text = run(["-C", str(fusion_ws), "recall", REWORDED, "--mode", "hybrid", "--explain"]).stdout
+    assert f"answer probability {why['answer_probability']}" in text
+
+
+def test_a_keyword_answer_is_never_emptied_whatever_the_cosines(fusion_ws, monkeypatch):
+    # a model whose cosines run low must not take away what keyword recall lists: half the query's rarity held
+    monkeypatch.setattr(floor, "MIN_ANSWER", 1.0)
+    out = recall_json(fusion_ws, "relay daemon", "--mode", "hybrid", "--explain")
+    assert out["results"][0]["path"] == "bank/setup.md"
+
+
+def test_mcp_memory_search_says_nothing_with_an_empty_list(fusion_ws):
+    pytest.importorskip("mcp")
+    import json
+    from zmem.mcp.server import build_server
+    server = build_server(str(fusion_ws))
+    try:
+        def search(query):
+            res = asyncio.run(server.call_tool("memory_search", {"query": query, "mode": "hybrid"}))
+            assert not res.is_error, res.content[0].text
+            return json.loads(res.content[0].text)
+        assert search(NOTHING[0])["results"] == []
+        assert search(REWORDED)["results"][0]["path"] == "bank/setup.md"
+    finally:
+        server.memory.close()

