@@ -53,8 +53,8 @@ memory as it stood at a past date or commit."""
 # characters). Result shapes and details are in docs/agent-hooks.md.
 SEARCH_DOC = """\
 Search the user's long-term memory before answering about prior work, decisions, dates, people, \
-preferences or todos. Each result cites path#Lx-Ly (file, 1-based lines): cite it when you use its \
-snippet; memory_get reads exactly those lines."""
+preferences or todos. Each result cites path#Lx-Ly (1-based lines): cite it when you use its \
+snippet; memory_get reads exactly those lines. No results: nothing matched, say so."""
 
 GET_DOC = """\
 Read exactly the lines a citation path#Lx-Ly (or path@commit#Lx-Ly) names; from and lines \
@@ -73,8 +73,7 @@ When age or origin matters: who wrote each line of a citation path#Lx-Ly, when, 
 and the log lines a reflected page came from."""
 
 AS_OF_DOC = """\
-Search memory as it stood at a past date or commit (what it said then); citations read \
-path@commit#Lx-Ly."""
+Search memory as it stood at a past date or commit; citations read path@commit#Lx-Ly."""
 
 CONTEXT_DOC = """\
 Call once as a session starts: recent logs, MEMORY.md and Retain facts within a budget, each \
