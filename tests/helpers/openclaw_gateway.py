@@ -66,9 +66,10 @@ class Gateway:
         cfg["gateway"] = {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "token", "token": self.token}}
         cfg.setdefault("update", {"checkOnStart": False})
         cfg["logging"] = {"file": str(self.dir / "openclaw.log")}
-        plugin_dir, plugin_id = plugin
-        cfg["plugins"] = {"load": {"paths": [str(plugin_dir)]}, "slots": {"memory": plugin_id},
-                          "entries": {plugin_id: {"enabled": True, "config": plugin_config}}}
+        plugin_dir, plugin_id = plugin  # (config's own plugins keys, e.g. other entries, are kept)
+        plugins = dict(cfg.get("plugins") or {})
+        cfg["plugins"] = {**plugins, "load": {"paths": [str(plugin_dir)]}, "slots": {"memory": plugin_id},
+                          "entries": {**plugins.get("entries", {}), plugin_id: {"enabled": True, "config": plugin_config}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
         # the gateway and the zmem it starts see no user config, cache or models of this machine's user
         self.env = {k: v for k, v in os.environ.items()

@@ -226,10 +226,10 @@ class _Server(MCPServer):
         except ValidationError as e:
             return _error(_invalid_arguments(name, e, schema))
         if record is not None:
-            record.update(tool=name, start=time.time() * 1000)
+            record.update(tool=name, start=time.monotonic() * 1000)
         result = fn(**kwargs)  # _tool_errors: a failure is a tool error, never an exception
         if record is not None:
-            record["end"] = time.time() * 1000
+            record["end"] = time.monotonic() * 1000
         return result
 
     def handle(self, method: str, params, record: dict | None = None) -> dict:

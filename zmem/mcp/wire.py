@@ -14,10 +14,12 @@ null when it has none (or when the id is not a string or an integer, which MCP r
 Notifications and responses from the client get no answer.
 
 ZMEM_TRACE=<file>: one JSON line per request with when it was read, when its tool started and
-ended, and when its answer was written (epoch milliseconds), for bench/bench_openclaw.py."""
+ended, and when its answer was written (milliseconds of CLOCK_MONOTONIC, which every process of the
+machine reads alike), for bench/bench_openclaw.py."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 
@@ -108,11 +110,11 @@ def serve(inp, out, handle, trace: str | None = None) -> None:
     log = open(trace, "a", buffering=1, encoding="utf-8") if trace else None
     try:
         for raw in inp:
-            read = time.time() * 1000 if log else 0.0
+            read = time.monotonic() * 1000 if log else 0.0
             kind, *rest = read_message(lenient(raw.decode("utf-8", "replace")))
             if kind == "ignore":
                 continue
-            record = {"read": read} if log else None
+            record = {"src": "mcp", "pid": os.getpid(), "read": read} if log else None
             if kind == "error":
                 rid, code, text = rest
                 answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": text}}
@@ -130,7 +132,7 @@ def serve(inp, out, handle, trace: str | None = None) -> None:
             out.write(_encode(answer))
             out.flush()
             if log:
-                record["written"] = time.time() * 1000
+                record["written"] = time.monotonic() * 1000
                 log.write(json.dumps(record) + "\n")
     finally:
         if log:
