@@ -18,7 +18,7 @@ docs/openclaw.md#latency).
 Overheads: the gateway's warm median minus the in-process median (raw), and minus the no-op
 gateway's median for the same tool (above the gateway's floor). Where the time of a warm call goes
 comes from ZMEM_TRACE (the plugin and zmem mcp note when a call entered, was sent, read, run,
-written, answered and left; this process notes when it sent the request and had the answer): the
+ready to write, answered and left; this process notes when it sent the request and had the answer): the
 medians of each step, which need not add up to the median of the whole. Machine load (1-minute
 average) is printed before and after: the machines are shared, so read medians and differences,
 not single numbers. Needs the cache of .ci/install_openclaw.sh (ZMEM_OPENCLAW_CACHE, default
@@ -50,8 +50,8 @@ STEPS = [("gateway, request in: HTTP, auth, session, tool set, policy, hooks", "
          ("pipe to zmem mcp (until it has read the line)", "sent", "read"),
          ("zmem mcp, before the tool: parse, validate", "read", "start"),
          ("the tool in zmem mcp (freshness check, recall or get, result)", "start", "end"),
-         ("zmem mcp, after the tool: answer JSON, write", "end", "written"),
-         ("pipe back and JSON.parse in the plugin", "written", "answered"),
+         ("zmem mcp, after the tool: answer JSON", "end", "reply"),
+         ("write, pipe back and JSON.parse in the plugin", "reply", "answered"),
          ("plugin, after the answer: OpenClaw's shape, result JSON", "answered", "exit"),
          ("gateway, answer out", "exit", "recv")]
 REQUEST = ("the plugin's request to zmem mcp, in all (sent -> answer parsed)", "sent", "answered")
@@ -85,8 +85,8 @@ def steps(calls: list[tuple[float, float]], trace: Path, tool: str) -> dict:
     out: dict[str, list[float]] = {label: [] for label, _, _ in STEPS + [REQUEST]}
     for send, recv in calls:
         rec = next((r for r in plugin if send <= r["enter"] <= recv), None)
-        if rec is None or len(rec["calls"]) != 1:
-            continue
+        if rec is None or [c["method"] for c in rec["calls"]] != ["tools/call"]:
+            continue  # (a call that also waited for zmem mcp to start)
         call = rec["calls"][0]
         t = {"send": send, "recv": recv, "enter": rec["enter"], "exit": rec["exit"], "sent": call["sent"],
              "answered": call["answered"], **served.get((call["pid"], call["id"]), {})}

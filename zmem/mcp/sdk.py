@@ -109,6 +109,8 @@ def run_stdio(handle, trace: str | None = None) -> None:
     try:
         with os.fdopen(wire_in, "rb", closefd=False) as inp, os.fdopen(wire_out, "wb", closefd=False) as out:
             serve(inp, out, handle, trace)
+    except BrokenPipeError:
+        pass  # the client closed its end with an answer unread (closing flushes it again)
     finally:
         os.dup2(wire_in, 0)
         os.dup2(wire_out, 1)

@@ -12,8 +12,9 @@ a memory file or an ignore rule changed or HEAD moved since the last one; elsewh
 (the stat sweep costs ~4 µs a file). From its start it also serves fresh zmem processes as `zmem watch`
 does (Memory.watch_in_background): it vouches that nothing changed, embeds their queries with the model
 it preloads, answers their keyword searches, and catches up in the background once changes settle.
-Calls run one at a time. User errors (a bad path, an unknown entity or revision, no workspace) come
-back as tool errors with the hint; nothing a tool does stops the server."""
+Calls run one at a time, on the thread that reads the wire (zmem.mcp.wire: the SDK defines the tools,
+zmem speaks JSON-RPC itself). User errors (a bad path, an unknown entity or revision, no workspace)
+come back as tool errors with the hint; nothing a tool does stops the server."""
 from __future__ import annotations
 
 import functools

@@ -14,7 +14,7 @@ null when it has none (or when the id is not a string or an integer, which MCP r
 Notifications and responses from the client get no answer.
 
 ZMEM_TRACE=<file>: one JSON line per request with when it was read, when its tool started and
-ended, and when its answer was written (milliseconds of CLOCK_MONOTONIC, which every process of the
+ended, and when its answer was ready to write (milliseconds of CLOCK_MONOTONIC, which every process of the
 machine reads alike), for bench/bench_openclaw.py."""
 from __future__ import annotations
 
@@ -129,10 +129,15 @@ def serve(inp, out, handle, trace: str | None = None) -> None:
                     answer = {"jsonrpc": "2.0", "id": rid, "error": error}
                 if record is not None:
                     record.update(id=rid, method=method)
-            out.write(_encode(answer))
-            out.flush()
+            line = _encode(answer)
+            if log:  # taken before the write: once the client has the line, this process may wait for a CPU
+                record["reply"] = time.monotonic() * 1000
+            try:
+                out.write(line)
+                out.flush()
+            except BrokenPipeError:
+                return  # the client is gone: nobody reads the answers
             if log:
-                record["written"] = time.monotonic() * 1000
                 log.write(json.dumps(record) + "\n")
     finally:
         if log:

@@ -24,10 +24,10 @@ export function traced(tool, run) {
 }
 
 /** A request to zmem mcp inside a traced tool call: returns done(), to call when its answer is parsed. */
-export function tracedRequest(id, pid) {
+export function tracedRequest(id, pid, method) {
   const record = current?.getStore();
   if (!record) return null;
-  const call = { id, pid, sent: now() };
+  const call = { id, pid, method, sent: now() };
   record.calls.push(call);
   return () => { call.answered = now(); };
 }

@@ -277,9 +277,8 @@ export class ZmemProcess {
           { code: "ZMEM_TIMEOUT" }));
       }, timeoutMs);
       timer.unref?.();
-      const sent = this._send({ jsonrpc: "2.0", id, method, params });
-      if (sent) answered = tracedRequest(id, this.pid);
-      else {
+      answered = tracedRequest(id, this.pid, method); // (its time taken before the write: zmem may read it at once)
+      if (!this._send({ jsonrpc: "2.0", id, method, params })) {
         this.pending.delete(id);
         done();
         reject(this._exitReason(this.lastExit?.code ?? null, this.lastExit?.signal ?? null));
