@@ -15,7 +15,8 @@ zmem mcp in one sitting.
 --disable-memory-core sets plugins.entries.memory-core.enabled = false in every gateway (see
 docs/openclaw.md#latency).
 
-Overheads: the gateway's warm median minus the in-process median (raw), and minus the no-op
+CPU per call: what each gateway's node process and its `zmem mcp` used during the timed rounds,
+divided by the calls it answered. Overheads: the gateway's warm median minus the in-process median (raw), and minus the no-op
 gateway's median for the same tool (above the gateway's floor). Where the time of a warm call goes
 comes from ZMEM_TRACE (the plugin and zmem mcp note when a call entered, was sent, read, run,
 ready to write, answered and left; this process notes when it sent the request and had the answer): the
@@ -96,6 +97,22 @@ def steps(calls: list[tuple[float, float]], trace: Path, tool: str) -> dict:
     return {label: med(v) for label, v in out.items() if v}
 
 
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) a process has used, in milliseconds (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def processes(gw: Gateway) -> dict[str, int]:
+    """The gateway's node process and its `zmem mcp` children, by name."""
+    out = {"gateway": gw.proc.pid}
+    for task in Path(f"/proc/{gw.proc.pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"mcp" in Path(f"/proc/{child}/cmdline").read_bytes():
+                out["zmem mcp"] = int(child)
+    return out
+
+
 def start(gw: Gateway, cold: bool) -> dict:
     """Start a gateway; with cold, its first memory_search and memory_get after it is ready."""
     gw.start()
@@ -166,6 +183,8 @@ def main() -> None:
             for run in targets.values():
                 run(q)
         times: dict[str, list[float]] = {name: [] for name in targets}
+        pids = {(g, p): pid for g, gw in gateways.items() for p, pid in processes(gw).items()}
+        cpu0 = {k: cpu_ms(pid) for k, pid in pids.items()}
         windows = {(g, tool): [] for g in traces for tool in ("memory_search", "memory_get")}
         order = list(targets)
         for i in range(args.calls):
@@ -179,6 +198,8 @@ def main() -> None:
                 if gateway in traces:
                     windows[gateway, tool].append(out[:2])
         load["after"] = os.getloadavg()[0]
+        per_round = {g: sum(1 for name in targets if name.startswith(g + " ")) for g in gateways}
+        cpu = {f"{g} {p}": round((cpu_ms(pid) - cpu0[g, p]) / (args.calls * per_round[g]), 2) for (g, p), pid in pids.items()}
     finally:
         memory.close()
         for gw in gateways.values():
@@ -186,7 +207,7 @@ def main() -> None:
 
     warm = {name: med(v) for name, v in times.items()}
     result = {"files": args.files, "calls": args.calls, "load_1min": load, "memory_core_disabled": args.disable_memory_core,
-              "started": started, "warm": warm,
+              "started": started, "warm": warm, "cpu_ms_per_call": cpu,
               "steps": {f"{g} {tool}": steps(w, traces[g], tool) for (g, tool), w in windows.items()}}
     over = result["overhead_ms"] = {}
     for tool, inproc in (("memory_search", "in-process recall"), ("memory_get", "in-process get")):
@@ -213,6 +234,9 @@ def report(r: dict) -> None:
     print("warm:")
     for name, d in r["warm"].items():
         print(f"  {name:26s} {fmt(d)}")
+    print("CPU per timed call (ms; less sensitive to the load than the wall clock):")
+    for name, ms in r["cpu_ms_per_call"].items():
+        print(f"  {name:26s} {ms:6.2f}")
     print("overhead (gateway median - in-process median; above the floor: minus the no-op gateway's median too):")
     for name, ms in r["overhead_ms"].items():
         print(f"  {name:40s} {ms:6.1f} ms")
