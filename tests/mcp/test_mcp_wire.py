@@ -121,6 +121,8 @@ def test_serve_answers_each_line_in_order_and_traces_when_asked(tmp_path):
     from zmem.mcp.wire import METHOD_NOT_FOUND, RpcError, serve
 
     def handle(method, params, record):
+        if method == "boom":
+            raise ValueError("a bug")
         if method == "tools/call":
             if record is not None:
                 record.update(tool=params["name"], start=1.0, end=2.0)
@@ -129,7 +131,7 @@ def test_serve_answers_each_line_in_order_and_traces_when_asked(tmp_path):
 
     lines = ['{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_get"}}',
              '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
-             "not json", '{"jsonrpc":"2.0","id":"x","method":"no/such"}']
+             "not json", '{"jsonrpc":"2.0","id":"x","method":"no/such"}', '{"jsonrpc":"2.0","id":9,"method":"boom"}']
     out = io.BytesIO()
     trace = tmp_path / "trace.jsonl"
     serve(io.BytesIO(("\n".join(lines) + "\n").encode()), out, handle, str(trace))
@@ -138,10 +140,12 @@ def test_serve_answers_each_line_in_order_and_traces_when_asked(tmp_path):
                        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
                                                                 "message": "Parse error: the request line is not JSON"}},
                        {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found",
-                                                               "data": "no/such"}}]
+                                                               "data": "no/such"}},
+                       {"jsonrpc": "2.0", "id": 9, "error": {"code": -32603, "message": "Internal error: a bug in "
+                                                             "zmem; the server's stderr has the traceback"}}]
     records = [json.loads(line) for line in trace.read_text().splitlines()]
     assert [(r.get("id"), r.get("method"), r.get("tool")) for r in records] == \
-        [(1, "tools/call", "memory_get"), (None, None, None), ("x", "no/such", None)]
+        [(1, "tools/call", "memory_get"), (None, None, None), ("x", "no/such", None), (9, "boom", None)]
     assert all(r["src"] == "mcp" and r["read"] <= r["reply"] for r in records)
 
 

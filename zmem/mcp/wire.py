@@ -19,6 +19,7 @@ machine reads alike), for bench/bench_openclaw.py."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -127,6 +128,10 @@ def serve(inp, out, handle, trace: str | None = None) -> None:
                     if e.data is not None:
                         error["data"] = e.data
                     answer = {"jsonrpc": "2.0", "id": rid, "error": error}
+                except Exception:  # noqa: BLE001 - a bug answers this request, and the server goes on
+                    logging.getLogger("zmem.mcp").exception("zmem mcp: %s failed", method)
+                    answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message":
+                              "Internal error: a bug in zmem; the server's stderr has the traceback"}}
                 if record is not None:
                     record.update(id=rid, method=method)
             line = _encode(answer)
