@@ -16,7 +16,8 @@ zmem mcp in one sitting.
 docs/openclaw.md#latency).
 
 CPU per call: what each gateway's node process and its `zmem mcp` used during the timed rounds,
-divided by the calls it answered. Overheads: the gateway's warm median minus the in-process median (raw), and minus the no-op
+divided by the calls it answered (a gateway's includes its background work: two gateways running the
+same code differed by ~6 ms per call here; `zmem mcp`'s is steadier). Overheads: the gateway's warm median minus the in-process median (raw), and minus the no-op
 gateway's median for the same tool (above the gateway's floor). Where the time of a warm call goes
 comes from ZMEM_TRACE (the plugin and zmem mcp note when a call entered, was sent, read, run,
 ready to write, answered and left; this process notes when it sent the request and had the answer): the
