@@ -4,7 +4,7 @@ own in-process recall on the same workspace and beside the gateway's floor: a se
 memory slot is a plugin whose tools do nothing (tests/helpers/openclaw_noop), called the same way.
 
     python bench/bench_openclaw.py --out /tmp/zmem-oc --files 10000 [--calls 40]
-        [--base /path/to/other/checkout] [--disable-memory-core] [--json FILE]
+        [--base /path/to/other/checkout] [--enable-memory-core] [--json FILE]
 
 Cold: the first call after each gateway says it is ready (/readyz), and the first memory_get. Warm:
 medians over --calls rounds after a warm-up; each round calls every target once (in-process recall
@@ -12,8 +12,8 @@ and get, each gateway's memory_search and memory_get, the no-op gateway's noop_p
 that rotates, so that the machine's load falls on all of them alike. --base runs a third gateway with
 this checkout's plugin and another checkout's zmem (its Python package on PYTHONPATH): an A/B of
 zmem mcp in one sitting.
---disable-memory-core sets plugins.entries.memory-core.enabled = false in every gateway (see
-docs/openclaw.md#latency).
+Every gateway has plugins.entries.memory-core.enabled = false, as the documented install does,
+unless --enable-memory-core (OpenClaw's default; see docs/openclaw.md's latency section).
 
 CPU per call: what each gateway's node process and its `zmem mcp` used during the timed rounds,
 divided by the calls it answered (a gateway's includes its background work: two gateways running the
@@ -41,11 +41,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from make_synthetic import make_workspace  # noqa: E402
-from helpers.openclaw_gateway import NOOP_PLUGIN, Gateway, missing  # noqa: E402
+from helpers.openclaw_gateway import PLUGIN_DIR, Gateway, missing  # noqa: E402
 
 QUERIES = ["gateway backup Mac Studio", "Peter Lisbon", "aniversário Marrakech", "北京 出差", "deploy script database",
            "who prefers meetings in the morning", "TLS certificate renewal", "rate limiter 429 retries"]
 QUIET = {"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9"}
+NOOP_PLUGIN = HERE.parent / "tests" / "helpers" / "openclaw_noop"  # a memory slot whose tools do nothing
 # where a warm call's time goes, from the trace: (label, from, to)
 STEPS = [("gateway, request in: HTTP, auth, session, tool set, policy, hooks", "send", "enter"),
          ("plugin, before the request to zmem mcp", "enter", "sent"),
@@ -98,6 +99,17 @@ def steps(calls: list[tuple[float, float]], trace: Path, tool: str) -> dict:
     return {label: med(v) for label, v in out.items() if v}
 
 
+def slot(gw: Gateway, plugin_dir: Path, plugin_id: str, plugin_config: dict, memory_core: bool) -> Gateway:
+    """The gateway's plugins: plugin_dir's plugin as the memory slot, memory-core enabled or not."""
+    path = gw.dir / "state" / "openclaw.json"
+    cfg = json.loads(path.read_text())
+    cfg["plugins"] = {"load": {"paths": [str(plugin_dir)]}, "slots": {"memory": plugin_id},
+                      "entries": {plugin_id: {"enabled": True, "config": plugin_config},
+                                  "memory-core": {"enabled": memory_core}}}
+    path.write_text(json.dumps(cfg, indent=1))
+    return gw
+
+
 def cpu_ms(pid: int) -> float:
     """CPU time (user + system) a process has used, in milliseconds (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -134,8 +146,8 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--calls", type=int, default=40)
     ap.add_argument("--base", type=Path, help="another checkout of zmem whose zmem mcp to compare with")
-    ap.add_argument("--disable-memory-core", action="store_true",
-                    help="plugins.entries.memory-core.enabled = false in every gateway")
+    ap.add_argument("--enable-memory-core", action="store_true",
+                    help="leave OpenClaw's bundled memory-core enabled (its default; the documented install disables it)")
     ap.add_argument("--json", type=Path, help="also write the numbers here")
     args = ap.parse_args()
     why = missing()
@@ -154,18 +166,17 @@ def main() -> None:
     print(f"index: {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
     config = {"agents": {"defaults": {"workspace": str(ws), "skipBootstrap": True}}}
-    if args.disable_memory_core:
-        config["plugins"] = {"entries": {"memory-core": {"enabled": False}}}
+    core = args.enable_memory_core
     traces = {"zmem": args.out / "trace-zmem.jsonl"} | ({"base": args.out / "trace-base.jsonl"} if args.base else {})
     for trace in traces.values():
         trace.write_text("")
-    zmem_cmd = [sys.executable, "-m", "zmem"]
-    gateways = {"zmem": Gateway(config, {"command": zmem_cmd},
-                                env={**QUIET, "PYTHONPATH": str(here), "ZMEM_TRACE": str(traces["zmem"])}),
-                "no-op": Gateway(config, {}, env=QUIET, plugin=NOOP_PLUGIN)}
+    zmem = {"command": [sys.executable, "-m", "zmem"]}
+    gateways = {"zmem": slot(Gateway(config, zmem, env={**QUIET, "PYTHONPATH": str(here), "ZMEM_TRACE": str(traces["zmem"])}),
+                             PLUGIN_DIR, "zmem", zmem, core),
+                "no-op": slot(Gateway(config, {}, env=QUIET), NOOP_PLUGIN, "noop-memory", {}, core)}
     if args.base:  # this plugin, the other checkout's zmem
-        gateways["base"] = Gateway(config, {"command": zmem_cmd},
-                                   env={**QUIET, "PYTHONPATH": str(args.base.resolve()), "ZMEM_TRACE": str(traces["base"])})
+        env = {**QUIET, "PYTHONPATH": str(args.base.resolve()), "ZMEM_TRACE": str(traces["base"])}
+        gateways["base"] = slot(Gateway(config, zmem, env=env), PLUGIN_DIR, "zmem", zmem, core)
     load = {"before": os.getloadavg()[0], "cpus": os.cpu_count()}
     os.environ.update(QUIET)
     from zmem import Memory
@@ -207,7 +218,7 @@ def main() -> None:
             gw.close()
 
     warm = {name: med(v) for name, v in times.items()}
-    result = {"files": args.files, "calls": args.calls, "load_1min": load, "memory_core_disabled": args.disable_memory_core,
+    result = {"files": args.files, "calls": args.calls, "load_1min": load, "memory_core_enabled": core,
               "started": started, "warm": warm, "cpu_ms_per_call": cpu,
               "steps": {f"{g} {tool}": steps(w, traces[g], tool) for (g, tool), w in windows.items()}}
     over = result["overhead_ms"] = {}
@@ -225,7 +236,7 @@ def main() -> None:
 def report(r: dict) -> None:
     load = r["load_1min"]
     print(f"{r['files']} files, {r['calls']} rounds, load {load['before']:.2f} -> {load['after']:.2f} on {load['cpus']} CPUs"
-          + (", memory-core disabled" if r["memory_core_disabled"] else ""))
+          + (", memory-core enabled" if r["memory_core_enabled"] else ", memory-core disabled"))
     for name, s in r["started"].items():
         line = f"{name:6s} gateway ready (readyz) {s['ready_ms']} ms"
         if "search_cold_ms" in s:

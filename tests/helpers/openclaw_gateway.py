@@ -22,7 +22,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_DIR = REPO / "integrations" / "openclaw"
-NOOP_PLUGIN = (Path(__file__).resolve().parent / "openclaw_noop", "noop-memory")  # tools that do nothing (bench)
 OPENCLAW_VERSION = "2026.9.6"
 NODE_VERSION = "24.22.3"
 # resolved at import, before a test's fixtures point HOME at a temp dir
@@ -50,11 +49,9 @@ def free_port() -> int:
 
 class Gateway:
     """`openclaw gateway run` in a throw-away state dir. config: OpenClaw's config (gateway, plugins and
-    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot
-    (plugin: another (directory, id), such as NOOP_PLUGIN)."""
+    logging keys are filled in); the zmem plugin is loaded from PLUGIN_DIR and selected as the memory slot."""
 
-    def __init__(self, config: dict, plugin_config: dict, *, env: dict | None = None,
-                 plugin: tuple[Path, str] = (PLUGIN_DIR, "zmem")):
+    def __init__(self, config: dict, plugin_config: dict, *, env: dict | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix="zmem-openclaw-"))
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -66,10 +63,8 @@ class Gateway:
         cfg["gateway"] = {"mode": "local", "bind": "loopback", "port": self.port, "auth": {"mode": "token", "token": self.token}}
         cfg.setdefault("update", {"checkOnStart": False})
         cfg["logging"] = {"file": str(self.dir / "openclaw.log")}
-        plugin_dir, plugin_id = plugin  # (config's own plugins keys, e.g. other entries, are kept)
-        plugins = dict(cfg.get("plugins") or {})
-        cfg["plugins"] = {**plugins, "load": {"paths": [str(plugin_dir)]}, "slots": {"memory": plugin_id},
-                          "entries": {**plugins.get("entries", {}), plugin_id: {"enabled": True, "config": plugin_config}}}
+        cfg["plugins"] = {"load": {"paths": [str(PLUGIN_DIR)]}, "slots": {"memory": "zmem"},
+                          "entries": {"zmem": {"enabled": True, "config": plugin_config}}}
         (self.dir / "state" / "openclaw.json").write_text(json.dumps(cfg, indent=1))
         # the gateway and the zmem it starts see no user config, cache or models of this machine's user
         self.env = {k: v for k, v in os.environ.items()

@@ -56,14 +56,6 @@ def validated_arguments(server, name: str, arguments: dict) -> dict:
     return validate(arguments)
 
 
-def tool_names(server) -> list[str]:
-    try:
-        return [t.name for t in server._tool_manager.list_tools()]
-    except AttributeError as e:
-        raise SdkChanged(f"the mcp SDK changed: MCPServer._tool_manager.list_tools is gone ({e}); "
-                         "zmem/mcp/sdk.py must follow it") from e
-
-
 def tool_function(server, name: str):
     """The function a tool runs (None for an unknown tool)."""
     tool = _tool(server, name)

@@ -215,7 +215,8 @@ class _Server(MCPServer):
         """Run a tool: its result, or a tool error saying what is wrong with the call."""
         fn = mcp_sdk.tool_function(self, name)
         if fn is None:
-            return _error(f"unknown tool: {name}\nhint: zmem's tools are {', '.join(mcp_sdk.tool_names(self))}")
+            listed = ", ".join(t["name"] for t in self.listing()["tools"])
+            return _error(f"unknown tool: {name}\nhint: zmem's tools are {listed}")
         schema = mcp_sdk.input_schema(self, name) or {}
         unknown = [k for k in arguments if k not in mcp_sdk.argument_names(self, name)]
         if unknown:
@@ -233,6 +234,14 @@ class _Server(MCPServer):
             record["end"] = time.monotonic() * 1000
         return result
 
+    def listing(self) -> dict:
+        """The answer to tools/list (list_tools, made once)."""
+        if self._listed is None:
+            import asyncio
+            tools = asyncio.run(self.list_tools())
+            self._listed = {"tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
+        return self._listed
+
     def handle(self, method: str, params, record: dict | None = None) -> dict:
         """The result of one JSON-RPC request (zmem.mcp.wire.serve), or RpcError."""
         if params is not None and not isinstance(params, dict):
@@ -245,11 +254,7 @@ class _Server(MCPServer):
             result = self.call(name, arguments or {}, record)  # (resultType: the 2026 protocol's, not the handshake's)
             return result.model_dump(by_alias=True, exclude_none=True, exclude={"result_type"}, mode="json")
         if method == "tools/list":
-            if self._listed is None:
-                import asyncio
-                tools = asyncio.run(self.list_tools())
-                self._listed = {"tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
-            return self._listed
+            return self.listing()
         if method == "ping":
             return {}
         if method == "initialize":
