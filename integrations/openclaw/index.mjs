@@ -10,6 +10,7 @@ import path from "node:path";
 import { ZmemError } from "./lib/zmem-process.mjs";
 import { Pool, agentSettings, chatScope, scopeFor } from "./lib/pool.mjs";
 import { citationsMode, includeCitations, jsonResult, presentHit, presentRead, readFailure } from "./lib/shape.mjs";
+import { traced } from "./lib/trace.mjs";
 
 export const TOOL_NAMES = ["memory_search", "memory_get", "memory_append", "memory_blame", "memory_recall_as_of"];
 const SILENT = "NO_REPLY";
@@ -309,7 +310,7 @@ export default {
         parameters,
         ...(direct ? { catalogMode: "direct-only" } : {}),
         async execute(_toolCallId, params, signal) {
-          return jsonResult(await run(c, params ?? {}, signal));
+          return traced(name, async () => jsonResult(await run(c, params ?? {}, signal)));
         },
       };
     };

@@ -18,6 +18,14 @@ def test_the_sdk_still_has_what_zmem_reads_of_its_tools(tmp_path):
     assert schema["type"] == "object" and {"path", "lines"} <= set(schema["properties"])
     assert mcp_sdk.argument_names(server, "no_such_tool") == set()
     assert mcp_sdk.input_schema(server, "no_such_tool") is None
+    # what zmem.mcp.wire's loop runs a tool call and the handshake with
+    assert mcp_sdk.validated_arguments(server, "memory_get", {"path": "x", "from": 2}) == \
+        {"path": "x", "from_line": 2, "lines": None}
+    assert mcp_sdk.tool_function(server, "memory_get") is not None and mcp_sdk.tool_function(server, "nope") is None
+    init = mcp_sdk.initialize_result(server, "2025-06-18")
+    assert init["protocolVersion"] == "2025-06-18" and init["serverInfo"]["name"] == "zmem"
+    assert "tools" in init["capabilities"] and init["instructions"].startswith("zmem is this user's long-term memory")
+    assert mcp_sdk.initialize_result(server, "1999-01-01")["protocolVersion"] != "1999-01-01"
 
 
 def test_an_sdk_without_those_internals_is_named_as_the_cause():

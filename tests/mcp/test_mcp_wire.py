@@ -101,3 +101,94 @@ def test_requests_piped_before_the_end_of_input_are_all_answered(ws):
     answers = {json.loads(line)["id"]: json.loads(line) for line in proc.stdout.splitlines()}
     assert set(answers) == {1, 2, 3, "last"}, proc.stdout
     assert not answers[2]["result"].get("isError") and not answers[3]["result"].get("isError")
+
+
+def test_read_message_sorts_requests_notifications_answers_and_what_is_no_message():
+    from zmem.mcp.wire import read_message
+    assert read_message('{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}') == \
+        ("request", "a", "tools/list", {})
+    assert read_message('{"jsonrpc":"2.0","method":"notifications/initialized"}') == ("ignore",)
+    assert read_message('{"jsonrpc":"2.0","id":3,"result":{}}') == ("ignore",)  # an answer from the client
+    assert read_message('{"jsonrpc":"1.0","id":3,"method":"ping"}')[1:3] == (3, -32600)
+    assert read_message('{"jsonrpc":"2.0","id":3,"method":7}')[1:3] == (3, -32600)
+    assert read_message('{"jsonrpc":"2.0","id":false,"method":"ping"}')[1:3] == (None, -32600)
+    assert read_message("[")[1:3] == (None, -32700)
+
+
+def test_serve_answers_each_line_in_order_and_traces_when_asked(tmp_path):
+    import io
+
+    from zmem.mcp.wire import METHOD_NOT_FOUND, RpcError, serve
+
+    def handle(method, params, record):
+        if method == "boom":
+            raise ValueError("a bug")
+        if method == "tools/call":
+            if record is not None:
+                record.update(tool=params["name"], start=1.0, end=2.0)
+            return {"echo": params["name"]}
+        raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
+
+    lines = ['{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_get"}}',
+             '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
+             "not json", '{"jsonrpc":"2.0","id":"x","method":"no/such"}', '{"jsonrpc":"2.0","id":9,"method":"boom"}']
+    out = io.BytesIO()
+    trace = tmp_path / "trace.jsonl"
+    serve(io.BytesIO(("\n".join(lines) + "\n").encode()), out, handle, str(trace))
+    answers = [json.loads(line) for line in out.getvalue().decode().splitlines()]
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": {"echo": "memory_get"}},
+                       {"jsonrpc": "2.0", "id": None, "error": {"code": -32700,
+                                                                "message": "Parse error: the request line is not JSON"}},
+                       {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found",
+                                                               "data": "no/such"}},
+                       {"jsonrpc": "2.0", "id": 9, "error": {"code": -32603, "message": "Internal error: a bug in "
+                                                             "zmem; the server's stderr has the traceback"}}]
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [(r.get("id"), r.get("method"), r.get("tool")) for r in records] == \
+        [(1, "tools/call", "memory_get"), (None, None, None), ("x", "no/such", None), (9, "boom", None)]
+    assert all(r["src"] == "mcp" and r["read"] <= r["reply"] for r in records)
+
+
+def test_serve_stops_quietly_when_the_client_no_longer_reads():
+    import io
+
+    from zmem.mcp.wire import serve
+
+    class Gone(io.BytesIO):
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    serve(io.BytesIO(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' * 3), Gone(), lambda m, p, r: {})
+
+
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
+def test_methods_and_tools_it_does_not_have_are_answered_with_what_it_has(raw):
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "completion/complete", "params": {}}))
+    assert raw.answer()["error"] == {"code": -32601, "message": "Method not found", "data": "completion/complete"}
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call"}))
+    got = raw.answer()
+    assert got["error"]["code"] == -32602 and "tool name" in got["error"]["message"]
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory_serch"}}))
+    got = raw.answer()["result"]
+    assert got["isError"] and got["content"][0]["text"].startswith("unknown tool: memory_serch\nhint: zmem's tools are memory_search")
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "resources/list"}))
+    assert raw.answer()["result"] == {"resources": []}
+
+
+@pytest.mark.slow  # a real zmem mcp process (~1-2 s)
+def test_zmem_trace_notes_when_each_request_was_read_run_and_answered(ws, tmp_path, monkeypatch):
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("ZMEM_TRACE", str(trace))
+    server = RawServer(ws)
+    try:
+        server.initialize()
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "memory_search", "arguments": {"query": "gateway"}}}))
+        assert not server.answer()["result"].get("isError")
+    finally:
+        assert server.close() == 0
+    records = {r["id"]: r for r in map(json.loads, trace.read_text().splitlines())}
+    assert set(records) == {1, 2}  # the initialized notification got no answer and no line
+    search = records[2]
+    assert search["method"] == "tools/call" and search["tool"] == "memory_search" and search["pid"] == server.proc.pid
+    assert search["read"] <= search["start"] <= search["end"] <= search["reply"]

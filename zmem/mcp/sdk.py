@@ -1,7 +1,9 @@
 """The one place zmem reaches into the MCP SDK's private parts (`MCPServer._tool_manager`, a tool's
-`fn_metadata`): the SDK offers no public way to ask which arguments a tool accepts before it calls
-it. If a new SDK moves them, these functions fail with a message saying so, and
-tests/mcp/test_mcp_sdk.py fails first."""
+`fn_metadata`, `MCPServer._lowlevel_server`): the SDK offers no public way to ask which arguments a
+tool accepts before it calls it, nor to call a sync tool without a worker thread. zmem uses the SDK
+to define its tools (schemas from the type hints, argument validation, tools/list) and speaks the
+wire itself (zmem.mcp.wire). If a new SDK moves these parts, these functions fail with a message
+saying so, and tests/mcp/test_mcp_sdk.py fails first."""
 from __future__ import annotations
 
 
@@ -42,44 +44,67 @@ def argument_names(server, name: str) -> set[str]:
     return names
 
 
-def run_stdio(server) -> None:
-    """server.run("stdio") with every request line answered (zmem.mcp.wire): the SDK's stdio
-    transport, given stdin through wire.LenientLines, and the server reading through
-    wire.AnsweringReader. As the SDK does for the stdin it reads itself, fd 0 points at the null
-    device while serving (a child process must not read the wire) and is restored after. Reaches
-    MCPServer._lowlevel_server, which MCPServer.run_stdio_async uses the same way."""
-    import os
+def validated_arguments(server, name: str, arguments: dict) -> dict:
+    """A tool's arguments validated (and converted) by its argument model, as the keyword arguments
+    to call its function with; raises pydantic's ValidationError."""
+    tool = _tool(server, name)
+    try:
+        validate = tool.fn_metadata.validate_arguments
+    except AttributeError as e:
+        raise SdkChanged(f"the mcp SDK changed: a tool's fn_metadata.validate_arguments is gone ({e}); "
+                         "zmem/mcp/sdk.py must follow it") from e
+    return validate(arguments)
 
-    import anyio
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
-    from mcp_types import ErrorData, JSONRPCError
 
-    from zmem.mcp.wire import AnsweringReader, LenientLines
+def tool_function(server, name: str):
+    """The function a tool runs (None for an unknown tool)."""
+    tool = _tool(server, name)
+    return None if tool is None else tool.fn
+
+
+def initialize_result(server, requested: object) -> dict:
+    """The answer to `initialize`: the client's protocol version when the SDK speaks it (else the
+    latest one it negotiates in a handshake), and the server's capabilities, name, version and
+    instructions as the SDK would state them."""
+    from mcp_types import Implementation, InitializeResult
+    from mcp_types.methods import serialize_server_result
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
     try:
-        lowlevel = server._lowlevel_server
+        opts = server._lowlevel_server.create_initialization_options()
     except AttributeError as e:
         raise SdkChanged(f"the mcp SDK changed: MCPServer._lowlevel_server is gone ({e}); "
                          "zmem/mcp/sdk.py must follow it") from e
+    version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    result = InitializeResult(protocol_version=version, capabilities=opts.capabilities,
+                              server_info=Implementation(name=opts.server_name, version=opts.server_version),
+                              instructions=opts.instructions)
+    # in the shape of that version (no fields of later ones)
+    return serialize_server_result("initialize", version, result.model_dump(by_alias=True, exclude_none=True, mode="json"))
 
-    def answer(rid, code: int, message: str):
-        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=code, message=message)))
 
-    async def serve(lines: LenientLines) -> None:
-        async with stdio_server(stdin=anyio.wrap_file(lines)) as (read_stream, write_stream):
-            reader = AnsweringReader(read_stream, write_stream, lines, answer)
-            await lowlevel.run(reader, reader.answering(write_stream), lowlevel.create_initialization_options())
+def run_stdio(handle, trace: str | None = None) -> None:
+    """zmem.mcp.wire.serve on the process's stdin and stdout. As the SDK's transport does, while
+    serving fd 0 points at the null device (a child process must not read the wire) and fd 1 at
+    stderr (a stray print must not break it); both are restored after."""
+    import os
 
-    wire = os.dup(0)
+    from zmem.mcp.wire import serve
+
+    wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
+        os.dup2(2, 1)
     finally:
         os.close(null)
     try:
-        with os.fdopen(wire, "rb", closefd=False) as raw:
-            anyio.run(serve, LenientLines(raw))
+        with os.fdopen(wire_in, "rb", closefd=False) as inp, os.fdopen(wire_out, "wb", closefd=False) as out:
+            serve(inp, out, handle, trace)
+    except BrokenPipeError:
+        pass  # the client closed its end with an answer unread (closing flushes it again)
     finally:
-        os.dup2(wire, 0)
-        os.close(wire)
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        os.close(wire_in)
+        os.close(wire_out)

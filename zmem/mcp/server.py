@@ -12,23 +12,26 @@ a memory file or an ignore rule changed or HEAD moved since the last one; elsewh
 (the stat sweep costs ~4 µs a file). From its start it also serves fresh zmem processes as `zmem watch`
 does (Memory.watch_in_background): it vouches that nothing changed, embeds their queries with the model
 it preloads, answers their keyword searches, and catches up in the background once changes settle.
-Calls run one at a time. User errors (a bad path, an unknown entity or revision, no workspace) come
-back as tool errors with the hint; nothing a tool does stops the server."""
+Calls run one at a time, on the thread that reads the wire (zmem.mcp.wire: the SDK defines the tools,
+zmem speaks JSON-RPC itself). User errors (a bad path, an unknown entity or revision, no workspace)
+come back as tool errors with the hint; nothing a tool does stops the server."""
 from __future__ import annotations
 
 import functools
 import json
 import logging
+import os
 import threading
+import time
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationError
 
 from zmem import __version__
 from zmem.mcp import sdk as mcp_sdk
+from zmem.mcp.wire import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from zmem.errors import Surface, ZmemError, describe, is_sqlite_error
 from zmem.text.kinds import KINDS
 from zmem.memory import Memory, warm_reranker
@@ -193,9 +196,12 @@ def compact_schema(schema: dict) -> dict:
 
 
 class _Server(MCPServer):
-    """The SDK's server, with argument validation errors rewritten for a model to act on, and
-    arguments a tool does not have refused: pydantic would drop them, and a filter the model
-    believes it set (`path`, `k`) would silently not apply."""
+    """The SDK's server as the definition of zmem's tools, answering the wire itself (handle, for
+    zmem.mcp.wire): a tool call runs on the thread that read it. Argument validation errors are
+    rewritten for a model to act on, and arguments a tool does not have are refused: pydantic would
+    drop them, and a filter the model believes it set (`path`, `k`) would silently not apply."""
+
+    _listed: dict | None = None
 
     async def list_tools(self):
         """The SDK's tools with their argument schemas in fewer characters (compact_schema), without
@@ -206,19 +212,60 @@ class _Server(MCPServer):
         return tools
 
     async def call_tool(self, name, arguments, context=None):
-        accepted = mcp_sdk.argument_names(self, name)
-        unknown = [k for k in arguments or {} if k not in accepted]
-        if unknown and accepted:
-            schema = mcp_sdk.input_schema(self, name) or {}
+        return self.call(name, arguments or {})
+
+    def call(self, name: str, arguments: dict, record: dict | None = None) -> CallToolResult:
+        """Run a tool: its result, or a tool error saying what is wrong with the call."""
+        fn = mcp_sdk.tool_function(self, name)
+        if fn is None:
+            listed = ", ".join(t["name"] for t in self.listing()["tools"])
+            return _error(f"unknown tool: {name}\nhint: zmem's tools are {listed}")
+        schema = mcp_sdk.input_schema(self, name) or {}
+        unknown = [k for k in arguments if k not in mcp_sdk.argument_names(self, name)]
+        if unknown:
             return _error(f"invalid arguments for {name}: unknown parameter{'s' if len(unknown) > 1 else ''} "
                           + ", ".join(repr(k) for k in unknown)
                           + f" (nothing was done)\nhint: {name} takes {', '.join(schema.get('properties', {}))}")
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as e:
-            if isinstance(e.__cause__, ValidationError) and not isinstance(e, UnexpectedToolError):
-                return _error(_invalid_arguments(name, e.__cause__, mcp_sdk.input_schema(self, name)))
-            raise
+            kwargs = mcp_sdk.validated_arguments(self, name, arguments)
+        except ValidationError as e:
+            return _error(_invalid_arguments(name, e, schema))
+        if record is not None:
+            record.update(tool=name, start=time.monotonic() * 1000)
+        result = fn(**kwargs)  # _tool_errors: a failure is a tool error, never an exception
+        if record is not None:
+            record["end"] = time.monotonic() * 1000
+        return result
+
+    def listing(self) -> dict:
+        """The answer to tools/list (list_tools, made once)."""
+        if self._listed is None:
+            import asyncio
+            tools = asyncio.run(self.list_tools())
+            self._listed = {"tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
+        return self._listed
+
+    def handle(self, method: str, params, record: dict | None = None) -> dict:
+        """The result of one JSON-RPC request (zmem.mcp.wire.serve), or RpcError."""
+        if params is not None and not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+        params = params or {}
+        if method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments")
+            if not isinstance(name, str) or not isinstance(arguments, (dict, type(None))):
+                raise RpcError(INVALID_PARAMS, "Invalid params: tools/call takes a tool name and an object of arguments")
+            result = self.call(name, arguments or {}, record)  # (resultType: the 2026 protocol's, not the handshake's)
+            return result.model_dump(by_alias=True, exclude_none=True, exclude={"result_type"}, mode="json")
+        if method == "tools/list":
+            return self.listing()
+        if method == "ping":
+            return {}
+        if method == "initialize":
+            return mcp_sdk.initialize_result(self, params.get("protocolVersion"))
+        if method in ("resources/list", "resources/templates/list", "prompts/list"):  # capabilities the SDK states
+            return {{"resources/list": "resources", "resources/templates/list": "resourceTemplates",
+                     "prompts/list": "prompts"}[method]: []}
+        raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
 
 
 def _tool_errors(memory: Memory):
@@ -399,7 +446,7 @@ def serve(directory: str | None = None, *, scope: str = "private", query_timeout
         server.memory.watch_in_background()
         threading.Thread(target=warm_reranker, args=(ws,), name="zmem-warm-reranker", daemon=True).start()
     try:
-        mcp_sdk.run_stdio(server)
+        mcp_sdk.run_stdio(server.handle, os.environ.get("ZMEM_TRACE") or None)
     finally:  # after the watch start, if still running (its socket is removed too), not during it
         locked = server.memory.lock.acquire(timeout=10)
         try:

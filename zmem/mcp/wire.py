@@ -1,19 +1,41 @@
-"""`zmem mcp`'s stdin and stdout: every request line gets an answer. The SDK's stdio transport
-drops a line that is not a JSON-RPC message (it logs it at debug level), and a lone surrogate
-escape such as "\\ud800" (what a Node client sends when it cuts a string inside an emoji) makes the
-whole line invalid for its JSON parser: either way the client waits for its timeout. Here a lone
-surrogate is read leniently (it becomes U+FFFD and the request is answered), and a line that still
-is not a message is answered with a JSON-RPC error: -32700 (parse error) for what is not JSON,
--32600 (invalid request) for JSON that is not a message, with the request's id when the line has one
-and null when it has none."""
+"""`zmem mcp`'s stdin and stdout: newline-delimited JSON-RPC 2.0, one request at a time, every
+request line answered. The SDK's stdio transport is not used: it hands each line, each tool call and
+each answer to another thread or task (an anyio stream, a worker thread for a sync tool, a thread per
+write), which cost a warm memory_search ~5-10 ms on a loaded two-core machine, more than the rest of
+the server; tools run one at a time under the workspace lock anyway. Here the main thread reads a
+line, answers it and writes the answer; a request piped before the end of input is answered before
+the server exits (`printf … | zmem mcp`).
+
+A lone surrogate escape such as "\\ud800" (what a Node client sends when it cuts a string inside an
+emoji) is read leniently: it becomes U+FFFD and the request is answered. A line that still is not a
+message is answered with a JSON-RPC error: -32700 (parse error) for what is not JSON, -32600
+(invalid request) for JSON that is not a message, with the request's id when the line has one and
+null when it has none (or when the id is not a string or an integer, which MCP requires).
+Notifications and responses from the client get no answer.
+
+ZMEM_TRACE=<file>: one JSON line per request with when it was read, when its tool started and
+ended, and when its answer was ready to write (milliseconds of CLOCK_MONOTONIC, which every process of the
+machine reads alike), for bench/bench_openclaw.py."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
-from collections import deque
+import time
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE = re.compile("[\ud800-\udfff]")
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+
+
+class RpcError(Exception):
+    """A request answered with a JSON-RPC error instead of a result."""
+
+    def __init__(self, code: int, message: str, data=None):
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
 
 
 def lenient(line: str) -> str:
@@ -39,165 +61,89 @@ def _replace_lone(value):
     return value
 
 
-def error_for(line: str | None) -> tuple[object, int, str]:
-    """(id, code, message) of the JSON-RPC error answering a line the transport could not read as a
-    message (line None: the transport did not say which)."""
+def error_for(line: str) -> tuple[object, int, str]:
+    """(id, code, message) of the JSON-RPC error answering a line that is not a message."""
     try:
-        message = json.loads(line) if line is not None else None
+        message = json.loads(line)
     except (ValueError, RecursionError):
-        return None, -32700, "Parse error: the request line is not JSON"
-    if line is None:
-        return None, -32700, "Parse error: a request line could not be read as a JSON-RPC message"
+        return None, PARSE_ERROR, "Parse error: the request line is not JSON"
     rid = message.get("id") if isinstance(message, dict) else None
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-        rid = None
-    return rid, -32600, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
+    return (rid if _valid_id(rid) else None), INVALID_REQUEST, \
+        "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
 
 
-def bad_id(line: str | None) -> tuple[object, int, str] | None:
-    """The JSON-RPC error answering a line the transport read as a notification although it has an
-    "id" (null, a fraction, a boolean, an object: MCP's ids are strings or integers, and the SDK
-    then takes the line for a notification, which nobody answers); None for a real notification."""
+def _valid_id(rid) -> bool:
+    return isinstance(rid, (str, int)) and not isinstance(rid, bool)
+
+
+def read_message(line: str):
+    """What a request line asks: ("request", id, method, params), ("ignore",) for a notification
+    or a response from the client, or ("error", id, code, message) for a line that is no message."""
     try:
-        message = json.loads(line) if line is not None else None
+        message = json.loads(line)
     except (ValueError, RecursionError):
-        return None
-    if not isinstance(message, dict) or "id" not in message:
-        return None
-    return None, -32600, "Invalid Request: id must be a string or an integer"
+        return ("error", *error_for(line))
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return ("error", *error_for(line))
+    method = message.get("method")
+    if method is None:
+        if "id" in message and ("result" in message or "error" in message):
+            return ("ignore",)  # an answer to a request of ours (none are sent): nobody waits for it
+        return ("error", *error_for(line))
+    if not isinstance(method, str):
+        return ("error", *error_for(line))
+    if "id" not in message:
+        return ("ignore",)  # a notification (initialized, cancelled: calls run one at a time, none is pending)
+    if not _valid_id(message["id"]):  # null, a fraction, a boolean, an object: not an MCP id
+        return ("error", None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+    return ("request", message["id"], method, message.get("params"))
 
 
-class LenientLines:
-    """The wire's stdin (a binary file) as text lines for the SDK's transport, each passed through
-    lenient(). The transport turns every line into exactly one item (a message, or the exception
-    saying why it is none), in order: `lines` keeps each line handed out until take() is called for
-    its item, so that the error answering a bad line carries that line's id."""
-
-    def __init__(self, raw):
-        self.raw = raw
-        self.lines: deque[str] = deque()
-
-    def readline(self) -> str:
-        data = self.raw.readline()
-        line = lenient(data.decode("utf-8", "replace"))
-        if line:
-            self.lines.append(line)
-        return line
-
-    def take(self) -> str | None:
-        """The line the transport's next item came from."""
-        return self.lines.popleft() if self.lines else None
-
-    def close(self) -> None:  # the wire is not ours to close
-        pass
+def _encode(message: dict) -> bytes:
+    # a lone surrogate in a file name or a tool's text must not stop the server: written as "?"
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
 
 
-QUIET_END = 300.0  # seconds the answers to the last requests may take once input has ended
-
-
-def _request_id(item):
-    message = getattr(item, "message", None)
-    root = getattr(message, "root", message)
-    if type(root).__name__ != "JSONRPCRequest":
-        return None
-    return getattr(root, "id", None)
-
-
-def _cancelled_id(item):
-    message = getattr(item, "message", None)
-    root = getattr(message, "root", message)
-    if type(root).__name__ != "JSONRPCNotification" or getattr(root, "method", None) != "notifications/cancelled":
-        return None
-    params = getattr(root, "params", None) or {}
-    return params.get("requestId") if isinstance(params, dict) else None
-
-
-class AnsweredWrites:
-    """The server's write stream, noting which requests got their answer (a response or an error)."""
-
-    def __init__(self, inner, pending: set):
-        self.inner, self.pending = inner, pending
-
-    async def send(self, item) -> None:
-        await self.inner.send(item)
-        message = getattr(item, "message", None)
-        root = getattr(message, "root", message)
-        if type(root).__name__ in ("JSONRPCResponse", "JSONRPCError"):
-            self.pending.discard(getattr(root, "id", None))
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self):
-        await self.inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc):
-        return await self.inner.__aexit__(*exc)
-
-
-def _is_notification(item) -> bool:
-    message = getattr(item, "message", None)
-    return type(getattr(message, "root", message)).__name__ == "JSONRPCNotification"
-
-
-class AnsweringReader:
-    """The transport's read stream as the server reads it, but an item that is an exception (a line
-    that is not a message) is answered here with a JSON-RPC error on the write stream instead of
-    reaching the server, which would only log it."""
-
-    def __init__(self, inner, write, lines: LenientLines, answer):
-        self.inner, self.write, self.source, self.answer = inner, write, lines, answer
-        self.pending: set = set()  # ids of requests handed to the server and not answered yet
-
-    def answering(self, write) -> "AnsweredWrites":
-        """The write stream for the server: it tells this reader which requests were answered."""
-        return AnsweredWrites(write, self.pending)
-
-    @property
-    def last_context(self):
-        return getattr(self.inner, "last_context", None)
-
-    async def receive(self):
-        while True:
-            item = await self.inner.receive()
-            line = self.source.take()
-            if not isinstance(item, Exception):
-                if _is_notification(item) and (error := bad_id(line)):
-                    await self.write.send(self.answer(*error))
-                    continue
-                if (rid := _request_id(item)) is not None:
-                    self.pending.add(rid)
-                elif (cancelled := _cancelled_id(item)) is not None:
-                    self.pending.discard(cancelled)  # a cancelled request gets no answer: not waited for
-                return item
-            await self.write.send(self.answer(*error_for(line)))
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self):
-        from anyio import EndOfStream
-        try:
-            return await self.receive()
-        except EndOfStream:
-            # the end of input (`printf … | zmem mcp`): the SDK cancels the requests still running when the
-            # read stream ends, so the last requests of a piped batch were never answered; end only
-            # once every request read has its answer (or after QUIET_END seconds)
-            import anyio
-            with anyio.move_on_after(QUIET_END):
-                while self.pending:
-                    await anyio.sleep(0.01)
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self):
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.aclose()
+def serve(inp, out, handle, trace: str | None = None) -> None:
+    """Answer each request line of inp (a binary file) on out (a binary file) until inp ends.
+    handle(method, params, record) returns a request's result (a dict) or raises RpcError; record
+    is a dict it may note its tool's timing in (None unless tracing)."""
+    log = open(trace, "a", buffering=1, encoding="utf-8") if trace else None
+    try:
+        for raw in inp:
+            read = time.monotonic() * 1000 if log else 0.0
+            kind, *rest = read_message(lenient(raw.decode("utf-8", "replace")))
+            if kind == "ignore":
+                continue
+            record = {"src": "mcp", "pid": os.getpid(), "read": read} if log else None
+            if kind == "error":
+                rid, code, text = rest
+                answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": text}}
+            else:
+                rid, method, params = rest
+                try:
+                    answer = {"jsonrpc": "2.0", "id": rid, "result": handle(method, params, record)}
+                except RpcError as e:
+                    error = {"code": e.code, "message": e.message}
+                    if e.data is not None:
+                        error["data"] = e.data
+                    answer = {"jsonrpc": "2.0", "id": rid, "error": error}
+                except Exception:  # noqa: BLE001 - a bug answers this request, and the server goes on
+                    logging.getLogger("zmem.mcp").exception("zmem mcp: %s failed", method)
+                    answer = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message":
+                              "Internal error: a bug in zmem; the server's stderr has the traceback"}}
+                if record is not None:
+                    record.update(id=rid, method=method)
+            line = _encode(answer)
+            if log:  # taken before the write: once the client has the line, this process may wait for a CPU
+                record["reply"] = time.monotonic() * 1000
+            try:
+                out.write(line)
+                out.flush()
+            except BrokenPipeError:
+                return  # the client is gone: nobody reads the answers
+            if log:
+                log.write(json.dumps(record) + "\n")
+    finally:
+        if log:
+            log.close()

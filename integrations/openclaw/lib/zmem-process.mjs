@@ -8,6 +8,7 @@
 // own "message\nhint: ..." text). Nothing here returns an empty result instead of an error.
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { tracedRequest } from "./trace.mjs";
 
 export const PROTOCOL_VERSION = "2025-06-18";
 const STDERR_KEEP = 40; // lines of the child's stderr kept for error messages
@@ -233,6 +234,7 @@ export class ZmemProcess {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       let timer;
+      let answered = null; // ZMEM_TRACE
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener?.("abort", onAbort);
@@ -250,6 +252,7 @@ export class ZmemProcess {
       this._hold(true);
       this.pending.set(id, {
         settle: (msg) => {
+          answered?.();
           done();
           if (msg.error) reject(new ZmemError(`zmem ${method} failed: ${msg.error.message ?? JSON.stringify(msg.error)}`,
             "this is a bug in zmem or the plugin; the gateway log has zmem's stderr"));
@@ -274,6 +277,7 @@ export class ZmemProcess {
           { code: "ZMEM_TIMEOUT" }));
       }, timeoutMs);
       timer.unref?.();
+      answered = tracedRequest(id, this.pid, method); // (its time taken before the write: zmem may read it at once)
       if (!this._send({ jsonrpc: "2.0", id, method, params })) {
         this.pending.delete(id);
         done();
