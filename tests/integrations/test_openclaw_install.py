@@ -10,19 +10,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.openclaw_gateway import PLUGIN_DIR, Gateway, missing
+from helpers.openclaw_gateway import GIT, PLUGIN_DIR, ZMEM, Gateway, missing
 
 pytestmark = pytest.mark.slow
 
 MISSING = missing()
-ZMEM = Path(sys.executable).with_name("zmem")
-GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
-       "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def packed(tmp_path: Path) -> Path:

@@ -10,29 +10,16 @@ import datetime
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.openclaw_gateway import NODE, OPENCLAW, PLUGIN_DIR, Gateway, missing
+from helpers.openclaw_gateway import GIT, NODE, OPENCLAW, PLUGIN_DIR, ZMEM, Gateway, git, missing, zmem
 
 pytestmark = pytest.mark.slow
 
-GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
-       "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
-ZMEM = str(Path(sys.executable).with_name("zmem"))
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 MISSING = missing()
-
-
-def zmem(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([ZMEM, *args], capture_output=True, text=True, cwd=cwd, env={**os.environ, **GIT, "ZMEM_WATCH_AUTO": "0"})
-
-
-def git(ws: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, **GIT}).stdout
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:

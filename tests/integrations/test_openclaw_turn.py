@@ -9,35 +9,21 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from helpers.openclaw_gateway import NODE, OPENCLAW, Gateway, missing
+from helpers.openclaw_gateway import GIT, NODE, OPENCLAW, ZMEM, Gateway, git, missing, zmem
 from helpers.openclaw_model import ScriptedModel, content_text, system_text, tool_names
 
 pytestmark = pytest.mark.slow
 
-GIT = {"GIT_AUTHOR_NAME": "Test Author", "GIT_AUTHOR_EMAIL": "author@example.org",
-       "GIT_COMMITTER_NAME": "Test Author", "GIT_COMMITTER_EMAIL": "author@example.org", "GIT_CONFIG_NOSYSTEM": "1"}
-ZMEM = str(Path(sys.executable).with_name("zmem"))
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 MISSING = missing()
 FLUSH_MARK = "Pre-compaction memory flush"
 FLUSH_FACT = "- W @Ana: Switched to decaf coffee in November 2026."
-
-
-def zmem(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([ZMEM, *args], capture_output=True, text=True, env={**os.environ, **GIT, "ZMEM_WATCH_AUTO": "0"})
-
-
-def git(ws: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True,
-                          env={**os.environ, **GIT}).stdout
 
 
 def tool_results_of_this_step(body: dict) -> list[str]:
