@@ -76,7 +76,8 @@ When age or origin matters: who wrote each line of a citation path#Lx-Ly, when, 
 and the log lines a reflected page came from."""
 
 AS_OF_DOC = """\
-Search memory as it stood at a past date or commit; citations read path@commit#Lx-Ly."""
+Search memory as it stood at a past date or commit (what it said then); citations read \
+path@commit#Lx-Ly."""
 
 CONTEXT_DOC = """\
 Call once as a session starts: recent logs, MEMORY.md and Retain facts within a budget, each \
