@@ -9,9 +9,10 @@ The model is the tests' scripted OpenAI-compatible server on loopback (tests/hel
 its first answer in a turn is the tool call, its second a final text. Each turn is `openclaw agent
 --session-key agent:main:bench-N --message …` against the gateway (a new session each turn, so no
 history grows). The step is timed on the model's side, CLOCK_MONOTONIC as the trace: from the moment
-the tool call is sent to the moment the next request arrives. Each query is asked once through
-tools.invoke first (warm, as bench_openclaw.py's medians); turns alternate memory_search and
-memory_get, and the first two are the warm-up. Medians, with the 1-minute load before and after. Needs
+the tool call is sent to the moment the next request arrives. Agent turns run in another process
+of the gateway than tools.invoke, with its own `zmem mcp` (its own plugin instance), so the warm-up
+is turns too: every query twice (a query's third recall is a warm one: its keyword lists are built);
+then the timed turns alternate memory_search and memory_get. Medians, with the 1-minute load before and after. Needs
 .ci/install_openclaw.sh's cache, as bench_openclaw.py.
 """
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -83,11 +83,11 @@ def main() -> None:
                   PLUGIN_DIR, "zmem", zmem, False)
         try:
             gw.start()
-            for q in QUERIES:  # each query once through tools.invoke: the turns time warm recalls
-                gw.invoke("memory_search", {"query": q})
-            for n in range(args.turns):
-                tool = "memory_search" if n % 2 == 0 else "memory_get"
-                script.call = (tool, {"query": QUERIES[n % len(QUERIES)]} if tool == "memory_search" else get_args)
+            warm = [("memory_search", {"query": q}) for q in QUERIES * 2]  # a query's third recall is warm
+            timed = [("memory_search", {"query": QUERIES[n // 2 % len(QUERIES)]}) if n % 2 == 0 else ("memory_get", get_args)
+                     for n in range(args.turns)]
+            for n, (tool, tool_args) in enumerate(warm + timed):
+                script.call = (tool, tool_args)
                 first = len(script.sent)
                 traced = len(trace.read_text().splitlines())
                 res = gw.cli("agent", "--session-key", f"agent:main:bench-{n}", "--message", "What do my notes say?",
@@ -99,7 +99,7 @@ def main() -> None:
                 answered = [i for i, (_, body) in enumerate(sent) if tool_results(body)]
                 records = [json.loads(line) for line in trace.read_text().splitlines()[traced:] if line.strip()]
                 mine = [r for r in records if r.get("src") == "plugin" and r.get("tool") == tool]
-                if n < 2 or not asked or not answered or not mine:
+                if n < len(warm) or not asked or not answered or not mine:
                     continue  # warm-up, or a turn whose model steps were not the two expected
                 arrived = sent[answered[0]][0]
                 # the next request's arrival: the script runs as it arrives, just before it notes the answer
