@@ -140,6 +140,21 @@ def start(gw: Gateway, cold: bool) -> dict:
     return out
 
 
+def indexed_workspace(out: Path, files: int) -> Path:
+    """out/ws-<files>: a synthetic workspace (made once, bench/make_synthetic.py), indexed by this checkout's zmem."""
+    out.mkdir(parents=True, exist_ok=True)
+    ws = out / f"ws-{files}"
+    if not (ws / ".git").exists():
+        t = time.perf_counter()
+        make_workspace(ws, files)
+        print(f"workspace: {files} files in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "zmem", "-C", str(ws), "index"], check=True, capture_output=True,
+                   env={**os.environ, **QUIET, "PYTHONPATH": str(HERE.parent)})
+    print(f"index: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    return ws
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -153,17 +168,8 @@ def main() -> None:
     why = missing()
     if why:
         sys.exit(f"bench_openclaw: {why}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    ws = args.out / f"ws-{args.files}"
-    if not (ws / ".git").exists():
-        t = time.perf_counter()
-        make_workspace(ws, args.files)
-        print(f"workspace: {args.files} files in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    ws = indexed_workspace(args.out, args.files)
     here = HERE.parent
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "zmem", "-C", str(ws), "index"], check=True, capture_output=True,
-                   env={**os.environ, **QUIET, "PYTHONPATH": str(here)})
-    print(f"index: {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
     config = {"agents": {"defaults": {"workspace": str(ws), "skipBootstrap": True}}}
     core = args.enable_memory_core

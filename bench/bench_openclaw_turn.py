@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,8 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
-from bench_openclaw import QUERIES, QUIET, med, fmt, slot  # noqa: E402
-from make_synthetic import make_workspace  # noqa: E402
+from bench_openclaw import QUERIES, QUIET, fmt, indexed_workspace, med, slot  # noqa: E402
 from helpers.openclaw_gateway import PLUGIN_DIR, Gateway, missing  # noqa: E402
 from helpers.openclaw_model import ScriptedModel, tool_results  # noqa: E402
 
@@ -57,13 +55,8 @@ def main() -> None:
     why = missing()
     if why:
         sys.exit(f"bench_openclaw_turn: {why}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    ws = args.out / f"ws-{args.files}"
-    if not (ws / ".git").exists():
-        make_workspace(ws, args.files)
+    ws = indexed_workspace(args.out, args.files)
     here = HERE.parent
-    subprocess.run([sys.executable, "-m", "zmem", "-C", str(ws), "index"], check=True, capture_output=True,
-                   env={**os.environ, **QUIET, "PYTHONPATH": str(here)})
     trace = args.out / "trace-turn.jsonl"
     trace.write_text("")
     os.environ.update(QUIET)
