@@ -131,7 +131,11 @@ def _line_weights(lines: list[str], query: str) -> list[float]:
     """How well each line matches the query: query terms weighted by their rarity among the
     chunk's lines (a speaker's name on every line says little; a rare word says a lot). A line
     matches a word as FTS matches it: accents folded, stems compared (_Matcher)."""
-    present, idf = _presence(lines, query)
+    return _weigh(*_presence(lines, query))
+
+
+def _weigh(present: list[list[bool]], idf: list[float]) -> list[float]:
+    """Each line's weight: the rarity of the query words it holds (_presence's two lists)."""
     return [sum(w for w, hit in zip(idf, row) if hit) for row in present]
 
 
@@ -718,7 +722,7 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
         lines_of[cid] = lines
         spans = None
         if len(lines) > 1:
-            keyword = weights = [sum(w for w, hit in zip(idf, row) if hit) for row in present]
+            keyword = weights = _weigh(present, idf)
             extra = bonus.get(cid)
             if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
                 keyword = weights = [0.0] * len(lines)
