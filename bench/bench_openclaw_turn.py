@@ -9,11 +9,11 @@ The model is the tests' scripted OpenAI-compatible server on loopback (tests/hel
 its first answer in a turn is the tool call, its second a final text. Each turn is `openclaw agent
 --session-key agent:main:bench-N --message …` against the gateway (a new session each turn, so no
 history grows). The step is timed on the model's side, CLOCK_MONOTONIC as the trace: from the moment
-the tool call is sent to the moment the next request arrives. Agent turns run in another process
-of the gateway than tools.invoke, with its own `zmem mcp` (its own plugin instance), so the warm-up
-is turns too: every query twice (a query's third recall is a warm one: its keyword lists are built);
-then the timed turns alternate memory_search and memory_get. Medians, with the 1-minute load before and after. Needs
-.ci/install_openclaw.sh's cache, as bench_openclaw.py.
+the tool call is sent to the moment the next request arrives. Agent turns use another instance
+of the plugin than tools.invoke (OpenClaw loads its module again), with its own `zmem mcp`, so the
+warm-up is turns too: every query twice (a query's third recall is a warm one: its keyword lists are built);
+then the timed turns alternate memory_search and memory_get. Medians, with the 1-minute load before
+and after. Needs .ci/install_openclaw.sh's cache, as bench_openclaw.py.
 """
 from __future__ import annotations
 
