@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ZmemError } from "./lib/zmem-process.mjs";
+import { ZmemError, isZmemError } from "./lib/zmem-process.mjs";
 import { Pool, agentSettings, chatScope, scopeFor } from "./lib/pool.mjs";
 import { citationsMode, includeCitations, jsonResult, presentHit, presentRead, readFailure } from "./lib/shape.mjs";
 import { traced } from "./lib/trace.mjs";
@@ -134,25 +134,28 @@ function authorizeHits(hits, { agentId, sessionKey, sandboxed }) {
 }
 
 // One pool per gateway process: OpenClaw may call register() more than once (discovery, tool discovery,
-// reloads); every registration shares the same zmem processes and takes the newest API for config.
-let sharedPool = null;
-let exitHooked = false;
+// reloads), and it evaluates this module more than once: its agent runtime loads an instance of its own
+// in the same process, whose module-level state would start a second, cold `zmem mcp` per workspace for
+// agent turns. So the pool lives on globalThis under a registry key: every registration of every
+// instance shares the same zmem processes and takes the newest API for config.
+const SHARED = Symbol.for("zmem.openclaw.shared");
+const shared = (globalThis[SHARED] ??= { pool: null, exitHooked: false, shadowWarned: false });
 
 function poolFor(api) {
-  if (!sharedPool) sharedPool = new Pool({ api, logger: api.logger });
+  if (!shared.pool) shared.pool = new Pool({ api, logger: api.logger });
   else if (!api.registrationMode || api.registrationMode === "full") {
-    sharedPool.api = api;
-    sharedPool.logger = api.logger;
+    shared.pool.api = api;
+    shared.pool.logger = api.logger;
   }
-  if (!exitHooked) {
-    exitHooked = true;
+  if (!shared.exitHooked) {
+    shared.exitHooked = true;
     process.once?.("exit", () => {
-      for (const p of sharedPool?.list() ?? []) {
+      for (const p of shared.pool?.list() ?? []) {
         try { p.child?.kill("SIGTERM"); } catch { /* gone */ }
       }
     });
   }
-  return sharedPool;
+  return shared.pool;
 }
 
 // OpenClaw keeps its bundled memory-core loaded beside another memory slot as the "dreaming sidecar"
@@ -165,7 +168,6 @@ export function memoryCoreShadows(cfg) {
   const deny = Array.isArray(plugins.deny) ? plugins.deny : [];
   return plugins.entries?.["memory-core"]?.enabled !== false && !deny.includes("memory-core");
 }
-let shadowWarned = false;
 
 export default {
   id: "zmem",
@@ -186,8 +188,8 @@ export default {
     try {
       liveCfg = api.runtime?.config?.current?.() ?? api.config;
     } catch { /* outside a gateway */ }
-    if (!shadowWarned && memoryCoreShadows(liveCfg)) {
-      shadowWarned = true;
+    if (!shared.shadowWarned && memoryCoreShadows(liveCfg)) {
+      shared.shadowWarned = true;
       logger?.warn?.("zmem: OpenClaw's bundled memory-core is still enabled beside the zmem memory slot: its "
         + "memory_search/memory_get can answer in zmem's place and its dreaming writes to the workspace outside zmem. "
         + "hint: openclaw plugins disable memory-core (then restart the gateway)");
@@ -273,7 +275,7 @@ export default {
       try {
         got = await proc.callTool("memory_get", args, { timeoutMs: settings.timeoutMs, signal });
       } catch (err) {
-        if (err instanceof ZmemError && err.userError) return withNotice(readFailure(relPath, err), workspace);
+        if (isZmemError(err) && err.userError) return withNotice(readFailure(relPath, err), workspace);
         throw err;
       }
       return withNotice(presentRead(got, { maxChars: posInt(settings.maxReadChars) ?? 12000 }), workspace);
@@ -367,7 +369,7 @@ export default {
             return presentRead(await proc.callTool("memory_get", args, { timeoutMs: settings.timeoutMs }),
               { maxChars: posInt(settings.maxReadChars) ?? 12000 });
           } catch (err) {
-            if (err instanceof ZmemError && err.userError) {
+            if (isZmemError(err) && err.userError) {
               const r = readFailure(relPath, err);
               if (r.status === "not_found") return r;
             }
@@ -625,7 +627,7 @@ export default {
         if (out.committed) logger?.info?.(`zmem: committed ${out.paths.join(", ")} (${String(out.commit).slice(0, 12)}) after ${event.toolName}`);
       } catch (err) {
         // not a memory file (AGENTS.md, notes/*.md): not zmem's to commit
-        if (err instanceof ZmemError && err.userError && /^not a (markdown )?memory file/i.test(err.message)) return;
+        if (isZmemError(err) && err.userError && /^not a (markdown )?memory file/i.test(err.message)) return;
         logOnce(`commit:${err.message}`, "warn", `zmem: could not commit ${rel ?? file} after ${event.toolName}: ${err.message.replace(/\n/g, " ")}`);
       }
     });

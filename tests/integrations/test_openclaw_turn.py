@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -41,6 +42,7 @@ class Script:
     def __init__(self):
         self.query = "espresso standup"
         self.writes: list[dict] = []  # write calls to make (one a step) before the memory_search
+        self.call: tuple | None = None  # (tool, arguments) to call instead of memory_search
         self.today = datetime.date.today().isoformat()
 
     def __call__(self, body: dict) -> tuple:
@@ -55,7 +57,7 @@ class Script:
             return ("tool", "write", self.writes.pop(0))
         if after_tool:
             return ("text", "Ana drinks espresso before standup (memory/2026-11-24.md).")
-        return ("tool", "memory_search", {"query": self.query})
+        return ("tool", *(self.call or ("memory_search", {"query": self.query})))
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +131,43 @@ def test_a_turn_in_the_main_session_gives_the_model_zmems_context_recall_and_cit
     assert result["results"][0]["citation"] == first_citation(ws, "espresso standup") == "memory/2026-11-24.md#L6-L6"
     assert result["backend"] == "zmem" and result["scope"] == "private"
     assert "Ana drinks espresso" in json.dumps(out)
+
+
+def zmem_servers(gw, ws: Path) -> list[list[str]]:
+    """The argv of every `zmem -C <ws> mcp` the gateway started (its session's processes)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if not d.name.isdigit() or os.getsid(int(d.name)) != gw.proc.pid:
+                continue
+            argv = [a.decode(errors="replace") for a in (d / "cmdline").read_bytes().split(b"\0") if a]
+        except OSError:  # gone meanwhile
+            continue
+        if "mcp" in argv and str(ws) in argv:
+            out.append(argv)
+    return out
+
+
+def test_agent_turns_and_tool_calls_share_one_zmem_process_per_workspace(setup):
+    # OpenClaw evaluates the plugin's module again for its agent runtime, in the same gateway process: the
+    # zmem processes live on globalThis, so turns are served by the warm process tools.invoke uses
+    gw, ws = setup["gw"], setup["ws"]
+    assert gw.invoke("memory_search", {"query": "espresso standup"})["ok"]
+    _, requests = turn(setup, "agent:main:main", "What does Ana drink every morning?", "espresso standup")
+    assert tool_result(requests[-1])["results"], "the turn's memory_search found nothing"
+    private = [argv for argv in zmem_servers(gw, ws) if "group" not in argv]
+    assert len(private) == 1, private
+
+
+def test_a_memory_get_zmem_refuses_in_a_turn_is_a_read_result_not_a_failed_tool(setup):
+    # zmem's refusal is raised by the ZmemError class of the plugin instance that made the shared pool and
+    # handled by the agent runtime's instance: it must still become memory_get's not_found/error result
+    setup["script"].call = ("memory_get", {"path": "memory/1999-01-01.md"})
+    try:
+        _, requests = turn(setup, "agent:main:main", "What did I note on 1 January 1999?", "unused")
+    finally:
+        setup["script"].call = None
+    assert tool_result(requests[-1]) == {"status": "not_found", "text": "", "path": "memory/1999-01-01.md"}
 
 
 def test_a_group_session_gets_the_group_scope_without_memory_md(setup):

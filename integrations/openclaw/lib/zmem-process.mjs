@@ -13,16 +13,27 @@ import { tracedRequest } from "./trace.mjs";
 export const PROTOCOL_VERSION = "2025-06-18";
 const STDERR_KEEP = 40; // lines of the child's stderr kept for error messages
 
+// OpenClaw evaluates the plugin's modules more than once in one gateway process (the agent runtime loads
+// its own instance) and the instances share one pool (index.mjs poolFor): an error thrown by another
+// instance's ZmemError class is recognised by this brand, not by `instanceof`.
+const BRAND = Symbol.for("zmem.openclaw.ZmemError");
+
 /** A failure with zmem's message and a hint, as the tools report it. */
 export class ZmemError extends Error {
   constructor(message, hint, { code = "ZMEM_ERROR", userError = false } = {}) {
     super(hint ? `${message}\nhint: ${hint}` : message);
+    this[BRAND] = true;
     this.name = "ZmemError";
     this.zmemMessage = message;
     this.hint = hint;
     this.code = code;
     this.userError = userError; // zmem answered: the request itself was refused (a bad path, ...)
   }
+}
+
+/** Whether err is a ZmemError, of this module instance or another one's. */
+export function isZmemError(err) {
+  return Boolean(err && err[BRAND]);
 }
 
 /** Split zmem's tool error text ("message\nhint: ...") into its two parts. */
@@ -315,7 +326,7 @@ export class ZmemProcess {
       result = await this._request("tools/call", { name, arguments: args }, { timeoutMs, signal, what: name });
     } catch (err) {
       // the child died under the call (killed, crashed): a read is asked again of a new one, once
-      if (!(retryOnExit && err instanceof ZmemError && err.code === "ZMEM_EXITED")) throw err;
+      if (!(retryOnExit && isZmemError(err) && err.code === "ZMEM_EXITED")) throw err;
       this.logger?.warn?.(`zmem: ${name} lost its zmem process (${err.zmemMessage}); asking a new one`);
       await this.start();
       result = await this._request("tools/call", { name, arguments: args }, { timeoutMs, signal, what: name });
