@@ -120,8 +120,8 @@ def main() -> None:
     out = {"load": load, "files": args.files, "first_turn": first_turn, "zmem_processes": len(pids)}
     print(f"load {load['before']:.2f} -> {load['after']:.2f} (1-minute average), {args.files} files")
     if first_turn:
-        print(f"the first turn's memory_search: tool step {fmt(first_turn['tool_step'])}, the plugin's execute "
-              f"{fmt(first_turn['plugin_execute'])}; zmem mcp processes that answered the turns: {len(pids)}")
+        print(f"the first turn's memory_search: tool step {first_turn['tool_step']:.1f} ms, the plugin's execute "
+              f"{first_turn['plugin_execute']:.1f} ms; zmem mcp processes that answered the turns: {len(pids)}")
     for tool in steps:
         if not steps[tool]:
             print(f"{tool}: no timed turns")

@@ -5,7 +5,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { appendFileSync } from "node:fs";
 
 const FILE = process.env.ZMEM_TRACE;
-const current = FILE ? new AsyncLocalStorage() : null;
+// one store for every instance of this module in the gateway (the pool is shared across them: index.mjs),
+// so a call another instance's zmem process makes is noted in the tool call that asked for it
+const current = FILE ? (globalThis[Symbol.for("zmem.openclaw.trace")] ??= new AsyncLocalStorage()) : null;
 // CLOCK_MONOTONIC in milliseconds: the clock zmem mcp (Python's time.monotonic) and the benchmark read too
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 
