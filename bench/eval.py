@@ -232,15 +232,20 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
     return {"results": results, "latency": latency}
 
 
+def groups(qs: list[dict]) -> list[tuple[tuple[str, str], list[tuple]]]:
+    """((set, category), result keys) per category and per set ("all"), in the table's order."""
+    out: dict = {}
+    for q in qs:
+        key = (q["set"], q["id"], q["category"], str(q["workspace"]))
+        out.setdefault((q["set"], q["category"]), []).append(key)
+        out.setdefault((q["set"], "all"), []).append(key)
+    return sorted(out.items(), key=lambda x: (x[0][0], x[0][1] == "all", x[0][1]))
+
+
 def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
     rows = ["| set | category | n | " + " | ".join(f"{m} R@5 / hit@1 / bR@10 / lines / FP@5" for m in modes) + " |",
             "|---|---|---|" + "---|" * len(modes)]
-    groups: dict = {}
-    for q in qs:
-        key = (q["set"], q["category"], str(q["workspace"]))
-        groups.setdefault((q["set"], q["category"]), []).append((key[0], q["id"], *key[1:]))
-        groups.setdefault((q["set"], "all"), []).append((key[0], q["id"], *key[1:]))
-    for (s, cat), keys in sorted(groups.items(), key=lambda x: (x[0][0], x[0][1] == "all", x[0][1])):
+    for (s, cat), keys in groups(qs):
         cells = []
         for m in modes:
             got = [results[key][m] for key in keys]
@@ -256,6 +261,24 @@ def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
             cells.append(" / ".join(parts))
         rows.append(f"| {s} | {cat} | {len(keys)} | " + " | ".join(cells) + " |")
     return rows
+
+
+def promise(qs: list[dict], results: dict, slack: float = 0.02) -> list[str]:
+    """Issue 25's promise, per category: hybrid R@5 and hit@1 at least the better of bm25 and vector
+    alone minus `slack`. The cells where it fails, or a line saying it holds."""
+    broken = []
+    for (s, cat), keys in groups(qs):
+        got = [results[key] for key in keys if "r5" in results[key].get("hybrid", {})]
+        if cat == "all" or not got or not all(m in g for g in got for m in ("bm25", "vector")):
+            continue
+        for metric in ("r5", "hit1"):
+            mean = {m: sum(g[m][metric] for g in got) / len(got) for m in ("bm25", "vector", "hybrid")}
+            best = max(("bm25", "vector"), key=lambda m: mean[m])
+            if mean["hybrid"] < mean[best] - slack:
+                broken.append(f"- {s} / {cat} (n={len(got)}) {metric}: hybrid {mean['hybrid']:.2f} < {best} "
+                              f"{mean[best]:.2f} - {slack}")
+    head = f"hybrid >= the better of bm25 and vector alone - {slack} (R@5, hit@1), per category:"
+    return [head + (" holds in every category" if not broken else f" fails in {len(broken)}"), *broken]
 
 
 def main() -> None:
@@ -298,6 +321,8 @@ def main() -> None:
           f"model {args.model_path or 'none'}, {time.perf_counter() - t:.0f} s; median recall "
           + ", ".join(f"{m} {v:.1f} ms" for m, v in lat.items()))
     print("\n".join(table(qs, out["results"], modes)))
+    if {"bm25", "vector", "hybrid"} <= set(modes):
+        print("\n" + "\n".join(promise(qs, out["results"])))
     if args.json:
         args.json.write_text(json.dumps({" ".join(k[:2]) + " " + k[2]: v for k, v in out["results"].items()}, indent=0))
 
