@@ -5,7 +5,7 @@ benchmark, not a test).
     python bench/eval.py --model-path /tmp/minilm.onnx --half tuning   # the halves to tune on
     python bench/eval.py ... --sets templated,noanswer --json /tmp/eval.json --code /work/main   # another checkout
 
-Sets (`--sets`, all by default; six, made four different ways):
+Sets (`--sets`, all by default; seven, made four different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
   categories, with adversarial reported for its false-positive rate too.
 - paraphrase: bench/paraphrase (hand-written pairs whose answer shares no content word, and exact tokens;
@@ -14,10 +14,13 @@ Sets (`--sets`, all by default; six, made four different ways):
   reworded / entity / exact) over its notes and 300 generated daily logs.
 - templated-ml: the same method in Portuguese and Spanish (templated.generate_ml: their own templates and
   synonym pairs), over its notes and 300 generated daily logs.
+- templated-zh: the same method in Chinese (templated.ML_ZH), over its notes and 300 generated daily logs;
+  written after the fusion was tuned (session 14), so both its halves are unseen.
 - noanswer: bench/evalsets/noanswer.txt, questions about things no note mentions, asked of the paraphrase
   and the templated workspaces (EN/PT/ES/ZH).
 - noanswer-tpl: questions no note answers made the templated way (templated.generate_noanswer: the reworded
-  questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES).
+  questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES/ZH;
+  the Chinese ones also of templated-zh's, whose notes have their shape).
 
 Every set is split by a hash of "set:question id" (sha1, first byte even: tuning, odd: held-out), the same
 split on every run. Workspaces, indexes and vectors are built once under --cache and reused; query vectors
@@ -113,14 +116,16 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
         for q in load_questions():
             qs.append({"set": "paraphrase", "id": q["id"], "category": f"{q['set']}/{q['lang']}",
                        "question": q["question"], "workspace": para_ws, "gold": [(q["path"], q["line"])]})
-    if "templated-ml" in names:
-        from evalsets.templated import generate_ml
-        ml_files, ml = generate_ml()
-        ml_ws = cache / "templated-ml"
+    from evalsets.templated import ML_ZH, generate_ml
+    for name, made in (("templated-ml", lambda: generate_ml()), ("templated-zh", lambda: generate_ml(28, ML_ZH, "zh"))):
+        if name not in names:
+            continue
+        ml_files, ml = made()
+        ml_ws = cache / name
         if not ml_ws.exists():
             with_distractors(ml_ws, files=ml_files)
         for q in ml:
-            qs.append({"set": "templated-ml", "id": q["id"], "category": q["category"], "question": q["question"],
+            qs.append({"set": name, "id": q["id"], "category": q["category"], "question": q["question"],
                        "workspace": ml_ws, "gold": [(q["path"], q["line"])]})
     if "templated" in names:
         for q in tpl:
@@ -138,8 +143,12 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
                            "workspace": ws, "gold": []})
     if "noanswer-tpl" in names:
         from evalsets.templated import generate_noanswer
+        zh_ws = cache / "templated-zh"
+        if not zh_ws.exists():
+            with_distractors(zh_ws, files=generate_ml(28, ML_ZH, "zh")[0])
         for q in generate_noanswer():
-            for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws)):
+            also = (("templated-zh", zh_ws),) if q["lang"] == "zh" else ()
+            for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws), *also):
                 qs.append({"set": "noanswer-tpl", "id": q["id"], "category": f"{where}/{q['lang']}",
                            "question": q["question"], "workspace": ws, "gold": []})
     return qs
@@ -284,7 +293,7 @@ def promise(qs: list[dict], results: dict, slack: float = 0.02) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-path", help="the onnx model directory (zmem model import ... --format onnx)")
-    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,noanswer,noanswer-tpl")
+    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,noanswer,noanswer-tpl")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")

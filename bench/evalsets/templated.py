@@ -156,11 +156,31 @@ ML = {
 }
 
 
-def generate_ml(seed: int = 26) -> tuple[dict[str, str], list[dict]]:
-    """({path: text}, questions) for the Portuguese and Spanish templates; categories reworded/pt, reworded/es."""
+# The same method in Chinese (set "templated-zh", written in session 14 after the fusion was tuned: a probe it
+# never saw). The question's words share no CJK bigram with the note's (奶奶 / 祖母, 汽车 / 座驾), so keyword
+# recall matches at most the template's incidental words.
+ML_ZH = {
+    "zh": {
+        "heading": "笔记",
+        "rel": [("我奶奶", "我祖母"), ("我叔叔", "我爸爸的弟弟"), ("我邻居", "隔壁那位阿姨"), ("我老板", "我的经理"),
+                ("我表哥", "我姑妈的儿子"), ("我婆婆", "我丈夫的母亲")],
+        "veh": [("汽车", "座驾"), ("自行车", "单车"), ("摩托车", "机车"), ("面包车", "小货车"), ("滑板车", "踏板车")],
+        "place": [("停在车库里", "放在停车棚"), ("锁在地下室", "放在地窖"), ("停在院子里", "放在花园"),
+                  ("停在街上", "放在马路边")],
+        "food": [("海鲜", "虾蟹"), ("麸质", "小麦"), ("奶制品", "牛奶"), ("鸡蛋", "煎蛋卷"), ("花生", "坚果")],
+        "templates": [("- {rel}把{veh}{place}，一直到第二天早上。", "{rel_q}晚上把{veh_q}放哪儿？", ("rel", "veh", "place")),
+                      ("- {rel}不能吃{food}，晚饭里一点都不能有。", "{rel_q}对{food_q}过敏吗？", ("rel", "food"))],
+    },
+}
+
+
+def generate_ml(seed: int = 26, lexicon: dict | None = None, prefix: str = "ml") -> tuple[dict[str, str], list[dict]]:
+    """({path: text}, questions) for the templates of other languages (default ML: Portuguese and Spanish;
+    ML_ZH: Chinese); categories reworded/<lang>, ids <prefix>001..."""
     r = random.Random(seed)
     facts: list[tuple[str, str, str]] = []
-    for lang, lex in ML.items():
+    lexicon = ML if lexicon is None else lexicon
+    for lang, lex in lexicon.items():
         for note, question, slots in lex["templates"]:
             combos = list(itertools.product(*[range(len(lex[s])) for s in slots]))
             r.shuffle(combos)
@@ -178,10 +198,11 @@ def generate_ml(seed: int = 26) -> tuple[dict[str, str], list[dict]]:
     for d in range(0, len(facts), 6):
         day = f"2024-{1 + (d // 6) // 28:02d}-{1 + (d // 6) % 28:02d}"
         path = f"memory/{day}.md"
-        lines = [f"# {day}", "", "## Notas", ""]
+        heading = lexicon[facts[d][2]].get("heading", "Notas")
+        lines = [f"# {day}", "", f"## {heading}", ""]
         for line, question, lang in facts[d:d + 6]:
             lines.append(line)
-            questions.append({"id": f"ml{len(questions) + 1:03d}", "category": f"reworded/{lang}", "question": question,
+            questions.append({"id": f"{prefix}{len(questions) + 1:03d}", "category": f"reworded/{lang}", "question": question,
                               "path": path, "line": len(lines), "lang": lang})
         files[path] = "\n".join(lines) + "\n"
     return files, questions
@@ -217,12 +238,16 @@ ABSENT_ML = {
             ("la canoa", "el tractor", "la caravana", "el kayak")],
            [("apio", "sésamo", "mostaza", "rábanos")],
            "¿Dónde guarda {rel} {veh} por la noche?", "¿Es {rel} alérgico a {food}?"),
+    # session 14, with templated-zh (also asked of its workspace, whose notes have these questions' shape)
+    "zh": ([("我教父", "我继女", "我室友", "我教女"), ("独木舟", "拖拉机", "房车", "皮划艇")],
+           [("芹菜", "芝麻", "芥末", "萝卜")],
+           "{rel}晚上把{veh}放哪儿？", "{rel}对{food}过敏吗？"),
 }
 
 
 def generate_noanswer(seed: int = 27) -> list[dict]:
-    """Questions as {id, category, question, lang} (categories en, pt, es): 6 per English template, 4 per
-    Portuguese or Spanish one, each (relative, thing) pair drawn once."""
+    """Questions as {id, category, question, lang} (categories en, pt, es, zh): 6 per English template, 4 per
+    Portuguese, Spanish or Chinese one, each (relative, thing) pair drawn once."""
     r = random.Random(seed)
     out: list[dict] = []
     for question, slots in ABSENT_EN:
