@@ -15,7 +15,6 @@ the median in-process recall latency per mode.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from halves import half
 
 # ../shared/bench next to the checkout; from a git worktree (/work/wt/NAME) the checkout's parent's
 SHARED = next((p / "shared" / "bench" for p in Path(__file__).resolve().parents[1:4]
@@ -47,12 +48,6 @@ def configure(args) -> None:
     (home / "zmem" / "config.toml").write_text(text)
 
 
-def split_half(qid: str) -> str:
-    """"tune" or "heldout" for a question id, half and half by the first byte of its SHA-1: stable
-    across runs and machines, independent of the order or the conversation of the questions."""
-    return "tune" if hashlib.sha1(qid.encode()).digest()[0] % 2 == 0 else "heldout"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path, help="output of make_workspace.py")
@@ -72,7 +67,7 @@ def main() -> None:
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--split", choices=("all", "tune", "heldout"), default="all",
-                    help="a deterministic half of the questions (split_half: by a hash of the question id): tune on "
+                    help="a deterministic half of the questions (bench/halves.py, the same as eval.py's): tune on "
                          "`tune`, report `heldout`")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
@@ -93,7 +88,8 @@ def main() -> None:
 
     questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
     if args.split != "all":
-        questions = [q for q in questions if split_half(q["id"]) == args.split]
+        want = "tuning" if args.split == "tune" else "heldout"
+        questions = [q for q in questions if half("locomo", q["id"]) == want]
     if args.limit:
         questions = questions[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
