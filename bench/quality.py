@@ -9,8 +9,9 @@
 
 Indexes each conversation workspace (embedding with the local GGUF model, or the onnx provider's
 model directory, when --model-path is given), runs recall in-process for every question, writes results per mode and prints the shared
-scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N). Also prints
-the median in-process recall latency per mode.
+scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N), and the budget R@10
+the same hits would reach in the best order (the ceiling of reordering them). Also prints the median
+in-process recall latency per mode.
 """
 from __future__ import annotations
 
@@ -46,6 +47,27 @@ def configure(args) -> None:
     if args.base_url or args.model_path:
         text += f'query_prefix = {json.dumps(args.query_prefix)}\ndocument_prefix = {json.dumps(args.document_prefix)}\n'
     (home / "zmem" / "config.toml").write_text(text)
+
+
+def best_order_budget(qfile: Path, results: Path, turns: Path) -> tuple[float, float]:
+    """Budget R@10 of the hits as ranked, and of the same hits in the best order (those citing an evidence
+    turn first, shorter first): what ordering alone could gain, the rest is finding other hits."""
+    sys.path.insert(0, str(SHARED))
+    import score
+    turn_lines: dict = {}
+    for t in score.load_jsonl(turns):
+        turn_lines.setdefault(t["workspace"], set()).add((t["path"], int(t["line"])))
+    got = {r["id"]: r["results"] for r in score.load_jsonl(results)}
+    now, best = [], []
+    for q in score.load_jsonl(qfile):
+        if not q["evidence"]:
+            continue
+        evidence = {(e["path"], int(e["line"])) for e in q["evidence"]}
+        hits = got.get(q["id"], [])
+        ordered = sorted(hits, key=lambda r: (not evidence & set(score.result_lines(r)), r["end_line"] - r["start_line"]))
+        for out, hs in ((now, hits), (best, ordered)):
+            out.append(score.score_question(q, hs, turn_lines.get(q["workspace"], set()))["budget_R@10"])
+    return sum(now) / len(now), sum(best) / len(best)
 
 
 def main() -> None:
@@ -138,6 +160,8 @@ def main() -> None:
         subprocess.run([sys.executable, str(SHARED / "score.py"), str(qfile),
                         str(args.out / f"results-{mode}-{fusion}.jsonl"), "--turns", str(args.root / "turns.jsonl"),
                         "--json", str(args.out / f"score-{mode}-{fusion}.json")], check=True)
+        now, best = best_order_budget(qfile, args.out / f"results-{mode}-{fusion}.jsonl", args.root / "turns.jsonl")
+        print(f"budget R@10 {now:.3f}; the same hits in the best order (evidence first): {best:.3f}")
 
 
 if __name__ == "__main__":
