@@ -20,8 +20,9 @@ Sets (`--sets`, all by default; six, made four different ways):
   questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES).
 
 Every set is split by bench/halves.py (sha1 of "set:question id", of the question id alone for LoCoMo as
-quality.py --split does; first byte even: tuning, odd: held-out), the same split on every run. Workspaces, indexes and vectors are built once under --cache and reused; query vectors
-are cached too, so a re-run costs only the recalls (~1,700 questions x 3 modes).
+quality.py --split does; first byte even: tuning, odd: held-out), the same split on every run.
+Workspaces, indexes and vectors are built once under --cache and reused; query vectors are cached too,
+so a re-run costs only the recalls (~1,700 questions x 3 modes).
 
 Metrics (recall in-process with --k 10, the workspace's configured fusion; a hit counts when its cited
 lines path#Lstart-Lend hold an answer line, as an agent reads them):
