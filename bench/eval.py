@@ -22,9 +22,10 @@ Sets (`--sets`, all by default; seven, made four different ways):
   questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES/ZH;
   the Chinese ones also of templated-zh's, whose notes have their shape).
 
-Every set is split by a hash of "set:question id" (sha1, first byte even: tuning, odd: held-out), the same
-split on every run. Workspaces, indexes and vectors are built once under --cache and reused; query vectors
-are cached too, so a re-run costs only the recalls (~1,700 questions x 3 modes).
+Every set is split by bench/halves.py (sha1 of "set:question id", of the question id alone for LoCoMo as
+quality.py --split does; first byte even: tuning, odd: held-out), the same split on every run.
+Workspaces, indexes and vectors are built once under --cache and reused; query vectors are cached too,
+so a re-run costs only the recalls (~1,700 questions x 3 modes).
 
 Metrics (recall in-process with --k 10, the workspace's configured fusion; a hit counts when its cited
 lines path#Lstart-Lend hold an answer line, as an agent reads them):
@@ -36,7 +37,6 @@ lines path#Lstart-Lend hold an answer line, as an agent reads them):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import pickle
@@ -46,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 
+from halves import half
+
 HERE = Path(__file__).resolve().parent
 SHARED = next((p / "shared" / "bench" for p in HERE.parents if (p / "shared" / "bench" / "score.py").exists()),
               Path("../shared/bench"))
@@ -54,10 +56,6 @@ FEATURES = False  # --features: each hybrid hit's --explain fields in the JSON (
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}
-
-
-def half(set_name: str, qid: str) -> str:
-    return "tuning" if hashlib.sha1(f"{set_name}:{qid}".encode()).digest()[0] % 2 == 0 else "heldout"
 
 
 def commit_all(out: Path) -> None:

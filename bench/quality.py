@@ -3,19 +3,19 @@
     python3 ../shared/bench/make_workspace.py --data ../shared/bench/locomo-dev.json --out /tmp/locomo-ws
     python bench/quality.py /tmp/locomo-ws --modes bm25,vector,hybrid --fusion adaptive,weighted,rrf \\
         [--model-path ~/.cache/zmem/models/all-MiniLM-L6-v2.f16.gguf | --provider onnx --model-path DIR] [--k 10] \\
-        [--rerank MODEL_DIR]
+        [--rerank MODEL_DIR] [--against /tmp/zmem-quality-main]   # the other run's --out, question by question
     python bench/quality.py /tmp/locomo-ws --base-url http://127.0.0.1:18766/v1 --model e5 \\
         --query-prefix "query: " --document-prefix "passage: "     # an endpoint: bench/e5_server.py
 
 Indexes each conversation workspace (embedding with the local GGUF model, or the onnx provider's
 model directory, when --model-path is given), runs recall in-process for every question, writes results per mode and prints the shared
-scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N). Also prints
-the median in-process recall latency per mode.
+scorer's table for each (turn/day recall@k, nDCG@10, lines cited@10, budget R@N), and the budget R@10
+the same hits would reach in the best order (the ceiling of reordering them). Also prints the median
+in-process recall latency per mode.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from halves import half
 
 # ../shared/bench next to the checkout; from a git worktree (/work/wt/NAME) the checkout's parent's
 SHARED = next((p / "shared" / "bench" for p in Path(__file__).resolve().parents[1:4]
@@ -47,10 +49,36 @@ def configure(args) -> None:
     (home / "zmem" / "config.toml").write_text(text)
 
 
-def split_half(qid: str) -> str:
-    """"tune" or "heldout" for a question id, half and half by the first byte of its SHA-1: stable
-    across runs and machines, independent of the order or the conversation of the questions."""
-    return "tune" if hashlib.sha1(qid.encode()).digest()[0] % 2 == 0 else "heldout"
+def budgets(qfile: Path, results: Path, turns: Path, best_order: bool = False) -> dict[str, float]:
+    """Each scored question's budget R@10 (question id -> value); best_order: of the same hits in the best
+    order (those citing an evidence turn first, shorter first), what ordering alone could reach."""
+    sys.path.insert(0, str(SHARED))
+    import score
+    turn_lines: dict = {}
+    for t in score.load_jsonl(turns):
+        turn_lines.setdefault(t["workspace"], set()).add((t["path"], int(t["line"])))
+    got = {r["id"]: r["results"] for r in score.load_jsonl(results)}
+    out = {}
+    for q in score.load_jsonl(qfile):
+        if not q["evidence"]:
+            continue
+        hits = got.get(q["id"], [])
+        if best_order:
+            evidence = {(e["path"], int(e["line"])) for e in q["evidence"]}
+            hits = sorted(hits, key=lambda r: (not evidence & set(score.result_lines(r)), r["end_line"] - r["start_line"]))
+        out[q["id"]] = score.score_question(q, hits, turn_lines.get(q["workspace"], set()))["budget_R@10"]
+    return out
+
+
+def paired(base: dict[str, float], new: dict[str, float]) -> str:
+    """The per-question difference new - base: its mean, how many questions gained and lost, and a 95% bootstrap
+    interval of the mean (a half of LoCoMo holds ~500 questions; a change moves ~20 of them)."""
+    import random
+    diff = [new[q] - base[q] for q in new if q in base]
+    rng = random.Random(0)
+    means = sorted(sum(rng.choice(diff) for _ in diff) / len(diff) for _ in range(1000))
+    return (f"{sum(diff) / len(diff):+.4f} ({sum(d > 0 for d in diff)} questions gained, {sum(d < 0 for d in diff)} lost; "
+            f"95% bootstrap interval {means[25]:+.4f} to {means[975]:+.4f})")
 
 
 def main() -> None:
@@ -72,10 +100,12 @@ def main() -> None:
     ap.add_argument("--snippet-chars", type=int, default=700, help="snippet length (cited lines grow with it)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--split", choices=("all", "tune", "heldout"), default="all",
-                    help="a deterministic half of the questions (split_half: by a hash of the question id): tune on "
+                    help="a deterministic half of the questions (bench/halves.py, the same as eval.py's): tune on "
                          "`tune`, report `heldout`")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
+    ap.add_argument("--against", type=Path, help="another run's --out: each mode's budget R@10 compared question by "
+                                                "question (gained, lost, a bootstrap interval)")
     args = ap.parse_args()
     configure(args)
     args.model_path = args.model_path or args.base_url
@@ -93,7 +123,8 @@ def main() -> None:
 
     questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
     if args.split != "all":
-        questions = [q for q in questions if split_half(q["id"]) == args.split]
+        want = "tuning" if args.split == "tune" else "heldout"
+        questions = [q for q in questions if half("locomo", q["id"]) == want]
     if args.limit:
         questions = questions[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +173,14 @@ def main() -> None:
         subprocess.run([sys.executable, str(SHARED / "score.py"), str(qfile),
                         str(args.out / f"results-{mode}-{fusion}.jsonl"), "--turns", str(args.root / "turns.jsonl"),
                         "--json", str(args.out / f"score-{mode}-{fusion}.json")], check=True)
+        results, turns = args.out / f"results-{mode}-{fusion}.jsonl", args.root / "turns.jsonl"
+        now = budgets(qfile, results, turns)
+        best = budgets(qfile, results, turns, best_order=True)
+        print(f"budget R@10 {sum(now.values()) / len(now):.3f}; the same hits in the best order (evidence first): "
+              f"{sum(best.values()) / len(best):.3f}")
+        if args.against:
+            print(f"budget R@10 against {args.against}: "
+                  f"{paired(budgets(qfile, args.against / results.name, turns), now)}")
 
 
 if __name__ == "__main__":
