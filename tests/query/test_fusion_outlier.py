@@ -104,6 +104,26 @@ def test_flat_vectors_leave_the_weight_to_the_keywords(many_ws):
     assert vector_evidence(None) == 1.0
 
 
+def test_flat_vectors_lend_the_keywords_no_more_than_the_configured_text_weight(many_ws):
+    conn = open_index(find_workspace(many_ws))
+    try:
+        # a candidate holds every word of the query: the configured 0.7 / 0.3, however flat the vectors
+        rarity = query_rarity(conn, "entry log")
+        held = {1: "- Entry log: something."}
+        assert query_weights(rarity, held, 0.7, 0.3).evidence == 1.0
+        flat = query_weights(rarity, held, 0.7, 0.3, fusion.VECTOR_FLAT - 1)
+        assert (flat.text, flat.vector) == (pytest.approx(0.7), pytest.approx(0.3))
+        # one holding part of it: flat vectors still lend the keywords weight, up to the same 0.7
+        rarity = query_rarity(conn, "entry log zorba")
+        part = query_weights(rarity, held, 0.7, 0.3)
+        lent = query_weights(rarity, held, 0.7, 0.3, fusion.VECTOR_FLAT - 1)
+        assert part.text < lent.text <= 0.7 + 1e-9 and lent.text + lent.vector == pytest.approx(1.0)
+        # a configuration that favours the vectors keeps its text weight as the ceiling too
+        assert query_weights(rarity, held, 0.3, 0.7, fusion.VECTOR_FLAT - 1).text <= 0.3 + 1e-9
+    finally:
+        conn.close()
+
+
 def test_hybrid_recall_explains_the_outlier_and_weighs_flat_vectors_less(many_ws):
     pytest.importorskip("numpy")
     from zmem.memory import Memory

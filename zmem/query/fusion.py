@@ -69,7 +69,8 @@ NULL_SAMPLE = 512
 # The vectors are weighed by their own evidence as the keywords are by theirs: a best cosine that stands out
 # VECTOR_CLEAR or more keeps the vector weight text_share leaves; one standing out VECTOR_FLAT or less (the
 # model sees the query about as close to everything: all-MiniLM-L6-v2 on Portuguese or Spanish) keeps
-# VECTOR_FLOOR of it, sliding between; the weights are then scaled back to a sum of 1 (query_weights).
+# VECTOR_FLOOR of it, sliding between; the weights are then scaled back to a sum of 1, the text weight at most the
+# configured one (query_weights).
 VECTOR_FLAT = 2.5
 VECTOR_CLEAR = 4.5
 VECTOR_FLOOR = 0.25
@@ -162,6 +163,12 @@ def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float,
     text = text_share(evidence, text_weight, vector_weight)
     vector = (1.0 - text) * vector_evidence(outlier)
     text, vector = (text / (text + vector), vector / (text + vector)) if text + vector > 0 else (text, 1.0 - text)
+    # what flat vectors give up goes to the keywords only up to the configured text weight: a keyword candidate
+    # holding every rare word of the query gets that much and no more, so vectors that stand out little (LoCoMo's
+    # conversations: 2.3-3.5) are not outweighed further by BM25's term counts among candidates holding as much
+    # of the query (docs/fusion.md, "What the vectors are worth")
+    full = text_weight / ((text_weight + vector_weight) or 1.0)
+    text, vector = (full, 1.0 - full) if text > full else (text, vector)
     return Weights(text, vector, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
                    tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()}, outlier=outlier)
 
