@@ -5,11 +5,12 @@
     python bench/fit_floor.py fit /tmp/tune.json                     # coefficients for floor.py
     python bench/eval.py --model-path M --features --set floor.MIN_ANSWER=0 --json /tmp/heldout.json
     python bench/fit_floor.py curve /tmp/heldout.json [--at 0.04,0.06]   # the trade-off at floor.py's coefficients
+    python bench/fit_floor.py fit /tmp/minilm.json /tmp/e5.json --half tuning   # two models' --half all runs together
 
 A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
 (Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
-lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSON
-given (the tuning halves). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
+lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSONs
+given (the tuning halves; with several, one per model, each model's two classes weigh alike). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
 set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
 vector alone when the JSON has them.
 """
