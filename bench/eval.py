@@ -4,6 +4,8 @@ benchmark, not a test).
     python bench/eval.py --model-path /tmp/minilm.onnx                 # held-out halves (what to report)
     python bench/eval.py --model-path /tmp/minilm.onnx --half tuning   # the halves to tune on
     python bench/eval.py ... --sets templated,noanswer --json /tmp/eval.json --code /work/main   # another checkout
+    python bench/eval.py --base-url http://127.0.0.1:18767/v1 --model e5 --query-prefix "query: " \\
+        --document-prefix "passage: " --cache /tmp/eval-e5     # an endpoint (bench/e5_server.py); one --cache per model
 
 Sets (`--sets`, all by default; seven, made four different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
@@ -64,6 +66,9 @@ def commit_all(out: Path) -> None:
         subprocess.run(["git", "-C", str(out), *cmd], check=True, env=env)
 
 
+DISTRACTORS = 300  # --distractors: generated daily logs beside each synthetic set's notes
+
+
 def with_distractors(out: Path, files: dict[str, str] | None = None, copy_from: Path | None = None) -> None:
     sys.path.insert(0, str(HERE))
     from make_synthetic import make_workspace
@@ -77,7 +82,7 @@ def with_distractors(out: Path, files: dict[str, str] | None = None, copy_from: 
         (tmp / path).write_text(text, encoding="utf-8")
     gen = out.with_name(out.name + ".gen")
     shutil.rmtree(gen, ignore_errors=True)
-    make_workspace(gen, 300, seed=0, git=False)
+    make_workspace(gen, DISTRACTORS, seed=0, git=False)
     shutil.copytree(gen / "memory", tmp / "memory", dirs_exist_ok=True)
     shutil.rmtree(gen)
     commit_all(tmp)
@@ -152,13 +157,18 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
     return qs
 
 
-def configure(cache: Path, model_path: str | None) -> None:
-    """One user config for every run (the workspaces' indexes follow it, so it must not change between runs)."""
+def configure(cache: Path, args) -> None:
+    """One user config for every run (the workspaces' indexes follow it, so it must not change between runs:
+    one --cache per model)."""
     home = cache / "config"
     (home / "zmem").mkdir(parents=True, exist_ok=True)
     text = ""
-    if model_path:
-        text = f'[embeddings]\nprovider = "onnx"\nmodel_path = "{Path(model_path).expanduser()}"\nthreads = 2\n'
+    if args.base_url:  # an OpenAI-compatible endpoint (bench/e5_server.py for multilingual-e5-small)
+        text = f'[embeddings]\nprovider = "openai"\nbase_url = "{args.base_url}"\nmodel = "{args.model}"\n'
+    elif args.model_path:
+        text = f'[embeddings]\nprovider = "onnx"\nmodel_path = "{Path(args.model_path).expanduser()}"\nthreads = 2\n'
+    if args.query_prefix or args.document_prefix:
+        text += f'query_prefix = {json.dumps(args.query_prefix)}\ndocument_prefix = {json.dumps(args.document_prefix)}\n'
     (home / "zmem" / "config.toml").write_text(text)
     os.environ["XDG_CONFIG_HOME"] = str(home)
 
@@ -291,6 +301,10 @@ def promise(qs: list[dict], results: dict, slack: float = 0.02) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model-path", help="the onnx model directory (zmem model import ... --format onnx)")
+    ap.add_argument("--base-url", help="an OpenAI-compatible embeddings endpoint instead of --model-path")
+    ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
+    ap.add_argument("--query-prefix", default="", help='e.g. "query: " for e5 (embeddings.query_prefix)')
+    ap.add_argument("--document-prefix", default="", help='e.g. "passage: " for e5 (embeddings.document_prefix)')
     ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,noanswer,noanswer-tpl")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
@@ -300,6 +314,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="at most N questions per set (a quick look)")
     ap.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                     help="tuning: set a constant of zmem.query first, e.g. fusion.FLOOR=0.2 (repeatable)")
+    ap.add_argument("--distractors", type=int, default=300,
+                    help="daily logs beside each synthetic set's notes (fewer: a slow endpoint; one --cache per count)")
     ap.add_argument("--features", action="store_true", help="write each hybrid hit's --explain fields (--json)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -311,12 +327,12 @@ def main() -> None:
         name, value = spec.split("=", 1)
         module, attr = name.rsplit(".", 1)
         setattr(importlib.import_module(f"zmem.query.{module}"), attr, float(value))
-    global FEATURES
-    FEATURES = args.features
+    global FEATURES, DISTRACTORS
+    FEATURES, DISTRACTORS = args.features, args.distractors
     args.cache.mkdir(parents=True, exist_ok=True)
-    configure(args.cache, args.model_path)
+    configure(args.cache, args)
     names = [s for s in args.sets.split(",") if s]
-    modes = [m for m in args.modes.split(",") if m] if args.model_path else ["bm25"]
+    modes = [m for m in args.modes.split(",") if m] if args.model_path or args.base_url else ["bm25"]
     qs = [q for q in load_sets(args.cache, names) if args.half == "all" or half(q["set"], q["id"]) == args.half]
     if args.limit:
         per: dict = {}
@@ -325,7 +341,7 @@ def main() -> None:
     out = run(qs, modes, args.cache, verbose=args.verbose)
     lat = {m: sorted(v)[len(v) // 2] * 1000 for m, v in out["latency"].items() if v}
     print(f"# {' '.join(args.set)} {args.half} halves, {len(qs)} questions, zmem from {Path(zmem.__file__).parent.parent}, "
-          f"model {args.model_path or 'none'}, {time.perf_counter() - t:.0f} s; median recall "
+          f"model {args.model_path or args.base_url or 'none'}, {args.distractors} distractor logs, {time.perf_counter() - t:.0f} s; median recall "
           + ", ".join(f"{m} {v:.1f} ms" for m, v in lat.items()))
     print("\n".join(table(qs, out["results"], modes)))
     if {"bm25", "vector", "hybrid"} <= set(modes):

@@ -5,11 +5,12 @@
     python bench/fit_floor.py fit /tmp/tune.json                     # coefficients for floor.py
     python bench/eval.py --model-path M --features --set floor.MIN_ANSWER=0 --json /tmp/heldout.json
     python bench/fit_floor.py curve /tmp/heldout.json [--at 0.04,0.06]   # the trade-off at floor.py's coefficients
+    python bench/fit_floor.py fit /tmp/minilm.json /tmp/e5.json --half tuning   # two models' --half all runs together
 
 A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
 (Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
-lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSON
-given (the tuning halves). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
+lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSONs
+given (the tuning halves; with several, one per model, each model's two classes weigh alike). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
 set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
 vector alone when the JSON has them.
 """
@@ -22,16 +23,21 @@ from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 from zmem.query import floor  # noqa: E402
 
 
-def rows(path: Path) -> list[dict]:
+def rows(paths: list[Path], which: str = "all") -> list[dict]:
+    """Every question of the JSONs (one per model: fitted together) in the half asked for."""
+    from halves import half
     out = []
-    for key, modes in json.loads(path.read_text()).items():
+    for source, key, modes in ((i, k, m) for i, p in enumerate(paths) for k, m in json.loads(p.read_text()).items()):
         set_name, qid, category = key.split(" ", 2)
+        if which != "all" and half(set_name, qid) != which:
+            continue
         h = modes.get("hybrid", {})
         sig = (h.get("explain") or [{}])[0].get("floor_signals")
-        out.append({"set": set_name, "id": qid, "category": category, "modes": modes, "signals": sig,
+        out.append({"source": source, "set": set_name, "id": qid, "category": category, "modes": modes, "signals": sig,
                     "noanswer": set_name.startswith("noanswer"), "adversarial": category == "adversarial"})
     return out
 
@@ -48,7 +54,13 @@ def fit(rs: list[dict], names: list[str], l2: float = 1.0):
     y = np.array([0.0 if r["noanswer"] else 1.0 for r in use])
     mean, std = x.mean(0), x.std(0) + 1e-9
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
-    w = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))  # the two classes weigh the same
+    # the two classes weigh the same, and so does each JSON (model) within a class
+    src = np.array([r["source"] for r in use])
+    w = np.zeros(len(use))
+    for s in set(src.tolist()):
+        for c in (0.0, 1.0):
+            cell = (src == s) & (y == c)
+            w[cell] = len(use) / (2 * len(set(src.tolist())) * max(cell.sum(), 1))
     beta = np.zeros(z.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-z @ beta))
@@ -63,7 +75,7 @@ def probability(r: dict) -> float | None:
     """floor.py's probability for a question's signals (None: hybrid listed nothing to read them from)."""
     if not r["signals"]:
         return None
-    return floor.answer_probability(floor.Signals(**{f.name: r["signals"][f.name] for f in fields(floor.Signals)}))
+    return floor.answer_probability(floor.Signals(**{f.name: r["signals"].get(f.name) for f in fields(floor.Signals)}))
 
 
 def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
@@ -109,12 +121,14 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["fit", "curve"])
-    ap.add_argument("json", type=Path)
+    ap.add_argument("json", type=Path, nargs="+", help="eval.py --features JSONs (one per model)")
+    ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="all",
+                    help="only this half's questions (eval.py --half all writes both)")
     ap.add_argument("--features", default=",".join(floor.COEFFICIENTS) or "best_cosine,outlier,lead,evidence,keyword_cosine,known,agree,terms")
     ap.add_argument("--at", default="", help="thresholds (comma-separated), default floor.MIN_ANSWER and either side")
     ap.add_argument("--l2", type=float, default=1.0)
     args = ap.parse_args()
-    rs = rows(args.json)
+    rs = rows(args.json, args.half)
     if args.what == "fit":
         intercept, coef, n, pos = fit(rs, args.features.split(","), args.l2)
         print(f"# {n} questions, {pos} answered in the first five, {n - pos} without an answer")

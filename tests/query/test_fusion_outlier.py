@@ -10,7 +10,7 @@ from helpers.embed_server import concept_vector
 from helpers.workspace import index_notes, run, use_server
 from zmem.index.catchup import open_index
 from zmem.query import fusion
-from zmem.query.fusion import null_stats, query_rarity, query_weights, text_share, vector_evidence
+from zmem.query.fusion import null_moments, null_stats, query_rarity, query_weights, text_share, vector_evidence
 from zmem.workspace.core import find_workspace
 
 LETTERS = "bcdfghjklmnpqrstvwxz"
@@ -61,6 +61,22 @@ def test_without_numpy_loaded_sqlite_vec_measures_the_same(many_ws, monkeypatch)
         monkeypatch.setitem(sys.modules, "numpy", None)
         assert null_stats(conn, query, 0.6) is None  # neither numpy nor a store: not measured
         assert null_stats(conn, query, 0.6, store) == pytest.approx(with_numpy, abs=1e-3)
+    finally:
+        conn.close()
+
+
+def test_the_null_moments_are_those_of_the_query_cosines_with_every_window(many_ws):
+    # under NULL_SAMPLE windows the sample is the whole index: its mean and spread are the query's cosines' own,
+    # and the outlier score (the floor's and the vector weight's) is the best cosine measured in them
+    pytest.importorskip("numpy")
+    conn = open_index(find_workspace(many_ws))
+    try:
+        query = concept_vector("Which computer hosts the proxy?")
+        sims = [sum(a * b for a, b in zip(query, v)) for v in vectors(conn)]
+        mean = sum(sims) / len(sims)
+        spread = (sum((x - mean) ** 2 for x in sims) / len(sims)) ** 0.5
+        assert null_moments(conn, query) == pytest.approx((mean, spread), abs=1e-4)
+        assert null_stats(conn, query, max(sims)) == pytest.approx((max(sims) - mean) / spread, abs=1e-3)
     finally:
         conn.close()
 

@@ -28,9 +28,14 @@ COEFFICIENTS = {"best_cosine": 11.164, "outlier": 0.464, "lead": 6.922, "evidenc
 # answerable is emptied there (chosen after seeing that: docs/fusion.md). No-answer FP@5, held-out: 0.64 (0.67
 # with the rule it replaces). At the 10 % target English paraphrases would lose half their R@5 (tuning halves).
 MIN_ANSWER = 0.04
+# These are all-MiniLM-L6-v2's units: with multilingual-e5-small (cosines ~0.8 for anything) the probability stays
+# above 0.7 and the floor never fires (FP@5 1.00). Fitted on both models over signals in the query's own units
+# (outlier, lead_sd, evidence) MiniLM's FP@5 went 0.67 -> 0.98 and e5's stayed 1.00 at no recall cost (tuning
+# halves), so these stay (bench/README.md, "The floor with multilingual-e5-small").
 # when the outlier score cannot be measured (under 30 windows, no numpy and no sqlite-vec): about the median of
 # the answered questions' (LoCoMo 3.0-3.4, templated 5.9)
 OUTLIER_UNMEASURED = 3.5
+LEAD_SD_UNMEASURED = 1.5  # the lead in the null's standard deviations, likewise
 
 
 @dataclass
@@ -39,18 +44,26 @@ class Signals:
     outlier: float | None   # how far it stands out of the query's cosines with the index at large (null_stats)
     lead: float             # its cosine - the mean of the next four candidates'
     evidence: float         # the keyword evidence: the best keyword candidate's share of the query's rarity
+    spread: float | None = None  # the standard deviation of the query's cosines with the index at large
 
     def features(self) -> dict[str, float]:
+        """What the logistic may read: the raw cosines (a model's own units) and the same measured in the
+        query's null (its standard deviations: the same scale whatever the model)."""
         return {"best_cosine": self.best_cosine, "lead": self.lead, "evidence": self.evidence,
-                "outlier": OUTLIER_UNMEASURED if self.outlier is None else self.outlier}
+                "outlier": OUTLIER_UNMEASURED if self.outlier is None else self.outlier,
+                "lead_sd": LEAD_SD_UNMEASURED if not self.spread else self.lead / self.spread}
+
+    def explain(self) -> dict[str, float | None]:
+        return {**self.features(), "spread": self.spread}
 
 
-def signals(evidence: float, vec: list[tuple[int, float]], outlier: float | None) -> Signals:
-    """The signals of one query from its keyword evidence, its vector candidates (id, cosine) and the
-    outlier score of the best (fusion.null_stats)."""
+def signals(evidence: float, vec: list[tuple[int, float]], outlier: float | None,
+            spread: float | None = None) -> Signals:
+    """The signals of one query from its keyword evidence, its vector candidates (id, cosine), the
+    outlier score of the best and the null's standard deviation (fusion.null_moments)."""
     cos = sorted((s for _, s in vec), reverse=True)
     best, nxt = (cos[0] if cos else 0.0), cos[1:5]
-    return Signals(best, outlier, best - sum(nxt) / len(nxt) if nxt else 0.0, evidence)
+    return Signals(best, outlier, best - sum(nxt) / len(nxt) if nxt else 0.0, evidence, spread)
 
 
 def answer_probability(s: Signals) -> float:

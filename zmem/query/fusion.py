@@ -105,7 +105,7 @@ class Weights:
         if self.floor is not None:
             from zmem.query import floor
             out["answer_probability"] = round(floor.answer_probability(self.floor), 3)
-            out["floor_signals"] = {k: round(v, 4) for k, v in self.floor.features().items()}
+            out["floor_signals"] = {k: None if v is None else round(v, 4) for k, v in self.floor.explain().items()}
         if cid is not None and cid in self.cover:
             out["keyword_coverage"] = round(self.cover[cid], 3)
         if cid is not None and (cid in self.exact or cid == self.lead):
@@ -256,14 +256,15 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
     """(ranked, Weights): the keyword candidates' texts (id -> text) weigh the query, then fuse; an empty
     ranking when nothing matches (nothing_matches; the candidates holding a rare identifier stay).
     table: the FTS table the keyword list came from (chunks_fts, facts_fts, hist_fts), for the IDFs."""
-    outlier = None
+    outlier = moments = None
     if query_vector is not None and vec:
-        outlier = null_stats(conn, query_vector, max(sim for _, sim in vec), store)
+        moments = null_moments(conn, query_vector, store)
+        outlier = outlier_score(max(sim for _, sim in vec), moments)
     weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier)
     ranked = adaptive_fuse(bm25, vec, weights)
     if query_vector is not None and vec:
         from zmem.query import floor
-        weights.floor = floor.signals(weights.evidence, vec, outlier)
+        weights.floor = floor.signals(weights.evidence, vec, outlier, moments[1] if moments else None)
     if nothing_matches(weights, vec):
         ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
     return ranked, weights
@@ -316,10 +317,10 @@ def null_sample(conn):
     return _null_samples[key]
 
 
-def null_stats(conn, query_vector, best: float, store=None) -> float | None:
-    """The outlier score of a query's best cosine: (best - mean) / standard deviation of the query's cosines
-    with the sampled windows: by numpy on null_sample when numpy is loaded, else by sqlite-vec through
-    store when it is; None when it cannot be measured (neither, under 30 windows, a vector of another size)."""
+def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
+    """(mean, standard deviation) of the query's cosines with the sampled windows: by numpy on null_sample
+    when numpy is loaded, else by sqlite-vec through store when it is; None when it cannot be measured
+    (neither, under 30 windows, a vector of another size, no spread)."""
     sample = null_sample(conn)
     if sample is not None:
         if len(sample) < 30 or sample.shape[1] != len(query_vector):
@@ -338,4 +339,14 @@ def null_stats(conn, query_vector, best: float, store=None) -> float | None:
         return None
     mean = sum(sims) / len(sims)
     spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
-    return (best - mean) / spread if spread > 0 else None
+    return (mean, spread) if spread > 0 else None
+
+
+def null_stats(conn, query_vector, best: float, store=None) -> float | None:
+    """The outlier score of a query's best cosine: (best - mean) / standard deviation of the query's cosines
+    with the sampled windows (null_moments); None when they cannot be measured."""
+    return outlier_score(best, null_moments(conn, query_vector, store))
+
+
+def outlier_score(best: float, moments: tuple[float, float] | None) -> float | None:
+    return None if moments is None else (best - moments[0]) / moments[1]
