@@ -1,5 +1,5 @@
 """The vectors weighed by their own evidence: how far a query's best cosine stands out of its cosines with
-the index's windows at large (fusion.null_stats), and the vector weight that follows (vector_evidence).
+the index's windows at large (fusion.null_moments, outlier_score), and the vector weight that follows (vector_evidence).
 Real indexes, embedded through the loopback server's deterministic concept vectors
 (helpers.embed_server: `computer`, `box` and `hosts` share a concept, `relay` and `proxy` another)."""
 from __future__ import annotations
@@ -10,7 +10,8 @@ from helpers.embed_server import concept_vector
 from helpers.workspace import index_notes, run, use_server
 from zmem.index.catchup import open_index
 from zmem.query import fusion
-from zmem.query.fusion import null_moments, null_stats, query_rarity, query_weights, text_share, vector_evidence
+from zmem.query.fusion import (null_moments, outlier_score, query_rarity, query_weights, text_share,
+                               vector_evidence)
 from zmem.workspace.core import find_workspace
 
 LETTERS = "bcdfghjklmnpqrstvwxz"
@@ -24,14 +25,14 @@ def word(i: int) -> str:
 @pytest.fixture
 def many_ws(ws, server):
     """40 notes of a log entry each (every one says `entry` and `log`, and two words of its own), and the
-    note a reworded question is about: more windows than null_stats needs (30) to measure a spread."""
+    note a reworded question is about: more windows than null_moments needs (30) to measure a spread."""
     notes = {f"bank/log-{i}.md": f"# Log {i}\n\n- Entry log: {word(2 * i)} {word(2 * i + 1)}.\n" for i in range(40)}
     notes["bank/setup.md"] = "# Setup\n\n- The relay daemon runs on the old box.\n"
     return index_notes(ws, server, notes)
 
 
 def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many_ws):
-    pytest.importorskip("numpy")  # loaded: null_stats uses it (it never imports it itself)
+    pytest.importorskip("numpy")  # loaded: null_moments uses it (it never imports it itself)
     conn = open_index(find_workspace(many_ws))
     try:
         best = lambda q: max(sum(a * b for a, b in zip(q, v)) for v in vectors(conn))  # noqa: E731
@@ -39,10 +40,10 @@ def test_a_query_close_to_one_note_stands_out_and_one_close_to_all_does_not(many
         flat = concept_vector("entry log")
         # the reworded question's answer stands far above the query's cosines with the rest of the notes
         # (in these 64-dimension hashed vectors words collide, so "far" is ~2.5 standard deviations)...
-        standout = null_stats(conn, clear, best(clear))
+        standout = outlier_score(best(clear), null_moments(conn, clear))
         assert standout > 2.0
         # ...while a query about as close to every note as to its best has nothing that stands out
-        assert null_stats(conn, flat, best(flat)) < min(1.0, fusion.VECTOR_FLAT, standout - 1.5)
+        assert outlier_score(best(flat), null_moments(conn, flat)) < min(1.0, fusion.VECTOR_FLAT, standout - 1.5)
     finally:
         conn.close()
 
@@ -57,10 +58,10 @@ def test_without_numpy_loaded_sqlite_vec_measures_the_same(many_ws, monkeypatch)
         if not store.vec_loaded:
             pytest.skip("sqlite-vec is not loaded here")
         query = concept_vector("Which computer hosts the proxy?")
-        with_numpy = null_stats(conn, query, 0.6)
+        with_numpy = outlier_score(0.6, null_moments(conn, query))
         monkeypatch.setitem(sys.modules, "numpy", None)
-        assert null_stats(conn, query, 0.6) is None  # neither numpy nor a store: not measured
-        assert null_stats(conn, query, 0.6, store) == pytest.approx(with_numpy, abs=1e-3)
+        assert outlier_score(0.6, null_moments(conn, query)) is None  # neither numpy nor a store: not measured
+        assert outlier_score(0.6, null_moments(conn, query, store)) == pytest.approx(with_numpy, abs=1e-3)
     finally:
         conn.close()
 
@@ -76,7 +77,8 @@ def test_the_null_moments_are_those_of_the_query_cosines_with_every_window(many_
         mean = sum(sims) / len(sims)
         spread = (sum((x - mean) ** 2 for x in sims) / len(sims)) ** 0.5
         assert null_moments(conn, query) == pytest.approx((mean, spread), abs=1e-4)
-        assert null_stats(conn, query, max(sims)) == pytest.approx((max(sims) - mean) / spread, abs=1e-3)
+        expected = (max(sims) - mean) / spread
+        assert outlier_score(max(sims), null_moments(conn, query)) == pytest.approx(expected, abs=1e-3)
     finally:
         conn.close()
 
@@ -91,7 +93,8 @@ def test_too_few_windows_measure_nothing(ws, server):
     assert run(["-C", str(ws), "index", "--json"]).exit_code == 0
     conn = open_index(find_workspace(ws))
     try:
-        assert null_stats(conn, concept_vector("gateway"), 0.9) is None  # two daily logs: no spread to measure
+        # two daily logs: no spread to measure
+        assert outlier_score(0.9, null_moments(conn, concept_vector("gateway"))) is None
     finally:
         conn.close()
 

@@ -41,7 +41,7 @@ LEAD_SD_UNMEASURED = 1.5  # the lead in the null's standard deviations, likewise
 @dataclass
 class Signals:
     best_cosine: float      # the closest vector candidate's cosine
-    outlier: float | None   # how far it stands out of the query's cosines with the index at large (null_stats)
+    outlier: float | None   # how far it stands out of the query's cosines with the index at large (outlier_score)
     lead: float             # its cosine - the mean of the next four candidates'
     evidence: float         # the keyword evidence: the best keyword candidate's share of the query's rarity
     spread: float | None = None  # the standard deviation of the query's cosines with the index at large

@@ -62,7 +62,7 @@ COVER_POWER = 0.5  # the text score grows with coverage ** this
 EVIDENCE_FLOOR = 0.2
 COSINE_FLOOR = 0.3
 # How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
-# (its "outlier" score, null_stats): (best cosine - their mean) / their standard deviation, estimated on a fixed
+# (its "outlier" score, outlier_score): (best cosine - their mean) / their standard deviation, estimated on a fixed
 # sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
 # question about something no note mentions is about as close to its best window as to hundreds of others.
 NULL_SAMPLE = 512
@@ -86,7 +86,7 @@ class Weights:
     rarity: tuple = ()  # the query's Terms (query_rarity)
     lead: int | None = None  # the vectors' clear first, ranked after the exact ones (set by adaptive_fuse)
     cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
-    outlier: float | None = None  # the best cosine in standard deviations above the query's null (null_stats)
+    outlier: float | None = None  # the best cosine in standard deviations above the query's null (outlier_score)
     floor: Signals | None = None  # what the "nothing matches" floor reads (hybrid recall of chunks with a vector)
 
     def keyword_line(self, text: str) -> bool:
@@ -156,7 +156,7 @@ def coverage(text: str, rarity: list[Term]) -> tuple[float, bool]:
 def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float,
                   outlier: float | None = None) -> Weights:
     """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text)
-    and from the vectors' own (outlier: null_stats; None counts as clear), with each candidate's coverage
+    and from the vectors' own (outlier: outlier_score; None counts as clear), with each candidate's coverage
     (Weights.cover) for its text score in adaptive_fuse."""
     covered = {cid: coverage(text, rarity) for cid, text in texts.items()}
     evidence = max((share for share, _ in covered.values()), default=0.0)
@@ -167,23 +167,28 @@ def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float,
     # holding every rare word of the query gets that much and no more, so vectors that stand out little (LoCoMo's
     # conversations: 2.3-3.5) are not outweighed further by BM25's term counts among candidates holding as much
     # of the query (docs/fusion.md, "What the vectors are worth")
-    full = text_weight / ((text_weight + vector_weight) or 1.0)
+    full = configured_text(text_weight, vector_weight)
     text, vector = (full, 1.0 - full) if text > full else (text, vector)
     return Weights(text, vector, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
                    tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()}, outlier=outlier)
 
 
 def vector_evidence(outlier: float | None) -> float:
-    """The share of its weight the vector side keeps for how far its best cosine stands out (null_stats):
+    """The share of its weight the vector side keeps for how far its best cosine stands out (outlier_score):
     1 at VECTOR_CLEAR or more (or unmeasured), VECTOR_FLOOR at VECTOR_FLAT or less, linear between."""
     if outlier is None or VECTOR_CLEAR <= VECTOR_FLAT or outlier >= VECTOR_CLEAR:
         return 1.0
     return VECTOR_FLOOR + (1.0 - VECTOR_FLOOR) * max(0.0, outlier - VECTOR_FLAT) / (VECTOR_CLEAR - VECTOR_FLAT)
 
 
+def configured_text(text_weight: float, vector_weight: float) -> float:
+    """The configured text weight as a share of both (0.7 / 0.3: 0.7)."""
+    return text_weight / ((text_weight + vector_weight) or 1.0)
+
+
 def text_share(evidence: float, text_weight: float, vector_weight: float) -> float:
     """The text weight a query gets for its keyword evidence (the vector weight is the rest)."""
-    full = text_weight / ((text_weight + vector_weight) or 1.0)
+    full = configured_text(text_weight, vector_weight)
     low = min(full, WEAK)
     if evidence >= STRONG:
         return full
@@ -342,11 +347,7 @@ def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
     return (mean, spread) if spread > 0 else None
 
 
-def null_stats(conn, query_vector, best: float, store=None) -> float | None:
-    """The outlier score of a query's best cosine: (best - mean) / standard deviation of the query's cosines
-    with the sampled windows (null_moments); None when they cannot be measured."""
-    return outlier_score(best, null_moments(conn, query_vector, store))
-
-
 def outlier_score(best: float, moments: tuple[float, float] | None) -> float | None:
+    """How far a query's best cosine stands out of its cosines with the sampled windows: (best - mean) /
+    standard deviation (null_moments); None when they could not be measured."""
     return None if moments is None else (best - moments[0]) / moments[1]
