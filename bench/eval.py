@@ -89,6 +89,17 @@ def with_distractors(out: Path, files: dict[str, str] | None = None, copy_from: 
     tmp.rename(out)
 
 
+def other_language_set(cache: Path, name: str) -> tuple[Path, list[dict]]:
+    """(workspace, questions) of templated-ml (Portuguese, Spanish) or templated-zh (Chinese); the workspace is
+    built under cache when missing."""
+    from evalsets.templated import ML_ZH, generate_ml
+    files, questions = generate_ml() if name == "templated-ml" else generate_ml(28, ML_ZH, "zh")
+    ws = cache / name
+    if not ws.exists():
+        with_distractors(ws, files=files)
+    return ws, questions
+
+
 def load_sets(cache: Path, names: list[str]) -> list[dict]:
     """Questions as {set, id, category, question, workspace (a directory), gold [(path, line)], lang}; builds
     the workspaces they need under cache when missing."""
@@ -119,14 +130,10 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
         for q in load_questions():
             qs.append({"set": "paraphrase", "id": q["id"], "category": f"{q['set']}/{q['lang']}",
                        "question": q["question"], "workspace": para_ws, "gold": [(q["path"], q["line"])]})
-    from evalsets.templated import ML_ZH, generate_ml
-    for name, made in (("templated-ml", lambda: generate_ml()), ("templated-zh", lambda: generate_ml(28, ML_ZH, "zh"))):
+    for name in ("templated-ml", "templated-zh"):
         if name not in names:
             continue
-        ml_files, ml = made()
-        ml_ws = cache / name
-        if not ml_ws.exists():
-            with_distractors(ml_ws, files=ml_files)
+        ml_ws, ml = other_language_set(cache, name)
         for q in ml:
             qs.append({"set": name, "id": q["id"], "category": q["category"], "question": q["question"],
                        "workspace": ml_ws, "gold": [(q["path"], q["line"])]})
@@ -146,9 +153,7 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
                            "workspace": ws, "gold": []})
     if "noanswer-tpl" in names:
         from evalsets.templated import generate_noanswer
-        zh_ws = cache / "templated-zh"
-        if not zh_ws.exists():
-            with_distractors(zh_ws, files=generate_ml(28, ML_ZH, "zh")[0])
+        zh_ws = other_language_set(cache, "templated-zh")[0]
         for q in generate_noanswer():
             also = (("templated-zh", zh_ws),) if q["lang"] == "zh" else ()
             for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws), *also):

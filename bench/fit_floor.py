@@ -10,8 +10,8 @@
 A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
 (Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
 lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSONs
-given (the tuning halves; with several, one per model, each model's two classes weigh alike). curve: for thresholds on the probability, the FP@5 of each no-answer set and per
-set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
+given (the tuning halves; with several, one per model, each model's two classes weigh alike). curve: for
+thresholds on the probability, the FP@5 of each no-answer set and per set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
 vector alone when the JSON has them.
 """
 from __future__ import annotations
@@ -56,11 +56,12 @@ def fit(rs: list[dict], names: list[str], l2: float = 1.0):
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / std])
     # the two classes weigh the same, and so does each JSON (model) within a class
     src = np.array([r["source"] for r in use])
+    sources = set(src.tolist())
     w = np.zeros(len(use))
-    for s in set(src.tolist()):
+    for s in sources:
         for c in (0.0, 1.0):
             cell = (src == s) & (y == c)
-            w[cell] = len(use) / (2 * len(set(src.tolist())) * max(cell.sum(), 1))
+            w[cell] = len(use) / (2 * len(sources) * max(cell.sum(), 1))
     beta = np.zeros(z.shape[1])
     for _ in range(50):
         p = 1 / (1 + np.exp(-z @ beta))
