@@ -494,22 +494,25 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
+    plain = vec  # the cosines as they are (the floor's, --explain's); vec: centred on the index's centroid (fusion.centred)
     if mode == "bm25":
         ranked = bm25
     elif mode == "vector":
-        ranked = vec
+        from zmem.query import fusion as adaptive
+        ranked = adaptive.centred(conn, store, query_vector, vec)
     else:
+        from zmem.query import fusion as adaptive
         if fusion in ("weighted", "adaptive"):
-            bm25, vec = complete_scores(store, query_vector, bm25, vec, dict(deep))
+            bm25, plain = complete_scores(store, query_vector, bm25, vec, dict(deep))
+        vec = adaptive.centred(conn, store, query_vector, plain)
         if fusion == "adaptive":
-            from zmem.query import fusion as adaptive
             # every candidate with a keyword score: its coverage of the query is its text score (the rows of all
             # the candidates are read once here: the hits' snippets need them too)
             fetched.update(_rows(conn, ({cid for cid, _ in bm25} | {cid for cid, _ in vec}) - fetched.keys()))
             texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
             ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
                                                         vector_weight=vector_weight, query_vector=query_vector,
-                                                        store=store)
+                                                        store=store, raw=plain)
         else:
             ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
@@ -530,7 +533,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         bonus = {cid: lines for cid, lines in bonus.items() if not weights.keyword_line(rows[cid][6])}
     for cid, lines in facts_at.items():
         bonus[cid] = {**bonus.get(cid, {}), **lines}
-    why = explain_scores(bm25, vec, ranked) if explain else {}
+    why = explain_scores(bm25, plain, ranked) if explain else {}
     if why and weights is not None:  # adaptive fusion: the weights this query got
         for cid, w in why.items():
             w.update(weights.explain(cid))
