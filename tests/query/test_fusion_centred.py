@@ -117,3 +117,17 @@ def test_vectors_of_another_size_leave_the_candidates_as_they_are(hub_ws):
         assert fusion.centred(conn, VectorStore(conn), [1.0, 0.0, 0.0], plain) == plain
     finally:
         conn.close()
+
+
+def test_a_handful_of_notes_is_not_centred(ws, server):
+    # under NULL_MIN windows there is no crowd to stand out of: the mean of a few notes would pull every score
+    notes = {"bank/hub.md": "# Hub\n\n- Entry log: the gateway.\n",
+             "bank/setup.md": "# Setup\n\n- Which box hosts the relay: the machine.\n"}
+    root = index_notes(ws, server, notes)
+    conn = open_index(find_workspace(root))
+    try:
+        assert fusion.centroid(conn) is None
+        plain = [(1, 0.9), (2, 0.5)]
+        assert fusion.centred(conn, VectorStore(conn), concept_vector(QUESTION), plain) == plain
+    finally:
+        conn.close()

@@ -66,6 +66,7 @@ COSINE_FLOOR = 0.3
 # sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
 # question about something no note mentions is about as close to its best window as to hundreds of others.
 NULL_SAMPLE = 512
+NULL_MIN = 30  # fewer windows than this: no null to measure against, and no centroid worth centring on
 # The vectors are weighed by their own evidence as the keywords are by theirs: a best cosine that stands out
 # VECTOR_CLEAR or more keeps the vector weight text_share leaves; one standing out VECTOR_FLAT or less (the
 # model sees the query about as close to everything: all-MiniLM-L6-v2 on Portuguese or Spanish) keeps
@@ -339,10 +340,10 @@ def null_sample(conn):
 def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
     """(mean, standard deviation) of the query's cosines with the sampled windows: by numpy on null_sample
     when numpy is loaded, else by sqlite-vec through store when it is; None when it cannot be measured
-    (neither, under 30 windows, a vector of another size, no spread)."""
+    (neither, under NULL_MIN windows, a vector of another size, no spread)."""
     sample = null_sample(conn)
     if sample is not None:
-        if len(sample) < 30 or sample.shape[1] != len(query_vector):
+        if len(sample) < NULL_MIN or sample.shape[1] != len(query_vector):
             return None
         sims = (sample @ sys.modules["numpy"].asarray(query_vector, dtype="float32")).tolist()
     elif store is not None and getattr(store, "vec_loaded", False) and (got := _sample_ids(conn)):
@@ -354,7 +355,7 @@ def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
             return None
     else:
         return None
-    if len(sims) < 30:
+    if len(sims) < NULL_MIN:
         return None
     mean = sum(sims) / len(sims)
     spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
@@ -369,12 +370,14 @@ def outlier_score(best: float, moments: tuple[float, float] | None) -> float | N
 
 def centroid(conn) -> tuple[list[float], float] | None:
     """(the unit direction of the mean of the null sample's windows, the mean's length), once per index
-    state; by numpy when it is loaded, else in Python (512 vectors); None without vectors or with vectors
-    of different sizes."""
+    state; by numpy when it is loaded, else in Python (512 vectors); None under NULL_MIN windows or with
+    vectors of different sizes."""
     got = _sample_ids(conn)
     if got is None:
         return None
     key, ids = got
+    if len(ids) < NULL_MIN:  # a handful of notes has no hubs; their mean would pull every score about
+        return None
     if key not in _centroids:
         sample = null_sample(conn)
         if sample is not None:
