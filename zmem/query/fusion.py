@@ -80,11 +80,11 @@ VECTOR_FLOOR = 0.25
 # windows of a question that shares no word with its note are often such hubs rather than the note. Centring the
 # similarities on the index's centroid c (Suzuki et al. 2013, "Centering similarity measures to reduce hubs") takes
 # each window's closeness to everything out of its score: cos(q, w) - CENTRE x (c.w - |c|^2), the same as a query
-# moved away from the centroid; c is the mean of the null sample's windows (centred). Tuning halves, vector alone,
-# R@5 / hit@1: hand-written English paraphrases 0.62 / 0.62 -> 0.69 / 0.69 with all-MiniLM-L6-v2 and 0.50 / 0.50 ->
-# 0.62 / 0.56 with multilingual-e5-small, Portuguese 0.27 / 0.00 -> 0.53 / 0.13 and 0.67 / 0.33 -> 0.67 / 0.53;
-# LoCoMo hit@1 0.43 -> 0.39 (MiniLM) and 0.49 -> 0.48 (bench/README.md, "Hubs"). The floor reads the cosines as
-# they are (its calibration).
+# moved away from the centroid; c is the mean of the null sample's windows (centroid, centred). Tuning halves,
+# vector alone, R@5 / hit@1: hand-written English paraphrases 0.62 / 0.62 -> 0.69 / 0.69 with all-MiniLM-L6-v2 and
+# 0.50 / 0.50 -> 0.62 / 0.56 with multilingual-e5-small, Portuguese 0.27 / 0.00 -> 0.53 / 0.13 and 0.67 / 0.33 ->
+# 0.67 / 0.53; LoCoMo hit@1 0.43 -> 0.39 (MiniLM) and 0.49 -> 0.48 (bench/README.md, "Hubs"). The floor reads the
+# cosines as they are (its calibration).
 CENTRE = 0.5
 _null_samples: dict = {}
 _centroids: dict = {}
@@ -407,7 +407,8 @@ def centred(conn, store, query_vector, vec: list[tuple[int, float]]) -> list[tup
     direction, length = got
     ids = [cid for cid, _ in vec]
     to_query = store.windows_of(ids, query_vector)
-    hubs = _hubs.setdefault(_sample_ids(conn)[0], {})  # a window's closeness to the centroid is the same for every query
+    # a window's closeness to the centroid is the same for every query: kept per index state
+    hubs = _hubs.setdefault(_sample_ids(conn)[0], {})
     missing = [cid for cid in ids if cid not in hubs]
     for cid, windows in store.windows_of(missing, direction).items():
         hubs[cid] = {(a, b): sim for a, b, sim in windows}

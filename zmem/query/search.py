@@ -494,27 +494,27 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         vec = [(cid, sim) for cid, sim, _, _ in raw[:n]]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
-    plain = vec  # the cosines as they are (the floor's, --explain's); vec: centred on the index's centroid (fusion.centred)
+    plain = vec  # the cosines as they are (the floor's, --explain's); vec becomes them centred (fusion.centred)
     if mode == "bm25":
         ranked = bm25
-    elif mode == "vector":
-        from zmem.query import fusion as adaptive
-        ranked = adaptive.centred(conn, store, query_vector, vec)
     else:
-        from zmem.query import fusion as adaptive
-        if fusion in ("weighted", "adaptive"):
-            bm25, plain = complete_scores(store, query_vector, bm25, vec, dict(deep))
-        vec = adaptive.centred(conn, store, query_vector, plain)
-        if fusion == "adaptive":
-            # every candidate with a keyword score: its coverage of the query is its text score (the rows of all
-            # the candidates are read once here: the hits' snippets need them too)
-            fetched.update(_rows(conn, ({cid for cid, _ in bm25} | {cid for cid, _ in vec}) - fetched.keys()))
-            texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
-            ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
-                                                        vector_weight=vector_weight, query_vector=query_vector,
-                                                        store=store, raw=plain)
+        from zmem.query import fusion as adaptive  # lazily: keyword recall never needs it
+        if mode == "vector":
+            ranked = adaptive.centred(conn, store, query_vector, vec)
         else:
-            ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+            if fusion in ("weighted", "adaptive"):
+                bm25, plain = complete_scores(store, query_vector, bm25, vec, dict(deep))
+            vec = adaptive.centred(conn, store, query_vector, plain)
+            if fusion == "adaptive":
+                # every candidate with a keyword score: its coverage of the query is its text score (the rows of
+                # all the candidates are read once here: the hits' snippets need them too)
+                fetched.update(_rows(conn, ({cid for cid, _ in bm25} | {cid for cid, _ in vec}) - fetched.keys()))
+                texts = {cid: fetched[cid][6] for cid, _ in bm25 if cid in fetched}
+                ranked, weights = adaptive.fuse_by_evidence(conn, query, bm25, vec, texts, text_weight=text_weight,
+                                                            vector_weight=vector_weight, query_vector=query_vector,
+                                                            store=store, raw=plain)
+            else:
+                ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
         ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: search_bm25(
             conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n)
