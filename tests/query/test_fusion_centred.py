@@ -76,9 +76,10 @@ def test_each_chunk_scores_its_best_window_less_its_closeness_to_the_centroid(hu
             score = dot(query, v) - fusion.CENTRE * (dot(centre, v) - length * length)
             best[cid] = max(best.get(cid, score), score)
         plain = [(cid, 0.0) for cid in best]
-        got = fusion.centred(conn, store, query, plain)
+        got, read = fusion.centred(conn, store, query, plain)
         assert [cid for cid, _ in got] == sorted(best, key=lambda c: (-best[c], c))
         assert dict(got) == pytest.approx(best, abs=1e-4)
+        assert read == store.windows_of(list(best), query)  # the plain cosines it read, for the snippets
     finally:
         conn.close()
 
@@ -113,7 +114,7 @@ def test_vectors_of_another_size_leave_the_candidates_as_they_are(hub_ws):
     conn = open_index(find_workspace(hub_ws))
     try:
         plain = [(1, 0.9), (2, 0.5)]
-        assert fusion.centred(conn, VectorStore(conn), [1.0, 0.0, 0.0], plain) == plain
+        assert fusion.centred(conn, VectorStore(conn), [1.0, 0.0, 0.0], plain) == (plain, {})
     finally:
         conn.close()
 
@@ -127,6 +128,6 @@ def test_a_handful_of_notes_is_not_centred(ws, server):
     try:
         assert fusion.centroid(conn) is None
         plain = [(1, 0.9), (2, 0.5)]
-        assert fusion.centred(conn, VectorStore(conn), concept_vector(QUESTION), plain) == plain
+        assert fusion.centred(conn, VectorStore(conn), concept_vector(QUESTION), plain) == (plain, {})
     finally:
         conn.close()

@@ -398,12 +398,13 @@ def centroid(conn) -> tuple[list[float], float] | None:
     return _centroids[key]
 
 
-def centred(conn, store, query_vector, vec: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """The vector candidates (chunk id, cosine) rescored by their windows' centred similarity (CENTRE), each
-    chunk by its best window, best first; vec as it is when there is no centroid or it has another size."""
+def centred(conn, store, query_vector, vec: list[tuple[int, float]]) -> tuple[list[tuple[int, float]], dict]:
+    """(the vector candidates (chunk id, cosine) rescored by their windows' centred similarity (CENTRE), each
+    chunk by its best window, best first; the windows read on the way, VectorStore.windows_of's plain
+    cosines, for the caller to reuse); vec as it is and {} when there is no centroid or it has another size."""
     got = centroid(conn) if CENTRE and vec else None
     if got is None or len(got[0]) != len(query_vector):
-        return vec
+        return vec, {}
     direction, length = got
     ids = [cid for cid, _ in vec]
     to_query = store.windows_of(ids, query_vector)
@@ -420,4 +421,4 @@ def centred(conn, store, query_vector, vec: list[tuple[int, float]]) -> list[tup
         for a, b, sim in windows:
             score = sim - CENTRE * (length * hub.get((a, b), length) - length * length)
             best[cid] = max(best.get(cid, score), score)
-    return sorted(((cid, best.get(cid, sim)) for cid, sim in vec), key=lambda x: (-x[1], x[0]))
+    return sorted(((cid, best.get(cid, sim)) for cid, sim in vec), key=lambda x: (-x[1], x[0])), to_query

@@ -495,16 +495,17 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     weights = None
     plain = vec  # the cosines as they are (the floor's, --explain's); vec becomes them centred (fusion.centred)
+    seen: dict[int, list] = {}  # chunk -> its windows' plain cosines, read while centring (reused for the snippets)
     if mode == "bm25":
         ranked = bm25
     else:
         from zmem.query import fusion as adaptive  # lazily: keyword recall never needs it
         if mode == "vector":
-            ranked = adaptive.centred(conn, store, query_vector, vec)
+            ranked, seen = adaptive.centred(conn, store, query_vector, vec)
         else:
             if fusion in ("weighted", "adaptive"):
                 bm25, plain = complete_scores(store, query_vector, bm25, vec, dict(deep))
-            vec = adaptive.centred(conn, store, query_vector, plain)
+            vec, seen = adaptive.centred(conn, store, query_vector, plain)
             if fusion == "adaptive":
                 # every candidate with a keyword score: its coverage of the query is its text score (the rows of
                 # all the candidates are read once here: the hits' snippets need them too)
@@ -526,7 +527,11 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     if not ranked:
         return out
     rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
-    windows = store.windows_of([cid for cid, _ in ranked[:k * 2]], query_vector) if mode != "bm25" else {}
+    windows: dict[int, list] = {}
+    if mode != "bm25":
+        top = [cid for cid, _ in ranked[:k * 2]]
+        windows = {cid: seen[cid] for cid in top if cid in seen}
+        windows.update(store.windows_of([cid for cid in top if cid not in seen], query_vector))
     bonus = bonus_from_windows(windows)
     sims = citelines.line_similarities(windows)  # where the answer lies by meaning, line by line (citelines)
     if weights is not None:  # a hit with a line holding the query's rare words cites it as BM25 would
