@@ -131,3 +131,21 @@ def test_a_handful_of_notes_is_not_centred(ws, server):
         assert fusion.centred(conn, VectorStore(conn), concept_vector(QUESTION), plain) == (plain, {})
     finally:
         conn.close()
+
+
+def test_the_long_running_servers_matrix_centres_as_the_index_does(hub_ws):
+    # zmem mcp keeps the vectors in memory (VectorMatrix): the same centred order and scores as sqlite-vec's
+    pytest.importorskip("numpy")
+    from zmem.store.vectors import VectorMatrix
+    conn = open_index(find_workspace(hub_ws))
+    try:
+        query = concept_vector(QUESTION)
+        plain = [(cid, 0.0) for cid in {cid for cid, _ in windows(conn)}]
+        fusion._hubs.clear()
+        by_index, _ = fusion.centred(conn, VectorStore(conn), query, plain)
+        fusion._hubs.clear()
+        by_matrix, _ = fusion.centred(conn, VectorStore(conn, VectorMatrix()), query, plain)
+        assert [cid for cid, _ in by_matrix] == [cid for cid, _ in by_index]
+        assert dict(by_matrix) == pytest.approx(dict(by_index), abs=1e-5)
+    finally:
+        conn.close()
