@@ -76,7 +76,8 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
     assert top["path"] == "bank/world.md"
     assert set(top["explain"]) - {"ranked_first"} == {"bm25_rank", "bm25_score", "vector_rank", "vector_similarity",
                                                       "fused", "text_weight", "vector_weight", "keyword_evidence",
-                                                      "answer_probability", "floor_signals"}
+                                                      "answer_probability", "floor_signals", "text_score",
+                                                      "vector_score"}
     # no keyword holds it: the vectors decide, by the fused order or their clear lead (in standard deviations
     # of the candidates' cosines, which the loopback server's few hashed vectors may not show)
     assert top["explain"].get("ranked_first") in (None, "vector_lead")
@@ -88,6 +89,23 @@ def test_vector_recall_finds_meaning_without_shared_words(semantic_ws):
 def test_keyword_hits_survive_fusion(semantic_ws):
     out = recall_json(semantic_ws, "espresso")
     assert out["results"][0]["path"] == "bank/world.md" and "espresso" in out["results"][0]["snippet"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["espresso machine", "which computer runs the relay"])
+def test_explain_fused_is_the_weighted_sum_it_shows(semantic_ws, query):
+    # every hybrid hit's fused score can be recomputed from its explain: text_weight x text_score +
+    # vector_weight x vector_score (the vector part is the centred, stretched similarity, not the plain cosine)
+    out = recall_json(semantic_ws, query, "--explain")
+    assert out["mode"] == "hybrid" and out["results"]
+    for hit in out["results"]:
+        e = hit["explain"]
+        assert e["fused"] == pytest.approx(e["text_weight"] * e["text_score"] + e["vector_weight"] * e["vector_score"],
+                                           abs=2e-3)
+        assert (e["text_score"] > 0) == (e["bm25_rank"] is not None)  # a text part only where the keywords found it
+    text = run(["-C", str(semantic_ws), "recall", query, "--explain"]).stdout
+    e = out["results"][0]["explain"]
+    assert f"fused {e['fused']} = text {e['text_weight']} x {e['text_score']} + vector" in text
 
 
 @pytest.mark.slow

@@ -49,7 +49,9 @@ def test_explain_shows_the_weights_the_query_got_in_json_and_text(fusion_ws):
     assert (why["text_weight"], why["vector_weight"], why["keyword_evidence"]) == (0.7, 0.3, 1.0)
     res = run(["-C", str(fusion_ws), "recall", "Which computer hosts the proxy?", "--mode", "hybrid", "--explain"])
     assert res.exit_code == 0, res.output
-    assert re.search(r"weights text 0\.\d+ vector 0\.\d+ \(keyword evidence 0\.\d+\) · answer probability [\d.]+"
+    # the fused score as the weighted sum it is
+    assert re.search(r"fused -?[\d.]+ = text 0\.\d+ x [\d.]+ \+ vector 0\.\d+ x -?[\d.]+ \(keyword evidence 0\.\d+\) · "
+                     r"answer probability [\d.]+"
                      r"( · covers 0\.\d+ of the query)? · chunk L\d+-L\d+\]", res.stdout), res.stdout
     # a hit the keywords found also says how much of the query it covers (its text score's measure)
     assert re.search(r"\(keyword evidence 0\.\d+\) · answer probability [\d.]+ · covers 0\.\d+ of the query · "

@@ -16,7 +16,10 @@ def hit_lines(h) -> list[tuple[str, ...]]:
         e = h.explain
         lines.append((f"    [bm25 rank {e['bm25_rank'] or '-'} score {e['bm25_score'] or '-'} · vector rank "
                       f"{e['vector_rank'] or '-'} similarity {e['vector_similarity'] or '-'} · fused {e['fused']}"
-                      + (f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
+                      # the fused score as the sum it is, when the hit has both parts
+                      + (f" = text {e['text_weight']} x {e['text_score']} + vector {e['vector_weight']} x "
+                         f"{e['vector_score']} (keyword evidence {e['keyword_evidence']})" if "text_score" in e
+                         else f" · weights text {e['text_weight']} vector {e['vector_weight']} (keyword evidence "
                          f"{e['keyword_evidence']})" if "text_weight" in e else "")
                       + (f" · answer probability {e['answer_probability']}" if "answer_probability" in e else "")
                       + (f" · covers {e['keyword_coverage']} of the query" if "keyword_coverage" in e else "")

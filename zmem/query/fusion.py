@@ -102,6 +102,7 @@ class Weights:
     cover: dict = field(default_factory=dict)  # candidate id -> its coverage of the query's rarity
     outlier: float | None = None  # the best cosine in standard deviations above the query's null (outlier_score)
     floor: Signals | None = None  # what the "nothing matches" floor reads (hybrid recall of chunks with a vector)
+    parts: dict = field(default_factory=dict)  # candidate id -> (text score, vector score): fused = the weighted sum
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -122,6 +123,8 @@ class Weights:
             out["floor_signals"] = {k: None if v is None else round(v, 4) for k, v in self.floor.explain().items()}
         if cid is not None and cid in self.cover:
             out["keyword_coverage"] = round(self.cover[cid], 3)
+        if cid is not None and cid in self.parts:
+            out["text_score"], out["vector_score"] = (round(x, 4) for x in self.parts[cid])
         if cid is not None and (cid in self.exact or cid == self.lead):
             out["ranked_first"] = "identifier" if cid in self.exact else "vector_lead"
         return out
@@ -236,11 +239,12 @@ def adaptive_fuse(bm25: list[tuple[int, float]], vec: list[tuple[int, float]], w
     as the s / (1 + s) recall shows: that squeezes the top (ranks 1 and 20 within ~8%)."""
     raw = [(cid, s / (1.0 - s) if s < 1.0 else s) for cid, s in bm25]
     best = max((s for _, s in raw), default=0.0) or 1.0
-    scores: dict[int, float] = {}
+    parts = weights.parts
     for cid, s in raw:
-        scores[cid] = weights.text * weights.cover.get(cid, 1.0) ** COVER_POWER * (RANK_SHARE + (1.0 - RANK_SHARE) * s / best)
+        parts[cid] = (weights.cover.get(cid, 1.0) ** COVER_POWER * (RANK_SHARE + (1.0 - RANK_SHARE) * s / best), 0.0)
     for cid, sim in spread_out(vec):
-        scores[cid] = scores.get(cid, 0.0) + weights.vector * sim
+        parts[cid] = (parts.get(cid, (0.0, 0.0))[0], sim)
+    scores = {cid: weights.text * t + weights.vector * v for cid, (t, v) in parts.items()}
     lead = weights.lead = vector_lead(vec) if weights.evidence < STRONG else None
     return sorted(scores.items(), key=lambda x: (x[0] not in weights.exact, x[0] != lead, -x[1], x[0]))
 

@@ -516,6 +516,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
                                                             store=store, raw=plain)
             else:
                 ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
+    fused = dict(ranked) if explain else {}  # --explain: the ranking's score before named days or entities
     if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
         ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: search_bm25(
             conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n)
@@ -538,7 +539,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         bonus = {cid: lines for cid, lines in bonus.items() if not weights.keyword_line(rows[cid][6])}
     for cid, lines in facts_at.items():
         bonus[cid] = {**bonus.get(cid, {}), **lines}
-    why = explain_scores(bm25, plain, ranked) if explain else {}
+    why = explain_scores(bm25, plain, [(cid, fused.get(cid, s)) for cid, s in ranked]) if explain else {}
     if why and weights is not None:  # adaptive fusion: the weights this query got
         for cid, w in why.items():
             w.update(weights.explain(cid))
