@@ -341,6 +341,21 @@ def _window_similarities(conn, store, query_vector, versions: str, args: tuple
     return sims, missing
 
 
+def _hub_closeness(conn, store, direction: list[float], cids: list[int]) -> dict[int, dict[tuple[int, int], float]]:
+    """Each window of these history chunks with its cosine to the centroid's direction (fusion.centre_scores'
+    hubs): chunk -> {(start, end): cosine}."""
+    out: dict[int, dict[tuple[int, int], float]] = {}
+    for i in range(0, len(cids), 500):
+        part = cids[i:i + 500]
+        for cid, a, b, sim in store.similarities(
+                f"SELECT w.chunk_id, w.start_line, w.end_line, {{sim}} FROM hist_windows w JOIN embedding_cache e "
+                f"ON e.fingerprint = ? AND e.hash = w.hash WHERE w.chunk_id IN ({','.join('?' * len(part))})",
+                "e.vector", (store.fingerprint(), *part), direction):
+            if sim is not None:
+                out.setdefault(cid, {})[(a, b)] = sim
+    return out
+
+
 def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
@@ -349,10 +364,15 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                  explain: bool = False):
     """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly.
     mode hybrid/vector (with query_vector and store): past versions are compared through the
-    vectors their text got when it was embedded (the embedding cache), never embedded again."""
+    vectors their text got when it was embedded (the embedding cache), never embedded again.
+    Ranked as current recall ranks (zmem.query.search.recall: words standing together, both lists
+    completed, similarities centred, the adaptive fusion and its floor, named days first), so at HEAD
+    it lists what `zmem recall` lists; what it does not do: a named entity's page and facts first."""
     import fnmatch
     from zmem.store.fts import build_match
-    from zmem.query.search import Recall, assemble_hits, bonus_from_windows, explain_scores, fuse
+    from zmem.query import expand
+    from zmem.query.search import (KEYWORD_DEPTH, TOGETHER, BY_MEANING_EVIDENCE, Recall, _best_first, assemble_hits,
+                                   bonus_from_windows, explain_scores, fuse, words_together)
     from zmem.workspace.core import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -372,33 +392,61 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     # content (a copy) at that commit are each a hit of their own
     units: dict[tuple[int, str], int] = {}
 
-    def keep(cid: int, path: str) -> int | None:
-        """The hit key of this chunk at this path, or None when the filters leave it out."""
-        if since or until:
+    def keep(cid: int, path: str, days: tuple[str | None, str | None] = (since, until)) -> int | None:
+        """The hit key of this chunk at this path, or None when the filters (or these days) leave it out."""
+        first, last = days
+        if first or last:
             day = day_from_path(path)
-            if (since and (day is None or day < since)) or (until and (day is None or day > until)):
+            if (first and (day is None or day < first)) or (last and (day is None or day > last)):
                 return None
         if (glob and not fnmatch.fnmatchcase(path, glob)) or \
                 (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
             return None
         return units.setdefault((cid, path), len(units))
 
-    n = k * multiplier
-    bm25: list[tuple[int, float]] = []
     match = build_match(query)
-    if match is None and mode == "bm25":
-        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
-        return out
-    if match is not None and mode != "vector":
+
+    def keyword(depth: int, days: tuple[str | None, str | None] = (since, until)) -> list[tuple[int, float]]:
+        """The first `depth` keyword hits (key, BM25 as s / (1 + s), s = -bm25, as in current recall)."""
+        hits: list[tuple[int, float]] = []
         rows = conn.execute(f"SELECT c.id, v.path, hist_fts.rank FROM hist_fts JOIN hist_chunks c ON c.id = hist_fts.rowid "
                             f"JOIN {versions} v ON v.blob = c.blob WHERE hist_fts MATCH ? ORDER BY hist_fts.rank",
                             (*args, match))
         for cid, path, rank in rows:
-            key = keep(cid, path)
+            key = keep(cid, path, days)
             if key is not None:
-                bm25.append((key, (-rank) / (1.0 - rank)))  # as in current recall: s / (1 + s), s = -bm25
-                if len(bm25) == n:
+                hits.append((key, (-rank) / (1.0 - rank)))
+                if len(hits) == depth:
                     break
+        return hits
+
+    texts: dict[int, tuple] = {}  # history chunk -> (start, end, heading, text)
+
+    def text_of(keys) -> dict[int, str]:
+        """key -> its chunk's text (read once)."""
+        where = {key: unit for unit, key in units.items()}
+        cids = list({where[key][0] for key in keys} - texts.keys())
+        for i in range(0, len(cids), 500):
+            part = cids[i:i + 500]
+            for cid, start, end, heading, text in conn.execute(
+                    f"SELECT id, start_line, end_line, heading, text FROM hist_chunks WHERE id IN "
+                    f"({','.join('?' * len(part))})", part):
+                texts[cid] = (start, end, heading, text)
+        return {key: texts[where[key][0]][3] for key in keys}
+
+    n = k * multiplier
+    deep: list[tuple[int, float]] = []
+    if match is None and mode == "bm25":
+        out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
+        return out
+    if match is not None and mode != "vector":
+        # hybrid weighted/adaptive: deeper, to give vector candidates their keyword score (as complete_scores)
+        deep = keyword(max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion in ("weighted", "adaptive") else n)
+    bm25 = deep[:n]
+    apart: dict[int, float] = {}
+    if mode == "bm25" and len(bm25) > 1 and TOGETHER:  # the first k: where it decides what is cited first
+        top, apart = words_together(bm25[:k], text_of([key for key, _ in bm25[:k]]), query)
+        bm25 = sorted(top + bm25[k:], key=_best_first)
     windows: dict[int, list[tuple[int, int, float]]] = {}
     vec: list[tuple[int, float]] = []
     if mode != "bm25":
@@ -411,27 +459,41 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                 key = keep(cid, path)
                 if key is not None:
                     windows.setdefault(key, []).append((a, b, sim))
-        best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=lambda x: (-x[1], x[0]))
+        best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=_best_first)
         vec = best[:n]
+    plain = vec
+    if mode == "hybrid" and fusion in ("weighted", "adaptive"):  # both scores for every candidate (complete_scores)
+        have_v, have_b, scored = {key for key, _ in vec}, {key for key, _ in bm25}, dict(deep)
+        plain = sorted(vec + [(key, max(s for _, _, s in windows[key])) for key, _ in bm25
+                              if key not in have_v and key in windows], key=_best_first)
+        bm25 = sorted(bm25 + [(key, scored[key]) for key, _ in vec if key not in have_b and key in scored],
+                      key=_best_first)
     where = {key: unit for unit, key in units.items()}
     weights = None
-    if mode == "hybrid" and fusion == "adaptive":
-        from zmem.query.fusion import fuse_by_evidence
-        ids = list({where[key][0] for key, _ in bm25})
-        text_of = dict(conn.execute(f"SELECT id, text FROM hist_chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
-        ranked, weights = fuse_by_evidence(conn, query, bm25, vec, {key: text_of[where[key][0]] for key, _ in bm25},
-                                           text_weight=text_weight, vector_weight=vector_weight, table="hist_fts")
+    if mode != "bm25":
+        from zmem.query import fusion as adaptive
+        got = adaptive.centroid(conn) if adaptive.CENTRE and plain else None
+        vec = plain
+        if got is not None and len(got[0]) == len(query_vector):  # similarities centred as current recall's
+            hubs = _hub_closeness(conn, store, got[0], list({where[key][0] for key, _ in plain}))
+            vec = adaptive.centre_scores(plain, {key: windows.get(key, []) for key, _ in plain},
+                                         {key: hubs.get(where[key][0], {}) for key, _ in plain}, got[1])
+        if mode == "vector":
+            ranked = vec
+        elif fusion == "adaptive":
+            ranked, weights = adaptive.fuse_by_evidence(
+                conn, query, bm25, vec, text_of([key for key, _ in bm25]), text_weight=text_weight,
+                vector_weight=vector_weight, table="hist_fts", query_vector=query_vector, store=store, raw=plain)
+        else:
+            ranked = fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
     else:
-        ranked = bm25 if mode == "bm25" else vec if mode == "vector" else \
-            fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
-    cids = list({where[key][0] for key, _ in ranked})
-    texts = {}
-    for i in range(0, len(cids), 500):
-        part = cids[i:i + 500]
-        for cid, start, end, heading, text in conn.execute(
-                f"SELECT id, start_line, end_line, heading, text FROM hist_chunks WHERE id IN ({','.join('?' * len(part))})",
-                part):
-            texts[cid] = (start, end, heading, text)
+        ranked = bm25
+    fused = dict(ranked) if explain else {}
+    if not (since or until) and ranked and match is not None:  # a question naming its days: their notes first
+        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n,
+                                      days_of=lambda keys: {key: day_from_path(path) for (_, path), key in units.items()})
+    where = {key: unit for unit, key in units.items()}
+    text_of([key for key, _ in ranked])
     chunks = {}
     for key, _ in ranked:
         cid, path = where[key]
@@ -439,13 +501,18 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
     bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows
                                 and not (weights and weights.keyword_line(chunks[key][6]))})
-    why = explain_scores(bm25, vec, ranked) if explain else {}
-    for w in why.values() if weights else ():
-        w.update(weights.explain())
+    why = explain_scores(bm25, plain, [(key, fused.get(key, s)) for key, s in ranked]) if explain else {}
+    for key, w in why.items():
+        if weights is not None:
+            w.update(weights.explain(key))
+        if key in apart:
+            w["words_together"] = round(apart[key], 4)
     from zmem.query.citelines import line_similarities
     sims = line_similarities({key: windows[key] for key, _ in ranked[:k] if key in windows}) if windows else None
-    return assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                         bonus=bonus, why=why, rev=at.sha, sims=sims)
+    out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
+                        bonus=bonus, why=why, rev=at.sha, sims=sims,
+                        by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
+    return out
 
 
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,

@@ -68,18 +68,17 @@ def _month_range(year: int, month: int) -> tuple[str, str]:
 
 
 def days_first(conn, query: str, ranked: list[tuple[int, float]], search, *, n: int,
-               today: dt.date | None = None) -> tuple[list[tuple[int, float]], tuple[str, str] | None]:
+               today: dt.date | None = None, days_of=None) -> tuple[list[tuple[int, float]], tuple[str, str] | None]:
     """ranked with the chunks of the days the query names first (module docstring). search(since, until)
-    -> [(chunk id, score)] best first: the keyword search within those days. Returns (ranked, the days)."""
+    -> [(chunk id, score)] best first: the keyword search within those days. days_of(ids) -> {id: day}: the
+    hits' days (default: the chunks table's; `recall --as-of` ranks hits of past versions). Returns (ranked,
+    the days)."""
     days = query_days(query, today)
     if days is None:
         return ranked, None
     since, until = days
     ids = [cid for cid, _ in ranked]
-    day_of = {}
-    for i in range(0, len(ids), 500):
-        part = ids[i:i + 500]
-        day_of.update(conn.execute(f"SELECT id, day FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+    day_of = days_of(ids) if days_of is not None else chunk_days(conn, ids)
     inside = [(cid, s) for cid, s in ranked if day_of.get(cid) and since <= day_of[cid] <= until]
     if len(inside) < n:
         have = {cid for cid, _ in inside}
@@ -89,3 +88,12 @@ def days_first(conn, query: str, ranked: list[tuple[int, float]], search, *, n: 
     first = {cid for cid, _ in inside}
     scored = [(cid, 0.5 + 0.5 * s) for cid, s in sorted(inside, key=lambda x: (-x[1], x[0]))]
     return scored + [(cid, 0.5 * s) for cid, s in ranked if cid not in first], days
+
+
+def chunk_days(conn, ids: list[int]) -> dict[int, str | None]:
+    """The day of each chunk (id -> its daily log's day, or None)."""
+    out: dict[int, str | None] = {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        out.update(conn.execute(f"SELECT id, day FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+    return out

@@ -55,7 +55,7 @@ VECTOR_SPREAD = 0.026
 RANK_SHARE = 0.0
 COVER_POWER = 0.5  # the text score grows with coverage ** this
 # "nothing matches" in hybrid recall of chunks is zmem/query/floor.py's calibrated decision. Where it is not measured
-# (facts, as-of recall: no query vector reaches fuse_by_evidence) this rule stands: a question whose keyword evidence
+# (facts recall: no query vector reaches fuse_by_evidence) this rule stands: a question whose keyword evidence
 # is below EVIDENCE_FLOOR (no candidate holds more than incidental words of it) and whose closest vector candidate's
 # cosine is below COSINE_FLOOR gets an empty list, as keyword recall does when no word matches (all-MiniLM-L6-v2:
 # where it cost reworded questions at most ~0.02 R@5; docs/fusion.md). Session messages below EVIDENCE_FLOOR are no
@@ -298,7 +298,7 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
 def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
     """Whether no candidate answers the query: none holds a rare identifier of it or WEAK of its rarity (what
     keyword recall would list as an answer, whatever a model's cosines say), and the calibrated floor says so
-    (floor.nothing_answers) when its signals were measured; else (facts, as-of recall) its keyword evidence is
+    (floor.nothing_answers) when its signals were measured; else (facts recall) its keyword evidence is
     incidental (below EVIDENCE_FLOOR) and no vector candidate comes within COSINE_FLOOR of it."""
     if weights.exact or weights.evidence >= WEAK:
         return False
@@ -419,10 +419,18 @@ def centred(conn, store, query_vector, vec: list[tuple[int, float]]) -> tuple[li
         hubs[cid] = {(a, b): sim for a, b, sim in windows}
     if len(_hubs) > 16:
         _hubs.clear()
+    return centre_scores(vec, to_query, hubs, length), to_query
+
+
+def centre_scores(vec: list[tuple[int, float]], to_query: dict, hubs: dict, length: float) -> list[tuple[int, float]]:
+    """vec rescored, best first: each candidate by its best window's cos(q, w) - CENTRE x (c.w - |c|^2), from its
+    windows' (start, end, cosine with the query) in to_query and their cosine with the centroid's direction in
+    hubs (candidate -> {(start, end): cosine}; c.w is that times the centroid's length); a candidate without
+    windows keeps its score."""
     best: dict[int, float] = {}
     for cid, windows in to_query.items():
         hub = hubs.get(cid, {})
         for a, b, sim in windows:
             score = sim - CENTRE * (length * hub.get((a, b), length) - length * length)
             best[cid] = max(best.get(cid, score), score)
-    return sorted(((cid, best.get(cid, sim)) for cid, sim in vec), key=lambda x: (-x[1], x[0])), to_query
+    return sorted(((cid, best.get(cid, sim)) for cid, sim in vec), key=lambda x: (-x[1], x[0]))
