@@ -436,9 +436,10 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 
     n = k * multiplier
     deep: list[tuple[int, float]] = []
-    if match is None and mode == "bm25":
+    if match is None and mode != "vector":
         out.warnings.append("the query has no searchable words (letters, digits or CJK characters)")
-        return out
+        if mode == "bm25":
+            return out
     if match is not None and mode != "vector":
         # hybrid weighted/adaptive: deeper, to give vector candidates their keyword score (as complete_scores)
         deep = keyword(max(n, KEYWORD_DEPTH) if mode == "hybrid" and fusion in ("weighted", "adaptive") else n)
