@@ -90,3 +90,18 @@ def test_as_of_vector_recall_is_centred_as_recall_is(past_ws):
     assert then["results"][0]["explain"]["vector_similarity"] != pytest.approx(then["results"][0]["score"])
 
 
+
+
+def test_as_of_looks_deeper_when_candidates_repeat_a_line(ws):
+    # the chunks of one very long line share its citation: the first candidates give one hit, so both recalls
+    # look further down the list for the other notes rather than return fewer than asked
+    write(ws, "bank/long.md", "# Long\n\n" + " ".join(f"alpha {word(i)}" for i in range(6000)) + "\n")
+    for i in range(3):
+        write(ws, f"bank/short-{i}.md", f"# Short {i}\n\n- alpha and {word(i)} in a short note.\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "index", "--json"]).exit_code == 0
+    now = recall(ws, "alpha", "--mode", "bm25")
+    then = recall(ws, "alpha", "--mode", "bm25", "--as-of", "HEAD")
+    assert len(now["results"]) == 4 and "bank/long.md" in [h["path"] for h in now["results"]]  # every note
+    assert [(h["path"], h["start_line"]) for h in then["results"]] == \
+           [(h["path"], h["start_line"]) for h in now["results"]]

@@ -371,8 +371,9 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     import fnmatch
     from zmem.store.fts import build_match
     from zmem.query import expand
-    from zmem.query.search import (KEYWORD_DEPTH, TOGETHER, BY_MEANING_EVIDENCE, Recall, _best_first, assemble_hits,
-                                   bonus_from_windows, explain_scores, fuse, words_together)
+    from zmem.query.search import (BY_MEANING_EVIDENCE, KEYWORD_DEPTH, MAX_MULTIPLIER, MIN_SNIPPET, TOGETHER, Recall,
+                                   _best_first, assemble_hits, bonus_from_windows, explain_scores, fuse,
+                                   words_together)
     from zmem.workspace.core import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -462,6 +463,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                     windows.setdefault(key, []).append((a, b, sim))
         best = sorted(((key, max(s for _, _, s in w)) for key, w in windows.items()), key=_best_first)
         vec = best[:n]
+    cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     plain = vec
     if mode == "hybrid" and fusion in ("weighted", "adaptive"):  # both scores for every candidate (complete_scores)
         have_v, have_b, scored = {key for key, _ in vec}, {key for key, _ in bm25}, dict(deep)
@@ -491,8 +493,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         ranked = bm25
     fused = dict(ranked) if explain else {}
     if not (since or until) and ranked and match is not None:  # a question naming its days: their notes first
-        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n,
-                                      days_of=lambda keys: {key: day_from_path(path) for (_, path), key in units.items()})
+        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n, days_of=lambda keys: {
+            key: day_from_path(path) for (_, path), key in units.items()})
     where = {key: unit for unit, key in units.items()}
     text_of([key for key, _ in ranked])
     chunks = {}
@@ -513,6 +515,14 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, rev=at.sha, sims=sims,
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
+    spent = max_chars is not None and max_chars - sum(len(h.snippet) for h in out.results) < min(MIN_SNIPPET,
+                                                                                               snippet_chars)
+    if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
+        # the candidates repeated lines already shown: look deeper, as current recall does
+        return recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
+                            max_chars=max_chars, snippet_chars=snippet_chars, exclude=exclude, mode=mode,
+                            query_vector=query_vector, store=store, fusion=fusion, vector_weight=vector_weight,
+                            text_weight=text_weight, multiplier=multiplier * 4, explain=explain)
     return out
 
 
