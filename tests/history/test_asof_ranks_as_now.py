@@ -105,3 +105,39 @@ def test_as_of_looks_deeper_when_candidates_repeat_a_line(ws):
     assert len(now["results"]) == 4 and "bank/long.md" in [h["path"] for h in now["results"]]  # every note
     assert [(h["path"], h["start_line"]) for h in then["results"]] == \
            [(h["path"], h["start_line"]) for h in now["results"]]
+
+
+@pytest.fixture
+def people_ws(ws, server):
+    """An entity page, Retain facts about Peter over several days, and notes naming him; then a commit that
+    adds a fact (he moved again)."""
+    notes = {"bank/entities/Peter.md": "# Peter\n\nThe human I work for, based in Lisbon.\n\n- Calls in the morning.\n"}
+    for day in range(1, 8):
+        notes[f"memory/2025-09-0{day}.md"] = (
+            f"# 2025-09-0{day}\n\n## Notes\n\n- Peter asked about the {word(day)} report.\n- Lunch with Ana.\n"
+            + ("\n## Retain\n\n- W @Peter: Moved to Porto.\n- O(c=0.7) @Peter: Prefers calls in the morning.\n"
+               if day == 4 else
+               f"\n## Retain\n\n- O(c=0.8) @Peter: Likes the {word(day)} summary.\n" if day % 2 else ""))
+    index_notes(ws, server, notes)
+    write(ws, "memory/2025-09-09.md", "# 2025-09-09\n\n## Retain\n\n- W @Peter: Moved to Madrid.\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "index", "--json"]).exit_code == 0
+    return ws
+
+
+@pytest.mark.parametrize("mode", ["bm25", "hybrid"])
+def test_a_named_entity_comes_first_then_as_now(people_ws, mode):
+    for query in ("Peter", "where did Peter move", "Peter calls in the morning"):
+        now = recall(people_ws, query, "--mode", mode)
+        then = recall(people_ws, query, "--mode", mode, "--as-of", "HEAD")
+        assert [(h["path"], h["start_line"], h["end_line"]) for h in then["results"]] == \
+               [(h["path"], h["start_line"], h["end_line"]) for h in now["results"]], (mode, query)
+        assert [h["explain"]["entity"] for h in then["results"]] == [h["explain"]["entity"] for h in now["results"]]
+    hits = recall(people_ws, "Peter", "--mode", mode, "--as-of", "HEAD")["results"]
+    assert hits[0]["path"] == "bank/entities/Peter.md"  # the page, then his facts
+    assert all("@Peter" in h["snippet"] for h in hits[1:])
+    # before the last commit he had moved to Porto only: the fact that says so leads
+    moved = recall(people_ws, "where did Peter move", "--mode", mode, "--as-of", "HEAD~1")["results"]
+    assert "Moved to Porto" in moved[0]["snippet"] and moved[0]["citation"].startswith("memory/2025-09-04.md@")
+    assert not any("Madrid" in h["snippet"] for h in moved)
+    assert "Madrid" in recall(people_ws, "where did Peter move", "--mode", mode)["results"][0]["snippet"]

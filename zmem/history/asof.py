@@ -356,6 +356,52 @@ def _hub_closeness(conn, store, direction: list[float], cids: list[int]) -> dict
     return out
 
 
+class PastEntities:
+    """What search.entity_first reads, from the memory files as they stood at a commit: facts about an entity
+    then (facts_at), an entity page's chunks then, the chunks holding a line, chunk texts. keep(chunk, path)
+    -> the hit key, or None when the recall's filters leave it out; text_of(keys) -> {key: text}."""
+
+    def __init__(self, ws: Workspace, conn, at: AsOf, keep, text_of):
+        self.ws, self.conn, self.at, self.keep, self.text_of = ws, conn, at, keep, text_of
+        self._files: dict[str, str] | None = None
+
+    def files(self) -> dict[str, str]:
+        if self._files is None:
+            self._files = versions_at(self.ws, self.conn, self.at, [])
+        return self._files
+
+    def facts(self, keys: set[str], spelled: str, others: str | None, n: int) -> list[tuple]:
+        """Every fact about these entity keys at the commit, newest first, that the filters keep (a superset
+        of what the index's FTS and newest-n queries give: entity_first keeps the n it scores best)."""
+        rows = {}
+        for key in keys:
+            for f in facts_at(self.ws, self.conn, self.at, self.files(), entity=key):
+                if self._kept(f.path):
+                    rows[(f.path, f.start_line)] = (f.path, f.start_line, f.end_line, f.day, f.text,
+                                                    "\t".join(f.entities))
+        return sorted(rows.values(), key=lambda r: (r[0], r[1]), reverse=True)
+
+    def _kept(self, path: str) -> bool:
+        blob = self.files().get(path)
+        got = blob and self.conn.execute("SELECT id FROM hist_chunks WHERE blob = ? LIMIT 1", (blob,)).fetchone()
+        return bool(got) and self.keep(got[0], path) is not None
+
+    def page(self, path: str) -> list[tuple[int, str]]:
+        blob = self.files().get(path)
+        keys = [key for cid, in self.conn.execute("SELECT id FROM hist_chunks WHERE blob = ? ORDER BY start_line",
+                                                  (blob,)) if (key := self.keep(cid, path)) is not None] if blob else []
+        return list(self.text_of(keys).items())
+
+    def holding(self, path: str, line: int) -> list[int]:
+        blob = self.files().get(path)
+        return [key for cid, in self.conn.execute(
+            "SELECT id FROM hist_chunks WHERE blob = ? AND start_line <= ? AND end_line >= ?", (blob, line, line))
+            if (key := self.keep(cid, path)) is not None] if blob else []
+
+    def texts(self, keys: list[int]) -> dict[int, str]:
+        return self.text_of(keys)
+
+
 def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
@@ -366,14 +412,14 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     mode hybrid/vector (with query_vector and store): past versions are compared through the
     vectors their text got when it was embedded (the embedding cache), never embedded again.
     Ranked as current recall ranks (zmem.query.search.recall: words standing together, both lists
-    completed, similarities centred, the adaptive fusion and its floor, named days first), so at HEAD
-    it lists what `zmem recall` lists; what it does not do: a named entity's page and facts first."""
+    completed, similarities centred, the adaptive fusion and its floor, named days first, a named entity's
+    page and facts then first), so at HEAD it lists what `zmem recall` lists."""
     import fnmatch
     from zmem.store.fts import build_match
     from zmem.query import expand
     from zmem.query.search import (BY_MEANING_EVIDENCE, KEYWORD_DEPTH, MAX_MULTIPLIER, MIN_SNIPPET, TOGETHER, Recall,
-                                   _best_first, assemble_hits, bonus_from_windows, explain_scores, fuse,
-                                   words_together)
+                                   _best_first, _r, assemble_hits, bonus_from_windows, entity_first,
+                                   explain_scores, fuse, words_together)
     from zmem.workspace.core import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -495,6 +541,13 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     if not (since or until) and ranked and match is not None:  # a question naming its days: their notes first
         ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n, days_of=lambda keys: {
             key: day_from_path(path) for (_, path), key in units.items()})
+    about: dict[int, float] | None = None
+    fact_lines: dict[int, dict[int, float]] = {}
+    if mode != "vector":  # a query naming a known entity: its page and its facts then first
+        ranked, about, fact_lines = entity_first(conn, query, ranked, n=n, source=PastEntities(ws, conn, at, keep,
+                                                                                               text_of))
+    if not ranked:
+        return out
     where = {key: unit for unit, key in units.items()}
     text_of([key for key, _ in ranked])
     chunks = {}
@@ -504,16 +557,20 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
     bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows
                                 and not (weights and weights.keyword_line(chunks[key][6]))})
+    for key, lines in fact_lines.items():
+        bonus[key] = {**bonus.get(key, {}), **lines}
     why = explain_scores(bm25, plain, [(key, fused.get(key, s)) for key, s in ranked]) if explain else {}
     for key, w in why.items():
         if weights is not None:
             w.update(weights.explain(key))
         if key in apart:
-            w["words_together"] = round(apart[key], 4)
+            w["words_together"] = _r(apart[key])
+        if about is not None:
+            w["entity"] = _r(about.get(key))
     from zmem.query.citelines import line_similarities
     sims = line_similarities({key: windows[key] for key, _ in ranked[:k] if key in windows}) if windows else None
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
-                        bonus=bonus, why=why, rev=at.sha, sims=sims,
+                        bonus=bonus, why=why, rev=at.sha, sims=sims, ordered=bool(about),
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
     spent = max_chars is not None and max_chars - sum(len(h.snippet) for h in out.results) < min(MIN_SNIPPET,
                                                                                                snippet_chars)

@@ -566,11 +566,48 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     return out
 
 
+class IndexEntities:
+    """What entity_first reads, from the index as it is now (zmem.history.asof has the same for a commit):
+    facts about an entity, an entity page's chunks, the chunks holding a line, chunk texts."""
+
+    def __init__(self, conn, since: str | None = None, until: str | None = None, path_glob: str | None = None,
+                 exclude: list[str] | None = None):
+        self.conn, self.since, self.until, self.path_glob, self.exclude = conn, since, until, path_glob, exclude
+
+    def facts(self, keys: set[str], spelled: str, others: str | None, n: int) -> list[tuple]:
+        """(path, start, end, day, text, names) of facts about these entity keys (the name as the query spells
+        it): those holding any of the query's other words (others: an FTS expression), and the newest n."""
+        from zmem.query.entities import facts_about
+        glob = glob_to_sql(self.path_glob) if self.path_glob else None
+        # FTS intersects the name's and the other words' postings: no walk over all of its facts
+        match = f'names : {_quote(spelled)} AND ({others})' if others else None
+        rows = facts_about(self.conn, keys, match=match, since=self.since, until=self.until,
+                           path_glob=glob) if match else []
+        rows += facts_about(self.conn, keys, since=self.since, until=self.until, path_glob=glob, limit=n)
+        return [r for r in rows if not (self.exclude and any(fnmatch.fnmatchcase(r[0], g) for g in self.exclude))]
+
+    def page(self, path: str) -> list[tuple[int, str]]:
+        """(chunk, text) of an entity page, unless the filters leave it out."""
+        if not _passes((0, path, 0, 0, "", None, ""), self.since, self.until, self.path_glob, self.exclude):
+            return []
+        return self.conn.execute("SELECT id, text FROM chunks WHERE path = ?", (path,)).fetchall()
+
+    def holding(self, path: str, line: int) -> list[int]:
+        """The chunks of path holding this line."""
+        return [cid for cid, in self.conn.execute(
+            "SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?", (path, line, line))]
+
+    def texts(self, ids: list[int]) -> dict[int, str]:
+        return dict(self.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
+
+
 def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, since: str | None = None,
-                 until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None):
+                 until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None,
+                 source=None):
     """Ranked hits with the entities the query names first: their pages' chunks and the chunks holding
     Retain facts about them, before every other hit. Returns (ranked, {chunk: entity score}, {chunk:
-    {fact line: snippet weight}}); (ranked, None, {}) when the query names no known entity.
+    {fact line: snippet weight}}); (ranked, None, {}) when the query names no known entity. source: where
+    the facts, pages and chunks are read (IndexEntities of conn and the filters by default).
 
     A name in most notes is worth ~nothing to BM25 (FTS5 floors the weight of a term in more than half
     the chunks at 1e-6), so a hit about the entity scores by how much of the query it covers: each named
@@ -580,10 +617,11 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     0.45 + 0.4 f of its best line naming it (below a fact or page holding as much). The hit's score is
     0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
     half its keyword score, in [0, 0.5)."""
-    from zmem.query.entities import facts_about, named_in_query
+    from zmem.query.entities import named_in_query
     named, other = named_in_query(conn, query)
     if not named:
         return ranked, None, {}
+    source = source or IndexEntities(conn, since, until, path_glob, exclude)
     rest = match_keys(" ".join(other))
     units = len(named) + len(rest)
 
@@ -600,26 +638,18 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
-    glob = glob_to_sql(path_glob) if path_glob else None
     for e in named:
         if e.keys:  # its facts holding other query words (any number), and its newest facts
             others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
-            # FTS intersects the name's and the other words' postings: no walk over all of its facts
-            match = f'names : {_quote(e.spelled)} AND ({others})' if others else None
-            rows = (facts_about(conn, e.keys, match=match, since=since, until=until, path_glob=glob) if match else [])
-            rows += facts_about(conn, e.keys, since=since, until=until, path_glob=glob, limit=n)
-            for path, start, end, day, text, names in rows:
-                if exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude):
-                    continue
+            for path, start, end, day, text, names in source.facts(e.keys, e.spelled, others, n):
                 v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
                 spot = (path, start, end)
                 scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
-        if e.page and _passes((0, e.page, 0, 0, "", None, ""), since, until, path_glob, exclude):
-            for cid, text in conn.execute("SELECT id, text FROM chunks WHERE path = ?", (e.page,)):
+        if e.page:
+            for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
-        for (cid,) in conn.execute("SELECT id FROM chunks WHERE path = ? AND start_line <= ? AND end_line >= ?",
-                                   (path, start, start)):
+        for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
             newest[cid] = max(newest.get(cid, ""), day)
             lines = facts_at.setdefault(cid, {})
@@ -630,7 +660,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     # (in the same chunk too: the snippet then shows that line), while a note with Peter on one line and
     # Porto on another stays below Peter's facts and page
     look = [cid for cid, _ in ranked[:3 * n] if cid not in about or cid in facts_at]
-    for cid, text in conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(look))})", look):
+    for cid, text in source.texts(look).items():
         lows = [fold(line) for line in text.split("\n")]
         best = max((folded_share(low, set()) for low in lows if any(_word_start(low, s) >= 0 for s in spelled)),
                    default=None)
