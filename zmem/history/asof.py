@@ -402,6 +402,17 @@ class PastEntities:
         return self.text_of(keys)
 
 
+class _ScoredWindows:
+    """search.complete_scores' store for as-of recall: every window at the commit already has its similarity
+    to the query (hit key -> [(start, end, similarity)])."""
+
+    def __init__(self, windows: dict[int, list[tuple[int, int, float]]]):
+        self.windows = windows
+
+    def windows_of(self, keys: list[int], query_vector) -> dict[int, list[tuple[int, int, float]]]:
+        return {key: self.windows[key] for key in keys if key in self.windows}
+
+
 def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, max_chars: int | None = None,
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
@@ -417,9 +428,9 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     import fnmatch
     from zmem.store.fts import build_match
     from zmem.query import expand
-    from zmem.query.search import (BY_MEANING_EVIDENCE, KEYWORD_DEPTH, MAX_MULTIPLIER, MIN_SNIPPET, TOGETHER, Recall,
-                                   _best_first, _r, assemble_hits, bonus_from_windows, entity_first,
-                                   explain_scores, fuse, words_together)
+    from zmem.query.search import (BY_MEANING_EVIDENCE, KEYWORD_DEPTH, TOGETHER, Recall, _best_first, _r, assemble_hits,
+                                   bonus_from_windows, complete_scores, entity_first, explain_scores, fuse,
+                                   look_deeper, words_together)
     from zmem.workspace.core import glob_to_sql
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -438,6 +449,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     # a hit is a chunk at a path: history stores a blob's chunks once, and files with the same
     # content (a copy) at that commit are each a hit of their own
     units: dict[tuple[int, str], int] = {}
+    where: dict[int, tuple[int, str]] = {}  # hit key -> (chunk, path): units the other way round
 
     def keep(cid: int, path: str, days: tuple[str | None, str | None] = (since, until)) -> int | None:
         """The hit key of this chunk at this path, or None when the filters (or these days) leave it out."""
@@ -449,7 +461,9 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         if (glob and not fnmatch.fnmatchcase(path, glob)) or \
                 (exclude and any(fnmatch.fnmatchcase(path, g) for g in exclude)):
             return None
-        return units.setdefault((cid, path), len(units))
+        key = units.setdefault((cid, path), len(units))
+        where[key] = (cid, path)
+        return key
 
     match = build_match(query)
 
@@ -471,7 +485,6 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 
     def text_of(keys) -> dict[int, str]:
         """key -> its chunk's text (read once)."""
-        where = {key: unit for unit, key in units.items()}
         cids = list({where[key][0] for key in keys} - texts.keys())
         for i in range(0, len(cids), 500):
             part = cids[i:i + 500]
@@ -511,13 +524,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         vec = best[:n]
     cut = len(bm25) == n or len(vec) == n  # a list stopped at n: there are more candidates
     plain = vec
-    if mode == "hybrid" and fusion in ("weighted", "adaptive"):  # both scores for every candidate (complete_scores)
-        have_v, have_b, scored = {key for key, _ in vec}, {key for key, _ in bm25}, dict(deep)
-        plain = sorted(vec + [(key, max(s for _, _, s in windows[key])) for key, _ in bm25
-                              if key not in have_v and key in windows], key=_best_first)
-        bm25 = sorted(bm25 + [(key, scored[key]) for key, _ in vec if key not in have_b and key in scored],
-                      key=_best_first)
-    where = {key: unit for unit, key in units.items()}
+    if mode == "hybrid" and fusion in ("weighted", "adaptive"):  # both scores for every candidate
+        bm25, plain = complete_scores(_ScoredWindows(windows), query_vector, bm25, vec, dict(deep))
     weights = None
     if mode != "bm25":
         from zmem.query import fusion as adaptive
@@ -539,8 +547,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         ranked = bm25
     fused = dict(ranked) if explain else {}
     if not (since or until) and ranked and match is not None:  # a question naming its days: their notes first
-        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n, days_of=lambda keys: {
-            key: day_from_path(path) for (_, path), key in units.items()})
+        ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n,
+                                      days_of=lambda keys: {key: day_from_path(where[key][1]) for key in keys})
     about: dict[int, float] | None = None
     fact_lines: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts then first
@@ -548,7 +556,6 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                                                                                                text_of))
     if not ranked:
         return out
-    where = {key: unit for unit, key in units.items()}
     text_of([key for key, _ in ranked])
     chunks = {}
     for key, _ in ranked:
@@ -572,10 +579,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, rev=at.sha, sims=sims, ordered=bool(about),
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
-    spent = max_chars is not None and max_chars - sum(len(h.snippet) for h in out.results) < min(MIN_SNIPPET,
-                                                                                               snippet_chars)
-    if len(out.results) < k and cut and not spent and multiplier < MAX_MULTIPLIER:
-        # the candidates repeated lines already shown: look deeper, as current recall does
+    if look_deeper(out, k=k, cut=cut, max_chars=max_chars, snippet_chars=snippet_chars, multiplier=multiplier):
         return recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
                             max_chars=max_chars, snippet_chars=snippet_chars, exclude=exclude, mode=mode,
                             query_vector=query_vector, store=store, fusion=fusion, vector_weight=vector_weight,
