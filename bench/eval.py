@@ -331,7 +331,8 @@ def main() -> None:
     for spec in args.set:
         name, value = spec.split("=", 1)
         module, attr = name.rsplit(".", 1)
-        setattr(importlib.import_module(f"zmem.query.{module}"), attr, float(value))
+        mod = importlib.import_module(f"zmem.query.{module}")
+        setattr(mod, attr, type(getattr(mod, attr))(float(value)))  # an int stays an int (a depth, a count)
     global FEATURES, DISTRACTORS
     FEATURES, DISTRACTORS = args.features, args.distractors
     args.cache.mkdir(parents=True, exist_ok=True)

@@ -113,3 +113,21 @@ def test_together_is_the_share_of_the_matched_words_one_unit_holds():
     assert together(units(wrapped), held, [1.0, 3.0]) == 1.0  # a wrapped sentence is one unit
     assert together(units(lines[:2]), [[True, False], [False, False]], [1.0, 3.0]) == 1.0  # one word
     assert together(units(["a", "b"]), [[False, False], [False, False]], [1.0, 1.0]) == 1.0  # none matched
+
+
+def test_a_one_line_note_competes_with_the_lines_of_longer_notes(ws):
+    # a chunk of one line is cited whole; its citation must weigh as a unit of a longer chunk does, or the
+    # longer chunk's second and third lines crowd out the best-ranked note altogether (seen on LoCoMo: the
+    # answering one-line chunk ranked first by both lists and was not cited in the first ten)
+    write(ws, "bank/boat.md", "The spare oar hangs in the blue shed.\n")
+    write(ws, "memory/2025-06-04.md", "# 2025-06-04\n\n" + "\n".join([
+        "Ana: The spare room upstairs needs paint before the visit.",
+        "Bo: The shed roof leaks again after the storm.",
+        "Ana: One oar lock broke on the lake, we rowed back slowly.",
+        "Bo: A spare tyre is in the shed next to the bikes.",
+        "Ana: The oar we borrowed went back to the club.",
+        "Bo: We talked about dinner plans for Friday."]) + "\n")
+    commit_all(ws)
+    hits = recall_json(ws, "spare oar shed", "--k", "2")["results"]
+    assert hits[0]["path"] == "bank/boat.md", hits
+    assert hits[0]["snippet"] == "The spare oar hangs in the blue shed."

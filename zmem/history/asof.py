@@ -575,7 +575,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         if about is not None:
             w["entity"] = _r(about.get(key))
     from zmem.query.citelines import line_similarities
-    sims = line_similarities({key: windows[key] for key, _ in ranked[:k] if key in windows}) if windows else None
+    sims = line_similarities({key: windows[key] for key, _ in ranked[:k * 2] if key in windows}) if windows else None
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, rev=at.sha, sims=sims, ordered=bool(about),
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)

@@ -158,7 +158,8 @@ def together(spans: list[tuple[int, int]], present: list[list[bool]], rarity: li
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
-DEPTH = 1  # chunks whose lines compete for the k citations: the first DEPTH x k ranked ones
+DEPTH = 2  # chunks whose lines compete for the k citations: the first DEPTH x k ranked ones, with vectors
+DEPTH_KEYWORDS = 1  # the same from keywords alone: deeper chunks' lines did not change what BM25 cites
 MERGE_LINES = 3  # a candidate touching a chosen citation extends it up to this many lines instead of a new hit
 # a unit's weight over its chunk's best unit, next to its chunk's score over the best chunk's (both in [0, 1])
 # and its best vector window's cosine: with vectors its words count fully; from keywords alone the line weight
@@ -212,6 +213,18 @@ def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], ch
         sim = max((sims.get(start + i, 0.0) for i in range(spans[u][0], spans[u][1] + 1)), default=0.0) if sims else 0.0
         out.append(Span(chunk_score + line_weight * unit_w[u] / top + sim, cid, start + lo, start + hi))
     return out
+
+
+def whole_span(cid: int, start: int, first: int, last: int, weights: list[float], chunk_score: float,
+               sims: dict[int, float] | None) -> Span:
+    """The citation of a chunk that chunk_spans does not cut (one line, or no unit to cite), scored as
+    chunk_spans scores a unit so that it competes with other chunks' units on equal terms: its lines hold the
+    chunk's best weight if any of them matches at all."""
+    cited = range(first - start, last - start + 1)
+    matched = max((weights[i] for i in cited if 0 <= i < len(weights)), default=0.0) > 0
+    line_weight = LINE_WEIGHT if sims is not None else LINE_WEIGHT_KEYWORDS
+    sim = max((sims.get(start + i, 0.0) for i in cited), default=0.0) if sims else 0.0
+    return Span(chunk_score + (line_weight if matched else 0.0) + sim, cid, first, last)
 
 
 def _complete(lines: list[str], spans: list[tuple[int, int]], heads: list[bool], ends: list[int], u: int,

@@ -752,9 +752,10 @@ def assemble_hits(out: Recall, ranked: list[tuple[int, float]], rows: dict[int, 
 
 
 def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False, by_meaning=False):
-    """(chunk id, first line, last line, text, chunk score, (chunk start, chunk end)) in the order recall cites them: the spans
-    citelines chooses among the first DEPTH x k chunks, then one make_snippet window per further chunk."""
-    depth = 0 if ordered else citelines.DEPTH * k  # ordered: one hit per chunk, in rank order
+    """(chunk id, first line, last line, text, chunk score, (chunk start, chunk end)) in the order recall cites
+    them: the spans citelines chooses among the first DEPTH x k chunks (DEPTH_KEYWORDS x k without vectors),
+    then one make_snippet window per further chunk."""
+    depth = 0 if ordered else (citelines.DEPTH if sims else citelines.DEPTH_KEYWORDS) * k  # ordered: one hit per chunk
     top = max((s for _, s in ranked[:depth]), default=0.0) or 1.0
     candidates: list[citelines.Span] = []
     plain: dict[int, tuple[int, int, str]] = {}  # chunks cited as make_snippet chooses
@@ -764,21 +765,23 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
         _, path, start, end, heading, day, text = rows[cid]
         lines, spans_of, present, idf = _chunk_presence(text, query)
         lines_of[cid] = lines
+        keyword = weights = _weigh(present, idf)
+        extra = bonus.get(cid)
+        if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
+            keyword = weights = [0.0] * len(lines)
+        if extra:
+            weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
         spans = None
         if len(lines) > 1:
-            keyword = weights = _weigh(present, idf)
-            extra = bonus.get(cid)
-            if by_meaning and extra and sims.get(cid):  # the windows' bonus alone says which lines
-                keyword = weights = [0.0] * len(lines)
-            if extra:
-                weights = [w + extra.get(start + i, 0.0) for i, w in enumerate(weights)]
             spans = citelines.chunk_spans(cid, start, lines, weights, score / top, sims.get(cid), snippet_chars,
                                           keyword, spans_of)
         if spans is None:
-            # citelines found no unit to cite (none matches, or the best is longer than a snippet)
+            # a one-line chunk, or citelines found no unit to cite (none matches, or the best is longer than a
+            # snippet): cited as make_snippet chooses, scored as a unit of its own would be
             plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
                                       cite_units=len(lines) == 1)
-            spans = [citelines.Span(score / top, cid, plain[cid][0], plain[cid][1])]
+            first, last = plain[cid][:2]
+            spans = [citelines.whole_span(cid, start, first, last, weights, score / top, sims.get(cid))]
         candidates.extend(spans)
 
     def text_of(cid):
