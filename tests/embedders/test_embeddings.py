@@ -530,3 +530,22 @@ def test_recall_remembers_a_refused_connection_like_a_timeout(semantic_ws, serve
     second = recall_json(semantic_ws, "which computer runs the relay")
     assert second["mode"] == "bm25" and any("could not be reached" in w for w in second["warnings"])
     assert len(attempts) == 1, attempts  # not tried again
+
+
+def test_a_recall_for_many_hits_asks_sqlite_vec_for_no_more_neighbours_than_it_allows(semantic_ws):
+    # --k 300 in hybrid asks for 300 x 4 candidates, 4 windows each: over sqlite-vec's 4096, which used to
+    # end in "the index could not be used ... run `zmem index --full`" (that would not have helped)
+    for mode in ("hybrid", "vector"):
+        res = recall_json(semantic_ws, "where is the gateway", "--mode", mode, "--k", "300")
+        assert res["mode"] == mode and res["results"], res
+        assert res["results"][0]["path"] == "bank/world.md"
+    from zmem.store.vectors import KNN_LIMIT, VectorStore
+    from helpers.embed_server import concept_vector
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    store = VectorStore(conn)
+    assert store.vec_loaded, store.detail
+    q = concept_vector("where is the gateway")
+    many = store.start_search(q, KNN_LIMIT)()  # asks for 4 x 4096 windows: all there are, by chunk
+    store.vec_loaded = False
+    assert [h[0] for h in many] == [h[0] for h in store.search(q, KNN_LIMIT)]
+    conn.close()

@@ -87,3 +87,25 @@ def test_a_lead_in_an_unmeasured_null_counts_as_a_typical_answer():
     s = floor.signals(0.0, [(1, 0.8), (2, 0.7)], outlier=None, spread=None)
     assert s.features()["lead_sd"] == floor.LEAD_SD_UNMEASURED
     assert s.features()["outlier"] == floor.OUTLIER_UNMEASURED
+
+
+def test_when_nothing_matches_recall_does_not_look_deeper(ws, server, monkeypatch):
+    # a named entity's page is listed even when the floor says nothing else matches: fewer than k hits, from
+    # full candidate lists. Looking deeper cannot change the floor's answer; it used to rerun recall three
+    # times, each scanning four times the vectors (~0.8 s at 10k chunks), the last past sqlite-vec's limit
+    from helpers.workspace import index_notes
+    from zmem.memory import Memory
+    from zmem.query import search
+    notes = {f"memory/2025-10-{i + 1:02d}.md": f"# 2025-10-{i + 1:02d}\n\n- Walked the dog and fed the cat, day {i}.\n"
+             for i in range(30)}
+    notes["bank/entities/Timbuktu.md"] = "# Timbuktu\n\nA city in Mali.\n"
+    index_notes(ws, server, notes)
+    monkeypatch.setattr(floor, "MIN_ANSWER", 0.5)  # the concept vectors put this query at 0.31: let the floor fire
+    passes = []
+    deeper = search.recall
+    monkeypatch.setattr(search, "recall", lambda *a, **kw: passes.append(kw["multiplier"]) or deeper(*a, **kw))
+    with Memory.open(ws) as mem:
+        out = mem.recall("Timbuktu submarine periscope", mode="hybrid", explain=True)
+    assert [h.path for h in out.results] == ["bank/entities/Timbuktu.md"], out.results
+    assert out.results[0].explain["answer_probability"] < floor.MIN_ANSWER  # the floor said nothing matches
+    assert len(passes) == 1, passes  # Memory's own pass only: no deeper one (it used to make [4, 16] here)

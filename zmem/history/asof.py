@@ -579,7 +579,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, rev=at.sha, sims=sims, ordered=bool(about),
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)
-    if look_deeper(out, k=k, cut=cut, max_chars=max_chars, snippet_chars=snippet_chars, multiplier=multiplier):
+    if look_deeper(out, k=k, cut=cut, max_chars=max_chars, snippet_chars=snippet_chars, multiplier=multiplier,
+                   weights=weights):
         return recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
                             max_chars=max_chars, snippet_chars=snippet_chars, exclude=exclude, mode=mode,
                             query_vector=query_vector, store=store, fusion=fusion, vector_weight=vector_weight,

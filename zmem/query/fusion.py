@@ -103,6 +103,7 @@ class Weights:
     outlier: float | None = None  # the best cosine in standard deviations above the query's null (outlier_score)
     floor: Signals | None = None  # what the "nothing matches" floor reads (hybrid recall of chunks with a vector)
     parts: dict = field(default_factory=dict)  # candidate id -> (text score, vector score): fused = the weighted sum
+    nothing: bool = False  # nothing matches (nothing_matches): only the exact candidates were kept
 
     def keyword_line(self, text: str) -> bool:
         """Whether a line of text holds at least LINE_STRONG of the query's rarity: then that hit's snippet
@@ -291,6 +292,7 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
         from zmem.query import floor
         weights.floor = floor.signals(weights.evidence, raw, outlier, moments[1] if moments else None)
     if nothing_matches(weights, raw):
+        weights.nothing = True
         ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
     return ranked, weights
 
@@ -312,7 +314,8 @@ def nothing_matches(weights: Weights, vec: list[tuple[int, float]]) -> bool:
 
 def _sample_ids(conn) -> tuple[tuple, list[int]] | None:
     """(index state, window ids): up to NULL_SAMPLE ids at even steps between the first and last window."""
-    lo, hi = conn.execute("SELECT min(id), max(id) FROM chunk_vectors").fetchone()
+    # two subqueries: each is one rowid lookup, where min and max in one SELECT scan every window (8 ms at 52k)
+    lo, hi = conn.execute("SELECT (SELECT min(id) FROM chunk_vectors), (SELECT max(id) FROM chunk_vectors)").fetchone()
     if lo is None:
         return None
     path = conn.execute("PRAGMA database_list").fetchone()[2] or id(conn)

@@ -8,6 +8,7 @@ from zmem.store import db
 from zmem.errors import IndexUnusable
 
 SCAN_PARTS = 2  # vec0 partitions, scanned in parallel (rowid % SCAN_PARTS)
+KNN_LIMIT = 4096  # sqlite-vec refuses a knn query for more neighbours than this ("k value ... too large")
 
 
 def pack(vector: list[float]) -> bytes:
@@ -166,7 +167,7 @@ class VectorStore:
         """search(query, k), begun now; returns the function that finishes it. A vec0 scan runs in
         threads, one per partition, each on its own connection: SQLite releases the GIL while it
         scans, so the partitions are scanned in parallel and the caller's keyword search runs
-        meanwhile (hybrid recall at 10k chunks: 22-25 ms, 29-33 ms with one scan in line)."""
+        meanwhile (docs/benchmarks.md, "Hybrid recall's cost")."""
         n = k * 4  # windows per chunk vary: fetch enough windows to fill k chunks
         if self.matrix is not None:
             hits = self.matrix.search(query, n)
@@ -175,8 +176,9 @@ class VectorStore:
             hits = self._search_in_process(query, n)
             return lambda: _best_windows(hits, k)
         sql = "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ?"
-        queries = [(sql + " AND v.part = ?", (pack(query), n, part)) for part in range(SCAN_PARTS)] \
-            if self._partitioned() else [(sql, (pack(query), n))]
+        knn = min(n, KNN_LIMIT)  # a recall for hundreds of hits, or looking deeper: its nearest 4096 windows
+        queries = [(sql + " AND v.part = ?", (pack(query), knn, part)) for part in range(SCAN_PARTS)] \
+            if self._partitioned() else [(sql, (pack(query), knn))]
         path = self.conn.execute("PRAGMA database_list").fetchone()[2]
         # a second connection would not see this one's uncommitted vectors
         scans = [_BackgroundQuery(path, *q) for q in queries] if path and not self.conn.in_transaction else []
