@@ -158,7 +158,9 @@ def together(spans: list[tuple[int, int]], present: list[list[bool]], rarity: li
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
-DEPTH = 2  # chunks whose lines compete for the k citations: the first DEPTH x k ranked ones, with vectors
+# chunks whose lines compete for the k citations: the first DEPTH x k ranked ones, with vectors (recall reads the
+# vector windows of the first 2k: a larger DEPTH would need them read deeper)
+DEPTH = 2
 DEPTH_KEYWORDS = 1  # the same from keywords alone: deeper chunks' lines did not change what BM25 cites
 MERGE_LINES = 3  # a candidate touching a chosen citation extends it up to this many lines instead of a new hit
 # a unit's weight over its chunk's best unit, next to its chunk's score over the best chunk's (both in [0, 1])
@@ -202,7 +204,6 @@ def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], ch
         ends.append(ends[-1] + len(line) + 1)
     if ends[spans[order[0]][1] + 1] - ends[spans[order[0]][0]] - 1 > max_chars:
         return None
-    line_weight = LINE_WEIGHT if sims is not None else LINE_WEIGHT_KEYWORDS
     out = []
     for u in order[:PER_CHUNK]:
         if unit_w[u] <= 0:
@@ -210,9 +211,17 @@ def chunk_spans(cid: int, start: int, lines: list[str], weights: list[float], ch
         lo, hi = _complete(lines, spans, heads, ends, u, max_chars)
         if sims and keyword is not None and max(keyword[spans[u][0]:spans[u][1] + 1]) <= 0:
             lo, hi = _window(spans, u, lo, hi, start, sims, heads, ends, max_chars)
-        sim = max((sims.get(start + i, 0.0) for i in range(spans[u][0], spans[u][1] + 1)), default=0.0) if sims else 0.0
-        out.append(Span(chunk_score + line_weight * unit_w[u] / top + sim, cid, start + lo, start + hi))
+        score = _unit_score(chunk_score, unit_w[u], top, sims, range(start + spans[u][0], start + spans[u][1] + 1))
+        out.append(Span(score, cid, start + lo, start + hi))
     return out
+
+
+def _unit_score(chunk_score: float, weight: float, best: float, sims: dict[int, float] | None, lines: range) -> float:
+    """A candidate citation's score (Span.score): its chunk's score over the best chunk's, its unit's weight
+    over its chunk's best unit's, and the best window cosine of its lines (file line numbers)."""
+    line_weight = LINE_WEIGHT if sims is not None else LINE_WEIGHT_KEYWORDS
+    return chunk_score + line_weight * weight / best + (max((sims.get(n, 0.0) for n in lines), default=0.0)
+                                                        if sims else 0.0)
 
 
 def whole_span(cid: int, start: int, first: int, last: int, weights: list[float], chunk_score: float,
@@ -220,11 +229,8 @@ def whole_span(cid: int, start: int, first: int, last: int, weights: list[float]
     """The citation of a chunk that chunk_spans does not cut (one line, or no unit to cite), scored as
     chunk_spans scores a unit so that it competes with other chunks' units on equal terms: its lines hold the
     chunk's best weight if any of them matches at all."""
-    cited = range(first - start, last - start + 1)
-    matched = max((weights[i] for i in cited if 0 <= i < len(weights)), default=0.0) > 0
-    line_weight = LINE_WEIGHT if sims is not None else LINE_WEIGHT_KEYWORDS
-    sim = max((sims.get(start + i, 0.0) for i in cited), default=0.0) if sims else 0.0
-    return Span(chunk_score + (line_weight if matched else 0.0) + sim, cid, first, last)
+    matched = any(weights[n - start] > 0 for n in range(first, last + 1) if 0 <= n - start < len(weights))
+    return Span(_unit_score(chunk_score, 1.0 if matched else 0.0, 1.0, sims, range(first, last + 1)), cid, first, last)
 
 
 def _complete(lines: list[str], spans: list[tuple[int, int]], heads: list[bool], ends: list[int], u: int,
