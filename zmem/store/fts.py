@@ -453,10 +453,18 @@ def without_cjk(text: str) -> str:
     return _CJK_RUN.sub(" ", text) if _may_hold_cjk(text) else text
 
 
+# English clitics: `Sofia's` is searched as `sofia` (the tokenizer makes the text's `Sofia's` `sofia` `s`, so the
+# quoted word would be the phrase `sofia s` and miss every note that writes the name alone), `I'm` as `i`, a stopword
+_CLITIC = re.compile(r"(?<=\w)(?:['’](?:s|m|re|ve|ll|d)|n['’]t)$")
+_NEGATIONS = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
+
+
 def query_terms(query: str) -> list[str]:
-    """Lower-cased non-CJK words of a query, without stopwords (kept if nothing else is left)."""
+    """Lower-cased non-CJK words of a query, English clitics cut off (`sofia's` -> `sofia`, `don't` ->
+    `do`), without stopwords (kept if nothing else is left)."""
     text = without_cjk(nfc(query))
     words = [w.lower() for w in _WORD.findall(text)]
+    words = [_NEGATIONS.get(w.replace("’", "'")) or _CLITIC.sub("", w) for w in words]
     kept = [w for w in words if w not in STOPWORDS]
     return list(dict.fromkeys(kept or words))
 
