@@ -562,7 +562,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         cid, path = where[key]
         start, end, heading, text = texts[cid]
         chunks[key] = (key, path, start, end, heading, day_from_path(path), text)
-    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * 2] if key in windows
+    from zmem.query.citelines import DEPTH, line_similarities
+    bonus = bonus_from_windows({key: windows[key] for key, _ in ranked[:k * DEPTH] if key in windows
                                 and not (weights and weights.keyword_line(chunks[key][6]))})
     for key, lines in fact_lines.items():
         bonus[key] = {**bonus.get(key, {}), **lines}
@@ -574,8 +575,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
             w["words_together"] = _r(apart[key])
         if about is not None:
             w["entity"] = _r(about.get(key))
-    from zmem.query.citelines import line_similarities
-    sims = line_similarities({key: windows[key] for key, _ in ranked[:k * 2] if key in windows}) if windows else None
+    sims = line_similarities({key: windows[key] for key, _ in ranked[:k * DEPTH] if key in windows}) if windows else None
     out = assemble_hits(out, ranked, chunks, query, k=k, max_chars=max_chars, snippet_chars=snippet_chars,
                         bonus=bonus, why=why, rev=at.sha, sims=sims, ordered=bool(about),
                         by_meaning=weights is not None and weights.evidence < BY_MEANING_EVIDENCE)

@@ -158,8 +158,8 @@ def together(spans: list[tuple[int, int]], present: list[list[bool]], rarity: li
 # ----------------------------------------------------------------------------- spans across hits
 
 PER_CHUNK = 4  # candidate spans taken from one chunk, at most
-# chunks whose lines compete for the k citations: the first DEPTH x k ranked ones, with vectors (recall reads the
-# vector windows of the first 2k: a larger DEPTH would need them read deeper)
+# chunks whose lines compete for the k citations: the first DEPTH x k ranked ones, with vectors (recall and as-of
+# recall read those chunks' vector windows)
 DEPTH = 2
 DEPTH_KEYWORDS = 1  # the same from keywords alone: deeper chunks' lines did not change what BM25 cites
 MERGE_LINES = 3  # a candidate touching a chosen citation extends it up to this many lines instead of a new hit

@@ -530,7 +530,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
     windows: dict[int, list] = {}
     if mode != "bm25":
-        top = [cid for cid, _ in ranked[:k * 2]]
+        top = [cid for cid, _ in ranked[:k * citelines.DEPTH]]  # the chunks whose lines compete for the k citations
         windows = {cid: seen[cid] for cid in top if cid in seen}
         windows.update(store.windows_of([cid for cid in top if cid not in seen], query_vector))
     bonus = bonus_from_windows(windows)
@@ -783,7 +783,7 @@ def _citations(ranked, rows, query, k, snippet_chars, bonus, sims, ordered=False
         if spans is None:
             # a one-line chunk, or citelines found no unit to cite (none matches, or the best is longer than a
             # snippet): cited as make_snippet chooses, scored as a unit of its own would be
-            plain[cid] = make_snippet(text, start, query, snippet_chars, bonus.get(cid), blocks=True,
+            plain[cid] = make_snippet(text, start, query, snippet_chars, extra, blocks=True,
                                       cite_units=len(lines) == 1)
             first, last = plain[cid][:2]
             spans = [citelines.whole_span(cid, start, first, last, weights, score / top, sims.get(cid))]
