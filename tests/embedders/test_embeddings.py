@@ -16,6 +16,13 @@ from zmem.embedders.base import EmbeddingError
 from zmem.embedders.openai import OpenAIEmbedder
 
 
+@pytest.fixture(autouse=True)
+def vec0_scans(monkeypatch):
+    """These tests' indexes are small, which a process that loaded numpy searches in memory
+    (tests/store/test_small_index.py): here they are searched by sqlite-vec, as a large index is."""
+    monkeypatch.setattr("zmem.store.vectors.SMALL_INDEX", 0)
+
+
 def test_batching_and_auth_header(server):
     e = OpenAIEmbedder("fake", base_url=server.base_url, api_key="sk-abc")
     e.batch_size = 4

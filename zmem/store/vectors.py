@@ -3,11 +3,17 @@ in-process cosine over the same stored vectors (same results, slower on large in
 from __future__ import annotations
 
 import array
+import sys
 
 from zmem.store import db
 from zmem.errors import IndexUnusable
 
 SCAN_PARTS = 2  # vec0 partitions, scanned in parallel (rowid % SCAN_PARTS)
+# windows up to which a search reads every stored vector into numpy (when a local model has loaded it) instead of
+# asking vec0: a vec0 knn costs ~1.4 ms a partition however few vectors it holds (it reads whole 1024-vector
+# chunks) and each scan thread's connection ~0.9 ms, where reading 200 windows and one matrix product take
+# 0.4 ms; at ~2,000 windows the two cost the same (bench/README.md, "Small indexes")
+SMALL_INDEX = 1500
 KNN_LIMIT = 4096  # sqlite-vec refuses a knn query for more neighbours than this ("k value ... too large")
 
 
@@ -80,6 +86,17 @@ class VectorStore:
         self.conn = conn
         self.vec_loaded, self.detail = db.load_vec(conn)
         self.matrix = matrix.fresh(conn) if matrix is not None else None
+        self._small: VectorMatrix | None = None
+
+    def _in_memory(self) -> VectorMatrix | None:
+        """The vectors to search in memory: a long-running caller's matrix, or a small index's (SMALL_INDEX) read
+        now, when numpy is loaded already (by a local model: it is not imported for this), as they stand now."""
+        if self.matrix is not None:
+            return self.matrix
+        if "numpy" in sys.modules and self.count() <= SMALL_INDEX:
+            self._small = (self._small or VectorMatrix()).fresh(self.conn)
+            return self._small
+        return None
 
     def fingerprint(self) -> str | None:
         return db.get_meta(self.conn, "vec_fingerprint")
@@ -169,8 +186,9 @@ class VectorStore:
         scans, so the partitions are scanned in parallel and the caller's keyword search runs
         meanwhile (docs/benchmarks.md, "Hybrid recall's cost")."""
         n = k * 4  # windows per chunk vary: fetch enough windows to fill k chunks
-        if self.matrix is not None:
-            hits = self.matrix.search(query, n)
+        matrix = self._in_memory()
+        if matrix is not None:
+            hits = matrix.search(query, n)
             return lambda: _best_windows(hits, k)
         if not (self.vec_loaded and self._has_vec_table()):
             hits = self._search_in_process(query, n)
@@ -195,8 +213,9 @@ class VectorStore:
 
     def windows_of(self, chunk_ids: list[int], query: list[float]) -> dict[int, list[tuple[int, int, float]]]:
         """Every window of these chunks with its similarity to the query: chunk -> [(start, end, sim)]."""
-        if self.matrix is not None:
-            return self.matrix.windows_of(chunk_ids, query)
+        matrix = self._in_memory()
+        if matrix is not None:
+            return matrix.windows_of(chunk_ids, query)
         out: dict[int, list[tuple[int, int, float]]] = {}
         if not chunk_ids:
             return out
