@@ -12,7 +12,7 @@ SCAN_PARTS = 2  # vec0 partitions, scanned in parallel (rowid % SCAN_PARTS)
 # windows up to which a search reads every stored vector into numpy (when a local model has loaded it) instead of
 # asking vec0: a vec0 knn costs ~1.4 ms a partition however few vectors it holds (it reads whole 1024-vector
 # chunks) and each scan thread's connection ~0.9 ms, where reading 200 windows and one matrix product take
-# 0.4 ms; at ~2,000 windows the two cost the same (bench/README.md, "Small indexes")
+# 0.4 ms; the two cost the same between 1,700 and 3,200 windows (bench/README.md, "Small indexes")
 SMALL_INDEX = 1500
 KNN_LIMIT = 4096  # sqlite-vec refuses a knn query for more neighbours than this ("k value ... too large")
 
