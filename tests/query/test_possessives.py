@@ -58,5 +58,16 @@ def test_query_terms_cut_english_clitics(query, terms):
     assert query_terms(query) == terms
 
 
-def test_a_quoted_phrase_keeps_its_possessive():
-    assert build_match('"Sofia\'s wedding" dress') == '"Sofia\'s wedding" OR "sofia" OR "wedding" OR "dress"'
+def test_a_possessive_is_searched_as_written_too():
+    # the phrase `sofia s` lifts a note that writes the possessive above one writing the name alone
+    assert build_match("Where is Sofia's wedding?") == '"sofia\'s" OR "sofia" OR "wedding"'
+    assert build_match('"Sofia\'s wedding" dress') == '"Sofia\'s wedding" OR "sofia\'s" OR "sofia" OR "wedding" OR "dress"'
+
+
+def test_a_note_writing_the_possessive_ranks_above_one_writing_the_name(tmp_path):
+    assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
+    write(tmp_path, "memory/2025-03-02.md", "# 2025-03-02\n\n- Ana plans the offsite in spring.\n")
+    write(tmp_path, "memory/2025-03-03.md", "# 2025-03-03\n\n- Ana's plans changed: she flies on Monday.\n")
+    commit_all(tmp_path)
+    assert run(["-C", str(tmp_path), "index", "-q"]).exit_code == 0
+    assert paths(tmp_path, "Ana's plans") == ["memory/2025-03-03.md", "memory/2025-03-02.md"]

@@ -456,6 +456,7 @@ def without_cjk(text: str) -> str:
 # English clitics: `Sofia's` is searched as `sofia` (the tokenizer makes the text's `Sofia's` `sofia` `s`, so the
 # quoted word would be the phrase `sofia s` and miss every note that writes the name alone), `I'm` as `i`, a stopword
 _CLITIC = re.compile(r"(?<=\w)(?:['’](?:s|m|re|ve|ll|d)|n['’]t)$")
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s$")
 _NEGATIONS = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
 
 
@@ -467,6 +468,12 @@ def query_terms(query: str) -> list[str]:
     words = [_NEGATIONS.get(w.replace("’", "'")) or _CLITIC.sub("", w) for w in words]
     kept = [w for w in words if w not in STOPWORDS]
     return list(dict.fromkeys(kept or words))
+
+
+def possessives(query: str) -> list[str]:
+    """The query's words written with a possessive `'s`: searched as written too (the phrase `sofia s`), so a
+    note writing `Sofia's` ranks above one writing `Sofia` alone, which query_terms' `sofia` finds."""
+    return [w.lower() for w in _WORD.findall(without_cjk(query)) if _POSSESSIVE.search(w)]
 
 
 def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | None:
@@ -483,6 +490,7 @@ def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | No
         words = [w for w in _WORD.findall(without_cjk(phrase))]
         if len(words) > 1:
             parts.append(_quote(" ".join(words)))
+    parts += [_quote(w) for w in possessives(query)]
     for w in query_terms(query):
         if w not in leave_out:
             parts.append(_quote(w))
@@ -499,10 +507,12 @@ def build_match(query: str, leave_out: frozenset[str] = frozenset()) -> str | No
 
 def word_tokens(query: str, leave_out: frozenset[str] = frozenset()) -> list[str] | None:
     """The token of each phrase of build_match(query, leave_out), in the expression's order, when
-    every phrase is one word of one token; else None: a quoted phrase of several words, a CJK run
-    or a word the tokenizer splits (`don't`) makes phrases the bm25 replay (store.impact) leaves to FTS5."""
+    every phrase is one word of one token; else None: a quoted phrase of several words, a CJK run, a
+    word the tokenizer splits (`o'brien`) or a possessive (`Sofia's`, searched as written too) makes
+    phrases the bm25 replay (store.impact) leaves to FTS5."""
     query = nfc(query)
-    if any(len(_WORD.findall(without_cjk(phrase))) > 1 for phrase in _PHRASE.findall(query)) or cjk_runs(query):
+    if any(len(_WORD.findall(without_cjk(phrase))) > 1 for phrase in _PHRASE.findall(query)) or cjk_runs(query) \
+            or possessives(query):
         return None
     words = [w for w in query_terms(query) if w not in leave_out]
     tokens = fts_tokens(words)
