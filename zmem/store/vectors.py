@@ -1,5 +1,6 @@
 """Vector storage and search: sqlite-vec's vec0 when the extension loads, else an exact
-in-process cosine over the same stored vectors (same results, slower on large indexes)."""
+in-process cosine over the same stored vectors (same results, slower on large indexes); a
+long-running process's vectors, and a small index's when numpy is loaded, in one numpy matrix."""
 from __future__ import annotations
 
 import array
