@@ -94,10 +94,9 @@ class VectorStore:
         now, when numpy is loaded already (by a local model: it is not imported for this), as they stand now."""
         if self.matrix is not None:
             return self.matrix
-        if "numpy" in sys.modules and self.count() <= SMALL_INDEX:
-            self._small = (self._small or VectorMatrix()).fresh(self.conn)
-            return self._small
-        return None
+        if self._small is None and "numpy" in sys.modules and self.count() <= SMALL_INDEX:
+            self._small = VectorMatrix()
+        return self._small.fresh(self.conn) if self._small is not None else None
 
     def fingerprint(self) -> str | None:
         return db.get_meta(self.conn, "vec_fingerprint")
