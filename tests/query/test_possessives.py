@@ -53,6 +53,7 @@ def test_the_name_and_its_possessive_find_a_note_that_writes_the_possessive(ws):
     ("We'll see what you've got", ["see", "got"]),
     ("O'Brien's pub", ["o'brien", "pub"]),  # an apostrophe inside a name stays
     ("caixa d'água", ["caixa", "d'água"]),  # and in Portuguese
+    ("don't", ["don't"]),  # nothing but stopwords: the words as written (not `do`, Portuguese `do` too)
 ])
 def test_query_terms_cut_english_clitics(query, terms):
     assert query_terms(query) == terms

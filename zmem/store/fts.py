@@ -462,11 +462,11 @@ _NEGATIONS = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
 
 def query_terms(query: str) -> list[str]:
     """Lower-cased non-CJK words of a query, English clitics cut off (`sofia's` -> `sofia`, `don't` ->
-    `do`), without stopwords (kept if nothing else is left)."""
+    `do`), without stopwords (the words as written if nothing else is left)."""
     text = without_cjk(nfc(query))
     words = [w.lower() for w in _WORD.findall(text)]
-    words = [_NEGATIONS.get(w.replace("’", "'")) or _CLITIC.sub("", w) for w in words]
-    kept = [w for w in words if w not in STOPWORDS]
+    cut = [_NEGATIONS.get(w.replace("’", "'")) or _CLITIC.sub("", w) for w in words]
+    kept = [w for w in cut if w not in STOPWORDS]
     return list(dict.fromkeys(kept or words))
 
 
