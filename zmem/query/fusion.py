@@ -114,13 +114,13 @@ class Weights:
             return False
         # what the whole text holds first (one pass, as coverage): a line holds no more, and most chunks hold less
         low = fold(text)
-        held = [t for t in self.rarity if (t.key in text if t.gram else word_start(low, t.key) >= 0)]
+        held = held_terms(text, low, self.rarity)
         if any(t.exact for t in held):  # the line holding the identifier covers the query (coverage)
             return True
         if sum(t.idf for t in held) / whole < LINE_STRONG:
             return False
-        return any(sum(t.idf for t in held if (t.key in line if t.gram else word_start(folded, t.key) >= 0))
-                   / whole >= LINE_STRONG for line, folded in zip(text.split("\n"), low.split("\n")))
+        return any(sum(t.idf for t in held_terms(line, folded, held)) / whole >= LINE_STRONG
+                   for line, folded in zip(text.split("\n"), low.split("\n")))
 
     def explain(self, cid: int | None = None) -> dict:
         """--explain's fields for this query, plus, for a candidate cid that a rule ranks before the
@@ -176,10 +176,14 @@ def coverage(text: str, rarity: list[Term]) -> tuple[float, bool]:
     whole = sum(t.idf for t in rarity)
     if not whole:
         return 0.0, False
-    low = fold(text)
-    held = [t for t in rarity if (t.key in text if t.gram else word_start(low, t.key) >= 0)]
+    held = held_terms(text, fold(text), rarity)
     exact = any(t.exact for t in held)
     return (1.0 if exact else sum(t.idf for t in held) / whole), exact
+
+
+def held_terms(text: str, low: str, terms) -> list[Term]:
+    """The terms a text holds (low: fold(text)): a CJK bigram as written, a word's key at a word start."""
+    return [t for t in terms if (t.key in text if t.gram else word_start(low, t.key) >= 0)]
 
 
 def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float,
