@@ -65,5 +65,6 @@ def test_numpy_is_not_imported_for_it_and_a_large_index_is_scanned_by_vec0(seman
     assert store.search(q, 3) and store._small is None and "numpy" not in sys.modules
     monkeypatch.undo()
     monkeypatch.setattr(vectors, "SMALL_INDEX", store.count() - 1)
+    store = VectorStore(conn)  # a store decides once whether its index is small
     assert store.search(q, 3) and store._small is None
     conn.close()

@@ -88,14 +88,17 @@ class VectorStore:
         self.vec_loaded, self.detail = db.load_vec(conn)
         self.matrix = matrix.fresh(conn) if matrix is not None else None
         self._small: VectorMatrix | None = None
+        self._sized = False  # whether _in_memory has asked if the index is small (once per store)
 
     def _in_memory(self) -> VectorMatrix | None:
         """The vectors to search in memory: a long-running caller's matrix, or a small index's (SMALL_INDEX) read
         now, when numpy is loaded already (by a local model: it is not imported for this), as they stand now."""
         if self.matrix is not None:
             return self.matrix
-        if self._small is None and "numpy" in sys.modules and self.count() <= SMALL_INDEX:
-            self._small = VectorMatrix()
+        if not self._sized:
+            self._sized = True
+            if "numpy" in sys.modules and self.count() <= SMALL_INDEX:
+                self._small = VectorMatrix()
         return self._small.fresh(self.conn) if self._small is not None else None
 
     def fingerprint(self) -> str | None:
