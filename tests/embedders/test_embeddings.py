@@ -556,3 +556,25 @@ def test_a_recall_for_many_hits_asks_sqlite_vec_for_no_more_neighbours_than_it_a
     store.vec_loaded = False
     assert [h[0] for h in many] == [h[0] for h in store.search(q, KNN_LIMIT)]
     conn.close()
+
+
+def test_a_recall_for_more_neighbours_than_sqlite_vec_answers_scores_every_window(semantic_ws, monkeypatch):
+    # beyond sqlite-vec's limit a knn query returns only the nearest KNN_LIMIT windows, so a recall for many
+    # hits listed fewer chunks than the index holds, silently; the windows are now scored in one scan instead
+    from zmem.store import vectors
+    from helpers.embed_server import concept_vector
+    conn = db.connect(semantic_ws / ".zmem" / "index.sqlite")
+    chunks = conn.execute("SELECT count(DISTINCT chunk_id) FROM chunk_vectors").fetchone()[0]
+    monkeypatch.setattr(vectors, "KNN_LIMIT", 2)  # the 2 nearest windows hold at most 2 chunks
+    assert chunks > 2
+    res = recall_json(semantic_ws, "where is the gateway", "--mode", "vector", "--k", "1000")
+    assert len(res["results"]) == chunks, (len(res["results"]), chunks)
+    store = vectors.VectorStore(conn)
+    assert store.vec_loaded, store.detail
+    q = concept_vector("where is the gateway")
+    scanned = store.search(q, chunks)
+    store.vec_loaded = False  # the same search in Python, exact
+    exact = store.search(q, chunks)
+    assert [h[0] for h in scanned] == [h[0] for h in exact]
+    assert all(abs(a[1] - b[1]) < 1e-5 for a, b in zip(scanned, exact))
+    conn.close()

@@ -196,8 +196,11 @@ class VectorStore:
         if not (self.vec_loaded and self._has_vec_table()):
             hits = self._search_in_process(query, n)
             return lambda: _best_windows(hits, k)
+        if n > KNN_LIMIT:  # more neighbours than a knn query answers (a recall for hundreds of hits): every window
+            hits = self._exact(query, n)
+            return lambda: _best_windows(hits, k)
         sql = "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ?"
-        knn = min(n, KNN_LIMIT)  # a recall for hundreds of hits, or looking deeper: its nearest 4096 windows
+        knn = n
         queries = [(sql + " AND v.part = ?", (pack(query), knn, part)) for part in range(SCAN_PARTS)] \
             if self._partitioned() else [(sql, (pack(query), knn))]
         path = self.conn.execute("PRAGMA database_list").fetchone()[2]
@@ -237,6 +240,12 @@ class VectorStore:
             return self.conn.execute(sql.format(sim=sim), (pack(query), *args)).fetchall()
         return [(*r[:-1], None if r[-1] is None else sum(x * y for x, y in zip(query, unpack(r[-1]))))
                 for r in self.conn.execute(sql.format(sim=column), args)]
+
+    def _exact(self, query: list[float], n: int):
+        """The n windows nearest the query, each scored by sqlite-vec in one scan of chunk_vectors."""
+        sql = ("SELECT chunk_id, start_line, end_line, s FROM (SELECT id, chunk_id, start_line, end_line, {sim} AS s "
+               "FROM chunk_vectors) ORDER BY s DESC, id LIMIT ?")
+        return [(r[:3], r[3]) for r in self.similarities(sql, "vector", (n,), query)]
 
     def _windows(self, ids: list[int]) -> dict[int, tuple[int, int, int]]:
         if not ids:
