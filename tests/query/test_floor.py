@@ -9,7 +9,8 @@ import asyncio
 
 import pytest
 
-from helpers.workspace import recall_json, run
+from helpers.fusion import DISTRACTORS
+from helpers.workspace import commit_all, recall_json, run, write
 from zmem.query import floor
 
 # (the concept vectors hash every word, function words too: a question sharing `the` and `on` with a note is near
@@ -109,3 +110,32 @@ def test_when_nothing_matches_recall_does_not_look_deeper(ws, server, monkeypatc
     assert [h.path for h in out.results] == ["bank/entities/Timbuktu.md"], out.results
     assert out.results[0].explain["answer_probability"] < floor.MIN_ANSWER  # the floor said nothing matches
     assert len(passes) == 1, passes  # Memory's own pass only: no deeper one (it used to make [4, 16] here)
+
+
+
+@pytest.fixture
+def facts_ws(fusion_ws):
+    """fusion_ws with its statements as Retain facts too, one daily log each (helpers.fusion's distractors)."""
+    lines = [*DISTRACTORS, "The relay daemon runs on the old box.", "Error E4021 from the provider means the issuer timed out."]
+    for day, line in enumerate(lines, 1):
+        write(fusion_ws, f"memory/2025-12-{day:02d}.md", f"# 2025-12-{day:02d}\n\n## Retain\n\n- W @Ana: {line}\n")
+    commit_all(fusion_ws)
+    assert run(["-C", str(fusion_ws), "index"]).exit_code == 0  # their vectors too (the hook leaves them to the background)
+    return fusion_ws
+
+
+@pytest.mark.parametrize("query", NOTHING)
+def test_facts_recall_says_nothing_by_the_same_floor(facts_ws, query):
+    out = recall_json(facts_ws, query, "--kind", "world", "--mode", "hybrid")
+    assert out["mode"] == "hybrid" and out["results"] == []
+
+
+def test_facts_recall_keeps_a_reworded_question_answer_by_the_same_floor(facts_ws):
+    # facts recall measured no floor signals (no query vector given to the fusion: the older rule, keyword evidence
+    # under 0.2 and no cosine over 0.3, decided alone); it says nothing by the calibrated floor now, as notes recall
+    out = recall_json(facts_ws, REWORDED, "--kind", "world", "--mode", "hybrid", "--explain")
+    assert out["results"], "the reworded question's fact was emptied"
+    first = out["results"][0]
+    assert first["type"] == "fact" and "relay daemon" in first["snippet"]
+    assert first["explain"]["answer_probability"] >= floor.MIN_ANSWER
+    assert set(floor.COEFFICIENTS) <= set(first["explain"]["floor_signals"])

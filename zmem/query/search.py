@@ -874,7 +874,8 @@ def recall_facts(conn, query: str, *, k: int = 6, kind: str | None = None, entit
     if out.mode == "hybrid" and fusion == "adaptive":
         from zmem.query.fusion import fuse_by_evidence
         ranked, weights = fuse_by_evidence(conn, query, bm25, vec, {rid: allowed[rid].text for rid, _ in bm25},
-                                           text_weight=text_weight, vector_weight=vector_weight, table="facts_fts")
+                                           text_weight=text_weight, vector_weight=vector_weight, table="facts_fts",
+                                           query_vector=query_vector, store=store)
     else:
         ranked = bm25 if out.mode == "bm25" else vec if out.mode == "vector" else \
             fuse(bm25, vec, method=fusion, vector_weight=vector_weight, text_weight=text_weight)
