@@ -375,6 +375,24 @@ def test_as_of_fact_results_cite_the_version_they_come_from(ws):
     assert _json(["-C", str(ws), "get", r["source"], "--json"])["text"] == "- W @Peter: Moved to Berlin."
 
 
+def test_as_of_fact_recall_lists_no_fact_that_shares_no_word_with_the_query(ws):
+    # it listed the newest facts of the commit, scored 0, whatever was asked: an empty list means nothing matched
+    write(ws, "memory/2025-11-22.md", "## Retain\n- W @Ana: Works in Quito.\n- W @Peter: Moved to Berlin.\n")
+    a = commit_all(ws, "berlin", date="2025-11-22T10:00:00+00:00")
+    got = _json(["-C", str(ws), "recall", "submarine periscope", "--as-of", a, "--kind", "world", "--json"])
+    assert got["results"] == [] and not any("did not match" in w for w in got["warnings"])
+    now = _json(["-C", str(ws), "recall", "submarine periscope", "--kind", "world", "--json"])
+    assert now["results"] == []  # as current facts recall says
+    got = _json(["-C", str(ws), "recall", "Berlin", "--as-of", a, "--kind", "world", "--json"])
+    assert [r["text"] for r in got["results"]] == ["Moved to Berlin."]
+    # about an entity its facts still answer, after the matches and said so, as in current recall
+    got = _json(["-C", str(ws), "recall", "submarine", "--as-of", a, "--entity", "Peter", "--json"])
+    assert [r["text"] for r in got["results"]] == ["Moved to Berlin."]
+    said = "1 of the facts shown did not match the query; listed newest first"
+    assert said in got["warnings"]
+    assert said in _json(["-C", str(ws), "recall", "submarine", "--entity", "Peter", "--json"])["warnings"]
+
+
 def test_moving_head_is_not_called_a_rewrite(ws):
     from zmem.index.history import update_history
     from zmem.index.catchup import open_index

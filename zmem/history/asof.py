@@ -591,7 +591,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,
                        entity: str | None = None, exclude: list[str] | None = None):
     """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
-    words first (then newest first)."""
+    words first (then newest first). A fact sharing none is listed only about an entity (--entity), after
+    the matches and with a warning, as recall_facts lists them: an empty list says nothing matched."""
     from zmem.query.entities import normalize_kind
     from zmem.store.fts import query_terms
     from zmem.query.search import FactHit, Recall
@@ -609,10 +610,14 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
         hits = sum(t in low for t in terms)
         scored.append((-(hits / len(terms) if terms else 0.0), i, f))
     scored.sort(key=lambda x: (x[0], x[1]))
+    scored = scored[:k] if entity else [x for x in scored[:k] if x[0] < 0]
+    unmatched = sum(neg == 0 for neg, _, _ in scored)
     date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
     out.warnings += workspace_shallow_notes(ws) + notes
-    for neg, _, f in scored[:k]:
+    if unmatched:
+        out.warnings.append(f"{unmatched} of the facts shown did not match the query; listed newest first")
+    for neg, _, f in scored:
         f.commit = None
         out.results.append(FactHit(f, -neg, rev=at.sha))
     return out
