@@ -786,9 +786,12 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
             raise ZmemError("another zmem process is updating the index", hint=TRY_AGAIN)
         notes.append(f"built the history index first ({built.commits} commits, {built.seconds:.1f} s); "
                      "later commits extend it as they come")
-    at = history.resolve_as_of(ws, conn, as_of)
+    from zmem.git.gitstatus import open_command_repo
+    repo = open_command_repo(ws.root)  # once: each opening is a git process
+    at = history.resolve_as_of(ws, conn, as_of, repo)
     if kind or entity:
-        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude)
+        res = history.recall_facts_as_of(ws, conn, query, at, k=k, kind=kind, entity=entity, exclude=exclude,
+                                         repo=repo)
     else:
         qvec = store = None
         if mode != "bm25":  # the provider that made the stored vectors, as for a current recall
@@ -799,7 +802,7 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
                                    max_chars=max_chars, snippet_chars=cfg.snippet_chars, exclude=exclude,
                                    mode=mode if qvec is not None else "bm25", query_vector=qvec, store=store,
                                    fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
-                                   multiplier=cfg.candidate_multiplier, explain=explain)
+                                   multiplier=cfg.candidate_multiplier, explain=explain, repo=repo)
     res.warnings = notes + res.warnings
     return res
 

@@ -87,6 +87,10 @@ def resolve_as_of(ws: Workspace, conn, value: str, repo: Repo | None = None) -> 
     import datetime as dt
     from zmem.git.gitstatus import open_command_repo
     from zmem.text.dates import parse_when
+    if re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", value):  # a commit id of the chain needs no git to resolve
+        row = conn.execute("SELECT seq, time, summary FROM hist_commits WHERE sha = ?", (value,)).fetchone()
+        if row:
+            return AsOf(value, row[0], row[1], row[2])
     repo = repo or open_command_repo(ws.root)  # pygit2 only for a commit off the chain, or a shallow clone's note
     if repo.head() is None:
         raise ZmemError("the repository has no commits yet, so there is no history to look at",
@@ -418,8 +422,9 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
                  query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
                  vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
-                 explain: bool = False):
-    """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly.
+                 explain: bool = False, repo: Repo | None = None):
+    """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly (repo: the
+    workspace's repository when the caller has it open, as for resolve_as_of).
     mode hybrid/vector (with query_vector and store): past versions are compared through the
     vectors their text got when it was embedded (the embedding cache), never embedded again.
     Ranked as current recall ranks (zmem.query.search.recall: words standing together, both lists
@@ -439,7 +444,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         mode = "bm25"
     date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode=mode, as_of={"commit": at.sha, "date": date, "summary": at.summary})
-    out.warnings += workspace_shallow_notes(ws)
+    out.warnings += workspace_shallow_notes(ws, repo)
     if mode != "bm25" and not _ensure_windows(conn):
         out.warnings.append(f"the vector windows of past versions are not built, and the index cannot be written "
                             f"({db.readonly_reason(conn)}): keyword (BM25) recall only")
@@ -589,7 +594,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 
 
 def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, kind: str | None = None,
-                       entity: str | None = None, exclude: list[str] | None = None):
+                       entity: str | None = None, exclude: list[str] | None = None, repo: Repo | None = None):
     """The facts memory held at a commit, filtered by kind/entity, those sharing the most query
     words first (then newest first). A fact sharing none is listed only about an entity (--entity), after
     the matches and with a warning, as recall_facts lists them: an empty list says nothing matched."""
@@ -614,7 +619,7 @@ def recall_facts_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6,
     unmatched = sum(neg == 0 for neg, _, _ in scored)
     date = commit_time(at.time).isoformat()
     out = Recall(query=query, mode="bm25", as_of={"commit": at.sha, "date": date, "summary": at.summary})
-    out.warnings += workspace_shallow_notes(ws) + notes
+    out.warnings += workspace_shallow_notes(ws, repo) + notes
     if unmatched:
         out.warnings.append(f"{unmatched} of the facts shown did not match the query; listed newest first")
     for neg, _, f in scored:
