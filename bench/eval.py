@@ -7,7 +7,7 @@ benchmark, not a test).
     python bench/eval.py --base-url http://127.0.0.1:18767/v1 --model e5 --query-prefix "query: " \\
         --document-prefix "passage: " --cache /tmp/eval-e5     # an endpoint (bench/e5_server.py); one --cache per model
 
-Sets (`--sets`, all by default; seven, made four different ways):
+Sets (`--sets`, all by default; eight, made five different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
   categories, with adversarial reported for its false-positive rate too.
 - paraphrase: bench/paraphrase (hand-written pairs whose answer shares no content word, and exact tokens;
@@ -18,6 +18,9 @@ Sets (`--sets`, all by default; seven, made four different ways):
   synonym pairs), over its notes and 300 generated daily logs.
 - templated-zh: the same method in Chinese (templated.ML_ZH), over its notes and 300 generated daily logs;
   written after the fusion was tuned (session 14), so both its halves are unseen.
+- graph: bench/evalsets/graph.py, questions that cross a relation ("Where does Amara's sister live?": a fact
+  about the person at the other end of `R @Bruno sister_of @Amara`), people with the same kinds of Retain fact,
+  over its notes and 300 generated daily logs; written in session 19 with the two-hop rule it measures.
 - noanswer: bench/evalsets/noanswer.txt, questions about things no note mentions, asked of the paraphrase
   and the templated workspaces (EN/PT/ES/ZH).
 - noanswer-tpl: questions no note answers made the templated way (templated.generate_noanswer: the reworded
@@ -137,6 +140,15 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
         for q in ml:
             qs.append({"set": name, "id": q["id"], "category": q["category"], "question": q["question"],
                        "workspace": ml_ws, "gold": [(q["path"], q["line"])]})
+    if "graph" in names:
+        from evalsets.graph import generate as generate_graph
+        files, graph = generate_graph()
+        graph_ws = cache / "graph"
+        if not graph_ws.exists():
+            with_distractors(graph_ws, files=files)
+        for q in graph:
+            qs.append({"set": "graph", "id": q["id"], "category": q["category"], "question": q["question"],
+                       "workspace": graph_ws, "gold": [(q["path"], q["line"])]})
     if "templated" in names:
         for q in tpl:
             qs.append({"set": "templated", "id": q["id"], "category": q["category"], "question": q["question"],
@@ -310,7 +322,7 @@ def main() -> None:
     ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--query-prefix", default="", help='e.g. "query: " for e5 (embeddings.query_prefix)')
     ap.add_argument("--document-prefix", default="", help='e.g. "passage: " for e5 (embeddings.document_prefix)')
-    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,noanswer,noanswer-tpl")
+    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,graph,noanswer,noanswer-tpl")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")

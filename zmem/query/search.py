@@ -621,30 +621,60 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     source = source or IndexEntities(conn, since, until, path_glob, exclude)
     rest = match_keys(" ".join(other))
     units = len(named) + len(rest)
+    named_keys = {fold(e.key) for e in named}
 
     spelled = [fold(e.spelled) for e in named]
+
+    def held(low: str, keys: set[str], own: str | None = None) -> set:
+        """The query's units a folded text holds: named entities (by index) and other words (by key)."""
+        return ({i for i, (e, s) in enumerate(zip(named, spelled)) if e.key == own or e.key in keys
+                 or _word_start(low, s) >= 0} | {key for key in rest if _word_start(low, key) >= 0})
 
     def share(text: str, keys: set[str], own: str | None = None) -> float:
         return folded_share(fold(text), keys, own)
 
     def folded_share(low: str, keys: set[str], own: str | None = None) -> float:
-        got = sum(1 for e, s in zip(named, spelled) if e.key == own or e.key in keys or _word_start(low, s) >= 0)
-        return (got + sum(1 for key in rest if _word_start(low, key) >= 0)) / units
+        return len(held(low, keys, own)) / units
 
     about: dict[int, float] = {}
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
+    # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name)
+    links: dict[str, tuple[set, bool, str]] = {}
     for e in named:
         if e.keys:  # its facts holding other query words (any number), and its newest facts
             others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
             for path, start, end, day, text, names in source.facts(e.keys, e.spelled, others, n):
-                v = 0.5 + 0.4 * share(text, {fold(entity_key(x)) for x in names.split("\t")}, e.key)
+                keys = {fold(entity_key(x)): x for x in names.split("\t")}
+                low = fold(text)
+                units_held = held(low, set(keys), e.key)
+                v = 0.5 + 0.4 * len(units_held) / units
                 spot = (path, start, end)
                 scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+                if units_held & set(rest):  # a link: it names another entity and holds a word of the question
+                    at = _word_start(low, fold(e.spelled))
+                    for key, name in keys.items():
+                        # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
+                        link = (units_held, 0 <= _word_start(low, fold(name)) < at, name)
+                        if key not in named_keys and link[:2] > links.get(key, (set(), False))[:2]:
+                            links[key] = link
         if e.page:
             for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
+    for key, (via, forward, name) in sorted(links.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))[:MAX_HOPS]:
+        # the other end of a link answers what the link does not: "Where does Ana's sister live?" with
+        # `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in Braga.` (live) holds the whole question
+        wanted = [w for w in other if set(match_keys(w)) - via]
+        if not wanted:
+            continue
+        for path, start, end, day, text, names in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
+            units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
+            if not units_held - via & set(rest):
+                continue
+            v = 0.5 + 0.4 * len(via | units_held) / units - (HOP if forward else 2 * HOP)
+            spot = (path, start, end)
+            scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
         for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
@@ -672,6 +702,10 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
 
 
 FACT_WEIGHT = 100.0  # a fact line's snippet weight per unit of its entity score: above any query-term weight
+MAX_HOPS = 8  # entities at the other end of a link whose facts entity_first reads, the links holding most first
+# a fact reached through a link scores this much below a fact of the named entity holding as much, twice this through
+# a link naming the named entity first (the relation read the other way round)
+HOP = 0.02
 
 
 def _desc(day: str) -> tuple:
