@@ -642,7 +642,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
     # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name)
     links: dict[str, tuple[set, bool, str]] = {}
-    for e in named:
+    for e, own in zip(named, spelled):
         if e.keys:  # its facts holding other query words (any number), and its newest facts
             others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
             for path, start, end, day, text, names in source.facts(e.keys, e.spelled, others, n):
@@ -653,12 +653,13 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
                 spot = (path, start, end)
                 scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
                 if units_held & set(rest):  # a link: it names another entity and holds a word of the question
-                    at = _word_start(low, fold(e.spelled))
+                    at = _word_start(low, own)
                     for key, name in keys.items():
                         # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
-                        link = (units_held, 0 <= _word_start(low, fold(name)) < at, name)
-                        if key not in named_keys and link[:2] > links.get(key, (set(), False))[:2]:
-                            links[key] = link
+                        forward = 0 <= _word_start(low, fold(name)) < at
+                        was = links.get(key)
+                        if key not in named_keys and (was is None or (len(units_held), forward) > (len(was[0]), was[1])):
+                            links[key] = (units_held, forward, name)
         if e.page:
             for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
@@ -670,7 +671,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
             continue
         for path, start, end, day, text, names in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
             units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
-            if not units_held - via & set(rest):
+            if not (units_held - via) & set(rest):  # it must answer a word the link does not
                 continue
             v = 0.5 + 0.4 * len(via | units_held) / units - (HOP if forward else 2 * HOP)
             spot = (path, start, end)

@@ -200,9 +200,8 @@ class VectorStore:
             hits = self._exact(query, n)
             return lambda: _best_windows(hits, k)
         sql = "SELECT v.rowid, v.distance FROM chunk_vec v WHERE v.embedding MATCH ? AND k = ?"
-        knn = n
-        queries = [(sql + " AND v.part = ?", (pack(query), knn, part)) for part in range(SCAN_PARTS)] \
-            if self._partitioned() else [(sql, (pack(query), knn))]
+        queries = [(sql + " AND v.part = ?", (pack(query), n, part)) for part in range(SCAN_PARTS)] \
+            if self._partitioned() else [(sql, (pack(query), n))]
         path = self.conn.execute("PRAGMA database_list").fetchone()[2]
         # a second connection would not see this one's uncommitted vectors
         scans = [_BackgroundQuery(path, *q) for q in queries] if path and not self.conn.in_transaction else []
