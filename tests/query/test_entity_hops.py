@@ -48,6 +48,14 @@ def test_a_relation_in_the_question_leads_to_the_fact_about_the_other_end(family
     assert any("_of @Ana" in h["snippet"] for h in hits[1:]), [h["snippet"] for h in hits]
 
 
+def test_a_relation_said_with_another_word_lists_the_relatives_after_the_entity_own_fact(family):
+    # "sibling" is in no fact of Ana's: her relations are followed without a word, a step below what holds it
+    hits = recall_json(family, "Where does Ana's sibling live?", "--k", "5")["results"]
+    assert _cited(hits[0]).startswith("memory/2025-11-02.md#L5-")  # Ana's own home: it holds the words
+    assert any("Braga" in h["snippet"] for h in hits[1:4]), [h["snippet"] for h in hits]
+    assert not any("Faro" in h["snippet"] for h in hits)  # Carl is no relation of hers, only co-mentioned
+
+
 def test_hybrid_recall_follows_the_link_too(family, server):
     use_server(server)
     assert run(["-C", str(family), "index", "-q"]).exit_code == 0

@@ -382,7 +382,7 @@ class PastEntities:
             for f in facts_at(self.ws, self.conn, self.at, self.files(), entity=key):
                 if self._kept(f.path):
                     rows[(f.path, f.start_line)] = (f.path, f.start_line, f.end_line, f.day, f.text,
-                                                    "\t".join(f.entities))
+                                                    "\t".join(f.entities), f.kind)
         return sorted(rows.values(), key=lambda r: (r[0], r[1]), reverse=True)
 
     def _kept(self, path: str) -> bool:

@@ -407,7 +407,7 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
 
 def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | None = None,
                 until: str | None = None, path_glob: str | None = None, limit: int | None = None) -> list[tuple]:
-    """(path, start_line, end_line, day, text, names) of facts about any of the entity keys: all those
+    """(path, start_line, end_line, day, text, names, kind) of facts about any of the entity keys: all those
     the FTS expression `match` finds, or the last `limit` by path (a daily log's path holds its day:
     the newest, read backwards through the facts_path index rather than sorting all of a common
     entity's facts). since/until: the daily log's day; path_glob: an SQL GLOB."""
@@ -421,7 +421,7 @@ def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | 
         if value:
             where.append(cond)
             args.append(value)
-    sql = (f"SELECT f.path, f.start_line, f.end_line, f.day, f.text, f.names FROM facts f WHERE {' AND '.join(where)} "
+    sql = (f"SELECT f.path, f.start_line, f.end_line, f.day, f.text, f.names, f.kind FROM facts f WHERE {' AND '.join(where)} "
            "ORDER BY f.path DESC, f.start_line DESC")
     if limit:
         sql += f" LIMIT {int(limit)}"

@@ -572,7 +572,7 @@ class IndexEntities:
         self.conn, self.since, self.until, self.path_glob, self.exclude = conn, since, until, path_glob, exclude
 
     def facts(self, keys: set[str], spelled: str, others: str | None, n: int) -> list[tuple]:
-        """(path, start, end, day, text, names) of facts about these entity keys (the name as the query spells
+        """(path, start, end, day, text, names, kind) of facts about these entity keys (the name as the query spells
         it): those holding any of the query's other words (others: an FTS expression), and the newest n."""
         from zmem.query.entities import facts_about
         glob = glob_to_sql(self.path_glob) if self.path_glob else None
@@ -640,40 +640,53 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
-    # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name)
+    # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name):
+    # through a fact holding a word of the question, and (relations) through a relation fact holding none
     links: dict[str, tuple[set, bool, str]] = {}
+    relations: dict[str, tuple[set, bool, str]] = {}
+    explained: set = set()  # the question's other words some fact of a named entity holds
     for e, own in zip(named, spelled):
         if e.keys:  # its facts holding other query words (any number), and its newest facts
             others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
-            for path, start, end, day, text, names in source.facts(e.keys, e.spelled, others, n):
+            for path, start, end, day, text, names, kind in source.facts(e.keys, e.spelled, others, n):
                 keys = {fold(entity_key(x)): x for x in names.split("\t")}
                 low = fold(text)
                 units_held = held(low, set(keys), e.key)
                 v = 0.5 + 0.4 * len(units_held) / units
                 spot = (path, start, end)
                 scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
-                if units_held & set(rest):  # a link: it names another entity and holds a word of the question
+                explained |= units_held & set(rest)
+                to = links if units_held & set(rest) else relations if kind == "relation" else None
+                if to is not None:
                     at = _word_start(low, own)
                     for key, name in keys.items():
                         # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
                         forward = 0 <= _word_start(low, fold(name)) < at
-                        was = links.get(key)
+                        was = to.get(key)
                         if key not in named_keys and (was is None or (len(units_held), forward) > (len(was[0]), was[1])):
-                            links[key] = (units_held, forward, name)
+                            to[key] = (units_held, forward, name)
         if e.page:
             for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
-    for key, (via, forward, name) in sorted(links.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))[:MAX_HOPS]:
+    def strongest(found: dict) -> list:
+        return sorted(found.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))
+
+    hops = [(key, link, 0) for key, link in strongest(links)][:MAX_HOPS]
+    unexplained = set(rest) - explained
+    if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
+        hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
+    for key, (via, forward, name), guessed in hops:
         # the other end of a link answers what the link does not: "Where does Ana's sister live?" with
-        # `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in Braga.` (live) holds the whole question
-        wanted = [w for w in other if set(match_keys(w)) - via]
+        # `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in Braga.` (live) holds the whole question;
+        # through a relation holding no word of it, what it answers besides the unexplained word, a step lower
+        wanted = [w for w in other if set(match_keys(w)) - via - (unexplained if guessed else set())]
         if not wanted:
             continue
-        for path, start, end, day, text, names in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
+        for path, start, end, day, text, names, _ in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
             units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
             if not (units_held - via) & set(rest):  # it must answer a word the link does not
                 continue
-            v = 0.5 + 0.4 * len(via | units_held) / units - (HOP if forward else 2 * HOP)
+            v = 0.5 + 0.4 * len(via | units_held) / units - HOP * (1 + guessed + (not forward))
             spot = (path, start, end)
             scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
