@@ -620,6 +620,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
         return ranked, None, {}
     source = source or IndexEntities(conn, since, until, path_glob, exclude)
     rest = match_keys(" ".join(other))
+    rest_keys = set(rest)
     units = len(named) + len(rest)
     named_keys = {fold(e.key) for e in named}
 
@@ -645,7 +646,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     links: dict[str, tuple[set, bool, str]] = {}
     relations: dict[str, tuple[set, bool, str]] = {}
     explained: set = set()  # the question's other words some fact of a named entity holds
-    for e, own in zip(named, spelled):
+    for e, spelt in zip(named, spelled):
         if e.keys:  # its facts holding other query words (any number), and its newest facts
             others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
             for path, start, end, day, text, names, kind in source.facts(e.keys, e.spelled, others, n):
@@ -655,10 +656,10 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
                 v = 0.5 + 0.4 * len(units_held) / units
                 spot = (path, start, end)
                 scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
-                explained |= units_held & set(rest)
-                to = links if units_held & set(rest) else relations if kind == "relation" else None
+                explained |= units_held & rest_keys
+                to = links if units_held & rest_keys else relations if kind == "relation" else None
                 if to is not None:
-                    at = _word_start(low, own)
+                    at = _word_start(low, spelt)
                     for key, name in keys.items():
                         # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
                         forward = 0 <= _word_start(low, fold(name)) < at
@@ -668,11 +669,12 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
         if e.page:
             for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
+
     def strongest(found: dict) -> list:
         return sorted(found.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))
 
     hops = [(key, link, 0) for key, link in strongest(links)][:MAX_HOPS]
-    unexplained = set(rest) - explained
+    unexplained = rest_keys - explained
     if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
         hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
     for key, (via, forward, name), guessed in hops:
@@ -684,7 +686,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
             continue
         for path, start, end, day, text, names, _ in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
             units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
-            if not (units_held - via) & set(rest):  # it must answer a word the link does not
+            if not (units_held - via) & rest_keys:  # it must answer a word the link does not
                 continue
             v = 0.5 + 0.4 * len(via | units_held) / units - HOP * (1 + guessed + (not forward))
             spot = (path, start, end)
