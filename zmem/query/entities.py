@@ -353,8 +353,8 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
     Index lookups only, none growing with the facts an entity has: fact_entities' primary key, then
     (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
     range of the files and chunks tables."""
-    from zmem.store.fts import _WORD, STOPWORDS, _quote, nfc, without_cjk
-    words = [w[:-2] if w.endswith(("'s", "’s")) else w for w in _WORD.findall(without_cjk(nfc(query)))]
+    from zmem.store.fts import _POSSESSIVE, _WORD, STOPWORDS, _quote, nfc, without_cjk
+    words = [_POSSESSIVE.sub("", w) for w in _WORD.findall(without_cjk(nfc(query)))]
     folded = [_fold(w) for w in words]  # a word holds letters, digits and marks: its key is itself, folded
     grams: dict[str, tuple[int, int]] = {}  # folded key (as _fold(entity_key(name))) -> the first words that spell it
     for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):

@@ -641,6 +641,11 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
     scored: dict[tuple[str, int, int], tuple[float, str]] = {}
+
+    def score(path: str, start: int, end: int, v: float, day: str | None) -> None:
+        """A fact's entity score: the best any way of reaching it gives (its day breaks ties)."""
+        scored[(path, start, end)] = max(scored.get((path, start, end), (0.0, "")), (v, day or ""))
+
     # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name):
     # through a fact holding a word of the question, and (relations) through a relation fact holding none
     links: dict[str, tuple[set, bool, str]] = {}
@@ -653,9 +658,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
                 keys = {fold(entity_key(x)): x for x in names.split("\t")}
                 low = fold(text)
                 units_held = held(low, set(keys), e.key)
-                v = 0.5 + 0.4 * len(units_held) / units
-                spot = (path, start, end)
-                scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+                score(path, start, end, 0.5 + 0.4 * len(units_held) / units, day)
                 explained |= units_held & rest_keys
                 to = links if units_held & rest_keys else relations if kind == "relation" else None
                 if to is not None:
@@ -688,9 +691,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
             units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
             if not (units_held - via) & rest_keys:  # it must answer a word the link does not
                 continue
-            v = 0.5 + 0.4 * len(via | units_held) / units - HOP * (1 + guessed + (not forward))
-            spot = (path, start, end)
-            scored[spot] = max(scored.get(spot, (0.0, "")), (v, day or ""))
+            score(path, start, end, 0.5 + 0.4 * len(via | units_held) / units - HOP * (1 + guessed + (not forward)), day)
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
         for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
