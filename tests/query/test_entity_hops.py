@@ -48,12 +48,79 @@ def test_a_relation_in_the_question_leads_to_the_fact_about_the_other_end(family
     assert any("_of @Ana" in h["snippet"] for h in hits[1:]), [h["snippet"] for h in hits]
 
 
-def test_a_relation_said_with_another_word_lists_the_relatives_after_the_entity_own_fact(family):
-    # "sibling" is in no fact of Ana's: her relations are followed without a word, a step below what holds it
-    hits = recall_json(family, "Where does Ana's sibling live?", "--k", "5")["results"]
-    assert _cited(hits[0]).startswith("memory/2025-11-02.md#L5-")  # Ana's own home: it holds the words
-    assert any("Braga" in h["snippet"] for h in hits[1:4]), [h["snippet"] for h in hits]
+@pytest.mark.parametrize("question", ["Where does Ana's sibling live?", "Where does the sibling of Ana live?"])
+def test_a_relation_said_with_another_word_lists_the_relatives_first(question, family):
+    # "sibling" is in no fact of Ana's and the question gives it to her: it asks about someone else, so her
+    # relations are followed without a word, taken to be the sibling, before her own home
+    hits = recall_json(family, question, "--k", "5")["results"]
+    assert "Braga" in hits[0]["snippet"], [h["snippet"] for h in hits]
+    assert any(_cited(h).startswith("memory/2025-11-02.md#L5-") for h in hits[1:])  # her own: still listed
     assert not any("Faro" in h["snippet"] for h in hits)  # Carl is no relation of hers, only co-mentioned
+
+
+def test_a_word_not_given_to_the_entity_keeps_its_own_fact_first(family):
+    # "sibling" is no noun of Ana's here: her own home holds the question's words and is no guess
+    hits = recall_json(family, "Where does Ana live with her sibling?", "--k", "5")["results"]
+    assert _cited(hits[0]).startswith("memory/2025-11-02.md#L5-")
+    assert any("Braga" in h["snippet"] for h in hits[1:4]), [h["snippet"] for h in hits]
+
+
+@pytest.mark.parametrize("question, name, given", [
+    ("Where does Ana's sibling live?", "Ana", ["sibling", "live"]),
+    ("Where does Ana’s older sibling work?", "Ana", ["older", "sibling"]),
+    ("Where does the sibling of Ana live?", "Ana", ["sibling"]),
+    ("¿Dónde vive la hermana de Ana?", "Ana", ["hermana"]),
+    ("Onde mora a irmã da Ana?", "Ana", ["irmã"]),
+    ("Where does Ana live?", "Ana", []),
+    ("Ana's", "Ana", []),
+    ("李雷的姐姐住在哪里", "李雷", ["姐姐住"]),
+    ("李雷住在哪里", "李雷", []),
+])
+def test_the_words_a_question_gives_a_name(question, name, given):
+    from zmem.query.entities import possessed_words, question_words
+    words, run_of = question_words(question)
+    at = next(i for i in range(len(words)) if "".join(words[i:i + len(name)]).startswith(name))
+    end = at + (len(name) if run_of[at] is not None else 1)
+    assert possessed_words(words, (at, end), run_of) == given
+
+
+ZH_DAYS = {
+    "memory/2025-12-01.md": ["- R @韩梅梅 姐姐 @李雷", "- W @李雷: 和 @王芳 一起吃饭。"],
+    "memory/2025-12-02.md": ["- W @李雷: 住在上海。", "- W @李雷: 在银行工作。"],
+    "memory/2025-12-03.md": ["- W @韩梅梅: 住在北京。", "- W @韩梅梅: 周末打网球。"],
+    "memory/2025-12-04.md": ["- W @王芳: 住在广州。"],
+    "memory/2025-12-05.md": ["- R @张伟 brother_of @李雷"],
+    "memory/2025-12-06.md": ["- W @张伟: 住在杭州。"],
+}
+
+
+@pytest.fixture
+def zh_family(tmp_path):
+    assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
+    for rel, lines in ZH_DAYS.items():
+        write(tmp_path, rel, f"# {rel[7:17]}\n\n## Retain\n\n" + "\n".join(lines) + "\n")
+    commit_all(tmp_path)
+    assert run(["-C", str(tmp_path), "index", "-q"]).exit_code == 0
+    return tmp_path
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("李雷住在哪里？", "住在上海"),        # a name inside a question with no spaces
+    ("李雷的姐姐住在哪里？", "住在北京"),  # through `R @韩梅梅 姐姐 @李雷`
+    ("韩梅梅周末做什么？", "周末打网球"),
+    ("李雷在哪里工作？", "在银行工作"),
+])
+def test_a_name_written_in_chinese_is_found_inside_the_question(zh_family, question, answer):
+    hits = recall_json(zh_family, question, "--k", "3")["results"]
+    assert answer in hits[0]["snippet"], [(_cited(h), h["snippet"]) for h in hits]
+
+
+def test_a_chinese_question_giving_the_name_a_relation_its_facts_lack_lists_the_relatives_first(zh_family):
+    # 兄弟 (brother, sibling) is in no fact of 李雷's and follows 的: the relations are guessed, his own home after
+    hits = recall_json(zh_family, "李雷的兄弟住在哪里？", "--k", "5")["results"]
+    assert hits[0]["snippet"].endswith(("住在杭州。", "住在北京。")), [h["snippet"] for h in hits]
+    assert any("住在上海" in h["snippet"] for h in hits[1:])
+    assert not any("住在广州" in h["snippet"] for h in hits)  # 王芳 is only co-mentioned
 
 
 def test_hybrid_recall_follows_the_link_too(family, server):

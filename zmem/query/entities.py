@@ -340,34 +340,81 @@ class Named:
     spelled: str                  # those words, as the query spells them
     page: str | None = None       # bank/entities/<Slug>.md
     keys: set[str] = field(default_factory=set)  # the entity keys of its facts (fact_entities.entity)
+    possessed: list[str] = field(default_factory=list)  # the words the query gives it (possessed_words)
 
 
 MAX_NAME_WORDS = 4
+MAX_CJK_NAME = 6  # characters of a name written in CJK (a question written in CJK has no spaces to cut it at)
+# how a question gives a noun to a name: after its possessive ("Ana's sibling"; an adjective may come first:
+# "Ana's older sibling"), before of/de ("the sibling of Ana", "la hermana de Ana", "a irmã da Ana"), after
+# 的 or 之 ("李雷的姐姐": the characters that follow)
+POSSESSED_AFTER = 2
+OF = frozenset({"of", "de", "da", "do", "das", "dos", "del"})
+CJK_OF = frozenset("的之")
+POSSESSED_CJK = 3
 ACCENT_PROBE = 50  # facts read to find a name spelled with other accents than the query's
 
 
+def possessed_words(words: list[str], at: tuple[int, int], run_of: list[int | None] | None = None) -> list[str]:
+    """The words a question gives the name at words[at[0]:at[1]] (words as written, possessives kept; with
+    run_of, a CJK character is a word of its own and run_of[i] the number of its run, None for others)."""
+    from zmem.store.fts import _POSSESSIVE
+    a, b = at
+    run_of = run_of or [None] * len(words)
+    if run_of[b - 1] is not None:  # 李雷的姐姐: the characters after 的 in the same run, as one word
+        after = [w for w, r in zip(words[b + 1:b + 1 + POSSESSED_CJK], run_of[b + 1:]) if r == run_of[b - 1]]
+        return ["".join(after)] if b < len(words) and words[b] in CJK_OF and run_of[b] == run_of[b - 1] and after else []
+    if _POSSESSIVE.search(words[b - 1]):
+        return [w for w, r in zip(words[b:b + POSSESSED_AFTER], run_of[b:]) if r is None]
+    return [words[a - 2]] if a >= 2 and words[a - 1].lower() in OF and run_of[a - 2] is None else []
+
+
+def question_words(query: str) -> tuple[list[str], list[int | None]]:
+    """The query's words as written (possessives kept), each CJK character a word of its own, and for each
+    word the number of the CJK run it is in (None for a word outside CJK)."""
+    from zmem.store.fts import _CJK_SPLIT, _WORD, nfc
+    words: list[str] = []
+    run_of: list[int | None] = []
+    for p, part in enumerate(_CJK_SPLIT.split(nfc(query))):
+        found = list(part) if p % 2 else _WORD.findall(part)  # the split puts each CJK run at an odd place
+        words += found
+        run_of += [p if p % 2 else None] * len(found)
+    return words, run_of
+
+
 def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
-    """The known entities a query names, and the query's other words. A name is matched whole, in any
-    case and with or without accents (`peter`, `@Peter`, `Peter's`, `jose` for `José`, `the castle`
-    for `@[The Castle]`), against the names facts mention and entity pages' file names and titles.
+    """The known entities a query names, and the query's other words (a CJK run's characters left over
+    as one word each stretch). A name is matched whole, in any case and with or without accents (`peter`,
+    `@Peter`, `Peter's`, `jose` for `José`, `the castle` for `@[The Castle]`, `李雷` inside `李雷住在哪里`),
+    against the names facts mention and entity pages' file names and titles.
     Index lookups only, none growing with the facts an entity has: fact_entities' primary key, then
     (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
     range of the files and chunks tables."""
-    from zmem.store.fts import _POSSESSIVE, _WORD, STOPWORDS, _quote, nfc, without_cjk
-    words = [_POSSESSIVE.sub("", w) for w in _WORD.findall(without_cjk(nfc(query)))]
+    from zmem.store.fts import _POSSESSIVE, STOPWORDS, _quote
+    written, run_of = question_words(query)
+    words = [_POSSESSIVE.sub("", w) if r is None else w for w, r in zip(written, run_of)]
     folded = [_fold(w) for w in words]  # a word holds letters, digits and marks: its key is itself, folded
+
+    def spell(a: int, b: int, parts: list[str]) -> str:
+        return ("" if run_of[a] is not None else " ").join(parts[a:b])
+
     grams: dict[str, tuple[int, int]] = {}  # folded key (as _fold(entity_key(name))) -> the first words that spell it
-    for n in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+    for n in range(min(max(MAX_NAME_WORDS, MAX_CJK_NAME), len(words)), 0, -1):
         for i in range(len(words) - n + 1):
-            if n == 1 and folded[i] in STOPWORDS:
-                continue
-            grams.setdefault("-".join(folded[i:i + n]), (i, i + n))
+            run = run_of[i]
+            if run is None:
+                if n > MAX_NAME_WORDS or any(r is not None for r in run_of[i:i + n]) or (
+                        n == 1 and folded[i] in STOPWORDS):
+                    continue
+                grams.setdefault("-".join(folded[i:i + n]), (i, i + n))
+            elif n > 1 and all(r == run for r in run_of[i:i + n]):  # a name of CJK characters in one run
+                grams.setdefault(spell(i, i + n, folded), (i, i + n))
     if not grams:
-        return [], words
+        return [], _other(words, run_of, set())
     found: dict[str, Named] = {}
 
     def named(key: str) -> Named:
-        return found.setdefault(key, Named(key, grams[key], _spelled(words, grams[key])))
+        return found.setdefault(key, Named(key, grams[key], spell(*grams[key], words)))
 
     end = ENTITY_DIR[:-1] + chr(ord("/") + 1)  # every path under bank/entities/, through the primary key
     for path, title in conn.execute(
@@ -381,12 +428,18 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
             if key in grams:
                 named(key).page = path
                 break
+    exact = {key: entity_key(spell(a, b, words)) for key, (a, b) in grams.items()}
+    known: set[str] = set()
+    wanted = list(set(exact.values()))
+    for i in range(0, len(wanted), 500):  # a CJK run is ~5 grams per character: one lookup for them all
+        batch = wanted[i:i + 500]
+        known.update(r[0] for r in conn.execute(
+            f"SELECT DISTINCT entity FROM fact_entities WHERE entity IN ({','.join('?' * len(batch))})", batch))
     missing = []
     for key, (a, b) in grams.items():
-        exact = entity_key(" ".join(words[a:b]))
-        if conn.execute("SELECT 1 FROM fact_entities WHERE entity = ? LIMIT 1", (exact,)).fetchone():
-            named(key).keys.add(exact)
-        else:
+        if exact[key] in known:
+            named(key).keys.add(exact[key])
+        elif run_of[a] is None:
             missing.append((a, b))
     if missing:  # spelled with other accents than the facts' (`jose`, `José`): FTS folds them
         match = "names : (" + " OR ".join(_quote(" ".join(words[a:b])) for a, b in missing) + ")"
@@ -401,8 +454,21 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
     for e in sorted(found.values(), key=lambda e: (e.words[0] - e.words[1], e.words[0])):
         if not any(a < e.words[1] and e.words[0] < b for a, b in (c.words for c in chosen)):
             chosen.append(e)
-    taken = {i for c in chosen for i in range(*c.words)}
-    return chosen, [w for i, w in enumerate(words) if i not in taken]
+            e.possessed = possessed_words(written, e.words, run_of)
+    return chosen, _other(words, run_of, {i for c in chosen for i in range(*c.words)})
+
+
+def _other(words: list[str], run_of: list[int | None], taken: set[int]) -> list[str]:
+    """The words no name took, the CJK characters standing together in a run joined back into one."""
+    out: list[str] = []
+    for i, w in enumerate(words):
+        if i in taken:
+            continue
+        if run_of[i] is not None and i - 1 not in taken and i and run_of[i - 1] == run_of[i]:
+            out[-1] += w
+        else:
+            out.append(w)
+    return out
 
 
 def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | None = None,
@@ -426,10 +492,6 @@ def facts_about(conn, keys: set[str], *, match: str | None = None, since: str | 
     if limit:
         sql += f" LIMIT {int(limit)}"
     return conn.execute(sql, args).fetchall()
-
-
-def _spelled(words: list[str], span: tuple[int, int]) -> str:
-    return " ".join(words[span[0]:span[1]])
 
 
 # ----------------------------------------------------------------------------- the graph

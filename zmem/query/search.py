@@ -619,7 +619,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     if not named:
         return ranked, None, {}
     source = source or IndexEntities(conn, since, until, path_glob, exclude)
-    rest = match_keys(" ".join(other))
+    rest = word_keys(" ".join(other))
     rest_keys = set(rest)
     units = len(named) + len(rest)
     named_keys = {fold(e.key) for e in named}
@@ -678,20 +678,25 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
 
     hops = [(key, link, 0) for key, link in strongest(links)][:MAX_HOPS]
     unexplained = rest_keys - explained
+    # a word the question gives the named entity ("Ana's sibling") that none of its facts holds asks about
+    # someone else: a relation followed without a word is taken to be that word, so what it leads to holds
+    # the whole question, above the entity's own facts (which answer about the entity, not its sibling)
+    given = set(word_keys(" ".join(w for e in named for w in e.possessed))) & unexplained
     if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
         hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
     for key, (via, forward, name), guessed in hops:
         # the other end of a link answers what the link does not: "Where does Ana's sister live?" with
         # `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in Braga.` (live) holds the whole question;
         # through a relation holding no word of it, what it answers besides the unexplained word, a step lower
-        wanted = [w for w in other if set(match_keys(w)) - via - (unexplained if guessed else set())]
+        wanted = [w for w in other if set(word_keys(w)) - via - (unexplained if guessed else set())]
         if not wanted:
             continue
         for path, start, end, day, text, names, _ in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
             units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
             if not (units_held - via) & rest_keys:  # it must answer a word the link does not
                 continue
-            score(path, start, end, 0.5 + 0.4 * len(via | units_held) / units - HOP * (1 + guessed + (not forward)), day)
+            taken = via | units_held | (given if guessed else set())
+            score(path, start, end, 0.5 + 0.4 * len(taken) / units - HOP * (1 + guessed + (not forward)), day)
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
         for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
@@ -716,6 +721,17 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
              for cid, s in [*ranked, *((c, 0.0) for c in about if c not in base)]}
     # equal scores (as shown): the newer fact first
     return (sorted(final.items(), key=lambda x: (-x[1], _desc(newest.get(x[0], "")), x[0])), about, facts_at)
+
+
+# CJK characters that ask or join rather than say (where, what, who, a question's or a possessive's particle): a
+# bigram holding one is no word a fact holds
+CJK_FUNCTION = frozenset("的之了吗嗎呢吧么麼什哪谁誰怎几幾")
+
+
+def word_keys(text: str) -> list[str]:
+    """What a fact must hold to hold each of text's words (match_keys), and its CJK bigrams but those
+    holding a CJK_FUNCTION character: the units entity_first counts."""
+    return [*match_keys(text), *(g for g in query_grams(text) if CJK_FUNCTION.isdisjoint(g))]
 
 
 FACT_WEIGHT = 100.0  # a fact line's snippet weight per unit of its entity score: above any query-term weight
