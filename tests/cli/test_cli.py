@@ -287,6 +287,21 @@ def test_a_deleted_current_directory_is_an_error_with_a_hint(ws, tmp_path):
     assert out.splitlines()[0] == "0", out  # an absolute -C needs no current directory
 
 
+@pytest.mark.parametrize("args, says", [
+    (["recall", "x", "--k", "abc"], "'--k': 'abc' is not a valid integer."),
+    (["recall", "x", "--k", "1.5"], "'--k': '1.5' is not a valid integer."),
+    (["recall", "x", "--k", "0"], "'--k': 0 is not between 1 and 1000."),
+    (["recall", "x", "--max-chars", "0"], "'--max-chars': 0 is less than 1."),
+    (["facts", "--limit", "-3"], "'--limit': -3 is less than 1."),
+])
+def test_a_bad_count_is_a_usage_error_saying_what_is_wrong(ws, args, says):
+    result = run(["-C", str(ws), *args])
+    assert result.exit_code == 2
+    first, hint = result.output.strip().splitlines()[-2:]
+    assert first.endswith(says) and "range" not in first and hint.startswith("hint: "), result.output
+    assert "INTEGER RANGE" not in run(["-C", str(ws), args[0], "--help"]).output
+
+
 @pytest.mark.parametrize("args", [["watch", "--exit-after", "nan"], ["watch", "--debounce", "nan"],
                                   ["watch", "--commit-after", "inf"], ["watch", "--debounce", "inf"],
                                   ["mcp", "--query-timeout", "nan"], ["mcp", "--query-timeout", "inf"]])

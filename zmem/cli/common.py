@@ -52,6 +52,20 @@ def _flags(ctx, command: str | None) -> dict[str, str]:
 
 
 
+class Count(click.IntRange):
+    """A whole number in a range, whose usage errors say so plainly ("'abc' is not a valid integer", "0 is
+    not between 1 and 1000", "0 is less than 1"), where click's IntRange says "not a valid integer range"
+    and shows the metavar INTEGER RANGE."""
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        number = click.INT.convert(value, param, ctx)
+        if (self.min is not None and number < self.min) or (self.max is not None and number > self.max):
+            self.fail(f"{number} is less than {self.min}." if self.max is None else
+                      f"{number} is not between {self.min} and {self.max}.", param, ctx)
+        return number
+
+
 class Seconds(click.FloatRange):
     """A number of seconds in a range, and a real one: `nan` and `inf` (which float() reads and a
     FloatRange lets through, since no comparison with NaN is true) are usage errors naming the option."""

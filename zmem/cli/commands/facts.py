@@ -8,7 +8,7 @@ import click
 
 from zmem.errors import ZmemError
 from zmem.cli.terminal import Bold, echo, echo_json, echo_table
-from zmem.cli.common import KIND_CHOICES, _memory, _one_line, format_option, json_option, warn
+from zmem.cli.common import KIND_CHOICES, Count, _memory, _one_line, format_option, json_option, warn
 
 
 FACTS_SHOWN = 50  # what `zmem facts` prints without --limit/--all: a screenful, and an agent's reading
@@ -39,7 +39,7 @@ def _render_facts(facts, fmt: str, scores=None, citations=None) -> None:
               help="Only facts of this kind.")
 @click.option("--since", metavar="WHEN", help="Only facts from this day on (the log's day or a date in the fact).")
 @click.option("--until", metavar="WHEN", help="Only facts up to this day.")
-@click.option("--limit", type=click.IntRange(1, None), default=None,
+@click.option("--limit", type=Count(1, None), default=None,
               help=f"At most this many facts, the newest (default {FACTS_SHOWN}).")
 @click.option("--all", "show_all", is_flag=True, help="Every fact that passes the filters, however many.")
 @click.option("--origin", is_flag=True, help="Also show the commit, author and time that added each fact (git blame).")
@@ -122,7 +122,7 @@ def entity(ctx, name, as_json):
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--depth", type=click.IntRange(1, 5), default=1, show_default=True, help="How many hops to follow.")
+@click.option("--depth", type=Count(1, 5), default=1, show_default=True, help="How many hops to follow.")
 @click.option("--export", "export_path", type=click.Path(dir_okay=False), default=None,
               help="Write the whole graph (nodes and edges) as JSON to this file ('-' for stdout).")
 @json_option()

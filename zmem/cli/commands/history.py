@@ -4,12 +4,12 @@ from __future__ import annotations
 import click
 
 from zmem.cli.terminal import Bold, echo, echo_json
-from zmem.cli.common import _memory, _one_line, json_option, warn
+from zmem.cli.common import Count, _memory, _one_line, json_option, warn
 
 
 @click.command("blame")
 @click.argument("target")
-@click.option("-k", "--k", "k", type=click.IntRange(1, 20), default=3, show_default=True,
+@click.option("-k", "--k", "k", type=Count(1, 20), default=3, show_default=True,
               help="For a query TARGET: how many top hits to blame.")
 @click.option("--no-follow", is_flag=True, help="Do not follow the evidence links of lines `zmem reflect` wrote.")
 @json_option()

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from zmem.errors import ZmemError
-from zmem.cli.common import _memory, json_option, report, scope_option, warn
+from zmem.cli.common import Count, _memory, json_option, report, scope_option, warn
 from zmem.cli.terminal import echo
 
 
@@ -120,7 +120,7 @@ _GIT_HOOKS = frozenset((
 @click.argument("name")
 @click.argument("args", nargs=-1)
 @scope_option("claude-code, codex: the SessionStart context's scope (group leaves MEMORY.md out).")
-@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+@click.option("--budget", type=Count(1, None), default=None, metavar="CHARS",
               help="claude-code, codex: the SessionStart context's size at most (default 8000).")
 @click.pass_context
 def hook(ctx, name, args, scope, budget):

@@ -6,17 +6,17 @@ import click
 
 from zmem.cli.render import hit_lines
 from zmem.cli.terminal import echo, echo_json, echo_table
-from zmem.cli.common import KIND_CHOICES, _memory, format_option, json_option, scope_option, warn
+from zmem.cli.common import KIND_CHOICES, Count, _memory, format_option, json_option, scope_option, warn
 from zmem.cli.commands.facts import _render_facts
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("-k", "--k", "k", type=click.IntRange(1, 1000), default=None, help="Number of results (default 6).")
+@click.option("-k", "--k", "k", type=Count(1, 1000), default=None, help="Number of results (default 6).")
 @click.option("--since", metavar="WHEN", help="Only notes from this day on: 7d, 2w, 3m, 1y or YYYY-MM-DD.")
 @click.option("--until", metavar="WHEN", help="Only notes up to this day (same forms as --since).")
 @click.option("--path", "path_glob", metavar="GLOB", help="Only files matching this glob (e.g. 'memory/2025-*'), or this file, or everything under this directory (e.g. bank/people).")
-@click.option("--max-chars", type=click.IntRange(1, None), default=None,
+@click.option("--max-chars", type=Count(1, None), default=None,
               help="Cap the total characters of all snippets (recall within a token budget).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
               help="Keywords, vectors, or both fused (default: recall.mode, hybrid; BM25 when there are no vectors).")
@@ -87,8 +87,8 @@ def _render_text(hits) -> None:
 
 @click.command()
 @click.argument("path")
-@click.option("--from", "start", type=click.IntRange(1, None), default=None, help="First line (1-based; default 1).")
-@click.option("--lines", "count", type=click.IntRange(1, None), default=None, help="Number of lines (default: to the end).")
+@click.option("--from", "start", type=Count(1, None), default=None, help="First line (1-based; default 1).")
+@click.option("--lines", "count", type=Count(1, None), default=None, help="Number of lines (default: to the end).")
 @click.option("--rev", metavar="REV", default=None, help="Read the file as it was at this commit, branch or tag.")
 @scope_option("group: refuse private files (MEMORY.md, [scopes] private).")
 @json_option("Print a JSON object with the lines.")
@@ -109,7 +109,7 @@ def get(ctx, path, start, count, rev, scope, as_json):
 
 @click.command()
 @scope_option("group: leave out MEMORY.md and paths listed under [scopes] private (for shared chats).")
-@click.option("--budget", type=click.IntRange(1, None), default=None, metavar="CHARS",
+@click.option("--budget", type=Count(1, None), default=None, metavar="CHARS",
               help="Characters at most (default 8000); newest first when it must cut.")
 @json_option("Print a JSON object: text, sections (path, start_line, end_line, kind, citation, …), "
              "truncated, omitted, warnings.")

@@ -9,7 +9,7 @@ import sys
 import click
 
 from zmem.errors import ZmemError
-from zmem.cli.common import Interval, Seconds, _memory, json_option, warn
+from zmem.cli.common import Count, Interval, Seconds, _memory, json_option, warn
 
 
 @click.command("watch")
@@ -23,7 +23,7 @@ from zmem.cli.common import Interval, Seconds, _memory, json_option, warn
               help="With --commit: seconds without a change before committing.")
 @click.option("--poll", is_flag=True,
               help="Stat the memory files every second instead of using inotify (e.g. network file systems).")
-@click.option("--max-events", type=click.IntRange(1, None), default=None, metavar="N",
+@click.option("--max-events", type=Count(1, None), default=None, metavar="N",
               help="Exit 0 after N indexed/committed events (for scripts and tests).")
 @click.option("--exit-after", type=Seconds(0, None), default=None, metavar="SECONDS",
               help="Exit 0 after this many seconds (for scripts and tests).")
