@@ -619,24 +619,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     if not named:
         return ranked, None, {}
     source = source or IndexEntities(conn, since, until, path_glob, exclude)
-    rest = word_keys(" ".join(other))
-    rest_keys = set(rest)
-    units = len(named) + len(rest)
-    named_keys = {fold(e.key) for e in named}
-
-    spelled = [fold(e.spelled) for e in named]
-
-    def held(low: str, keys: set[str], own: str | None = None) -> set:
-        """The query's units a folded text holds: named entities (by index) and other words (by key)."""
-        return ({i for i, (e, s) in enumerate(zip(named, spelled)) if e.key == own or e.key in keys
-                 or _word_start(low, s) >= 0} | {key for key in rest if _word_start(low, key) >= 0})
-
-    def share(text: str, keys: set[str], own: str | None = None) -> float:
-        return folded_share(fold(text), keys, own)
-
-    def folded_share(low: str, keys: set[str], own: str | None = None) -> float:
-        return len(held(low, keys, own)) / units
-
+    asked = Asked(named, other, word_keys(" ".join(other)), [fold(e.spelled) for e in named])
     about: dict[int, float] = {}
     facts_at: dict[int, dict[int, float]] = {}
     newest: dict[int, str] = {}
@@ -646,57 +629,8 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
         """A fact's entity score: the best any way of reaching it gives (its day breaks ties)."""
         scored[(path, start, end)] = max(scored.get((path, start, end), (0.0, "")), (v, day or ""))
 
-    # an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name):
-    # through a fact holding a word of the question, and (relations) through a relation fact holding none
-    links: dict[str, tuple[set, bool, str]] = {}
-    relations: dict[str, tuple[set, bool, str]] = {}
-    explained: set = set()  # the question's other words some fact of a named entity holds
-    for e, spelt in zip(named, spelled):
-        if e.keys:  # its facts holding other query words (any number), and its newest facts
-            others = build_match(" ".join([*other, *(x.spelled for x in named if x is not e)])) if units > 1 else None
-            for path, start, end, day, text, names, kind in source.facts(e.keys, e.spelled, others, n):
-                keys = {fold(entity_key(x)): x for x in names.split("\t")}
-                low = fold(text)
-                units_held = held(low, set(keys), e.key)
-                score(path, start, end, 0.5 + 0.4 * len(units_held) / units, day)
-                explained |= units_held & rest_keys
-                to = links if units_held & rest_keys else relations if kind == "relation" else None
-                if to is not None:
-                    at = _word_start(low, spelt)
-                    for key, name in keys.items():
-                        # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
-                        forward = 0 <= _word_start(low, fold(name)) < at
-                        was = to.get(key)
-                        if key not in named_keys and (was is None or (len(units_held), forward) > (len(was[0]), was[1])):
-                            to[key] = (units_held, forward, name)
-        if e.page:
-            for cid, text in source.page(e.page):
-                about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * share(text, set(), e.key))
-
-    def strongest(found: dict) -> list:
-        return sorted(found.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))
-
-    hops = [(key, link, 0) for key, link in strongest(links)][:MAX_HOPS]
-    unexplained = rest_keys - explained
-    # a word the question gives the named entity ("Ana's sibling") that none of its facts holds asks about
-    # someone else: a relation followed without a word is taken to be that word, so what it leads to holds
-    # the whole question, above the entity's own facts (which answer about the entity, not its sibling)
-    given = set(word_keys(" ".join(w for e in named for w in e.possessed))) & unexplained
-    if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
-        hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
-    for key, (via, forward, name), guessed in hops:
-        # the other end of a link answers what the link does not: "Where does Ana's sister live?" with
-        # `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in Braga.` (live) holds the whole question;
-        # through a relation holding no word of it, what it answers besides the unexplained word, a step lower
-        wanted = [w for w in other if set(word_keys(w)) - via - (unexplained if guessed else set())]
-        if not wanted:
-            continue
-        for path, start, end, day, text, names, _ in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
-            units_held = held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
-            if not (units_held - via) & rest_keys:  # it must answer a word the link does not
-                continue
-            taken = via | units_held | (given if guessed else set())
-            score(path, start, end, 0.5 + 0.4 * len(taken) / units - HOP * (1 + guessed + (not forward)), day)
+    links, relations, explained = _own_facts(asked, source, n, score, about)
+    _follow(asked, source, n, links, relations, explained, score)
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
         for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
@@ -711,7 +645,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     look = [cid for cid, _ in ranked[:3 * n] if cid not in about or cid in facts_at]
     for cid, text in source.texts(look).items():
         lows = [fold(line) for line in text.split("\n")]
-        best = max((folded_share(low, set()) for low in lows if any(_word_start(low, s) >= 0 for s in spelled)),
+        best = max((asked.share(low) for low in lows if any(_word_start(low, s) >= 0 for s in asked.spelled)),
                    default=None)
         if best is not None and 0.45 + 0.4 * best > about.get(cid, 0.0):
             about[cid] = 0.45 + 0.4 * best
@@ -732,6 +666,97 @@ def word_keys(text: str) -> list[str]:
     """What a fact must hold to hold each of text's words (match_keys), and its CJK bigrams but those
     holding a CJK_FUNCTION character: the units entity_first counts."""
     return [*match_keys(text), *(g for g in query_grams(text) if CJK_FUNCTION.isdisjoint(g))]
+
+
+@dataclass
+class Asked:
+    """A query as entity_first reads it: the entities it names, its other words, their keys (word_keys:
+    with the names, the units a fact may hold) and each name folded."""
+    named: list          # entities.Named
+    other: list[str]
+    rest: list[str]
+    spelled: list[str]
+
+    @property
+    def units(self) -> int:
+        return len(self.named) + len(self.rest)
+
+    def held(self, low: str, keys: set[str] = frozenset(), own: str | None = None) -> set:
+        """The units a folded text holds: named entities (by index: also those among keys, the entity
+        keys of a fact's names, and own) and other words (by key)."""
+        return ({i for i, (e, s) in enumerate(zip(self.named, self.spelled)) if e.key == own or e.key in keys
+                 or _word_start(low, s) >= 0} | {key for key in self.rest if _word_start(low, key) >= 0})
+
+    def share(self, low: str, keys: set[str] = frozenset(), own: str | None = None) -> float:
+        return len(self.held(low, keys, own)) / self.units
+
+
+# an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name)
+Links = dict[str, tuple[set, bool, str]]
+
+
+def _own_facts(asked: Asked, source, n: int, score, about: dict[int, float]) -> tuple[Links, Links, set]:
+    """Scores the named entities' facts (through score) and page chunks (into about); returns the entities
+    their facts link to through a fact holding a word of the question (links) and through a relation fact
+    holding none (relations), and the question's other words some fact of theirs holds (explained)."""
+    links: Links = {}
+    relations: Links = {}
+    explained: set = set()
+    rest = set(asked.rest)
+    named_keys = {fold(e.key) for e in asked.named}
+    for e, spelt in zip(asked.named, asked.spelled):
+        if e.keys:  # its facts holding other query words (any number), and its newest facts
+            others = (build_match(" ".join([*asked.other, *(x.spelled for x in asked.named if x is not e)]))
+                      if asked.units > 1 else None)
+            for path, start, end, day, text, names, kind in source.facts(e.keys, e.spelled, others, n):
+                keys = {fold(entity_key(x)): x for x in names.split("\t")}
+                low = fold(text)
+                units_held = asked.held(low, set(keys), e.key)
+                score(path, start, end, 0.5 + 0.4 * len(units_held) / asked.units, day)
+                explained |= units_held & rest
+                to = links if units_held & rest else relations if kind == "relation" else None
+                if to is not None:
+                    at = _word_start(low, spelt)
+                    for key, name in keys.items():
+                        # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
+                        forward = 0 <= _word_start(low, fold(name)) < at
+                        was = to.get(key)
+                        if key not in named_keys and (was is None or (len(units_held), forward) > (len(was[0]), was[1])):
+                            to[key] = (units_held, forward, name)
+        if e.page:
+            for cid, text in source.page(e.page):
+                about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * asked.share(fold(text), own=e.key))
+    return links, relations, explained
+
+
+def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explained: set, score) -> None:
+    """Scores (through score) the facts of the entities at the other end of links, and of relations when a
+    word of the question is in no fact of the named entities: the other end answers what the link does not.
+    "Where does Ana's sister live?" with `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in
+    Braga.` (live) holds the whole question, HOP below a fact of Ana's holding as much; through a relation
+    holding no word of it, what it answers besides the unexplained word, one more HOP lower."""
+    def strongest(found: Links) -> list:
+        return sorted(found.items(), key=lambda x: (-len(x[1][0]), not x[1][1], x[0]))
+
+    rest = set(asked.rest)
+    hops = [(key, link, 0) for key, link in strongest(links)][:MAX_HOPS]
+    unexplained = rest - explained
+    # a word the question gives the named entity ("Ana's sibling") that none of its facts holds asks about
+    # someone else: a relation followed without a word is taken to be that word, so what it leads to holds
+    # the whole question, above the entity's own facts (which answer about the entity, not its sibling)
+    given = set(word_keys(" ".join(w for e in asked.named for w in e.possessed))) & unexplained
+    if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
+        hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
+    for key, (via, forward, name), guessed in hops:
+        wanted = [w for w in asked.other if set(word_keys(w)) - via - (unexplained if guessed else set())]
+        if not wanted:
+            continue
+        for path, start, end, day, text, names, _ in source.facts({entity_key(name)}, name, build_match(" ".join(wanted)), n):
+            units_held = asked.held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
+            if not (units_held - via) & rest:  # it must answer a word the link does not
+                continue
+            taken = via | units_held | (given if guessed else set())
+            score(path, start, end, 0.5 + 0.4 * len(taken) / asked.units - HOP * (1 + guessed + (not forward)), day)
 
 
 FACT_WEIGHT = 100.0  # a fact line's snippet weight per unit of its entity score: above any query-term weight
