@@ -3,6 +3,8 @@ answers, not the ~400-token chunk, and carries the chunk's range; `zmem get` of 
 exactly the cited lines; a bullet, table row or code block is never cut in half. Real CLI, real git."""
 from __future__ import annotations
 
+import pytest
+
 from helpers.workspace import commit_all, get_text, recall_json, write
 from zmem.query.citelines import MERGE_LINES, Span, choose_spans, chunk_spans, units
 
@@ -100,6 +102,46 @@ def test_query_days_resolves_dates_months_years_and_relative_days():
     assert query_days("what was planned last June", today) == ("2024-06-01", "2024-06-30")
     assert query_days("where does Peter live", today) is None
     assert query_days("error 2024 in the log", today) is None  # a bare number is not a year asked about
+    assert query_days("the last set of tests", today) is None  # `set` is September only in Portuguese
+
+
+@pytest.mark.parametrize("query, days", [
+    ("o que decidimos ontem?", ("2025-03-11", "2025-03-11")),
+    ("¿qué pasó ayer?", ("2025-03-11", "2025-03-11")),
+    ("昨天我们讨论了什么", ("2025-03-11", "2025-03-11")),
+    ("the day before yesterday", ("2025-03-10", "2025-03-10")),
+    ("a reunião de anteontem", ("2025-03-10", "2025-03-10")),  # not ontem: two days back
+    ("前天的会议", ("2025-03-10", "2025-03-10")),
+    ("hoy", ("2025-03-12", "2025-03-12")),
+    ("o que fiz há 3 dias", ("2025-03-09", "2025-03-09")),
+    ("hace 3 dias", ("2025-03-09", "2025-03-09")),
+    ("3天前", ("2025-03-09", "2025-03-09")),
+    ("decisões da semana passada", ("2025-03-03", "2025-03-09")),
+    ("上周的决定", ("2025-03-03", "2025-03-09")),
+    ("el mes pasado", ("2025-02-01", "2025-02-28")),
+    ("上个月的预算", ("2025-02-01", "2025-02-28")),
+    ("what did we ship last year", ("2024-01-01", "2024-12-31")),
+    ("o ano passado", ("2024-01-01", "2024-12-31")),
+    ("去年", ("2024-01-01", "2024-12-31")),
+    ("em junho passado", ("2024-06-01", "2024-06-30")),
+    ("el pasado junio", ("2024-06-01", "2024-06-30")),
+])
+def test_relative_days_in_portuguese_spanish_and_chinese(query, days):
+    import datetime as dt
+
+    from zmem.query.expand import query_days
+    assert query_days(query, dt.date(2025, 3, 12)) == days
+
+
+def test_a_question_asking_about_yesterday_in_portuguese_finds_yesterdays_note(ws):
+    import datetime as dt
+    today = dt.date.today()
+    for back in (1, 3, 8):
+        day = (today - dt.timedelta(days=back)).isoformat()
+        write(ws, f"memory/{day}.md", f"# {day}\n\n- Decidimos adiar o lançamento do aplicativo ({back}).\n")
+    commit_all(ws)
+    hit = recall_json(ws, "o que decidimos ontem sobre o lançamento?", "--k", "3")["results"][0]
+    assert hit["path"] == f"memory/{(today - dt.timedelta(days=1)).isoformat()}.md", hit
 
 
 def test_together_is_the_share_of_the_matched_words_one_unit_holds():
