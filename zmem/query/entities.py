@@ -363,7 +363,8 @@ def possessed_words(words: list[str], at: tuple[int, int], run_of: list[int | No
     run_of = run_of or [None] * len(words)
     if run_of[b - 1] is not None:  # 李雷的姐姐: the characters after 的 in the same run, as one word
         after = [w for w, r in zip(words[b + 1:b + 1 + POSSESSED_CJK], run_of[b + 1:]) if r == run_of[b - 1]]
-        return ["".join(after)] if b < len(words) and words[b] in CJK_OF and run_of[b] == run_of[b - 1] and after else []
+        given = b < len(words) and words[b] in CJK_OF and run_of[b] == run_of[b - 1]
+        return ["".join(after)] if given and after else []
     if _POSSESSIVE.search(words[b - 1]):
         return [w for w, r in zip(words[b:b + POSSESSED_AFTER], run_of[b:]) if r is None]
     return [words[a - 2]] if a >= 2 and words[a - 1].lower() in OF and run_of[a - 2] is None else []
