@@ -465,7 +465,7 @@ def _other(words: list[str], run_of: list[int | None], taken: set[int]) -> list[
     for i, w in enumerate(words):
         if i in taken:
             continue
-        if run_of[i] is not None and i - 1 not in taken and i and run_of[i - 1] == run_of[i]:
+        if i and run_of[i] is not None and run_of[i - 1] == run_of[i] and i - 1 not in taken:
             out[-1] += w
         else:
             out.append(w)
