@@ -72,6 +72,9 @@ def test_a_word_not_given_to_the_entity_keeps_its_own_fact_first(family):
     ("¿Dónde vive la hermana de Ana?", "Ana", ["hermana"]),
     ("Onde mora a irmã da Ana?", "Ana", ["irmã"]),
     ("Where does Ana live?", "Ana", []),
+    ("Who lives near the house of Ana?", "Ana", ["house"]),
+    ("Quem mora perto da Ana?", "Ana", []),  # near Ana: a place, not a thing of hers
+    ("Who went instead of Ana?", "Ana", []),
     ("Ana's", "Ana", []),
     ("李雷的姐姐住在哪里", "李雷", ["姐姐住"]),
     ("李雷住在哪里", "李雷", []),

@@ -350,6 +350,12 @@ MAX_CJK_NAME = 6  # characters of a name written in CJK (a question written in C
 # 的 or 之 ("李雷的姐姐": the characters that follow)
 POSSESSED_AFTER = 2
 OF = frozenset({"of", "de", "da", "do", "das", "dos", "del"})
+# words before of/de that place or count rather than name a thing of the name's ("near Ana", "instead of Ana",
+# "perto da Ana", "antes de Ana", "all of ...")
+NOT_GIVEN = frozenset("""instead because out ahead front behalf spite regardless all each both one some many any several
+most none either neither kind sort lot lots part top antes después despues depois perto cerca lejos longe dentro fuera
+fora além alem acerca através atraves través traves junto encima embaixo debajo abajo detrás detras atrás atras cada
+todo toda todos todas uno una um uma alguno alguna algum alguma ninguno ninguna nenhum nenhuma más mais menos""".split())
 CJK_OF = frozenset("的之")
 POSSESSED_CJK = 3
 ACCENT_PROBE = 50  # facts read to find a name spelled with other accents than the query's
@@ -367,7 +373,8 @@ def possessed_words(words: list[str], at: tuple[int, int], run_of: list[int | No
         return ["".join(after)] if given and after else []
     if _POSSESSIVE.search(words[b - 1]):
         return [w for w, r in zip(words[b:b + POSSESSED_AFTER], run_of[b:]) if r is None]
-    return [words[a - 2]] if a >= 2 and words[a - 1].lower() in OF and run_of[a - 2] is None else []
+    before = words[a - 2] if a >= 2 and words[a - 1].lower() in OF and run_of[a - 2] is None else None
+    return [before] if before and before.lower() not in NOT_GIVEN else []
 
 
 def question_words(query: str) -> tuple[list[str], list[int | None]]:
