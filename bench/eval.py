@@ -215,8 +215,15 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
     """{(set, id, category-key...): {mode: score}} for every question, recall in-process."""
     from zmem.index.catchup import catch_up, open_index
     from zmem.index.embedding import providers, run_embed_job
+    import inspect
+
     from zmem.memory import _query_vector
     from zmem.query.search import recall
+    # which of an entity's relations a question's word names, as Memory.recall gives it (--code: an older
+    # checkout's recall may not take it)
+    relations = "similar" in inspect.signature(recall).parameters
+    if relations:
+        from zmem.index.queryvector import word_similarity
     from zmem.store.vectors import VectorStore
     from zmem.workspace.core import find_workspace
     qcache_path = cache / "query-vectors.pickle"
@@ -254,7 +261,9 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
                 res = recall(conn, q["question"], k=k, mode=mode, query_vector=qvec, store=store,
                              fusion=ws.config.fusion, vector_weight=ws.config.vector_weight,
                              text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier,
-                             explain=FEATURES and mode == "hybrid")
+                             explain=FEATURES and mode == "hybrid",
+                             **({"similar": word_similarity(ws, store, lambda: provs, 30) if qvec and mode != "bm25"
+                                 else None} if relations else {}))
                 latency[mode].append(time.perf_counter() - t)
                 scores[mode] = score([(h.path, h.start_line, h.end_line) for h in res.results], q["gold"],
                                      [h.score for h in res.results])

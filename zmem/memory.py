@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zmem.index.freshness import Freshness
-from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors
+from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors, word_similarity
 
 TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 
@@ -280,7 +280,8 @@ class Memory(Freshness):
                          max_chars=max_chars, snippet_chars=cfg.snippet_chars, mode=mode_used, query_vector=qvec,
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
-                         exclude=exclude, rerank=stage, watcher=None if self.watch else ws.state_dir)
+                         exclude=exclude, rerank=stage, watcher=None if self.watch else ws.state_dir,
+                         similar=word_similarity(ws, store, lambda: self.providers, timeout) if qvec else None)
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
         res.warnings = warnings + res.warnings
@@ -802,7 +803,8 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
                                    max_chars=max_chars, snippet_chars=cfg.snippet_chars, exclude=exclude,
                                    mode=mode if qvec is not None else "bm25", query_vector=qvec, store=store,
                                    fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
-                                   multiplier=cfg.candidate_multiplier, explain=explain, repo=repo)
+                                   multiplier=cfg.candidate_multiplier, explain=explain, repo=repo,
+                                   similar=word_similarity(ws, store, providers, query_timeout) if qvec else None)
     res.warnings = notes + res.warnings
     return res
 

@@ -23,6 +23,7 @@ SYNONYMS = {
     "runs": "run", "running": "run", "run": "run", "hosts": "run",
     "coffee": "drink", "tea": "drink", "espresso": "drink",
     "trip": "travel", "travel": "travel", "flight": "travel", "journey": "travel",
+    "sibling": "sister",
 }
 
 

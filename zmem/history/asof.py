@@ -422,14 +422,14 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
                  query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
                  vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
-                 explain: bool = False, repo: Repo | None = None):
+                 explain: bool = False, repo: Repo | None = None, similar=None):
     """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly (repo: the
     workspace's repository when the caller has it open, as for resolve_as_of).
     mode hybrid/vector (with query_vector and store): past versions are compared through the
     vectors their text got when it was embedded (the embedding cache), never embedded again.
     Ranked as current recall ranks (zmem.query.search.recall: words standing together, both lists
     completed, similarities centred, the adaptive fusion and its floor, named days first, a named entity's
-    page and facts then first), so at HEAD it lists what `zmem recall` lists."""
+    page and facts then first), so at HEAD it lists what `zmem recall` lists. similar: as recall's."""
     import fnmatch
     from zmem.store.fts import build_match
     from zmem.query import expand
@@ -557,8 +557,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     about: dict[int, float] | None = None
     fact_lines: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts then first
-        ranked, about, fact_lines = entity_first(conn, query, ranked, n=n, source=PastEntities(ws, conn, at, keep,
-                                                                                               text_of))
+        ranked, about, fact_lines = entity_first(conn, query, ranked, n=n, similar=similar,
+                                                 source=PastEntities(ws, conn, at, keep, text_of))
     if not ranked:
         return out
     text_of([key for key, _ in ranked])
@@ -589,7 +589,8 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         return recall_as_of(ws, conn, query, at, k=k, since=since, until=until, path_glob=path_glob,
                             max_chars=max_chars, snippet_chars=snippet_chars, exclude=exclude, mode=mode,
                             query_vector=query_vector, store=store, fusion=fusion, vector_weight=vector_weight,
-                            text_weight=text_weight, multiplier=multiplier * 4, explain=explain)
+                            text_weight=text_weight, multiplier=multiplier * 4, explain=explain, repo=repo,
+                            similar=similar)
     return out
 
 

@@ -131,6 +131,46 @@ def _query_vector(ws: Workspace, conn, query: str, timeout: float, background_em
     return vector, store, notes
 
 
+def word_similarity(ws: Workspace, store, providers, timeout: float):
+    """A function (words, phrases) -> the cosine of words with each phrase, or None when they cannot be
+    embedded, by the provider whose vectors the store holds: the model a watcher holds loaded when the
+    provider runs in-process and this process has not loaded it (one request per text), else (or when the
+    watcher does not answer) the provider itself. Recall asks it only to choose which of an entity's
+    relations a word of the question names (search.entity_first); nothing is embedded until then."""
+    def similar(words: str, phrases: list[str]) -> list[float] | None:
+        from zmem.embedders.base import EmbeddingError
+        from zmem.index.embedding import vector_fingerprint
+        embedder = providers().for_fingerprint(store.fingerprint())
+        if embedder is None:
+            return None
+        key = vector_fingerprint(embedder)
+        texts = [t for t in dict.fromkeys([words, *phrases]) if (key, t) not in _word_vectors]
+        vectors = None
+        if texts and embedder.in_process and not embedder.loaded:
+            from zmem.index import fsmonitor
+            vectors = [fsmonitor.embedded(ws.state_dir, key, t, timeout=min(timeout, fsmonitor.EMBED_TIMEOUT))
+                       for t in texts]
+        if texts and (vectors is None or any(v is None for v in vectors)):
+            try:
+                vectors = embedder.embed(texts, "query")
+            except EmbeddingError:
+                return None
+        import math
+        if len(_word_vectors) > WORD_VECTORS:
+            _word_vectors.clear()
+        for t, v in zip(texts, vectors or []):
+            _word_vectors[(key, t)] = [x / (math.sqrt(sum(y * y for y in v)) or 1.0) for x in v]
+        first = _word_vectors[(key, words)]
+        return [sum(a * b for a, b in zip(first, _word_vectors[(key, t)])) for t in phrases]
+    return similar
+
+
+# (vector fingerprint, text) -> its unit vector: a long-lived process (the MCP server) asked again about the same
+# relations embeds nothing
+WORD_VECTORS = 512
+_word_vectors: dict[tuple[str, str], list[float]] = {}
+
+
 QUERY_TIMEOUTS = "query-timeouts.json"  # in the state dir: {vector fingerprint: time.time() of its last timeout}
 
 

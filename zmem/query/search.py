@@ -452,11 +452,14 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
            vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
-           explain: bool = False, exclude: list[str] | None = None, rerank=None, watcher: Path | None = None) -> Recall:
+           explain: bool = False, exclude: list[str] | None = None, rerank=None, watcher: Path | None = None,
+           similar=None) -> Recall:
     """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
     store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned.
     rerank: the optional step after fusion (zmem.query.rerank.stage bound to a model), which reorders the
-    candidates and chooses the lines each cites. watcher: see search_bm25."""
+    candidates and chooses the lines each cites. watcher: see search_bm25. similar: (words, phrases) ->
+    cosines or None (queryvector.word_similarity), which of an entity's relations a word names
+    (entity_first)."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -524,7 +527,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     facts_at: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts first
         ranked, about, facts_at = entity_first(conn, query, ranked, n=n, since=since, until=until,
-                                               path_glob=path_glob, exclude=exclude)
+                                               path_glob=path_glob, exclude=exclude, similar=similar)
     if not ranked:
         return out
     rows = {**fetched, **_rows(conn, [cid for cid, _ in ranked if cid not in fetched])}
@@ -559,7 +562,7 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
                       snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
                       vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
-                      explain=explain, exclude=exclude, rerank=rerank, watcher=watcher)
+                      explain=explain, exclude=exclude, rerank=rerank, watcher=watcher, similar=similar)
     return out
 
 
@@ -600,11 +603,12 @@ class IndexEntities:
 
 def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None,
-                 source=None):
+                 source=None, similar=None):
     """Ranked hits with the entities the query names first: their pages' chunks and the chunks holding
     Retain facts about them, before every other hit. Returns (ranked, {chunk: entity score}, {chunk:
     {fact line: snippet weight}}); (ranked, None, {}) when the query names no known entity. source: where
-    the facts, pages and chunks are read (IndexEntities of conn and the filters by default).
+    the facts, pages and chunks are read (IndexEntities of conn and the filters by default). similar: see
+    recall (_likeliest).
 
     A name in most notes is worth ~nothing to BM25 (FTS5 floors the weight of a term in more than half
     the chunks at 1e-6), so a hit about the entity scores by how much of the query it covers: each named
@@ -630,7 +634,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
         scored[(path, start, end)] = max(scored.get((path, start, end), (0.0, "")), (v, day or ""))
 
     links, relations, explained = _own_facts(asked, source, n, score, about)
-    _follow(asked, source, n, links, relations, explained, score)
+    _follow(asked, source, n, links, relations, explained, score, similar)
     for (path, start, end), (v, day) in sorted(scored.items(), key=lambda x: (-x[1][0], _desc(x[1][1]), x[0]))[:n]:
         for cid in source.holding(path, start):
             about[cid] = max(about.get(cid, 0.0), v)
@@ -688,8 +692,9 @@ class Asked:
         return len(self.held(low, keys, own)) / self.units
 
 
-# an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name)
-Links = dict[str, tuple[set, bool, str]]
+# an entity the facts link to -> (the units the link holds, whether it reads "<it> <word> <named>", its name, what
+# the link says besides the names: `sister of` for `R @Bea sister_of @Ana`)
+Links = dict[str, tuple[set, bool, str, str]]
 
 
 def _own_facts(asked: Asked, source, n: int, score, about: dict[int, float]) -> tuple[Links, Links, set]:
@@ -714,19 +719,45 @@ def _own_facts(asked: Asked, source, n: int, score, about: dict[int, float]) -> 
                 to = links if units_held & rest else relations if kind == "relation" else None
                 if to is not None:
                     at = _word_start(low, spelt)
+                    said = _predicate(text, keys.values())
                     for key, name in keys.items():
                         # `R @Bea sister_of @Ana`: Bea is Ana's sister; `R @Ana sister_of @Zoe` says Ana is Zoe's
                         forward = 0 <= _word_start(low, fold(name)) < at
                         was = to.get(key)
                         if key not in named_keys and (was is None or (len(units_held), forward) > (len(was[0]), was[1])):
-                            to[key] = (units_held, forward, name)
+                            to[key] = (units_held, forward, name, said)
         if e.page:
             for cid, text in source.page(e.page):
                 about[cid] = max(about.get(cid, 0.0), 0.6 + 0.4 * asked.share(fold(text), own=e.key))
     return links, relations, explained
 
 
-def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explained: set, score) -> None:
+def _predicate(text: str, names) -> str:
+    """What a relation fact says besides its names, as words: `sister of` for `Bea sister_of Ana`."""
+    for name in names:
+        text = text.replace(name, " ")
+    return " ".join(text.replace("_", " ").split())
+
+
+# relations whose predicate is within this cosine of the closest to the words the question gives the entity are
+# all taken to be what it names (queryvector.word_similarity)
+SAME = 0.02
+
+
+def _likeliest(asked: Asked, guesses: list, similar) -> set[str] | None:
+    """Which guessed relations (key, link) the words the question gives the named entity name: with similar
+    (hybrid and vector recall), those whose predicate is within SAME of the closest to those words; None
+    (all of them) without it, or when they cannot be embedded."""
+    words = " ".join(w for e in asked.named for w in e.possessed)
+    sims = similar(words, [link[3] for _, link in guesses]) if similar and words and guesses else None
+    if not sims:
+        return None
+    best = max(sims)
+    return {key for (key, _), sim in zip(guesses, sims) if sim >= best - SAME}
+
+
+def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explained: set, score,
+            similar=None) -> None:
     """Scores (through score) the facts of the entities at the other end of links, and of relations when a
     word of the question is in no fact of the named entities: the other end answers what the link does not.
     "Where does Ana's sister live?" with `R @Bea sister_of @Ana` (Ana, sister) and `W @Bea: Lives in
@@ -741,10 +772,14 @@ def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explai
     # a word the question gives the named entity ("Ana's sibling") that none of its facts holds asks about
     # someone else: a relation followed without a word is taken to be that word, so what it leads to holds
     # the whole question, above the entity's own facts (which answer about the entity, not its sibling)
+    # (with similar, only the relations whose predicate is closest to that word: `sister of` for "sibling")
     given = set(word_keys(" ".join(w for e in asked.named for w in e.possessed))) & unexplained
-    if unexplained:  # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
-        hops += [(key, link, 1) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)]
-    for key, (via, forward, name), guessed in hops:
+    # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
+    guesses = [(key, link) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)] \
+        if unexplained else []
+    meant = _likeliest(asked, guesses, similar) if given else None
+    hops += [(key, link, 1) for key, link in guesses]
+    for key, (via, forward, name, _), guessed in hops:
         wanted = [w for w in asked.other if set(word_keys(w)) - via - (unexplained if guessed else set())]
         if not wanted:
             continue
@@ -752,7 +787,7 @@ def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explai
             units_held = asked.held(fold(text), {fold(entity_key(x)) for x in names.split("\t")})
             if not (units_held - via) & rest:  # it must answer a word the link does not
                 continue
-            taken = via | units_held | (given if guessed else set())
+            taken = via | units_held | (given if guessed and (meant is None or key in meant) else set())
             score(path, start, end, 0.5 + 0.4 * len(taken) / asked.units - HOP * (1 + guessed + (not forward)), day)
 
 
