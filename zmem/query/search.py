@@ -746,7 +746,7 @@ SAME = 0.02
 
 def _likeliest(asked: Asked, guesses: list, similar) -> set[str] | None:
     """Which guessed relations (key, link) the words the question gives the named entity name: with similar
-    (hybrid and vector recall), those whose predicate is within SAME of the closest to those words; None
+    (hybrid recall), those whose predicate is within SAME of the closest to those words; None
     (all of them) without it, or when they cannot be embedded."""
     words = " ".join(w for e in asked.named for w in e.possessed)
     sims = similar(words, [link[3] for _, link in guesses]) if similar and words and guesses else None
