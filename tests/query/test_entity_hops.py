@@ -144,6 +144,8 @@ def test_hybrid_recall_takes_the_relation_whose_word_is_closest_to_the_question(
     # the other relatives' homes stay listed, below Ana's own (a guess the vectors did not pick)
     snippets = [h["snippet"] for h in out["results"]]
     assert next(i for i, x in enumerate(snippets) if "Lisbon" in x) < next(i for i, x in enumerate(snippets) if "Tomar" in x)
+    past = recall_json(tmp_path, "Where does Ana's sibling live?", "--k", "4", "--mode", "hybrid", "--as-of", "HEAD")
+    assert past["mode"] == "hybrid" and "Evora" in past["results"][0]["snippet"]  # the past is measured alike
     keyword = recall_json(tmp_path, "Where does Ana's sibling live?", "--k", "4", "--mode", "bm25")["results"]
     assert any(town in keyword[0]["snippet"] for town in ("Evora", "Tomar", "Viseu"))
 
