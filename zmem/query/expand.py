@@ -6,11 +6,11 @@ year asks about the notes of those days. The date is resolved as the Retain fact
 (zmem.text.dates.event_range: full dates in EN/PT/ES/ZH), plus a month with its year, a year alone
 (`in 2024`), and relative days counted from today (`yesterday`, `the day before yesterday`, `today`,
 `N days ago`, `last week`, `last month`, `last year`, `last <month>`; in Portuguese, Spanish and Chinese
-too: `ontem`, `há 3 dias`, `la semana pasada`, `junio pasado`, `昨天`, `上个月`, `去年`). The chunks of daily logs within
-the range then rank before every other hit, in their own order, and those the keyword list had not
-reached are searched within the range (their own BM25 order); a hit of the range scores 0.5 + 0.5 x
-its score, every other hit half its score (as search.entity_first scores a named entity's hits). An
-explicit --since/--until wins: then nothing here applies.
+too: `ontem`, `há 3 dias`, `la semana pasada`, `junio pasado`, `昨天`, `上个月`, `去年`). The chunks of
+daily logs within the range then rank before every other hit, in their own order, and those the
+keyword list had not reached are searched within the range (their own BM25 order); a hit of the range
+scores 0.5 + 0.5 x its score, every other hit half its score (as search.entity_first scores a named
+entity's hits). An explicit --since/--until wins: then nothing here applies.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ _YESTERDAY = LazyPattern(r"\b(?:yesterday|ontem|ayer)\b|昨天|昨日", re.IGNOR
 _TODAY = LazyPattern(r"\b(?:today|hoje|hoy)\b|今天|今日", re.IGNORECASE)
 _AGO = LazyPattern(r"\b(\d{1,3})\s+(?:days?\s+ago|dias?\s+atr[aá]s)\b|\b(?:h[aá]|hace)\s+(\d{1,3})\s+d[ií]as?\b"
                    r"|(\d{1,3})\s*天前", re.IGNORECASE)
-_LAST_WEEK = LazyPattern(r"\b(?:last week|semana passada|semana pasada)\b|上周|上週|上个?星期|上個星期|上个?礼拜|上個?禮拜",
-                         re.IGNORECASE)
+_LAST_WEEK = LazyPattern(r"\b(?:last week|semana passada|semana pasada)\b"
+                         r"|上周|上週|上个?星期|上個星期|上个?礼拜|上個?禮拜", re.IGNORECASE)
 _LAST_MONTH = LazyPattern(r"\b(?:last month|m[eê]s passado|mes pasado)\b|上个月|上個月|上月", re.IGNORECASE)
 _LAST_YEAR = LazyPattern(r"\b(?:last year|ano passado|a[ñn]o pasado)\b|去年", re.IGNORECASE)
 # `last June`, `junho passado`, `el pasado junio`: months by their full names (`last set of tests` is no September)
