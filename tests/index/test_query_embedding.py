@@ -1,7 +1,8 @@
 """A running `zmem watch` embeds fresh processes' queries with the model it keeps loaded, so a fresh
 hybrid recall imports no onnxruntime, numpy or tokenizers and gives the same hits; whenever the
 watcher cannot (not loaded yet, another model, stopped, dead, busy, failing), the recall embeds the
-query itself, as before. Real watch processes, the tiny generated model through real ONNX Runtime."""
+query itself, as before. The words recall compares with an entity's relations (queryvector.word_similarity)
+are embedded the same way. Real watch processes, the tiny generated model through real ONNX Runtime."""
 from __future__ import annotations
 
 import json
@@ -17,13 +18,15 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.tiny_bert import make_tiny_bert  # noqa: E402
+from helpers.tiny_bert import make_tiny_bert, onnx_workspace  # noqa: E402
 from helpers.watch import WatchProc  # noqa: E402
 from helpers.fresh import fresh  # noqa: E402
 from helpers.workspace import commit_all, run, user_config, wait_for, write  # noqa: E402
-from zmem.index import fsmonitor  # noqa: E402
+from zmem.index import fsmonitor, queryvector  # noqa: E402
 from zmem.index.catchup import open_index  # noqa: E402
+from zmem.index.embedding import providers  # noqa: E402
 from zmem.store import db  # noqa: E402
+from zmem.store.vectors import VectorStore  # noqa: E402
 from zmem.workspace.core import find_workspace  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "uname") or os.uname().sysname != "Linux",
@@ -232,3 +235,47 @@ def test_the_model_a_watcher_keeps_lets_its_threads_sleep_between_queries(tiny_o
     assert embedder.loaded
     options = embedder._session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+# which of an entity's relations a question's word names (search._likeliest): cosines by the index's model
+PHRASES = ["sister of", "boss of", "sister of"]
+
+
+def _similar(ws):
+    conn = open_index(ws)
+    provs = providers(ws)
+    return conn, provs, queryvector.word_similarity(ws, VectorStore(conn), lambda: provs, 30.0)
+
+
+def test_without_a_watcher_the_process_embeds_the_words_itself(tmp_path, tiny_onnx):
+    ws, _ = onnx_workspace(tmp_path, tiny_onnx)
+    queryvector._word_vectors.clear()
+    conn, provs, similar = _similar(ws)
+    try:
+        sims = similar("sibling", PHRASES)
+        assert len(sims) == 3 and sims[0] == sims[2] and all(-1.0001 <= s <= 1.0001 for s in sims)
+        assert provs.primary.loaded
+        assert similar("sister of", ["sister of"])[0] == pytest.approx(1.0, abs=1e-5)  # unit vectors
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_a_watcher_holding_the_model_embeds_the_words_and_nothing_is_loaded_here(tmp_path, tiny_onnx):
+    ws, _ = onnx_workspace(tmp_path, tiny_onnx)
+    queryvector._word_vectors.clear()
+    conn, provs, similar = _similar(ws)
+    try:
+        expected = similar("sibling", PHRASES)  # embedded here (no watcher yet): the reference
+        queryvector._word_vectors.clear()
+        watch = WatchProc(ws.root)
+        try:
+            watch.ready()
+            fresh_provs = providers(ws)
+            watched = queryvector.word_similarity(ws, VectorStore(conn), lambda: fresh_provs, 30.0)
+            assert watched("sibling", PHRASES) == pytest.approx(expected, abs=1e-5)
+            assert not fresh_provs.primary.loaded  # the watcher's model answered
+        finally:
+            watch.stop()
+    finally:
+        conn.close()
