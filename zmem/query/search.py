@@ -674,13 +674,15 @@ def word_keys(text: str) -> list[str]:
 
 class Asked:
     """A query as entity_first reads it: the entities it names (entities.Named), its other words, their keys
-    (word_keys: with the names, the units a fact may hold) and each name folded. (A plain class: a dataclass
-    costs every fresh recall ~0.8 ms at import.)"""
-    __slots__ = ("named", "other", "rest", "spelled", "units")
+    (word_keys: with the names, the units a fact may hold), each name folded, and the words the query gives
+    the names (entities.possessed_words), joined. (A plain class: a dataclass costs every fresh recall ~0.8
+    ms at import.)"""
+    __slots__ = ("named", "other", "rest", "spelled", "units", "given")
 
     def __init__(self, named: list, other: list[str], rest: list[str], spelled: list[str]):
         self.named, self.other, self.rest, self.spelled = named, other, rest, spelled
         self.units = len(named) + len(rest)
+        self.given = " ".join(w for e in named for w in e.possessed)
 
     def held(self, low: str, keys: set[str] = frozenset(), own: str | None = None) -> set:
         """The units a folded text holds: named entities (by index: also those among keys, the entity
@@ -748,8 +750,7 @@ def _likeliest(asked: Asked, guesses: list, similar) -> set[str] | None:
     """Which guessed relations (key, link) the words the question gives the named entity name: with similar
     (hybrid recall), those whose predicate is within SAME of the closest to those words; None
     (all of them) without it, or when they cannot be embedded."""
-    words = " ".join(w for e in asked.named for w in e.possessed)
-    sims = similar(words, [link[3] for _, link in guesses]) if similar and words and guesses else None
+    sims = similar(asked.given, [link[3] for _, link in guesses]) if similar and asked.given and guesses else None
     if not sims:
         return None
     best = max(sims)
@@ -773,7 +774,7 @@ def _follow(asked: Asked, source, n: int, links: Links, relations: Links, explai
     # someone else: a relation followed without a word is taken to be that word, so what it leads to holds
     # the whole question, above the entity's own facts (which answer about the entity, not its sibling)
     # (with similar, only the relations whose predicate is closest to that word: `sister of` for "sibling")
-    given = set(word_keys(" ".join(w for e in asked.named for w in e.possessed))) & unexplained
+    given = set(word_keys(asked.given)) & unexplained
     # a word no fact of the named entity holds ("Ana's sibling"): maybe a relation said otherwise
     guesses = [(key, link) for key, link in strongest(relations) if key not in links][:MAX_HOPS - len(hops)] \
         if unexplained else []
