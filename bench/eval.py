@@ -213,10 +213,10 @@ def score(hits: list[tuple[str, int, int]], gold: list[tuple[str, int]], scores:
 
 def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: bool = False) -> dict:
     """{(set, id, category-key...): {mode: score}} for every question, recall in-process."""
-    from zmem.index.catchup import catch_up, open_index
-    from zmem.index.embedding import providers, run_embed_job
     import inspect
 
+    from zmem.index.catchup import catch_up, open_index
+    from zmem.index.embedding import providers, run_embed_job
     from zmem.memory import _query_vector
     from zmem.query.search import recall
     # which of an entity's relations a question's word names, as Memory.recall gives it (--code: an older
