@@ -472,15 +472,17 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
 
     match = build_match(query)
 
-    def keyword(depth: int, days: tuple[str | None, str | None] = (since, until)) -> list[tuple[int, float]]:
-        """The first `depth` keyword hits (key, BM25 as s / (1 + s), s = -bm25, as in current recall)."""
+    def keyword(depth: int, days: tuple[str | None, str | None] = (since, until), expr: str | None = None,
+                dated: bool = False) -> list[tuple[int, float]]:
+        """The first `depth` keyword hits (key, BM25 as s / (1 + s), s = -bm25, as in current recall) of the
+        query (or of the MATCH expression expr; dated: daily logs only)."""
         hits: list[tuple[int, float]] = []
         rows = conn.execute(f"SELECT c.id, v.path, hist_fts.rank FROM hist_fts JOIN hist_chunks c ON c.id = hist_fts.rowid "
                             f"JOIN {versions} v ON v.blob = c.blob WHERE hist_fts MATCH ? ORDER BY hist_fts.rank",
-                            (*args, match))
+                            (*args, expr or match))
         for cid, path, rank in rows:
             key = keep(cid, path, days)
-            if key is not None:
+            if key is not None and not (dated and day_from_path(path) is None):
                 hits.append((key, (-rank) / (1.0 - rank)))
                 if len(hits) == depth:
                     break
@@ -552,8 +554,14 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
         ranked = bm25
     fused = dict(ranked) if explain else {}
     if not (since or until) and ranked and match is not None:  # a question naming its days: their notes first
+        def event_day(words: str) -> str | None:  # as search._event_day, in the commit's daily logs
+            expr = build_match(words)
+            first = keyword(1, (None, None), expr, dated=True) if expr else []
+            return day_from_path(where[first[0][0]][1]) if first else None
+
         ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: keyword(n, (a, b)), n=n,
-                                      days_of=lambda keys: {key: day_from_path(where[key][1]) for key in keys})
+                                      days_of=lambda keys: {key: day_from_path(where[key][1]) for key in keys},
+                                      find_day=event_day)
     about: dict[int, float] | None = None
     fact_lines: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts then first

@@ -448,6 +448,13 @@ def bonus_from_windows(windows_by_chunk: dict[int, list[tuple[int, int, float]]]
     return out
 
 
+def _event_day(conn, words: str, path_glob: str | None, exclude: list[str] | None) -> str | None:
+    """The day of the daily log whose chunk best matches an event's words (`the week after the move`): a
+    search of the chunks that have a day."""
+    hits = search_bm25(conn, words, k=1, since="0000-01-01", path_glob=path_glob, exclude=exclude)
+    return expand.chunk_days(conn, [hits[0][0]]).get(hits[0][0]) if hits else None
+
+
 def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str | None = None,
            path_glob: str | None = None, max_chars: int | None = None, snippet_chars: int = 700,
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
@@ -522,7 +529,8 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
     fused = dict(ranked) if explain else {}  # --explain: the ranking's score before named days or entities
     if not (since or until) and ranked:  # a question naming its days: their notes first (expand.days_first)
         ranked, _ = expand.days_first(conn, query, ranked, lambda a, b: search_bm25(
-            conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n)
+            conn, query, k=n, since=a, until=b, path_glob=path_glob, exclude=exclude), n=n,
+            find_day=lambda words: _event_day(conn, words, path_glob, exclude))
     about: dict[int, float] | None = None
     facts_at: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts first
