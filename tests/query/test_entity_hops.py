@@ -177,3 +177,14 @@ def test_the_past_follows_the_same_links(family):
     assert "Coimbra" in moved[0]["snippet"]
     before = recall_json(family, "Where does Ana's sister live?", "--k", "3", "--as-of", "HEAD~1")["results"]
     assert "Braga" in before[0]["snippet"]
+
+
+def test_the_past_knows_names_memory_no_longer_holds(family):
+    # every @Ana became @Anna: the name is in no current fact or page, but a question about the past asks
+    # about memory as it stood, where her sister's fact answers it
+    for rel, lines in DAYS.items():
+        write(family, rel, f"# {rel[7:17]}\n\n## Retain\n\n" + "\n".join(lines).replace("@Ana", "@Anna") + "\n")
+    commit_all(family, "Ana is Anna")
+    assert run(["-C", str(family), "index", "-q"]).exit_code == 0
+    then = recall_json(family, "Where does Ana's sister live?", "--k", "3", "--as-of", "HEAD~1")["results"]
+    assert "Braga" in then[0]["snippet"], [h["snippet"] for h in then]

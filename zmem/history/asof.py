@@ -365,8 +365,8 @@ class PastEntities:
     then (facts_at), an entity page's chunks then, the chunks holding a line, chunk texts. keep(chunk, path)
     -> the hit key, or None when the recall's filters leave it out; text_of(keys) -> {key: text}."""
 
-    def __init__(self, ws: Workspace, conn, at: AsOf, keep, text_of):
-        self.ws, self.conn, self.at, self.keep, self.text_of = ws, conn, at, keep, text_of
+    def __init__(self, ws: Workspace, conn, at: AsOf, keep, text_of, versions: tuple[str, tuple]):
+        self.ws, self.conn, self.at, self.keep, self.text_of, self.versions = ws, conn, at, keep, text_of, versions
         self._files: dict[str, str] | None = None
 
     def files(self) -> dict[str, str]:
@@ -384,6 +384,25 @@ class PastEntities:
                     rows[(f.path, f.start_line)] = (f.path, f.start_line, f.end_line, f.day, f.text,
                                                     "\t".join(f.entities), f.kind)
         return sorted(rows.values(), key=lambda r: (r[0], r[1]), reverse=True)
+
+    def names(self) -> tuple[list[tuple[str, str | None]], dict[str, set[str]]]:
+        """The entity pages at the commit with their titles, and every name its facts mention (folded key ->
+        entity keys): what entities.named_in_query matches a question's words against. Read through the
+        recall's own join source of the commit's files (versions: _versions_sql), not versions_at: a
+        question naming no entity needs nothing else from here."""
+        from zmem.query.entities import ENTITY_DIR, _fold
+        versions, args = self.versions
+        end = ENTITY_DIR[:-1] + chr(ord("/") + 1)
+        pages = self.conn.execute(
+            f"SELECT v.path, (SELECT c.heading FROM hist_chunks c WHERE c.blob = v.blob AND c.start_line = 1 LIMIT 1) "
+            f"FROM {versions} v WHERE v.path >= ? AND v.path < ? ORDER BY v.path", (*args, ENTITY_DIR, end)).fetchall()
+        keys: dict[str, set[str]] = {}
+        for names, in self.conn.execute(f"SELECT DISTINCT h.names FROM {versions} v JOIN hist_facts h ON h.blob = v.blob "
+                                        f"WHERE h.names != ''", args):
+            for name in names.split("\t"):
+                key = entity_key(name)
+                keys.setdefault(_fold(key), set()).add(key)
+        return pages, keys
 
     def _kept(self, path: str) -> bool:
         blob = self.files().get(path)
@@ -566,7 +585,7 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
     fact_lines: dict[int, dict[int, float]] = {}
     if mode != "vector":  # a query naming a known entity: its page and its facts then first
         ranked, about, fact_lines = entity_first(conn, query, ranked, n=n, similar=similar,
-                                                 source=PastEntities(ws, conn, at, keep, text_of))
+                                                 source=PastEntities(ws, conn, at, keep, text_of, (versions, args)))
     if not ranked:
         return out
     text_of([key for key, _ in ranked])

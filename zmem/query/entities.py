@@ -390,14 +390,15 @@ def question_words(query: str) -> tuple[list[str], list[int | None]]:
     return words, run_of
 
 
-def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
+def named_in_query(conn, query: str, past=None) -> tuple[list[Named], list[str]]:
     """The known entities a query names, and the query's other words (a CJK run's characters left over
     as one word each stretch). A name is matched whole, in any case and with or without accents (`peter`,
     `@Peter`, `Peter's`, `jose` for `José`, `the castle` for `@[The Castle]`, `李雷` inside `李雷住在哪里`),
     against the names facts mention and entity pages' file names and titles.
     Index lookups only, none growing with the facts an entity has: fact_entities' primary key, then
     (for a spelling with other accents) a few facts whose names FTS matches, and the bank/entities/
-    range of the files and chunks tables."""
+    range of the files and chunks tables. past: the names as memory stood at a commit instead (as-of
+    recall: history.asof.PastEntities.names, ([(entity page, its title)], {folded key: entity keys}))."""
     from zmem.store.fts import _POSSESSIVE, STOPWORDS, _quote
     written, run_of = question_words(query)
     words = [_POSSESSIVE.sub("", w) if r is None else w for w, r in zip(written, run_of)]
@@ -425,9 +426,10 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
         return found.setdefault(key, Named(key, grams[key], spell(*grams[key], words)))
 
     end = ENTITY_DIR[:-1] + chr(ord("/") + 1)  # every path under bank/entities/, through the primary key
-    for path, title in conn.execute(
-            "SELECT f.path, (SELECT c.heading FROM chunks c WHERE c.path = f.path AND c.start_line = 1) "
-            "FROM files f WHERE f.path >= ? AND f.path < ?", (ENTITY_DIR, end)):
+    pages, past_keys = past if past is not None else (conn.execute(
+        "SELECT f.path, (SELECT c.heading FROM chunks c WHERE c.path = f.path AND c.start_line = 1) "
+        "FROM files f WHERE f.path >= ? AND f.path < ?", (ENTITY_DIR, end)), None)
+    for path, title in pages:
         stem = path[len(ENTITY_DIR):-3]
         if "/" in stem or not path.endswith(".md"):
             continue
@@ -436,6 +438,10 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
             if key in grams:
                 named(key).page = path
                 break
+    if past_keys is not None:  # every name the commit's facts mention, by its folded key: no lookup needed
+        for key in grams.keys() & past_keys.keys():
+            named(key).keys.update(past_keys[key])
+        return _chosen(found, written, words, run_of)
     exact = {key: entity_key(spell(a, b, words)) for key, (a, b) in grams.items()}
     known: set[str] = set()
     wanted = list(set(exact.values()))
@@ -457,7 +463,13 @@ def named_in_query(conn, query: str) -> tuple[list[Named], list[str]]:
                 key = _fold(entity_key(name))
                 if key in grams:
                     named(key).keys.add(entity_key(name))
-    # the longest names first; a name inside a longer one the query also names is that one's
+    return _chosen(found, written, words, run_of)
+
+
+def _chosen(found: dict[str, Named], written: list[str], words: list[str], run_of: list[int | None]
+            ) -> tuple[list[Named], list[str]]:
+    """named_in_query's answer from the names found: the longest first; a name inside a longer one the query
+    also names is that one's."""
     chosen: list[Named] = []
     for e in sorted(found.values(), key=lambda e: (e.words[0] - e.words[1], e.words[0])):
         if not any(a < e.words[1] and e.words[0] < b for a, b in (c.words for c in chosen)):

@@ -608,6 +608,10 @@ class IndexEntities:
     def texts(self, ids: list[int]) -> dict[int, str]:
         return dict(self.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids))
 
+    def names(self) -> None:
+        """None: named_in_query looks the names up in the index itself (PastEntities lists a commit's)."""
+        return None
+
 
 def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, since: str | None = None,
                  until: str | None = None, path_glob: str | None = None, exclude: list[str] | None = None,
@@ -627,7 +631,7 @@ def entity_first(conn, query: str, ranked: list[tuple[int, float]], *, n: int, s
     0.5 + 0.9 (that - 0.5) + 0.05 x its keyword (or fused) score: in [0.5, 1]; every other hit scores
     half its keyword score, in [0, 0.5)."""
     from zmem.query.entities import named_in_query
-    named, other = named_in_query(conn, query)
+    named, other = named_in_query(conn, query, source.names() if source is not None else None)
     if not named:
         return ranked, None, {}
     source = source or IndexEntities(conn, since, until, path_glob, exclude)
