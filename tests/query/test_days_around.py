@@ -52,6 +52,11 @@ def test_no_span_without_a_count_or_what_it_counts_from(query):
     assert query_days(query, TODAY, find_day) is None
 
 
+def test_a_span_past_the_calendars_ends_is_no_span():
+    assert query_days("the day after the end", TODAY, lambda words: "9999-12-31") is None  # memory/9999-12-31.md
+    assert query_days("the week before the start", TODAY, lambda words: "0001-01-03") is None
+
+
 def test_the_day_before_yesterday_is_still_two_days_back():
     assert query_days("the day before yesterday", TODAY, find_day) == ("2025-03-10", "2025-03-10")
     assert query_days("the week after the move", TODAY) is None  # no find_day: an event is not resolved

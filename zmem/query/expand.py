@@ -106,17 +106,20 @@ def _around(query: str, today: dt.date, find_day) -> tuple[str, str] | None:
         if not m:
             return None
         days, after, anchor = _ZH_SPAN[m.group("unit")], m.group("dir") != "前", m.group("anchor")
-    written = _named_days(anchor, today)
-    if written is not None:  # the span with the day it is counted from (a note may tell it on that day)
-        first, last = (dt.date.fromisoformat(d) for d in written)
-        return ((first.isoformat(), (last + dt.timedelta(days=days)).isoformat()) if after
-                else ((first - dt.timedelta(days=days)).isoformat(), last.isoformat()))
-    day = find_day(anchor) if find_day is not None else None
-    if day is None:
+    try:
+        written = _named_days(anchor, today)
+        if written is not None:  # the span with the day it is counted from (a note may tell it on that day)
+            first, last = (dt.date.fromisoformat(d) for d in written)
+            return ((first.isoformat(), (last + dt.timedelta(days=days)).isoformat()) if after
+                    else ((first - dt.timedelta(days=days)).isoformat(), last.isoformat()))
+        day = find_day(anchor) if find_day is not None else None
+        if day is None:
+            return None
+        d = dt.date.fromisoformat(day)  # the event's own log is about the event: the span without it
+        return (((d + dt.timedelta(days=1)).isoformat(), (d + dt.timedelta(days=days)).isoformat()) if after
+                else ((d - dt.timedelta(days=days)).isoformat(), (d - dt.timedelta(days=1)).isoformat()))
+    except (OverflowError, ValueError):  # counted past the calendar's ends (year 1, 9999)
         return None
-    d = dt.date.fromisoformat(day)  # the event's own log is about the event: the span without it
-    return (((d + dt.timedelta(days=1)).isoformat(), (d + dt.timedelta(days=days)).isoformat()) if after
-            else ((d - dt.timedelta(days=days)).isoformat(), (d - dt.timedelta(days=1)).isoformat()))
 
 
 def _named_days(query: str, today: dt.date) -> tuple[str, str] | None:
