@@ -58,6 +58,7 @@ SHARED = next((p / "shared" / "bench" for p in HERE.parents if (p / "shared" / "
               Path("../shared/bench"))
 MODES = ("bm25", "vector", "hybrid")
 FEATURES = False  # --features: each hybrid hit's --explain fields in the JSON (for calibrating the floor)
+READ_FIRST = False  # --read-first: hybrid's first hits read token by token ([recall] rerank = "embedding")
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "bench@example.com", "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
            "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}
@@ -224,6 +225,10 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
     relations = "similar" in inspect.signature(recall).parameters
     if relations:
         from zmem.index.queryvector import word_similarity
+    # --read-first: the first hits read token by token ([recall] rerank = "embedding")
+    covers = READ_FIRST and "cover" in inspect.signature(recall).parameters
+    if covers:
+        from zmem.index.queryvector import token_cover
     from zmem.store.vectors import VectorStore
     from zmem.workspace.core import find_workspace
     qcache_path = cache / "query-vectors.pickle"
@@ -243,6 +248,10 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
         conn = open_index(ws)
         provs = providers(ws)
         fp = None
+        if vectors and covers:  # queries come from the cache: the model is loaded for token_cover, as a recall's is
+            embedder = provs.for_fingerprint(VectorStore(conn).fingerprint())
+            if embedder is not None and embedder.in_process:
+                embedder.load()
         if verbose:
             print(f"{path.name}: ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         for q in group:
@@ -263,7 +272,8 @@ def run(qs: list[dict], modes: list[str], cache: Path, k: int = 10, verbose: boo
                              text_weight=ws.config.text_weight, multiplier=ws.config.candidate_multiplier,
                              explain=FEATURES and mode == "hybrid",
                              **({"similar": word_similarity(ws, store, lambda: provs, 30) if qvec and mode != "bm25"
-                                 else None} if relations else {}))
+                                 else None} if relations else {}),
+                             **({"cover": token_cover(ws, store, lambda: provs, 30) if qvec else None} if covers else {}))
                 latency[mode].append(time.perf_counter() - t)
                 scores[mode] = score([(h.path, h.start_line, h.end_line) for h in res.results], q["gold"],
                                      [h.score for h in res.results])
@@ -343,6 +353,8 @@ def main() -> None:
     ap.add_argument("--distractors", type=int, default=300,
                     help="daily logs beside each synthetic set's notes (fewer: a slow endpoint; one --cache per count)")
     ap.add_argument("--features", action="store_true", help="write each hybrid hit's --explain fields (--json)")
+    ap.add_argument("--read-first", action="store_true",
+                    help='hybrid\'s first hits read token by token by the model, as [recall] rerank = "embedding" does')
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     if args.code:
@@ -354,8 +366,8 @@ def main() -> None:
         module, attr = name.rsplit(".", 1)
         mod = importlib.import_module(f"zmem.query.{module}")
         setattr(mod, attr, type(getattr(mod, attr))(float(value)))  # an int stays an int (a depth, a count)
-    global FEATURES, DISTRACTORS
-    FEATURES, DISTRACTORS = args.features, args.distractors
+    global FEATURES, DISTRACTORS, READ_FIRST
+    FEATURES, DISTRACTORS, READ_FIRST = args.features, args.distractors, args.read_first
     args.cache.mkdir(parents=True, exist_ok=True)
     configure(args.cache, args)
     names = [s for s in args.sets.split(",") if s]

@@ -16,6 +16,7 @@ in-process recall latency per mode.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -104,6 +105,8 @@ def main() -> None:
                          "`tune`, report `heldout`")
     ap.add_argument("--out", type=Path, default=Path("/tmp/zmem-quality"))
     ap.add_argument("--rerank", help="a reranker model directory (a cross-encoder, zmem.query.rerank) for every run")
+    ap.add_argument("--read-first", action="store_true",
+                    help='hybrid\'s first hits read token by token by the model, as [recall] rerank = "embedding" does')
     ap.add_argument("--against", type=Path, help="another run's --out: each mode's budget R@10 compared question by "
                                                 "question (gained, lost, a bootstrap interval)")
     args = ap.parse_args()
@@ -120,6 +123,11 @@ def main() -> None:
     from zmem.index.catchup import catch_up, open_index
     from zmem.query.search import recall
     from zmem.workspace.core import find_workspace
+    # --read-first: the first hits read token by token, as Memory.recall does with [recall] rerank = "embedding"
+    # (an older checkout's recall may not take it)
+    covers = args.read_first and "cover" in inspect.signature(recall).parameters
+    if covers:
+        from zmem.index.queryvector import token_cover
 
     questions = [json.loads(line) for line in open(args.root / "questions.jsonl", encoding="utf-8") if line.strip()]
     if args.split != "all":
@@ -159,7 +167,8 @@ def main() -> None:
                 res = recall(conn, q["question"], k=args.k, mode=mode, query_vector=qvec, store=store,
                              fusion=fusion if fusion != "-" else "rrf", text_weight=args.text_weight,
                              vector_weight=1 - args.text_weight, multiplier=ws.config.candidate_multiplier, snippet_chars=args.snippet_chars,
-                             rerank=stage)
+                             rerank=stage, **({"cover": token_cover(ws, store, lambda: provs, 30) if qvec else None}
+                                              if covers else {}))
                 latency[(mode, fusion)].append(time.perf_counter() - t)
                 hits = [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
                          "chunk": [h.chunk_start_line, h.chunk_end_line]} for h in res.results]

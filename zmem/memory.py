@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from zmem.index.freshness import Freshness
-from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors, word_similarity
+from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors, token_cover, word_similarity
 
 TYPE_CHECKING = False  # as typing's, without importing typing (~3 ms of a fresh recall); checkers know the name
 
@@ -238,12 +238,13 @@ class Memory(Freshness):
         conn = self.conn
         fresh = self.fresh()
         if as_of is not None:
-            if rerank:
+            by_tokens = rerank is not False and cfg.rerank == BY_EMBEDDING  # read as a current recall is
+            if rerank and not by_tokens:
                 fresh.warnings.append("--as-of recall is not reranked")
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
                                 path_glob=path, max_chars=max_chars, mode=mode or cfg.recall_mode, kind=kind,
                                 entity=entity, exclude=exclude, explain=explain, query_timeout=timeout,
-                                providers=lambda: self.providers, asked=_asked(mode, cfg))
+                                providers=lambda: self.providers, asked=_asked(mode, cfg), by_tokens=by_tokens)
             res.warnings = fresh.warnings + res.warnings
             res.stale = fresh.stale
             return res
@@ -260,12 +261,15 @@ class Memory(Freshness):
             warnings += notes
             if qvec is not None:
                 mode_used = requested
-        stage = None
+        stage = cover = None
         if not (kind or entity):
             stage, notes = _rerank_stage(ws, rerank)
             warnings += notes
         elif rerank:
             warnings.append("facts (--kind, --entity) are not reranked")
+        if stage == BY_EMBEDDING:  # the embedding model reads the first hits (tokencover): hybrid recall only
+            stage = None
+            cover = token_cover(ws, store, lambda: self.providers, timeout) if qvec else None
         if kind or entity:
             from zmem.query.entities import normalize_kind, resolve_entity
             from zmem.query.search import recall_facts
@@ -281,7 +285,8 @@ class Memory(Freshness):
                          store=store, fusion=cfg.fusion, vector_weight=cfg.vector_weight,
                          text_weight=cfg.text_weight, multiplier=cfg.candidate_multiplier, explain=explain,
                          exclude=exclude, rerank=stage, watcher=None if self.watch else ws.state_dir,
-                         similar=word_similarity(ws, store, lambda: self.providers, timeout) if qvec else None)
+                         similar=word_similarity(ws, store, lambda: self.providers, timeout) if qvec else None,
+                         cover=cover)
         if source != "memory":
             res = _with_sessions(ws, conn, res, query, k or cfg.recall_k, source, scope, sessions)
         res.warnings = warnings + res.warnings
@@ -699,13 +704,20 @@ def _unsearchable(conn, already: list[str]) -> list[str]:
     return [f"not searchable: {'; '.join(skipped[:3])}{more}"]
 
 
+# recall.rerank's value for no reranker model at all: the embedding model reads the first hits token by token
+BY_EMBEDDING = "embedding"  # zmem.query.tokencover.NAME (not imported: a recall without it never loads it)
+
+
 def _rerank_stage(ws: Workspace, asked: bool | None):
     """(search.recall's rerank step or None, warnings): the model recall.rerank names (`--rerank`
-    without one: zmem.query.rerank.DEFAULT_MODEL), loaded once per process. A model path set by a
-    zmem.toml that is not trusted is not read (a cloned repository must not choose files to load)."""
+    without one: zmem.query.rerank.DEFAULT_MODEL), loaded once per process; BY_EMBEDDING when recall.rerank
+    says so. A model path set by a zmem.toml that is not trusted is not read (a cloned repository must not
+    choose files to load)."""
     cfg = ws.config
     if asked is False or not (cfg.rerank or asked):
         return None, []
+    if cfg.rerank == BY_EMBEDDING:
+        return BY_EMBEDDING, []
     from functools import partial
     from zmem.query import rerank
     spec = cfg.rerank or rerank.DEFAULT_MODEL
@@ -726,7 +738,7 @@ def warm_reranker(ws: Workspace) -> None:
     cannot load is left for that recall to warn about."""
     from zmem.errors import ZmemError
     stage, _ = _rerank_stage(ws, None)
-    if stage is not None:
+    if stage is not None and stage != BY_EMBEDDING:  # (the embedding model is the query's: loaded for it)
         try:
             stage.args[0].warm()
         except ZmemError:
@@ -776,7 +788,7 @@ def _nothing_to_embed_with(cfg) -> bool:
 
 
 def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since, until, path_glob, max_chars,
-                  mode, kind, entity, exclude, explain, query_timeout, providers, asked) -> Recall:
+                  mode, kind, entity, exclude, explain, query_timeout, providers, asked, by_tokens=False) -> Recall:
     from zmem.history import asof as history
     from zmem.errors import TRY_AGAIN, ZmemError
     from zmem.index.history import enabled
@@ -804,7 +816,9 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
                                    mode=mode if qvec is not None else "bm25", query_vector=qvec, store=store,
                                    fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
                                    multiplier=cfg.candidate_multiplier, explain=explain, repo=repo,
-                                   similar=word_similarity(ws, store, providers, query_timeout) if qvec else None)
+                                   similar=word_similarity(ws, store, providers, query_timeout) if qvec else None,
+                                   cover=token_cover(ws, store, providers, query_timeout) if qvec and by_tokens
+                                   else None)
     res.warnings = notes + res.warnings
     return res
 

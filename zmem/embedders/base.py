@@ -88,6 +88,11 @@ class Embedder:
     def load(self) -> None:
         """Load the model now rather than at the first embed (nothing to do for an HTTP provider)."""
 
+    def cover(self, query: str, passages: list[str]) -> list[float] | None:
+        """How much of query each passage holds, token by token (zmem.query.tokencover), or None: only a model
+        whose token states this process can read (onnx) can tell."""
+        return None
+
     def request_timeout(self) -> float:
         """The timeout of the next call (providers pass it to their HTTP client)."""
         if self.give_up_after is None or self.answered:

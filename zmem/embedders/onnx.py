@@ -243,6 +243,22 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 4))
 
 
+READS = 0.5  # Embedder.cover's least share of the query's words the vocabulary holds whole (reads)
+_UNKNOWN = ("[UNK]", "<unk>")
+
+
+def _tokens(encoding, start: int, content: bool = False) -> list[int]:
+    """The positions of encoding's tokens of the text proper (not special, not in the first start characters:
+    the prefix), only content ones (a letter or digit, not a stopword) when content."""
+    from zmem.store.fts import STOPWORDS
+    out = []
+    for i, (token, special, (a, _)) in enumerate(zip(encoding.tokens, encoding.special_tokens_mask, encoding.offsets)):
+        word = token.lstrip("#").lstrip("\u2581").lower()  # WordPiece's ## and SentencePiece's word start
+        if not special and a >= start and (not content or (any(c.isalnum() for c in word) and word not in STOPWORDS)):
+            out.append(i)
+    return out
+
+
 class OnnxEmbedder(Embedder):
     provider = "onnx"
     batch_size = 16
@@ -300,7 +316,9 @@ class OnnxEmbedder(Embedder):
             prepack=prepack)
         return self._session, self._tokenizer
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    def _run(self, texts: list[str]):
+        """(the graph's first output, the attention mask, the encodings) of texts, one batch padded to its
+        longest."""
         import numpy as np
         with self._lock:
             session, tokenizer = self._load()
@@ -318,6 +336,44 @@ class OnnxEmbedder(Embedder):
             except Exception as e:  # noqa: BLE001
                 raise EmbeddingError(f"onnxruntime failed to embed with {self.model_file.name}: {e}",
                                      hint=_HINT) from None
+        return hidden, mask, encodings
+
+    def reads(self, query: str) -> float:
+        """The share of the query's words (CJK runs whole) the tokenizer keeps as one known token: how much
+        of its language the model's vocabulary holds (an English WordPiece splits most Portuguese words)."""
+        from zmem.store.fts import cjk_runs, query_terms
+        words = query_terms(query) + cjk_runs(query)
+        if not words:
+            return 0.0
+        with self._lock:
+            _, tokenizer = self._load()
+            encodings = tokenizer.encode_batch(words, add_special_tokens=False)
+        return sum(len(e.ids) == 1 and e.tokens[0] not in _UNKNOWN for e in encodings) / len(words)
+
+    def cover(self, query: str, passages: list[str]) -> list[float] | None:
+        """For each passage, the mean over the query's content tokens (not special, not the prefix, not a
+        stopword or punctuation) of the cosine of its closest token of the passage, in the model's last hidden
+        states (zmem.query.tokencover); None when the graph pools itself or the model does not read the query's
+        language (reads < READS)."""
+        import numpy as np
+        if not passages or self.reads(query) < READS:
+            return None
+        hidden, _, encodings = self._run([self.query_prefix + query] + [self.document_prefix + p for p in passages])
+        if hidden.ndim != 3:
+            return None
+        states = hidden / np.maximum(np.linalg.norm(hidden, axis=2, keepdims=True), 1e-9)
+        asked = _tokens(encodings[0], len(self.query_prefix), content=True)
+        if not asked:
+            return None
+        out = []
+        for row, e in enumerate(encodings[1:], 1):
+            held = _tokens(e, len(self.document_prefix))
+            out.append(float((states[0, asked] @ states[row, held].T).max(1).mean()) if held else 0.0)
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        import numpy as np
+        hidden, mask, _ = self._run(texts)
         if hidden.ndim == 2:  # a graph that pools itself
             pooled = hidden
         elif self.settings["pooling"] == "cls":

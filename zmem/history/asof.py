@@ -441,14 +441,15 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                  snippet_chars: int = 700, exclude: list[str] | None = None, mode: str = "bm25",
                  query_vector: list[float] | None = None, store=None, fusion: str = "weighted",
                  vector_weight: float = 0.3, text_weight: float = 0.7, multiplier: int = 4,
-                 explain: bool = False, repo: Repo | None = None, similar=None):
+                 explain: bool = False, repo: Repo | None = None, similar=None, cover=None):
     """Recall over the memory files as they stood at a commit; hits cite path@sha#Lx-Ly (repo: the
     workspace's repository when the caller has it open, as for resolve_as_of).
     mode hybrid/vector (with query_vector and store): past versions are compared through the
     vectors their text got when it was embedded (the embedding cache), never embedded again.
     Ranked as current recall ranks (zmem.query.search.recall: words standing together, both lists
     completed, similarities centred, the adaptive fusion and its floor, named days first, a named entity's
-    page and facts then first), so at HEAD it lists what `zmem recall` lists. similar: as recall's."""
+    page and facts then first, the first hits read token by token), so at HEAD it lists what `zmem recall`
+    lists. similar, cover: as recall's."""
     import fnmatch
     from zmem.store.fts import build_match
     from zmem.query import expand
@@ -617,7 +618,10 @@ def recall_as_of(ws: Workspace, conn, query: str, at: AsOf, *, k: int = 6, since
                             max_chars=max_chars, snippet_chars=snippet_chars, exclude=exclude, mode=mode,
                             query_vector=query_vector, store=store, fusion=fusion, vector_weight=vector_weight,
                             text_weight=text_weight, multiplier=multiplier * 4, explain=explain, repo=repo,
-                            similar=similar)
+                            similar=similar, cover=cover)
+    if cover is not None and mode == "hybrid" and not about:  # (entity_first's order stays)
+        from zmem.query import tokencover
+        tokencover.apply(out, query, cover, explain)
     return out
 
 

@@ -12,7 +12,9 @@ directory, writes through mmap, and changes made by another machine on a network
 
 The same socket embeds queries: a fresh hybrid recall whose model runs in-process (onnx, local)
 sends "embed [vector fingerprint, query]" and gets the vector the watcher's copy of that model
-makes, instead of importing the runtime and loading the model itself (~0.5 s). The watcher builds
+makes, instead of importing the runtime and loading the model itself (~0.5 s); and "cover
+[fingerprint, query, [passage…]]", how much of the query each of its first hits' lines holds, token
+by token (zmem.query.tokencover). The watcher builds
 its providers from the workspace's own settings (the asker only names a fingerprint, never a file)
 and loads the model at the first such question, answering "no" to that one (a watcher that starts
 with such a model's vectors stored starts loading it at once: QueryEmbedding.preload). Any doubt (no watcher,
@@ -70,6 +72,27 @@ def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBE
         return None
     ok = isinstance(vector, list) and vector and all(isinstance(x, float) for x in vector)
     return vector if ok else None
+
+
+def covered(state_dir: Path, fingerprint: str, query: str, passages: list[str],
+            timeout: float = EMBED_TIMEOUT) -> tuple[bool, list[float] | None]:
+    """(whether a watcher answered, what it answered): the coverage of query by each passage that the watcher's
+    copy of the model with this fingerprint reads (Embedder.cover: None when the model does not read the
+    query's language). Not answered: the caller reads them itself if it holds the model, else does without."""
+    request = b"cover " + json.dumps([fingerprint, query, passages]).encode() + b"\n"
+    if len(request) > MAX_REQUEST:
+        return False, None
+    reply = _ask(state_dir, request, timeout)
+    if not reply or not reply.startswith(b"cover "):
+        return False, None
+    try:
+        got = json.loads(reply[len(b"cover "):])
+    except ValueError:
+        return False, None
+    if got is None:
+        return True, None
+    ok = isinstance(got, list) and len(got) == len(passages) and all(isinstance(x, float) for x in got)
+    return (True, got) if ok else (False, None)
 
 
 def ranked(state_dir: Path, key: str, tokens: list[str], k: int,
@@ -242,13 +265,13 @@ class VouchServer:
                 if word == b"who":
                     conn.sendall(b"who " + self.about + b"\n")
                     continue
-                if word in (b"vouch", b"embed", b"bm25"):  # (not a bare connect: another watcher looking)
+                if word in (b"vouch", b"embed", b"bm25", b"cover"):  # (not a bare connect: another watcher looking)
                     self.last_question = time.monotonic()
                 if word == b"bm25" and self.searches is not None:
                     self.searches.submit(conn, rest)  # the connection is the search thread's now
                     conn = None
                     continue
-                if word == b"embed" and self.queries is not None:
+                if word in (b"embed", b"cover") and self.queries is not None:
                     self.queries.submit(conn, rest)  # the connection is the embedding thread's now
                     conn = None
                     continue
@@ -349,14 +372,19 @@ class QueryEmbedding:
         self.thread = None
 
     def submit(self, conn, payload: bytes) -> None:
-        """Take over conn, whose request was `embed PAYLOAD`: queued, or answered "no" at once."""
+        """Take over conn, whose request was `embed [fingerprint, text]` or `cover [fingerprint, query,
+        [passage…]]`: queued, or answered "no" at once."""
         try:
             request = json.loads(payload)
         except (ValueError, RecursionError):  # garbage, or arrays nested deeper than the parser goes
             request = None
-        if not (isinstance(request, list) and len(request) == 2 and all(isinstance(x, str) for x in request)):
+        if isinstance(request, list) and len(request) == 3 and isinstance(request[2], list) and \
+                all(isinstance(x, str) for x in (*request[:2], *request[2])):
+            fingerprint, text = request[0], (request[1], request[2])  # cover: (query, passages)
+        elif isinstance(request, list) and len(request) == 2 and all(isinstance(x, str) for x in request):
+            fingerprint, text = request
+        else:
             return _reply(conn, b"no request\n")
-        fingerprint, text = request
         if self.waiting.qsize() >= EMBED_QUEUE or not self._start():
             return _reply(conn, b"no busy\n")
         self.waiting.put((conn, fingerprint, text))
@@ -387,6 +415,8 @@ class QueryEmbedding:
                     reply, to_load = b"no loading\n", embedder
                 elif text is None:  # a preload of a model already loaded
                     reply = b""
+                elif isinstance(text, tuple):
+                    reply = b"cover " + json.dumps(embedder.cover(*text)).encode() + b"\n"
                 else:
                     reply = b"vector " + json.dumps(embedder.embed([text], "query")[0]).encode() + b"\n"
             except Exception:  # noqa: BLE001 - whatever failed, the asking process embeds itself and says why

@@ -165,6 +165,29 @@ def word_similarity(ws: Workspace, store, providers, timeout: float):
     return similar
 
 
+def token_cover(ws: Workspace, store, providers, timeout: float):
+    """A function (query, passages) -> how much of the query each passage holds token by token, or None
+    (Embedder.cover; zmem.query.tokencover re-orders recall's first hits by it), read by the model whose
+    vectors the store holds: the copy a watcher keeps loaded when this process has not loaded it (a fresh
+    recall whose query the watcher embedded), else this process's own. Never a model loaded for this
+    alone: when neither has it loaded, None (the order stays as fused)."""
+    def cover(query: str, passages: list[str]) -> list[float] | None:
+        from zmem.embedders.base import EmbeddingError
+        from zmem.index.embedding import vector_fingerprint
+        embedder = providers().for_fingerprint(store.fingerprint())
+        if embedder is None or not embedder.in_process:
+            return None
+        if not embedder.loaded:
+            from zmem.index import fsmonitor
+            return fsmonitor.covered(ws.state_dir, vector_fingerprint(embedder), query, passages,
+                                     timeout=min(timeout, fsmonitor.EMBED_TIMEOUT))[1]
+        try:
+            return embedder.cover(query, passages)
+        except EmbeddingError:
+            return None
+    return cover
+
+
 # (vector fingerprint, text) -> its unit vector: a long-lived process (the MCP server) asked again about the same
 # relations embeds nothing
 WORD_VECTORS = 512

@@ -460,13 +460,14 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
            mode: str = "bm25", query_vector: list[float] | None = None, store=None, fusion: str = "rrf",
            vector_weight: float = 0.7, text_weight: float = 0.3, multiplier: int = 4,
            explain: bool = False, exclude: list[str] | None = None, rerank=None, watcher: Path | None = None,
-           similar=None) -> Recall:
+           similar=None, cover=None) -> Recall:
     """Ranked hits for a query. mode: bm25 | vector | hybrid (vector modes need query_vector and
     store, else they fall back to bm25 and say so in warnings). exclude: GLOBs of paths never returned.
     rerank: the optional step after fusion (zmem.query.rerank.stage bound to a model), which reorders the
     candidates and chooses the lines each cites. watcher: see search_bm25. similar: (words, phrases) ->
     cosines or None (queryvector.word_similarity), which of an entity's relations a word names
-    (entity_first)."""
+    (entity_first). cover: (query, passages) -> coverages or None (queryvector.token_cover): hybrid recall's
+    first hits re-ordered by how much of the query their lines hold (tokencover; not after a reranker)."""
     out = Recall(query=query, mode=mode)
     if not query.strip():
         raise ZmemError("the query is empty", param="query",
@@ -570,7 +571,11 @@ def recall(conn, query: str, *, k: int = 6, since: str | None = None, until: str
         return recall(conn, query, k=k, since=since, until=until, path_glob=path_glob, max_chars=max_chars,
                       snippet_chars=snippet_chars, mode=mode, query_vector=query_vector, store=store, fusion=fusion,
                       vector_weight=vector_weight, text_weight=text_weight, multiplier=multiplier * 4,
-                      explain=explain, exclude=exclude, rerank=rerank, watcher=watcher, similar=similar)
+                      explain=explain, exclude=exclude, rerank=rerank, watcher=watcher, similar=similar,
+                      cover=cover)
+    if cover is not None and mode == "hybrid" and out.rerank is None and not about:  # (entity_first's order stays)
+        from zmem.query import tokencover
+        tokencover.apply(out, query, cover, explain)
     return out
 
 

@@ -43,6 +43,8 @@ DEFAULT_TOML = """\
 # candidate_multiplier = 4
 # A cross-encoder that reorders the top hits and picks the lines each cites (`zmem model pull`
 # installs one; needs the semantic extra): a model name or directory; "" is off. --rerank/--no-rerank.
+# "embedding": no other model, the embedding model reads hybrid recall's first three hits token by
+# token (English first hits better; ~20-100 ms more per recall).
 # rerank = ""
 
 [hooks]
@@ -134,7 +136,7 @@ class Config:
     vector_weight: float = 0.3  # measured on LoCoMo dev with MiniLM: see bench/README.md
     text_weight: float = 0.7
     candidate_multiplier: int = 4
-    rerank: str = ""  # recall's reranker: a model name or directory ("": none; zmem.query.rerank)
+    rerank: str = ""  # recall's reranker: a model name or directory ("": none; zmem.query.rerank; "embedding": tokencover)
     cache_max_entries: int = 50_000
     private_paths: tuple[str, ...] = ()  # globs hidden from --scope group (MEMORY.md always is)
     embeddings: dict = field(default_factory=dict)  # the [embeddings] table, as trusted

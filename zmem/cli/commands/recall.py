@@ -25,7 +25,8 @@ from zmem.cli.commands.facts import _render_facts
 @click.option("--rerank/--no-rerank", default=None,
               help="Reorder the top hits with a cross-encoder that reads the query and each hit's lines together, "
                    "and cite the lines it scores best (default: recall.rerank; needs the semantic extra and a "
-                   "reranker model; without one, a warning and the usual order).")
+                   "reranker model; without one, a warning and the usual order). recall.rerank = \"embedding\": "
+                   "the embedding model reads hybrid's first three hits token by token instead.")
 @click.option("--kind", type=click.Choice(KIND_CHOICES, case_sensitive=False), default=None,
               help="Only Retain facts of this kind (results are facts, not snippets).")
 @click.option("--entity", metavar="NAME", default=None, help="Only Retain facts about this entity (@ optional).")
