@@ -14,8 +14,8 @@ The same socket embeds queries: a fresh hybrid recall whose model runs in-proces
 sends "embed [vector fingerprint, query]" and gets the vector the watcher's copy of that model
 makes, instead of importing the runtime and loading the model itself (~0.5 s); and "cover
 [fingerprint, query, [passage…]]", how much of the query each of its first hits' lines holds, token
-by token (zmem.query.tokencover). The watcher builds
-its providers from the workspace's own settings (the asker only names a fingerprint, never a file)
+by token (zmem.query.tokencover). The watcher builds its providers from the workspace's own
+settings (the asker only names a fingerprint, never a file)
 and loads the model at the first such question, answering "no" to that one (a watcher that starts
 with such a model's vectors stored starts loading it at once: QueryEmbedding.preload). Any doubt (no watcher,
 another fingerprint, not loaded yet, busy, an error, no answer in time) and the asker embeds as before.
@@ -75,24 +75,22 @@ def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBE
 
 
 def covered(state_dir: Path, fingerprint: str, query: str, passages: list[str],
-            timeout: float = EMBED_TIMEOUT) -> tuple[bool, list[float] | None]:
-    """(whether a watcher answered, what it answered): the coverage of query by each passage that the watcher's
-    copy of the model with this fingerprint reads (Embedder.cover: None when the model does not read the
-    query's language). Not answered: the caller reads them itself if it holds the model, else does without."""
+            timeout: float = EMBED_TIMEOUT) -> list[float] | None:
+    """How much of query each passage holds, as the watcher's copy of the model with this fingerprint reads
+    them (Embedder.cover), or None: no watcher, no answer in time, or a model that does not read the query's
+    language; the caller then leaves its hits in the order they have."""
     request = b"cover " + json.dumps([fingerprint, query, passages]).encode() + b"\n"
     if len(request) > MAX_REQUEST:
-        return False, None
+        return None
     reply = _ask(state_dir, request, timeout)
     if not reply or not reply.startswith(b"cover "):
-        return False, None
+        return None
     try:
         got = json.loads(reply[len(b"cover "):])
     except ValueError:
-        return False, None
-    if got is None:
-        return True, None
+        return None
     ok = isinstance(got, list) and len(got) == len(passages) and all(isinstance(x, float) for x in got)
-    return (True, got) if ok else (False, None)
+    return got if ok else None
 
 
 def ranked(state_dir: Path, key: str, tokens: list[str], k: int,
