@@ -110,6 +110,23 @@ def test_another_fingerprint_or_a_malformed_question_gets_no_vector(ws, watch):
         s.connect(str(ws.state_dir / fsmonitor.SOCKET))
         s.sendall(b"embed [1, 2\n")
         assert s.recv(64) == b"no request\n"
+    for bad in (b'cover ["fp", "q", "not a list"]\n', b'cover ["fp", "q", [1, 2]]\n', b'cover ["fp", "q", [], 4]\n'):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(str(ws.state_dir / fsmonitor.SOCKET))
+            s.sendall(bad)
+            assert s.recv(64) == b"no request\n", bad
+    # token coverage of another model's fingerprint: nothing (the asker leaves its order)
+    assert fsmonitor.covered(ws.state_dir, fingerprint(ws).replace("onnx", "other"), QUERY, ["a"], timeout=5.0) is None
+    here = providers(ws)
+    here.primary.load()  # the reference: this process's own copy of the model
+    conn = open_index(ws)
+    try:
+        expected = queryvector.token_cover(ws, VectorStore(conn), lambda: here, 30.0)(QUERY, ["the gateway host", "tea"])
+    finally:
+        conn.close()
+    got = fsmonitor.covered(ws.state_dir, fingerprint(ws), QUERY, ["the gateway host", "tea"], timeout=5.0)
+    assert got == pytest.approx(expected, abs=1e-5)
     assert served(ws)  # the watcher goes on serving
 
 
