@@ -41,7 +41,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
 from helpers.tiny_bert import bert_hidden, load_reference, make_tiny_bert, onnx_workspace, wordpiece  # noqa: E402
-from helpers.workspace import commit_all, recall_json, wait_for, write  # noqa: E402
+from helpers.workspace import commit_all, recall_json, run, wait_for, write  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.embedders.onnx import OnnxEmbedder  # noqa: E402
 from zmem.store.fts import STOPWORDS  # noqa: E402
@@ -119,6 +119,8 @@ def test_recall_reads_the_first_hits_when_the_config_asks(reading):
     plain = recall_json(reading, "which machine runs the gateway", "--mode", "hybrid", "--no-rerank", "--k", "4")
     assert "rerank" not in plain
     assert sorted(h["citation"] for h in plain["results"][:3]) == sorted(h["citation"] for h in got["results"][:3])
+    shown = run(["-C", str(reading), "recall", "which machine runs the gateway", "--mode", "hybrid", "--explain"])
+    assert shown.exit_code == 0 and shown.stdout.count("token coverage") == 3, shown.stdout
     keyword = recall_json(reading, "which machine runs the gateway", "--mode", "bm25")
     assert "rerank" not in keyword and not keyword["warnings"]  # nothing to read with: the fused order
 

@@ -25,6 +25,7 @@ def hit_lines(h) -> list[tuple[str, ...]]:
                       + (f" · covers {e['keyword_coverage']} of the query" if "keyword_coverage" in e else "")
                       + (f" · {e['words_together']} of its words together" if "words_together" in e else "")
                       + (f" · rerank {e['rerank']}" if "rerank" in e else "")
+                      + (f" · token coverage {e['token_coverage']}" if "token_coverage" in e else "")
                       # the passage the cited lines were found in (`zmem get PATH --from A --lines N` for context)
                       + (f" · chunk L{h.chunk_start_line}-L{h.chunk_end_line}"
                          if getattr(h, "chunk_start_line", None) else "") + "]",))
