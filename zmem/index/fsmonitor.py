@@ -60,16 +60,7 @@ def vouched(state_dir: Path, snapshot: str, timeout: float = ASK_TIMEOUT) -> boo
 def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBED_TIMEOUT) -> list[float] | None:
     """The query vector a watcher made for text with the model whose vectors have this fingerprint
     (zmem.index.embedding.vector_fingerprint), or None: the caller embeds it itself."""
-    request = b"embed " + json.dumps([fingerprint, text]).encode() + b"\n"
-    if len(request) > MAX_REQUEST:
-        return None
-    reply = _ask(state_dir, request, timeout)
-    if not reply or not reply.startswith(b"vector "):
-        return None
-    try:
-        vector = json.loads(reply[len(b"vector "):])
-    except ValueError:
-        return None
+    vector = _asked_json(state_dir, b"embed", [fingerprint, text], b"vector", timeout)
     ok = isinstance(vector, list) and vector and all(isinstance(x, float) for x in vector)
     return vector if ok else None
 
@@ -79,18 +70,23 @@ def covered(state_dir: Path, fingerprint: str, query: str, passages: list[str],
     """How much of query each passage holds, as the watcher's copy of the model with this fingerprint reads
     them (Embedder.cover), or None: no watcher, no answer in time, or a model that does not read the query's
     language; the caller then leaves its hits in the order they have."""
-    request = b"cover " + json.dumps([fingerprint, query, passages]).encode() + b"\n"
+    got = _asked_json(state_dir, b"cover", [fingerprint, query, passages], b"cover", timeout)
+    ok = isinstance(got, list) and len(got) == len(passages) and all(isinstance(x, float) for x in got)
+    return got if ok else None
+
+
+def _asked_json(state_dir: Path, word: bytes, payload: list, answer: bytes, timeout: float):
+    """The JSON of a watcher's `ANSWER JSON` reply to `WORD JSON(payload)`, or None."""
+    request = word + b" " + json.dumps(payload).encode() + b"\n"
     if len(request) > MAX_REQUEST:
         return None
     reply = _ask(state_dir, request, timeout)
-    if not reply or not reply.startswith(b"cover "):
+    if not reply or not reply.startswith(answer + b" "):
         return None
     try:
-        got = json.loads(reply[len(b"cover "):])
+        return json.loads(reply[len(answer) + 1:])
     except ValueError:
         return None
-    ok = isinstance(got, list) and len(got) == len(passages) and all(isinstance(x, float) for x in got)
-    return got if ok else None
 
 
 def ranked(state_dir: Path, key: str, tokens: list[str], k: int,
