@@ -269,7 +269,12 @@ class Memory(Freshness):
             warnings.append("facts (--kind, --entity) are not reranked")
         if stage == BY_EMBEDDING:  # the embedding model reads the first hits (tokencover): hybrid recall only
             stage = None
-            cover = token_cover(ws, store, lambda: self.providers, timeout) if qvec else None
+            embedder = self.providers.for_fingerprint(store.fingerprint()) if qvec else None
+            if embedder is not None and embedder.reads_tokens:
+                cover = token_cover(ws, store, lambda: self.providers, timeout)
+            elif embedder is not None:
+                warnings.append(f'not reranked: rerank = "{BY_EMBEDDING}" reads with a model zmem runs itself (the '
+                                f'onnx provider); the {embedder.provider} provider gives no token states')
         if kind or entity:
             from zmem.query.entities import normalize_kind, resolve_entity
             from zmem.query.search import recall_facts

@@ -177,3 +177,13 @@ def test_without_the_model_loaded_or_a_watcher_nothing_is_read(reading):
     finally:
         conn.close()
 
+
+def test_a_model_behind_an_endpoint_cannot_read_and_the_answer_says_so(ws, server):
+    from helpers.workspace import index_notes, use_server
+    index_notes(ws, server, {"memory/2025-01-02.md": "# 2025-01-02\n\n- the gateway runs on the old laptop\n",
+                                   "zmem.toml": '[recall]\nrerank = "embedding"\n'})
+    use_server(server)
+    got = recall_json(ws, "which machine runs the gateway", "--mode", "hybrid")
+    assert got["mode"] == "hybrid" and "rerank" not in got and got["results"]
+    assert any('not reranked: rerank = "embedding"' in w and "openai provider" in w for w in got["warnings"])
+

@@ -60,6 +60,7 @@ class Embedder:
     # The model runs in this process (onnx, local): a watcher that holds it loaded can embed a fresh
     # process's query instead (zmem.index.fsmonitor), sparing it the runtime's import and the load.
     in_process = False
+    reads_tokens = False  # cover() gives token coverage (onnx: the model's hidden states are at hand)
 
     def __init__(self, model: str, dimensions: int | None = None, *, query_prefix: str = "",
                  document_prefix: str = "", timeout: float = 30.0):

@@ -263,6 +263,7 @@ class OnnxEmbedder(Embedder):
     provider = "onnx"
     batch_size = 16
     in_process = True
+    reads_tokens = True
 
     def __init__(self, model_path: str, *, dimensions: int | None = None, query_prefix: str | None = None,
                  document_prefix: str | None = None, threads: int | None = None, timeout: float = 30.0):
