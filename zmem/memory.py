@@ -269,12 +269,7 @@ class Memory(Freshness):
             warnings.append("facts (--kind, --entity) are not reranked")
         if stage == BY_EMBEDDING:  # the embedding model reads the first hits (tokencover): hybrid recall only
             stage = None
-            embedder = self.providers.for_fingerprint(store.fingerprint()) if qvec else None
-            if embedder is not None and embedder.reads_tokens:
-                cover = token_cover(ws, store, lambda: self.providers, timeout)
-            elif embedder is not None:
-                warnings.append(f'not reranked: rerank = "{BY_EMBEDDING}" reads with a model zmem runs itself (the '
-                                f'onnx provider); the {embedder.provider} provider gives no token states')
+            cover = _token_reader(ws, store, lambda: self.providers, timeout, warnings) if qvec else None
         if kind or entity:
             from zmem.query.entities import normalize_kind, resolve_entity
             from zmem.query.search import recall_facts
@@ -737,6 +732,17 @@ def _rerank_stage(ws: Workspace, asked: bool | None):
     return partial(rerank.stage, encoder), []
 
 
+def _token_reader(ws: Workspace, store, providers, timeout: float, warnings: list[str]):
+    """queryvector.token_cover for recall.rerank = BY_EMBEDDING, or None with a warning when the model that made
+    the vectors gives no token states (an endpoint's)."""
+    embedder = providers().for_fingerprint(store.fingerprint())
+    if embedder is None or embedder.reads_tokens:
+        return token_cover(ws, store, providers, timeout) if embedder is not None else None
+    warnings.append(f'not reranked: rerank = "{BY_EMBEDDING}" reads with a model zmem runs itself (the onnx '
+                    f'provider); the {embedder.provider} provider gives no token states')
+    return None
+
+
 def warm_reranker(ws: Workspace) -> None:
     """Load the reranker recall.rerank names, if any (the MCP server does, in the background, at start),
     so that the first reranked recall does not pay ~0.5 s for onnxruntime and the model. A model that
@@ -822,8 +828,8 @@ def _recall_as_of(ws: Workspace, conn, query: str, as_of: str, *, k: int, since,
                                    fusion=cfg.fusion, vector_weight=cfg.vector_weight, text_weight=cfg.text_weight,
                                    multiplier=cfg.candidate_multiplier, explain=explain, repo=repo,
                                    similar=word_similarity(ws, store, providers, query_timeout) if qvec else None,
-                                   cover=token_cover(ws, store, providers, query_timeout) if qvec and by_tokens
-                                   else None)
+                                   cover=_token_reader(ws, store, providers, query_timeout, notes)
+                                   if qvec and by_tokens else None)
     res.warnings = notes + res.warnings
     return res
 

@@ -186,4 +186,6 @@ def test_a_model_behind_an_endpoint_cannot_read_and_the_answer_says_so(ws, serve
     got = recall_json(ws, "which machine runs the gateway", "--mode", "hybrid")
     assert got["mode"] == "hybrid" and "rerank" not in got and got["results"]
     assert any('not reranked: rerank = "embedding"' in w and "openai provider" in w for w in got["warnings"])
+    then = recall_json(ws, "which machine runs the gateway", "--mode", "hybrid", "--as-of", "HEAD")
+    assert any('not reranked: rerank = "embedding"' in w for w in then["warnings"]) and "rerank" not in then
 
