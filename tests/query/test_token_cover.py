@@ -4,6 +4,7 @@ generated BERT; recall through the CLI on a real workspace and index, current an
 model reads for a process that has not loaded it (real `zmem watch`, real ONNX Runtime)."""
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -160,6 +161,22 @@ def test_a_watcher_holding_the_model_reads_for_a_process_that_has_not_loaded_it(
             watch.stop()
     finally:
         conn.close()
+
+
+@pytest.mark.slow
+def test_a_fresh_recall_served_by_a_watcher_is_read_without_loading_the_runtime(reading):
+    from helpers.fresh import fresh
+    from helpers.watch import WatchProc
+    watch = WatchProc(reading)
+    try:
+        watch.ready()
+        args = ("-C", str(reading), "recall", "which machine runs the gateway", "--mode", "hybrid", "--json")
+        assert wait_for(lambda: json.loads(fresh(*args)[1].stdout).get("rerank") == "embedding")
+        loaded, proc = fresh(*args)
+        assert json.loads(proc.stdout)["rerank"] == "embedding"
+        assert not [m for m in loaded["modules"] if m.split(".")[0] in ("onnxruntime", "numpy", "tokenizers")]
+    finally:
+        watch.stop()
 
 
 def test_without_the_model_loaded_or_a_watcher_nothing_is_read(reading):
