@@ -1,22 +1,21 @@
 """What recall knows beyond the query's words: the days a question names.
 
-"What did Tim recommend on 8th December, 2023?", "what did we decide on 2025-06-02", "the offer John
-got in January 2024", "what happened yesterday", "last June": a question naming a day, a month or a
-year asks about the notes of those days. The date is resolved as the Retain facts' dates are
-(zmem.text.dates.event_range: full dates in EN/PT/ES/ZH), plus a month with its year, a year alone
-(`in 2024`), and relative days counted from today (`yesterday`, `the day before yesterday`, `today`,
-`N days ago`, `last week`, `last month`, `last year`, `last <month>`; in Portuguese, Spanish and Chinese
-too: `ontem`, `há 3 dias`, `la semana pasada`, `junio pasado`, `昨天`, `上个月`, `去年`). Days counted from
-another day or from an event: `the week before August 3, 2023`, `two days after 2025-06-02`, `the day
-after the outage`, `a semana depois da mudança`, `el día después de la boda`, `搬家后的第二天`: a day
-written after before/after is that day, with the days of the span before or after it (the day itself too:
-a note often tells the week that came before it); anything else is an event, and its day is the day of
-the daily log whose words match it best (find_day), the span before or after it without that day (its log
-is about the event itself). The chunks of
-daily logs within the range then rank before every other hit, in their own order, and those the
-keyword list had not reached are searched within the range (their own BM25 order); a hit of the range
-scores 0.5 + 0.5 x its score, every other hit half its score (as search.entity_first scores a named
-entity's hits). An explicit --since/--until wins: then nothing here applies.
+"What did Tim recommend on 8th December, 2023?", "what did we decide on 2025-06-02", "the offer John got in
+January 2024", "what happened yesterday", "last June": a question naming a day, a month or a year asks about
+the notes of those days. The date is resolved as the Retain facts' dates are (zmem.text.dates.event_range:
+full dates in EN/PT/ES/ZH), plus a month with its year, a year alone (`in 2024`), and relative days counted
+from today (`yesterday`, `the day before yesterday`, `today`, `N days ago`, `last week`, `last month`, `last
+year`, `last <month>`; in Portuguese, Spanish and Chinese too: `ontem`, `há 3 dias`, `la semana pasada`,
+`junio pasado`, `昨天`, `上个月`, `去年`). Days counted from another day or from an event: `the week before August 3,
+2023`, `two days after 2025-06-02`, `the day after the outage`, `a semana depois da mudança`, `el día después
+de la boda`, `搬家后的第二天`: a day written after before/after is that day, with the days of the span before or
+after it (the day itself too: a note often tells the week that came before it); anything else is an event, and
+its day is the day of the daily log whose words match it best (find_day), the span before or after it without
+that day (its log is about the event itself). The chunks of daily logs within the range then rank before every
+other hit, in their own order, and those the keyword list had not reached are searched within the range (their
+own BM25 order); a hit of the range scores 0.5 + 0.5 x its score, every other hit half its score (as
+search.entity_first scores a named entity's hits). An explicit --since/--until wins: then nothing here
+applies.
 """
 from __future__ import annotations
 
