@@ -238,7 +238,7 @@ class Memory(Freshness):
         conn = self.conn
         fresh = self.fresh()
         if as_of is not None:
-            by_tokens = rerank is not False and cfg.rerank == BY_EMBEDDING  # read as a current recall is
+            by_tokens = rerank is not False and _reads_tokens(cfg)  # read as a current recall is
             if rerank and not by_tokens:
                 fresh.warnings.append("--as-of recall is not reranked")
             res = _recall_as_of(ws, conn, query, as_of, k=k or cfg.recall_k, since=since, until=until,
@@ -262,14 +262,14 @@ class Memory(Freshness):
             if qvec is not None:
                 mode_used = requested
         stage = cover = None
-        if not (kind or entity):
+        if kind or entity:
+            if rerank:
+                warnings.append("facts (--kind, --entity) are not reranked")
+        elif rerank is not False and _reads_tokens(cfg):  # the embedding model reads the first hits: hybrid only
+            cover = _token_reader(ws, store, lambda: self.providers, timeout, warnings) if qvec else None
+        else:
             stage, notes = _rerank_stage(ws, rerank)
             warnings += notes
-        elif rerank:
-            warnings.append("facts (--kind, --entity) are not reranked")
-        if stage == BY_EMBEDDING:  # the embedding model reads the first hits (tokencover): hybrid recall only
-            stage = None
-            cover = _token_reader(ws, store, lambda: self.providers, timeout, warnings) if qvec else None
         if kind or entity:
             from zmem.query.entities import normalize_kind, resolve_entity
             from zmem.query.search import recall_facts
@@ -704,20 +704,23 @@ def _unsearchable(conn, already: list[str]) -> list[str]:
     return [f"not searchable: {'; '.join(skipped[:3])}{more}"]
 
 
-# recall.rerank's value for no reranker model at all: the embedding model reads the first hits token by token
-BY_EMBEDDING = "embedding"  # zmem.query.tokencover.NAME (not imported: a recall without it never loads it)
+def _reads_tokens(cfg) -> bool:
+    """Whether recall.rerank asks the embedding model to read the first hits (zmem.query.tokencover.NAME)
+    rather than names a cross-encoder."""
+    if not cfg.rerank:
+        return False
+    from zmem.query.tokencover import NAME
+    return cfg.rerank == NAME
 
 
 def _rerank_stage(ws: Workspace, asked: bool | None):
     """(search.recall's rerank step or None, warnings): the model recall.rerank names (`--rerank`
-    without one: zmem.query.rerank.DEFAULT_MODEL), loaded once per process; BY_EMBEDDING when recall.rerank
-    says so. A model path set by a zmem.toml that is not trusted is not read (a cloned repository must not
-    choose files to load)."""
+    without one: zmem.query.rerank.DEFAULT_MODEL), loaded once per process; none when the embedding model
+    reads instead (_reads_tokens). A model path set by a zmem.toml that is not trusted is not read (a cloned
+    repository must not choose files to load)."""
     cfg = ws.config
-    if asked is False or not (cfg.rerank or asked):
+    if asked is False or not (cfg.rerank or asked) or _reads_tokens(cfg):
         return None, []
-    if cfg.rerank == BY_EMBEDDING:
-        return BY_EMBEDDING, []
     from functools import partial
     from zmem.query import rerank
     spec = cfg.rerank or rerank.DEFAULT_MODEL
@@ -733,12 +736,12 @@ def _rerank_stage(ws: Workspace, asked: bool | None):
 
 
 def _token_reader(ws: Workspace, store, providers, timeout: float, warnings: list[str]):
-    """queryvector.token_cover for recall.rerank = BY_EMBEDDING, or None with a warning when the model that made
-    the vectors gives no token states (an endpoint's)."""
+    """queryvector.token_cover when recall.rerank asks the embedding model to read (_reads_tokens), or None with
+    a warning when the model that made the vectors gives no token states (an endpoint's)."""
     embedder = providers().for_fingerprint(store.fingerprint())
     if embedder is None or embedder.reads_tokens:
         return token_cover(ws, store, providers, timeout) if embedder is not None else None
-    warnings.append(f'not reranked: rerank = "{BY_EMBEDDING}" reads with a model zmem runs itself (the onnx '
+    warnings.append(f'not reranked: rerank = "{ws.config.rerank}" reads with a model zmem runs itself (the onnx '
                     f'provider); the {embedder.provider} provider gives no token states')
     return None
 
@@ -749,7 +752,7 @@ def warm_reranker(ws: Workspace) -> None:
     cannot load is left for that recall to warn about."""
     from zmem.errors import ZmemError
     stage, _ = _rerank_stage(ws, None)
-    if stage is not None and stage != BY_EMBEDDING:  # (the embedding model is the query's: loaded for it)
+    if stage is not None:
         try:
             stage.args[0].warm()
         except ZmemError:
