@@ -739,8 +739,10 @@ def _token_reader(ws: Workspace, store, providers, timeout: float, warnings: lis
     """queryvector.token_cover when recall.rerank asks the embedding model to read (_reads_tokens), or None with
     a warning when the model that made the vectors gives no token states (an endpoint's)."""
     embedder = providers().for_fingerprint(store.fingerprint())
-    if embedder is None or embedder.reads_tokens:
-        return token_cover(ws, store, providers, timeout) if embedder is not None else None
+    if embedder is None:
+        return None
+    if embedder.reads_tokens:
+        return token_cover(ws, store, providers, timeout)
     warnings.append(f'not reranked: rerank = "{ws.config.rerank}" reads with a model zmem runs itself (the onnx '
                     f'provider); the {embedder.provider} provider gives no token states')
     return None
