@@ -42,6 +42,9 @@ COOKIES = "fsmonitor"  # the directory of cookie files (watched by the watcher, 
 ASK_TIMEOUT = 0.05  # seconds a fresh process waits for an answer before it does the sweep itself
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes; a longer path: no vouching, the sweep as before
 EMBED_TIMEOUT = 0.25  # seconds a fresh process waits for its query's vector (a served one takes ~1-30 ms)
+# seconds it waits for its first hits' token coverage (asked for: rerank = "embedding"; ~20-120 ms with MiniLM,
+# more on a busy machine: without an answer the hits keep their fused order)
+COVER_TIMEOUT = 1.0
 MAX_REQUEST = 1 << 16  # bytes; a longer query is embedded by the asking process itself
 EMBED_QUEUE = 4  # questions waiting for the embedding thread; one more is answered "no busy"
 SEARCH_TIMEOUT = 0.1  # seconds a fresh process waits for a watcher's keyword search (a served one: ~1-10 ms)
@@ -66,7 +69,7 @@ def embedded(state_dir: Path, fingerprint: str, text: str, timeout: float = EMBE
 
 
 def covered(state_dir: Path, fingerprint: str, query: str, passages: list[str],
-            timeout: float = EMBED_TIMEOUT) -> list[float] | None:
+            timeout: float = COVER_TIMEOUT) -> list[float] | None:
     """How much of query each passage holds, as the watcher's copy of the model with this fingerprint reads
     them (Embedder.cover), or None: no watcher, no answer in time, or a model that does not read the query's
     language; the caller then leaves its hits in the order they have."""

@@ -180,7 +180,7 @@ def token_cover(ws: Workspace, store, providers, timeout: float):
         if not embedder.loaded:
             from zmem.index import fsmonitor
             return fsmonitor.covered(ws.state_dir, vector_fingerprint(embedder), query, passages,
-                                     timeout=min(timeout, fsmonitor.EMBED_TIMEOUT))
+                                     timeout=min(timeout, fsmonitor.COVER_TIMEOUT))
         try:
             return embedder.cover(query, passages)
         except EmbeddingError:
