@@ -175,7 +175,7 @@ def token_cover(ws: Workspace, store, providers, timeout: float):
         from zmem.embedders.base import EmbeddingError
         from zmem.index.embedding import vector_fingerprint
         embedder = providers().for_fingerprint(store.fingerprint())
-        if embedder is None or not embedder.in_process:
+        if embedder is None or not embedder.reads_tokens:  # (llama.cpp runs in-process too, without token states)
             return None
         if not embedder.loaded:
             from zmem.index import fsmonitor
