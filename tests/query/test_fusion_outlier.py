@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.embed_server import concept_vector
-from helpers.workspace import index_notes, run, use_server
+from helpers.workspace import index_notes, recall_json, run, use_server
 from zmem.index.catchup import open_index
 from zmem.query import fusion
 from zmem.query.fusion import (null_moments, outlier_score, query_rarity, query_weights, text_share,
@@ -155,3 +155,47 @@ def test_hybrid_recall_explains_the_outlier_and_weighs_flat_vectors_less(many_ws
     evidence = flat[0].explain["keyword_evidence"]
     # the keywords get more than their evidence alone would give them
     assert flat[0].explain["text_weight"] > text_share(evidence, 0.7, 0.3) + 0.01 or evidence >= fusion.STRONG
+
+
+@pytest.fixture
+def crowded_ws(ws, server):
+    """40 notes that all say `box server machine studio` (the loopback vectors' one concept `host`) and two
+    words of their own: a query about the host is close to every note, as multilingual-e5-small sees any
+    question close to any note (fusion.CROWDED)."""
+    notes = {f"bank/host-{i}.md": f"# Host {i}\n\n- Box server machine studio, box server machine studio: "
+                                  f"{word(2 * i)} {word(2 * i + 1)}.\n" for i in range(40)}
+    return index_notes(ws, server, notes)
+
+
+def crowded_query(held: str) -> str:
+    """About the host, holding one note's word and five words no note holds: a keyword share under
+    EVIDENCE_FLOOR (the missing words count as rare)."""
+    return f"computer host box server {held} " + " ".join(word(300 + i) for i in range(5))
+
+
+def test_a_crowded_model_gives_an_incidental_keyword_match_no_weight(crowded_ws):
+    pytest.importorskip("numpy")  # the null's mean is measured by numpy here (the recall process loads it)
+    hit = recall_json(crowded_ws, crowded_query(word(0)), "--explain", "--mode", "hybrid")["results"][0]["explain"]
+    assert hit["floor_signals"]["null_mean"] >= fusion.CROWDED
+    assert 0 < hit["keyword_evidence"] < fusion.EVIDENCE_FLOOR
+    # the keyword list matched one incidental word: the vectors decide alone
+    assert hit["text_weight"] == 0.0 and hit["vector_weight"] == 1.0
+
+
+def test_an_uncrowded_model_keeps_the_weight_of_an_incidental_match(many_ws):
+    pytest.importorskip("numpy")
+    # all-MiniLM-L6-v2's keywords still help where its vectors do not read the question (Portuguese)
+    hit = recall_json(many_ws, "Which computer hosts the relay " + " ".join(word(300 + i) for i in range(3)),
+                      "--explain", "--mode", "hybrid")["results"][0]["explain"]
+    assert hit["floor_signals"]["null_mean"] < fusion.CROWDED
+    assert 0 < hit["keyword_evidence"] < fusion.EVIDENCE_FLOOR
+    assert hit["text_weight"] > hit["keyword_evidence"]  # what the flat vectors leave
+
+
+def test_text_share_grows_from_the_incidental_evidence():
+    assert text_share(0.15, 0.7, 0.3) == pytest.approx(0.15)  # the evidence itself, as before
+    assert text_share(0.15, 0.7, 0.3, fusion.EVIDENCE_FLOOR) == 0.0
+    assert 0.0 < text_share(0.35, 0.7, 0.3, fusion.EVIDENCE_FLOOR) < text_share(0.35, 0.7, 0.3)
+    # from WEAK on the incidental floor changes nothing: WEAK's weight, sliding to the configured one
+    for evidence in (fusion.WEAK, 0.7, fusion.STRONG):
+        assert text_share(evidence, 0.7, 0.3, fusion.EVIDENCE_FLOOR) == pytest.approx(text_share(evidence, 0.7, 0.3))

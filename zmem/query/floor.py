@@ -45,6 +45,7 @@ class Signals:
     lead: float             # its cosine - the mean of the next four candidates'
     evidence: float         # the keyword evidence: the best keyword candidate's share of the query's rarity
     spread: float | None = None  # the standard deviation of the query's cosines with the index at large
+    null_mean: float | None = None  # their mean (fusion.CROWDED)
 
     def features(self) -> dict[str, float]:
         """What the logistic may read: the raw cosines (a model's own units) and the same measured in the
@@ -54,16 +55,16 @@ class Signals:
                 "lead_sd": LEAD_SD_UNMEASURED if not self.spread else self.lead / self.spread}
 
     def explain(self) -> dict[str, float | None]:
-        return {**self.features(), "spread": self.spread}
+        return {**self.features(), "spread": self.spread, "null_mean": self.null_mean}
 
 
 def signals(evidence: float, vec: list[tuple[int, float]], outlier: float | None,
-            spread: float | None = None) -> Signals:
+            spread: float | None = None, null_mean: float | None = None) -> Signals:
     """The signals of one query from its keyword evidence, its vector candidates (id, cosine), the
-    outlier score of the best and the null's standard deviation (fusion.null_moments)."""
+    outlier score of the best and the null's standard deviation and mean (fusion.null_moments)."""
     cos = sorted((s for _, s in vec), reverse=True)
     best, nxt = (cos[0] if cos else 0.0), cos[1:5]
-    return Signals(best, outlier, best - sum(nxt) / len(nxt) if nxt else 0.0, evidence, spread)
+    return Signals(best, outlier, best - sum(nxt) / len(nxt) if nxt else 0.0, evidence, spread, null_mean)
 
 
 def answer_probability(s: Signals) -> float:

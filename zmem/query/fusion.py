@@ -62,6 +62,16 @@ COVER_POWER = 0.5  # the text score grows with coverage ** this
 # answer either (sessions.merge_scored).
 EVIDENCE_FLOOR = 0.2
 COSINE_FLOOR = 0.3
+# A model that sees every window close to every query: the query's mean cosine with the sampled windows (its null
+# mean, null_moments) at least CROWDED (multilingual-e5-small 0.73-0.86 on every question of bench/eval.py's tuning
+# halves, all-MiniLM-L6-v2 -0.07-0.64). With such a model a keyword list holding under EVIDENCE_FLOOR of the
+# question gets no weight, and the text weight grows from there to WEAK's (text_share's `incidental`): its vectors,
+# stretched from a spread of ~0.007 (spread_out) and weighed as flat by the outlier score, were outranked by one
+# incidental shared word. e5, held-out: promise fails 12 -> 8, reworded R@5 0.34 -> 0.41 (vector alone 0.39).
+# With MiniLM the same rule cost Portuguese template questions (R@5 0.24 -> 0.12, tuning), whose words its
+# vectors do not read: the null mean stands in for "the vectors read the question", as measured on these two
+# models (docs/fusion.md, "A crowded model's incidental keywords").
+CROWDED = 0.7
 # How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
 # (its "outlier" score, outlier_score): (best cosine - their mean) / their standard deviation, estimated on a fixed
 # sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
@@ -187,13 +197,14 @@ def held_terms(text: str, low: str, terms) -> list[Term]:
 
 
 def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float, vector_weight: float,
-                  outlier: float | None = None) -> Weights:
+                  outlier: float | None = None, crowded: bool = False) -> Weights:
     """The weights one query gets from the keyword evidence of its keyword candidates' texts (id -> text)
-    and from the vectors' own (outlier: outlier_score; None counts as clear), with each candidate's coverage
-    (Weights.cover) for its text score in adaptive_fuse."""
+    and from the vectors' own (outlier: outlier_score; None counts as clear; crowded: the model sees every
+    window close to the query, CROWDED), with each candidate's coverage (Weights.cover) for its text score in
+    adaptive_fuse."""
     covered = {cid: coverage(text, rarity) for cid, text in texts.items()}
     evidence = max((share for share, _ in covered.values()), default=0.0)
-    text = text_share(evidence, text_weight, vector_weight)
+    text = text_share(evidence, text_weight, vector_weight, EVIDENCE_FLOOR if crowded else 0.0)
     vector = (1.0 - text) * vector_evidence(outlier)
     text, vector = (text / (text + vector), vector / (text + vector)) if text + vector > 0 else (text, 1.0 - text)
     # what flat vectors give up goes to the keywords only up to the configured text weight: a keyword candidate
@@ -219,15 +230,17 @@ def configured_text(text_weight: float, vector_weight: float) -> float:
     return text_weight / ((text_weight + vector_weight) or 1.0)
 
 
-def text_share(evidence: float, text_weight: float, vector_weight: float) -> float:
-    """The text weight a query gets for its keyword evidence (the vector weight is the rest)."""
+def text_share(evidence: float, text_weight: float, vector_weight: float, incidental: float = 0.0) -> float:
+    """The text weight a query gets for its keyword evidence (the vector weight is the rest); evidence up to
+    `incidental` gets none (a crowded model's queries: CROWDED)."""
     full = configured_text(text_weight, vector_weight)
     low = min(full, WEAK)
     if evidence >= STRONG:
         return full
     if evidence >= WEAK:  # sliding from WEAK's weight to the configured one
         return low + (full - low) * (evidence - WEAK) / (STRONG - WEAK)
-    return low * evidence / WEAK  # incidental matches: the text weight is the evidence itself (0.15: 0.15)
+    # incidental matches: the text weight is the evidence itself (0.15: 0.15), or grows from `incidental` to WEAK's
+    return low * max(0.0, evidence - incidental) / (WEAK - incidental)
 
 
 def keyword_scores(conn, query: str, hits: list[tuple[str, float]], *, text_weight: float, vector_weight: float,
@@ -301,11 +314,13 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
     if query_vector is not None and raw:
         moments = null_moments(conn, query_vector, store)
         outlier = outlier_score(max(sim for _, sim in raw), moments)
-    weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier)
+    crowded = moments is not None and moments[0] >= CROWDED
+    weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier, crowded)
     ranked = adaptive_fuse(bm25, vec, weights)
     if query_vector is not None and raw:
         from zmem.query import floor
-        weights.floor = floor.signals(weights.evidence, raw, outlier, moments[1] if moments else None)
+        null_mean, spread = moments or (None, None)
+        weights.floor = floor.signals(weights.evidence, raw, outlier, spread, null_mean)
     if nothing_matches(weights, raw):
         weights.nothing = True
         ranked = [(cid, s) for cid, s in ranked if cid in weights.exact]
