@@ -97,6 +97,47 @@ def test_a_question_the_vocabulary_splits_into_pieces_is_not_read(model):
     assert embedder.cover(QUERY, []) is None
 
 
+@pytest.fixture(scope="module")
+def sentencepiece(model, tmp_path_factory):
+    """The tiny model with a SentencePiece (Unigram) tokenizer, as multilingual-e5-small's: pieces start with ▁
+    where a word starts, and Chinese words are pieces of their own (数据库), not one piece per character."""
+    import shutil
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    folder = tmp_path_factory.mktemp("sp") / "sp.onnx"
+    shutil.copytree(model, folder)  # the imported model's directory: model.onnx, tokenizer.json, config
+    size = len(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    pieces = ["<unk>", "<s>", "</s>", "\u2581query", ":", "\u2581passage", "\u2581gateway", "\u2581host", "\u2581the",
+              "\u2581relay", "\u2581onde", "\u2581fica", "\u2581", "数据库", "连接", "在", "哪", "里"]
+    pieces += [f"\u2581filler{i}" for i in range(size - len(pieces))]  # ids within the model's embeddings
+    tok = Tokenizer(models.Unigram([(p, -1.0) for p in pieces], unk_id=0))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.add_special_tokens(["<s>", "</s>"])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    tok.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def test_with_sentencepiece_the_first_word_after_the_prefix_is_read(sentencepiece):
+    # "query: gateway": the piece ▁gateway starts at the prefix's closing space; it is the question's word
+    embedder = OnnxEmbedder(str(sentencepiece), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    got = embedder.cover("gateway", ["gateway", "relay host"])
+    assert got is not None and len(got) == 2
+    assert got[0] == pytest.approx(1.0, abs=1e-4)  # the passage's one word is read too: the same token state...
+    assert got[1] < 0.9999  # ...and another passage's are not it
+    assert embedder.cover("the", ["gateway"]) is None  # a stopword alone: nothing of the question to read
+
+
+def test_a_vocabulary_that_holds_chinese_words_reads_chinese(sentencepiece, model):
+    sp = OnnxEmbedder(str(sentencepiece), threads=1)
+    # 数据库 and 连接 are pieces of their own, 在, 哪 and 里 single characters: 5 of 8 characters held in words
+    assert sp.reads("数据库连接在哪里") == pytest.approx(5 / 8)
+    assert sp.reads("gateway host") == 1.0
+    assert sp.reads("onde fica o servidor") == pytest.approx(2 / 3)  # `o` is a stopword; servidor splits
+    # a BERT WordPiece splits every CJK character: it does not read Chinese
+    assert OnnxEmbedder(str(model), threads=1).reads("数据库连接在哪里") == 0.0
+
+
 @pytest.fixture
 def reading(tmp_path, tiny_onnx):
     ws, _ = onnx_workspace(tmp_path, tiny_onnx, toml='[recall]\nrerank = "embedding"\n')

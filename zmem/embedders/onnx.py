@@ -248,15 +248,31 @@ _UNKNOWN = ("[UNK]", "<unk>")
 
 
 def _tokens(encoding, start: int, content: bool = False) -> list[int]:
-    """The positions of encoding's tokens of the text proper (not special, not in the first start characters:
-    the prefix), only content ones (a letter or digit, not a stopword) when content."""
+    """The positions of encoding's tokens of the text proper (not special, ending after the first start
+    characters: the prefix), only content ones (a letter or digit, not a stopword) when content. A SentencePiece
+    token of the first word starts at the prefix's closing space ("query: " + "where": "▁where" at 6-12)."""
     from zmem.store.fts import STOPWORDS
     out = []
-    for i, (token, special, (a, _)) in enumerate(zip(encoding.tokens, encoding.special_tokens_mask, encoding.offsets)):
-        word = token.lstrip("#").lstrip("\u2581").lower()  # WordPiece's ## and SentencePiece's word start
-        if not special and a >= start and (not content or (any(c.isalnum() for c in word) and word not in STOPWORDS)):
+    for i, (token, special, (_, b)) in enumerate(zip(encoding.tokens, encoding.special_tokens_mask, encoding.offsets)):
+        word = _piece(token).lower()
+        if not special and b > start and (not content or (any(c.isalnum() for c in word) and word not in STOPWORDS)):
             out.append(i)
     return out
+
+
+def _piece(token: str) -> str:
+    """A token's text without WordPiece's ## or SentencePiece's word start."""
+    return token.lstrip("#").lstrip("\u2581")
+
+
+def _held_whole(encoding, cjk: bool) -> float:
+    """How much of one word its tokens hold whole: 1 for a word that is one known token, else 0; for a run
+    of CJK characters (words without spaces between them), the share of its characters in known tokens of
+    two or more (XLM-R's vocabulary holds 数据库 as one token, a BERT WordPiece splits every CJK character)."""
+    if not cjk:
+        return float(len(encoding.ids) == 1 and encoding.tokens[0] not in _UNKNOWN)
+    pieces = [_piece(t) for t in encoding.tokens if t not in _UNKNOWN]
+    return sum(len(p) for p in pieces if len(p) > 1) / max(1, sum(len(p) for p in pieces))
 
 
 class OnnxEmbedder(Embedder):
@@ -340,16 +356,17 @@ class OnnxEmbedder(Embedder):
         return hidden, mask, encodings
 
     def reads(self, query: str) -> float:
-        """The share of the query's words (CJK runs whole) the tokenizer keeps as one known token: how much
-        of its language the model's vocabulary holds (an English WordPiece splits most Portuguese words)."""
+        """The share of the query's words the tokenizer keeps as one known token (a CJK run counts by the share
+        of its characters in multi-character tokens, _held_whole): how much of its language the model's
+        vocabulary holds (an English WordPiece splits most Portuguese words, and every Chinese character)."""
         from zmem.store.fts import cjk_runs, query_terms
-        words = query_terms(query) + cjk_runs(query)
-        if not words:
+        words, runs = query_terms(query), cjk_runs(query)
+        if not words and not runs:
             return 0.0
         with self._lock:
             _, tokenizer = self._load()
-            encodings = tokenizer.encode_batch(words, add_special_tokens=False)
-        return sum(len(e.ids) == 1 and e.tokens[0] not in _UNKNOWN for e in encodings) / len(words)
+            encodings = tokenizer.encode_batch(words + runs, add_special_tokens=False)
+        return sum(_held_whole(e, i >= len(words)) for i, e in enumerate(encodings)) / len(encodings)
 
     def cover(self, query: str, passages: list[str]) -> list[float] | None:
         """For each passage, the mean over the query's content tokens (not special, not the prefix, not a
