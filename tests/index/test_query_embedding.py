@@ -288,6 +288,9 @@ def test_a_watcher_holding_the_model_embeds_the_words_and_nothing_is_loaded_here
         watch = WatchProc(ws.root)
         try:
             watch.ready()
+            # the watcher loads the model at its first question, which can outlast EMBED_TIMEOUT on a loaded
+            # machine (then this process would embed the words itself, as it should): ask once, patiently
+            assert wait_for(lambda: served(ws))
             fresh_provs = providers(ws)
             watched = queryvector.word_similarity(ws, VectorStore(conn), lambda: fresh_provs, 30.0)
             assert watched("sibling", PHRASES) == pytest.approx(expected, abs=1e-5)
