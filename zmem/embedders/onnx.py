@@ -265,14 +265,14 @@ def _piece(token: str) -> str:
     return token.lstrip("#").lstrip("\u2581")
 
 
-def _held_whole(encoding, cjk: bool) -> float:
+def _held_whole(encoding, word: str, cjk: bool) -> float:
     """How much of one word its tokens hold whole: 1 for a word that is one known token, else 0; for a run
     of CJK characters (words without spaces between them), the share of its characters in known tokens of
     two or more (XLM-R's vocabulary holds 数据库 as one token, a BERT WordPiece splits every CJK character)."""
     if not cjk:
         return float(len(encoding.ids) == 1 and encoding.tokens[0] not in _UNKNOWN)
-    pieces = [_piece(t) for t in encoding.tokens if t not in _UNKNOWN]
-    return sum(len(p) for p in pieces if len(p) > 1) / max(1, sum(len(p) for p in pieces))
+    held = sum(len(p) for p in map(_piece, encoding.tokens) if len(p) > 1 and p not in _UNKNOWN)
+    return min(1.0, held / len(word))
 
 
 class OnnxEmbedder(Embedder):
@@ -366,7 +366,8 @@ class OnnxEmbedder(Embedder):
         with self._lock:
             _, tokenizer = self._load()
             encodings = tokenizer.encode_batch(words + runs, add_special_tokens=False)
-        return sum(_held_whole(e, i >= len(words)) for i, e in enumerate(encodings)) / len(encodings)
+        held = [_held_whole(e, w, i >= len(words)) for i, (e, w) in enumerate(zip(encodings, words + runs))]
+        return sum(held) / len(held)
 
     def cover(self, query: str, passages: list[str]) -> list[float] | None:
         """For each passage, the mean over the query's content tokens (not special, not the prefix, not a
