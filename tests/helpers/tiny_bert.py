@@ -250,3 +250,29 @@ def onnx_workspace(root: Path, model: Path, toml: str = ""):
         conn.close()
     assert fingerprint and json.loads(fingerprint.partition("|windows=")[0])["provider"] == "onnx"
     return ws, fingerprint
+
+
+def with_sentencepiece(model: Path, folder: Path) -> Path:
+    """A copy at folder of an imported tiny model's directory with a SentencePiece (Unigram) tokenizer laid out as
+    multilingual-e5-small's: <s>, <pad>, </s>, <unk> first and special, <mask> last; pieces that start with ▁ where a
+    word starts; Chinese words as pieces of their own (数据库); scores that make a split a choice (▁gate + way or ▁ga + te +
+    way, ▁r + e + l + ay or + a + y). The ids stay within the model's embeddings."""
+    import shutil
+
+    from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors
+    shutil.copytree(model, folder)
+    size = len(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "\u2581query", ":", "\u2581passage", "\u2581gateway", "\u2581host",
+              "\u2581the", "\u2581relay", "\u2581onde", "\u2581fica", "\u2581", "数据库", "连接", "在", "哪", "里",
+              "\u2581gate", "way", "\u2581ga", "te", "\u2581r", "e", "l", "a", "y", "ay", "\u2581wh", "ere", "\u2581where"]
+    pieces += [f"\u2581filler{i}" for i in range(size - len(pieces) - 1)] + ["<mask>"]
+    scores = [0.0] * 4 + [-1.0 - (i * 7 % 11) / 3 for i in range(len(pieces) - 5)] + [0.0]
+    scores[pieces.index("\u2581gateway")] = -0.5  # whole, against ▁gate + way
+    tok = Tokenizer(models.Unigram(list(zip(pieces, scores)), unk_id=3))
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.add_special_tokens([AddedToken(p, normalized=False, special=True) for p in ("<s>", "<pad>", "</s>", "<unk>")])
+    tok.add_special_tokens([AddedToken("<mask>", normalized=False, special=True)])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    tok.save(str(folder / "tokenizer.json"))
+    return folder

@@ -5,6 +5,7 @@ model reads for a process that has not loaded it (real `zmem watch`, real ONNX R
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -41,7 +42,8 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")
 pytest.importorskip("onnx")
 
-from helpers.tiny_bert import bert_hidden, load_reference, make_tiny_bert, onnx_workspace, wordpiece  # noqa: E402
+from helpers.tiny_bert import (bert_hidden, load_reference, make_tiny_bert, onnx_workspace,  # noqa: E402
+                               with_sentencepiece, wordpiece)
 from helpers.workspace import commit_all, recall_json, run, wait_for, write  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
 from zmem.embedders.onnx import OnnxEmbedder  # noqa: E402
@@ -99,23 +101,8 @@ def test_a_question_the_vocabulary_splits_into_pieces_is_not_read(model):
 
 @pytest.fixture(scope="module")
 def sentencepiece(model, tmp_path_factory):
-    """The tiny model with a SentencePiece (Unigram) tokenizer, as multilingual-e5-small's: pieces start with ▁
-    where a word starts, and Chinese words are pieces of their own (数据库), not one piece per character."""
-    import shutil
-
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    folder = tmp_path_factory.mktemp("sp") / "sp.onnx"
-    shutil.copytree(model, folder)  # the imported model's directory: model.onnx, tokenizer.json, config
-    size = len(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
-    pieces = ["<unk>", "<s>", "</s>", "\u2581query", ":", "\u2581passage", "\u2581gateway", "\u2581host", "\u2581the",
-              "\u2581relay", "\u2581onde", "\u2581fica", "\u2581", "数据库", "连接", "在", "哪", "里"]
-    pieces += [f"\u2581filler{i}" for i in range(size - len(pieces))]  # ids within the model's embeddings
-    tok = Tokenizer(models.Unigram([(p, -1.0) for p in pieces], unk_id=0))
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.add_special_tokens(["<s>", "</s>"])
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    tok.save(str(folder / "tokenizer.json"))
-    return folder
+    """The tiny model with a SentencePiece (Unigram) tokenizer, as multilingual-e5-small's."""
+    return with_sentencepiece(Path(model), tmp_path_factory.mktemp("sp") / "sp.onnx")
 
 
 def test_with_sentencepiece_the_first_word_after_the_prefix_is_read(sentencepiece):
@@ -123,7 +110,7 @@ def test_with_sentencepiece_the_first_word_after_the_prefix_is_read(sentencepiec
     embedder = OnnxEmbedder(str(sentencepiece), threads=1, query_prefix="query: ", document_prefix="passage: ")
     got = embedder.cover("gateway", ["gateway", "relay host"])
     assert got is not None and len(got) == 2
-    assert got[0] == pytest.approx(1.0, abs=1e-4)  # the passage's one word is read too: the same token state...
+    assert got[0] == pytest.approx(1.0, abs=1e-3)  # the passage's one word is read too: its state in another context...
     assert got[1] < 0.9999  # ...and another passage's are not it
     assert embedder.cover("the", ["gateway"]) is None  # a stopword alone: nothing of the question to read
 

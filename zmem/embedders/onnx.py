@@ -33,24 +33,20 @@ _HINT = "write one with `zmem model import DIR --format onnx`, and point [embedd
 
 
 def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens: int, error: type[Exception],
-                 needs: str, hint: str, what: str, spinning: bool = False, prepack: bool = True):
+                 needs: str, hint: str, what: str, spinning: bool = False, prepack: bool = True,
+                 tokenize: bool = True):
     """(ONNX Runtime session, tokenizer, input names) for a model directory in zmem's onnx layout, for the
     embedding provider and the reranker alike; every failure is `error` with a message and hint.
     Idle pool threads sleep rather than spin (busy-wait) for the next operator's work: spinning cost a
     watcher ~40 ms of CPU after each query it embedded, and batches were no faster on 2 shared cores
     (spinning=True lets them spin). prepack=False keeps the weights as they are instead of copying the
     matrices into the layout batches multiply fastest (~40 ms CPU for MiniLM): for a process that embeds
-    one query."""
+    one query. tokenize=False: no tokenizer yet (None; load_tokenizer)."""
     try:
-        ort, Tokenizer = _import_runtime()
+        ort, _ = _import_runtime()
     except ImportError as e:
         raise error(f"{needs} needs {e.name}", hint=pip_install("semantic")) from None
-    try:
-        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
-        raise error(f"cannot load {directory / 'tokenizer.json'}: {e}", hint=hint) from None
-    tokenizer.no_padding()  # padding is done by the caller, per batch, to its longest text
-    tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a pair: the longer side first
+    tokenizer = load_tokenizer(directory, max_tokens, error, hint) if tokenize else None
     ort.set_default_logger_severity(3)  # errors only: agents read stderr
 
     def options():
@@ -73,6 +69,18 @@ def load_session(directory: Path, model_file: Path, *, threads: int, max_tokens:
     return session, tokenizer, inputs
 
 
+def load_tokenizer(directory: Path, max_tokens: int, error: type[Exception], hint: str):
+    """directory's tokenizer.json, as load_session's callers encode with it."""
+    _, Tokenizer = _import_runtime()
+    try:
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
+        raise error(f"cannot load {directory / 'tokenizer.json'}: {e}", hint=hint) from None
+    tokenizer.no_padding()  # padding is done by the caller, per batch, to its longest text
+    tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a pair: the longer side first
+    return tokenizer
+
+
 def _import_runtime():
     """(onnxruntime, tokenizers.Tokenizer), numpy first. numpy's OpenBLAS starts a thread per core as it
     is imported (~30 ms CPU, more wall on a busy machine); zmem does no large matrix work with it (ONNX
@@ -93,6 +101,117 @@ def _import_runtime():
 GRAPHS = "onnx-graphs"  # under zmem's cache directory: each model's optimised graph, weights in a file to map
 GRAPH_FORMAT = 1  # bump when what is written there changes
 STALE_GRAPH = 30  # days
+
+
+# A tokenizer.json this large takes long to build: multilingual-e5-small's 250,002-piece Unigram vocabulary ~0.8 s
+# of a fresh recall's ~1.4 s (bench/README.md, "One query's pieces"). A process that embeds one query (a fresh
+# recall no watcher serves) tokenizes it with a tokenizer of only the pieces it can use (one_text_encoding).
+BIG_TOKENIZER = 4_000_000  # bytes (all-MiniLM-L6-v2's WordPiece: 0.7 MB, 25 ms)
+VOCAB_FORMAT = 1  # bump when what _unigram_vocab caches changes
+
+
+def one_text_encoding(directory: Path, text: str, Tokenizer, max_tokens: int):
+    """text's encoding (ids, attention_mask, type_ids) as directory's tokenizer.json gives it, by a tokenizer of
+    the pieces text can use (every substring of its pre-tokenized words the vocabulary holds, and the piece of
+    the lowest score, which sets the unknown piece's): a Unigram model splits each pre-token by the scores of the
+    pieces it holds, so it splits the same. None when that does not hold or is not worth it (not a large Unigram
+    vocabulary, a special token in text): the whole tokenizer then."""
+    vocab = _unigram_vocab(directory / "tokenizer.json")
+    if vocab is None or any(a in text for a in vocab["added"]):
+        return None
+    rest, pieces, keep = vocab["rest"], vocab["pieces"], vocab["keep"]
+    head = [[p, pieces[p][1]] for p in vocab["head"]]
+    try:
+        plain = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": head}}))
+        normal = plain.normalizer.normalize_str(text) if plain.normalizer else text
+        words = [w for w, _ in plain.pre_tokenizer.pre_tokenize_str(normal)] if plain.pre_tokenizer else [normal]
+        longest = vocab["longest"]
+        used = {w[a:b] for w in words for a in range(len(w)) for b in range(a + 1, min(len(w), a + longest) + 1)}
+        used = sorted(({p for p in used if p in pieces} | {vocab["lowest"]}) - set(vocab["head"]),
+                      key=lambda p: pieces[p][0])
+        local = head + [[p, pieces[p][1]] for p in used]
+        tokenizer = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
+        e = tokenizer.encode(text)
+    except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
+        return None
+    to_global = list(range(keep)) + [pieces[p][0] for p in used]
+    from types import SimpleNamespace
+    return SimpleNamespace(ids=[to_global[i] if i < len(to_global) else i for i in e.ids],
+                           attention_mask=e.attention_mask, type_ids=e.type_ids)
+
+
+def _unigram_vocab(path: Path) -> dict | None:
+    """A large Unigram tokenizer.json read for one_text_encoding: the pieces (piece -> (id, score)), the leading
+    special pieces kept at their ids (`head`, `keep` of them), the other special tokens, the longest piece, the
+    lowest-scored one, and the rest of the file. Cached (marshal) in zmem's cache by the file's path, size, mtime,
+    ctime and inode: building it reads the JSON (~0.5 s for e5's 17 MB), loading it ~0.15 s. None for a small
+    file, another model type, or a layout whose ids it cannot keep (the special tokens not first)."""
+    import marshal
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_size < BIG_TOKENIZER:
+        return None
+    source = str(path.resolve())
+    stamp = hashlib.sha256(json.dumps([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, VOCAB_FORMAT]).encode())
+    name = f"vocab-{hashlib.sha256(source.encode()).hexdigest()[:16]}-"
+    cache = user_cache_dir() / GRAPHS / f"{name}{stamp.hexdigest()[:16]}.marshal"
+    try:
+        return marshal.loads(cache.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    vocab = _read_unigram(path)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        for old in cache.parent.glob(f"{name}*.marshal"):  # another version of this file
+            old.unlink(missing_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(vocab))
+        tmp.rename(cache)
+    except OSError:
+        pass  # not cached: read again next time
+    return vocab
+
+
+def _read_unigram(path: Path) -> dict | None:
+    """What _unigram_vocab keeps of a tokenizer.json, or None when one_text_encoding cannot stand in for it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        model = data["model"]
+        if model.get("type") != "Unigram" or model.get("byte_fallback") or data.get("padding"):
+            return None
+        vocab = [(str(p), float(score)) for p, score in model["vocab"]]
+        added = {int(a["id"]): str(a["content"]) for a in data.get("added_tokens") or []}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    pieces = {p: (i, score) for i, (p, score) in enumerate(vocab)}
+    if len(pieces) < len(vocab):  # a piece twice: which of its ids the model uses is its own affair
+        return None
+    unk = model.get("unk_id")
+    keep = 0  # the leading special pieces (and the unknown one), kept at their ids
+    while keep < len(vocab) and (added.get(keep) == vocab[keep][0] or keep == unk):
+        keep += 1
+    # every id the post-processor writes, and the unknown piece's, must be one kept at its place
+    if not isinstance(unk, int) or not unk < keep or any(n >= keep for n in _ints(data.get("post_processor"))):
+        return None
+    return {"rest": {**data, "model": {**model, "vocab": []}, "truncation": None}, "keep": keep,
+            "pieces": pieces, "head": [p for p, _ in vocab[:keep]],
+            "added": [a for i, a in added.items() if i >= keep], "longest": max(len(p) for p, _ in vocab),
+            "lowest": min(vocab, key=lambda x: x[1])[0]}
+
+
+def _ints(node) -> list[int]:
+    """Every integer in a JSON value."""
+    if isinstance(node, bool):
+        return []
+    if isinstance(node, int):
+        return [node]
+    if isinstance(node, dict):
+        node = list(node.values())
+    return [n for x in node for n in _ints(x)] if isinstance(node, list) else []
 
 
 def _session(ort, model_file: Path, options):
@@ -305,6 +424,7 @@ class OnnxEmbedder(Embedder):
         cores = os.cpu_count() or 1
         self.threads = min(threads, cores) if threads and threads > 0 else default_threads()
         self._session = self._tokenizer = None
+        self._one = None  # (the one text a fresh process loaded the model for, its encoding or None)
         self._lock = threading.Lock()
 
     def endpoint(self) -> str:
@@ -320,17 +440,23 @@ class OnnxEmbedder(Embedder):
 
     def embed(self, texts: list[str], kind: Kind = "document") -> list[list[float]]:
         if self._session is None and kind == "query" and len(texts) == 1:
-            with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking
-                self._load(prepack=False)
+            with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking,
+                self._load(prepack=False, one=self.query_prefix + texts[0])  # and tokenized by its own pieces
         return super().embed(texts, kind)
 
-    def _load(self, prepack: bool = True):
-        if self._session is not None:
-            return self._session, self._tokenizer
-        self._session, self._tokenizer, self._inputs = load_session(
-            self.directory, self.model_file, threads=self.threads, max_tokens=self.settings["max_tokens"],
-            error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model",
-            prepack=prepack)
+    def _load(self, prepack: bool = True, one: str | None = None):
+        """(session, tokenizer); the tokenizer None when the model was loaded for `one` text alone (a fresh
+        recall's query) and that text is what is asked for: its encoding is ready (one_text_encoding)."""
+        if self._session is None:
+            self._session, self._tokenizer, self._inputs = load_session(
+                self.directory, self.model_file, threads=self.threads, max_tokens=self.settings["max_tokens"],
+                error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model",
+                prepack=prepack, tokenize=one is None)
+            if one is not None:
+                _, Tokenizer = _import_runtime()
+                self._one = (one, one_text_encoding(self.directory, one, Tokenizer, self.settings["max_tokens"]))
+        if self._tokenizer is None and not (self._one and self._one[0] == one and self._one[1] is not None):
+            self._tokenizer = load_tokenizer(self.directory, self.settings["max_tokens"], EmbeddingError, _HINT)
         return self._session, self._tokenizer
 
     def _run(self, texts: list[str]):
@@ -338,8 +464,8 @@ class OnnxEmbedder(Embedder):
         longest."""
         import numpy as np
         with self._lock:
-            session, tokenizer = self._load()
-            encodings = tokenizer.encode_batch(texts)
+            session, tokenizer = self._load(one=texts[0] if len(texts) == 1 else None)
+            encodings = [self._one[1]] if tokenizer is None else tokenizer.encode_batch(texts)
             width = max(len(e.ids) for e in encodings)
             ids = np.zeros((len(texts), width), dtype=np.int64)
             mask = np.zeros((len(texts), width), dtype=np.int64)

@@ -1,0 +1,99 @@
+"""A fresh process's one query tokenized by the pieces it can use (zmem.embedders.onnx.one_text_encoding): a
+large Unigram tokenizer (multilingual-e5-small's 250,002 pieces take ~0.8 s to build) is not built whole for it.
+Real tokenizers and ONNX Runtime on the tiny model with a SentencePiece tokenizer laid out as e5's; the cache is
+zmem's real one (under the test's XDG_CACHE_HOME)."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("tokenizers")
+pytest.importorskip("onnx")
+
+from helpers.tiny_bert import make_tiny_bert, with_sentencepiece  # noqa: E402
+from zmem.embedders import onnx  # noqa: E402
+from zmem.embedders.base import EmbeddingError  # noqa: E402
+from zmem.embedders.modelimport import import_onnx  # noqa: E402
+from zmem.embedders.onnx import OnnxEmbedder, load_tokenizer, one_text_encoding  # noqa: E402
+
+# the pieces' own words, their splits, words no piece holds whole, Chinese, accents, spaces, an empty query
+TEXTS = ["query: where is the gateway host", "query: relay way gate ayay", "query: 数据库连接在哪里",
+         "query: onde fica o servidor", "query:   two  spaces\tand a tab", "query: ", "query: Café naïve ﬁ",
+         "passage: the relay", "query: <s> inside", "query: " + "gateway " * 200]
+
+
+@pytest.fixture(scope="module")
+def sp_model(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("one")
+    model = import_onnx(make_tiny_bert(root / "tiny-bert"), root / "tiny.onnx")["out"]
+    return with_sentencepiece(Path(model), root / "sp.onnx")
+
+
+@pytest.fixture
+def large(monkeypatch):
+    """Every tokenizer.json counts as large (the tiny one is a few kB)."""
+    monkeypatch.setattr(onnx, "BIG_TOKENIZER", 0)
+
+
+def whole(model: Path):
+    return load_tokenizer(model, 128, EmbeddingError, "")
+
+
+def test_the_one_text_tokenizer_gives_the_whole_ones_ids(sp_model, large):
+    from tokenizers import Tokenizer
+    full = whole(sp_model)
+    rng = random.Random(7)
+    letters = "gatewyrlhosqud数据库连接在哪里 "
+    texts = TEXTS + ["query: " + "".join(rng.choice(letters) for _ in range(rng.randint(1, 30))) for _ in range(200)]
+    for text in texts:
+        got, want = one_text_encoding(sp_model, text, Tokenizer, 128), full.encode(text)
+        assert got is not None, text
+        assert (got.ids, got.attention_mask, got.type_ids) == (want.ids, want.attention_mask, want.type_ids), text
+    # a special token past the leading ones (<mask>) in the text: the whole tokenizer, which knows it
+    assert one_text_encoding(sp_model, "query: <mask> gateway", Tokenizer, 128) is None
+
+
+def test_a_fresh_query_embeds_as_the_loaded_model_does_without_the_whole_tokenizer(sp_model, large):
+    loaded = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    loaded.load()
+    for text in ("where is the gateway host", "数据库连接在哪里", "<mask> gateway"):
+        fresh = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+        got = fresh.embed([text], "query")[0]
+        assert np.allclose(got, loaded.embed([text], "query")[0], atol=1e-6)
+        # the whole tokenizer was built only for the text holding a special token past the leading ones
+        assert (fresh._tokenizer is None) == (text != "<mask> gateway")
+    # the same process embedding another text then builds the whole tokenizer and gives the same vectors too
+    assert np.allclose(fresh.embed(["relay host"], "document")[0], loaded.embed(["relay host"], "document")[0], atol=1e-6)
+
+
+def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypatch, tmp_path):
+    import shutil
+
+    from tokenizers import Tokenizer
+    model = Path(shutil.copytree(sp_model, tmp_path / "sp.onnx"))
+    cache = onnx.user_cache_dir() / onnx.GRAPHS
+    before = set(cache.glob("vocab-*.marshal"))
+    assert one_text_encoding(model, "query: gateway", Tokenizer, 128) is not None
+    made = set(cache.glob("vocab-*.marshal")) - before
+    assert len(made) == 1
+    with monkeypatch.context() as m:
+        m.setattr(onnx, "_read_unigram", lambda path: pytest.fail("read again: the cache was not used"))
+        assert one_text_encoding(model, "query: relay", Tokenizer, 128) is not None
+    # a changed tokenizer.json is read anew, and its old copy removed
+    path = model / "tokenizer.json"
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert one_text_encoding(model, "query: relay", Tokenizer, 128) is not None
+    now = set(cache.glob("vocab-*.marshal")) - before
+    assert len(now) == 1 and now != made
+
+
+def test_a_small_or_wordpiece_tokenizer_is_built_whole(sp_model, tmp_path, monkeypatch):
+    from tokenizers import Tokenizer
+    assert one_text_encoding(sp_model, "query: gateway", Tokenizer, 128) is None  # a few kB: fast to build whole
+    wordpiece = Path(import_onnx(make_tiny_bert(tmp_path / "tiny-bert"), tmp_path / "wp.onnx")["out"])
+    monkeypatch.setattr(onnx, "BIG_TOKENIZER", 0)
+    assert one_text_encoding(wordpiece, "where is the gateway", Tokenizer, 128) is None  # not a Unigram model
