@@ -44,17 +44,16 @@ def whole(model: Path):
 
 
 def test_the_one_text_tokenizer_gives_the_whole_ones_ids(sp_model, large):
-    from tokenizers import Tokenizer
     full = whole(sp_model)
     rng = random.Random(7)
     letters = "gatewyrlhosqud数据库连接在哪里 "
     texts = TEXTS + ["query: " + "".join(rng.choice(letters) for _ in range(rng.randint(1, 30))) for _ in range(200)]
     for text in texts:
-        got, want = one_text_encoding(sp_model, text, Tokenizer, 128), full.encode(text)
+        got, want = one_text_encoding(sp_model, text, 128), full.encode(text)
         assert got is not None, text
         assert (got.ids, got.attention_mask, got.type_ids) == (want.ids, want.attention_mask, want.type_ids), text
     # a special token past the leading ones (<mask>) in the text: the whole tokenizer, which knows it
-    assert one_text_encoding(sp_model, "query: <mask> gateway", Tokenizer, 128) is None
+    assert one_text_encoding(sp_model, "query: <mask> gateway", 128) is None
 
 
 def test_a_fresh_query_embeds_as_the_loaded_model_does_without_the_whole_tokenizer(sp_model, large):
@@ -73,27 +72,25 @@ def test_a_fresh_query_embeds_as_the_loaded_model_does_without_the_whole_tokeniz
 def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypatch, tmp_path):
     import shutil
 
-    from tokenizers import Tokenizer
     model = Path(shutil.copytree(sp_model, tmp_path / "sp.onnx"))
     cache = onnx.user_cache_dir() / onnx.GRAPHS
     before = set(cache.glob("vocab-*.marshal"))
-    assert one_text_encoding(model, "query: gateway", Tokenizer, 128) is not None
+    assert one_text_encoding(model, "query: gateway", 128) is not None
     made = set(cache.glob("vocab-*.marshal")) - before
     assert len(made) == 1
     with monkeypatch.context() as m:
         m.setattr(onnx, "_read_unigram", lambda path: pytest.fail("read again: the cache was not used"))
-        assert one_text_encoding(model, "query: relay", Tokenizer, 128) is not None
+        assert one_text_encoding(model, "query: relay", 128) is not None
     # a changed tokenizer.json is read anew, and its old copy removed
     path = model / "tokenizer.json"
     path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    assert one_text_encoding(model, "query: relay", Tokenizer, 128) is not None
+    assert one_text_encoding(model, "query: relay", 128) is not None
     now = set(cache.glob("vocab-*.marshal")) - before
     assert len(now) == 1 and now != made
 
 
 def test_a_small_or_wordpiece_tokenizer_is_built_whole(sp_model, tmp_path, monkeypatch):
-    from tokenizers import Tokenizer
-    assert one_text_encoding(sp_model, "query: gateway", Tokenizer, 128) is None  # a few kB: fast to build whole
+    assert one_text_encoding(sp_model, "query: gateway", 128) is None  # a few kB: fast to build whole
     wordpiece = Path(import_onnx(make_tiny_bert(tmp_path / "tiny-bert"), tmp_path / "wp.onnx")["out"])
     monkeypatch.setattr(onnx, "BIG_TOKENIZER", 0)
-    assert one_text_encoding(wordpiece, "where is the gateway", Tokenizer, 128) is None  # not a Unigram model
+    assert one_text_encoding(wordpiece, "where is the gateway", 128) is None  # not a Unigram model

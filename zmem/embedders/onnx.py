@@ -76,6 +76,11 @@ def load_tokenizer(directory: Path, max_tokens: int, error: type[Exception], hin
         tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     except Exception as e:  # noqa: BLE001 - tokenizers raises plain Exceptions on a bad file
         raise error(f"cannot load {directory / 'tokenizer.json'}: {e}", hint=hint) from None
+    return _for_zmem(tokenizer, max_tokens)
+
+
+def _for_zmem(tokenizer, max_tokens: int):
+    """tokenizer set up as zmem encodes: no padding, truncated to max_tokens."""
     tokenizer.no_padding()  # padding is done by the caller, per batch, to its longest text
     tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")  # a pair: the longer side first
     return tokenizer
@@ -110,7 +115,7 @@ BIG_TOKENIZER = 4_000_000  # bytes (all-MiniLM-L6-v2's WordPiece: 0.7 MB, 25 ms)
 VOCAB_FORMAT = 1  # bump when what _unigram_vocab caches changes
 
 
-def one_text_encoding(directory: Path, text: str, Tokenizer, max_tokens: int):
+def one_text_encoding(directory: Path, text: str, max_tokens: int):
     """text's encoding (ids, attention_mask, type_ids) as directory's tokenizer.json gives it, by a tokenizer of
     the pieces text can use (every substring of its pre-tokenized words the vocabulary holds, and the piece of
     the lowest score, which sets the unknown piece's): a Unigram model splits each pre-token by the scores of the
@@ -119,6 +124,7 @@ def one_text_encoding(directory: Path, text: str, Tokenizer, max_tokens: int):
     vocab = _unigram_vocab(directory / "tokenizer.json")
     if vocab is None or any(a in text for a in vocab["added"]):
         return None
+    _, Tokenizer = _import_runtime()
     rest, pieces, keep = vocab["rest"], vocab["pieces"], vocab["keep"]
     head = [[p, pieces[p][1]] for p in vocab["head"]]
     try:
@@ -131,9 +137,7 @@ def one_text_encoding(directory: Path, text: str, Tokenizer, max_tokens: int):
                       key=lambda p: pieces[p][0])
         local = head + [[p, pieces[p][1]] for p in used]
         tokenizer = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
-        e = tokenizer.encode(text)
+        e = _for_zmem(tokenizer, max_tokens).encode(text)
     except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
         return None
     to_global = list(range(keep)) + [pieces[p][0] for p in used]
@@ -156,7 +160,7 @@ def _unigram_vocab(path: Path) -> dict | None:
     if st.st_size < BIG_TOKENIZER:
         return None
     source = str(path.resolve())
-    stamp = hashlib.sha256(json.dumps([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, VOCAB_FORMAT]).encode())
+    stamp = hashlib.sha256(json.dumps([*_stamp(st), VOCAB_FORMAT]).encode())
     name = f"vocab-{hashlib.sha256(source.encode()).hexdigest()[:16]}-"
     cache = user_cache_dir() / GRAPHS / f"{name}{stamp.hexdigest()[:16]}.marshal"
     try:
@@ -225,9 +229,7 @@ def _session(ort, model_file: Path, options):
     cannot be written, or its copy cannot be read, the model file is loaded as it is."""
     st = model_file.stat()
     source = str(model_file.resolve())
-    # ctime and inode too: a file replaced in place keeping its size and mtime (`cp`, `touch -r`) moves its ctime
-    key = hashlib.sha256(json.dumps([source, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, ort.__version__,
-                                     GRAPH_FORMAT]).encode())
+    key = hashlib.sha256(json.dumps([source, *_stamp(st), ort.__version__, GRAPH_FORMAT]).encode())
     root = user_cache_dir() / GRAPHS
     entry = root / key.hexdigest()[:24]
     providers = ["CPUExecutionProvider"]
@@ -283,7 +285,20 @@ def _prune(root: Path, source: str, version: str) -> None:
             continue
 
 
+def _stamp(st) -> list[int]:
+    """What tells a file's versions apart in the caches: size, mtime, ctime and inode (a file replaced in place
+    keeping its size and mtime, `cp`, `touch -r`, moves its ctime)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
 def _remove(path: Path) -> None:
+    """A cached graph's directory, or a vocabulary copy's file (_unigram_vocab), gone."""
+    if not path.is_dir():
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
+        return
     import shutil  # not on a load from the cache (~5 ms of imports)
     shutil.rmtree(path, ignore_errors=True)
 
@@ -453,8 +468,7 @@ class OnnxEmbedder(Embedder):
                 error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model",
                 prepack=prepack, tokenize=one is None)
             if one is not None:
-                _, Tokenizer = _import_runtime()
-                self._one = (one, one_text_encoding(self.directory, one, Tokenizer, self.settings["max_tokens"]))
+                self._one = (one, one_text_encoding(self.directory, one, self.settings["max_tokens"]))
         if self._tokenizer is None and not (self._one and self._one[0] == one and self._one[1] is not None):
             self._tokenizer = load_tokenizer(self.directory, self.settings["max_tokens"], EmbeddingError, _HINT)
         return self._session, self._tokenizer
