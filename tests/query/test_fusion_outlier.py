@@ -157,14 +157,17 @@ def test_hybrid_recall_explains_the_outlier_and_weighs_flat_vectors_less(many_ws
     assert flat[0].explain["text_weight"] > text_share(evidence, 0.7, 0.3) + 0.01 or evidence >= fusion.STRONG
 
 
-@pytest.fixture
-def crowded_ws(ws, server):
+def crowded_notes() -> dict[str, str]:
     """40 notes that all say `box server machine studio` (the loopback vectors' one concept `host`) and two
     words of their own: a query about the host is close to every note, as multilingual-e5-small sees any
     question close to any note (fusion.CROWDED)."""
-    notes = {f"bank/host-{i}.md": f"# Host {i}\n\n- Box server machine studio, box server machine studio: "
-                                  f"{word(2 * i)} {word(2 * i + 1)}.\n" for i in range(40)}
-    return index_notes(ws, server, notes)
+    return {f"bank/host-{i}.md": f"# Host {i}\n\n- Box server machine studio, box server machine studio: "
+                                 f"{word(2 * i)} {word(2 * i + 1)}.\n" for i in range(40)}
+
+
+@pytest.fixture
+def crowded_ws(ws, server):
+    return index_notes(ws, server, crowded_notes())
 
 
 def crowded_query(held: str) -> str:
@@ -180,6 +183,37 @@ def test_a_crowded_model_gives_an_incidental_keyword_match_no_weight(crowded_ws)
     assert 0 < hit["keyword_evidence"] < fusion.EVIDENCE_FLOOR
     # the keyword list matched one incidental word: the vectors decide alone
     assert hit["text_weight"] == 0.0 and hit["vector_weight"] == 1.0
+
+
+# a reworded Chinese question ("how do I reach the colleague who dislikes phone calls?") whose only bigram a note
+# holds is the incidental 同事 (colleague); its other bigrams are in no note
+ZH_QUESTION = "怎么联系那位不喜欢手机来电的同事"
+
+
+def test_a_crowded_model_counts_the_cjk_bigrams_no_note_holds(ws, server):
+    pytest.importorskip("numpy")
+    notes = crowded_notes()
+    notes["bank/host-0.md"] += "- 同事 box server machine studio.\n"
+    crowded = index_notes(ws, server, notes)
+    hit = recall_json(crowded, f"computer host box server {ZH_QUESTION}", "--explain", "--mode", "hybrid")
+    explain = hit["results"][0]["explain"]
+    assert explain["floor_signals"]["null_mean"] >= fusion.CROWDED
+    # 同事 no longer holds the whole question (before, the dropped bigrams left it a keyword evidence of ~0.5):
+    # the vectors, which read the question, decide alone
+    assert explain["keyword_evidence"] < fusion.EVIDENCE_FLOOR
+    assert explain["text_weight"] == 0.0
+    conn = open_index(find_workspace(crowded))
+    try:
+        seen = query_rarity(conn, ZH_QUESTION)
+        kept = query_rarity(conn, ZH_QUESTION, unseen_grams=True)
+        assert [t.key for t in seen] == ["同事"] and not seen[0].unseen
+        assert len(kept) == len(ZH_QUESTION) - 1 and sum(t.unseen for t in kept) == len(kept) - 1
+        # a line is still cited for the bigram notes hold: the unseen ones are in no line
+        weights = query_weights(kept, {1: "- 同事 box"}, 0.7, 0.3, crowded=True)
+        assert [t.key for t in weights.rarity] == ["同事"] and weights.keyword_line("- 同事 box")
+        assert weights.cover[1] < fusion.EVIDENCE_FLOOR
+    finally:
+        conn.close()
 
 
 def test_an_uncrowded_model_keeps_the_weight_of_an_incidental_match(many_ws):

@@ -70,7 +70,10 @@ COSINE_FLOOR = 0.3
 # incidental shared word. e5, held-out: promise fails 12 -> 8, reworded R@5 0.34 -> 0.41 (vector alone 0.39).
 # With MiniLM the same rule cost Portuguese template questions (R@5 0.24 -> 0.12, tuning), whose words its
 # vectors do not read: the null mean stands in for "the vectors read the question", as measured on these two
-# models (docs/fusion.md, "A crowded model's incidental keywords").
+# models (docs/fusion.md, "A crowded model's incidental keywords"). Such a query's CJK bigrams that no note holds
+# count as rare words (query_rarity's unseen_grams), not dropped: a reworded Chinese question keeps only its incidental
+# bigrams (同事, 我的), and one of them held "all" of the question. e5 Chinese paraphrases hit@1 0.23 -> 0.46 (tuning),
+# 0.59 -> 0.71 (held-out); MiniLM, whose vectors do not read Chinese and whose queries are never crowded, unchanged.
 CROWDED = 0.7
 # How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
 # (its "outlier" score, outlier_score): (best cosine - their mean) / their standard deviation, estimated on a fixed
@@ -158,12 +161,14 @@ class Term:
     idf: float
     gram: bool    # a CJK bigram (or single character), matched as written
     exact: bool   # a rare identifier (a word with a digit or `_`: E4021, 9f3c2ab, ORA-12541's 12541)
+    unseen: bool = False  # a CJK bigram no chunk holds, kept (query_rarity's unseen_grams)
 
 
-def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
+def query_rarity(conn, query: str, table: str = "chunks_fts", unseen_grams: bool = False) -> list[Term]:
     """The query's words and CJK bigrams with their IDF in the index. A word no chunk holds counts as
     rare (the words miss what is asked); a CJK bigram no chunk holds is dropped (a query's bigrams
-    include function pairs such as 到了 and 了吗 that say nothing)."""
+    include function pairs such as 到了 and 了吗 that say nothing), or with unseen_grams counts as a rare
+    word does (a crowded model's query: CROWDED)."""
     total = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] or 1
     lone = set(LONE_NUMBER.findall(query))
     out = []
@@ -171,12 +176,12 @@ def query_rarity(conn, query: str, table: str = "chunks_fts") -> list[Term]:
     terms += [(g, f'cjk_bi : "{g}"' if len(g) > 1 else f'cjk_uni : "{g}"', True) for g in query_grams(query)]
     for key, match, gram in {t[0]: t for t in terms}.values():
         df = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match,)).fetchone()[0]
-        if gram and not df:
+        if gram and not df and not unseen_grams:
             continue
         exact = (not gram and 0 < df <= RARE_DF and any(c.isdigit() or c == "_" for c in key)
                  and key not in lone)
-        df = max(df, 1)
-        out.append(Term(key, math.log(1 + (total - df + 0.5) / (df + 0.5)), gram, exact))
+        unseen, df = gram and not df, max(df, 1)
+        out.append(Term(key, math.log(1 + (total - df + 0.5) / (df + 0.5)), gram, exact, unseen))
     return out
 
 
@@ -213,8 +218,10 @@ def query_weights(rarity: list[Term], texts: dict[int, str], text_weight: float,
     # of the query (docs/fusion.md, "What the vectors are worth")
     full = configured_text(text_weight, vector_weight)
     text, vector = (full, 1.0 - full) if text > full else (text, vector)
+    # a line is cited for its keywords (keyword_line) by the terms notes hold: an unseen bigram is in no line
     return Weights(text, vector, evidence, frozenset(cid for cid, (_, exact) in covered.items() if exact),
-                   tuple(rarity), cover={cid: share for cid, (share, _) in covered.items()}, outlier=outlier)
+                   tuple(t for t in rarity if not t.unseen), cover={cid: share for cid, (share, _) in covered.items()},
+                   outlier=outlier)
 
 
 def vector_evidence(outlier: float | None) -> float:
@@ -315,7 +322,8 @@ def fuse_by_evidence(conn, query: str, bm25: list[tuple[int, float]], vec: list[
         moments = null_moments(conn, query_vector, store)
         outlier = outlier_score(max(sim for _, sim in raw), moments)
     crowded = moments is not None and moments[0] >= CROWDED
-    weights = query_weights(query_rarity(conn, query, table), texts, text_weight, vector_weight, outlier, crowded)
+    rarity = query_rarity(conn, query, table, unseen_grams=crowded)
+    weights = query_weights(rarity, texts, text_weight, vector_weight, outlier, crowded)
     ranked = adaptive_fuse(bm25, vec, weights)
     if query_vector is not None and raw:
         from zmem.query import floor
