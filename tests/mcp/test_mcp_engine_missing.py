@@ -66,7 +66,10 @@ def test_a_recall_without_the_engine_says_so_on_stderr_and_in_the_json(onnx_inde
 def test_with_the_engine_but_no_model_for_this_user_the_warning_says_that(onnx_index):
     proc = zmem_proc("-C", str(onnx_index), "recall", "gateway", "--json")
     out = json.loads(proc.stdout)
-    assert any("the model is not installed for this user" in w for w in out["warnings"]), out["warnings"]
+    (warning,) = [w for w in out["warnings"] if "cannot embed the query" in w]
+    assert "the model is not installed for this user" in warning
+    # the engine is installed: the fix is the model, not the semantic extra it already has
+    assert "zmem model pull" in warning and "model_path" in warning and "[semantic]" not in warning
 
 
 def test_provider_none_chose_keywords_and_is_not_warned(onnx_index):

@@ -39,10 +39,14 @@ def stranded_vectors(conn, cfg) -> list[str]:
     name = f"{provider} {os.path.basename(str(model))}".strip()
     if provider == "onnx":
         from zmem.embedders.auto import onnx_installed
-        why = ("onnxruntime is not installed in it" if not onnx_installed() else
-               "the model is not installed for this user (`zmem model pull`)")
-        from zmem.install import pip_install
-        fix = f"install the semantic extra into the Python that runs zmem: {pip_install('semantic')}"
+        if onnx_installed():  # the engine is here; the model is not where this user's zmem looks
+            why = "the model is not installed for this user"
+            fix = ("install it: `zmem model pull` (the default model), or `[embeddings] model_path` in zmem.toml "
+                   "for a model directory of your own")
+        else:
+            from zmem.install import pip_install
+            why = "onnxruntime is not installed in it"
+            fix = f"install the semantic extra into the Python that runs zmem: {pip_install('semantic')}"
     else:
         why, fix = "no provider is configured or found", "configure [embeddings] as where the index was embedded"
     return [f"the index holds vectors made with {name}, but this Python ({sys.executable}) cannot embed the query "
