@@ -74,9 +74,9 @@ def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypat
 
     model = Path(shutil.copytree(sp_model, tmp_path / "sp.onnx"))
     cache = onnx.user_cache_dir() / onnx.GRAPHS
-    before = set(cache.glob("vocab-*.marshal"))
+    before = set(cache.glob("vocab-*.sqlite"))
     assert one_text_encoding(model, "query: gateway", 128) is not None
-    made = set(cache.glob("vocab-*.marshal")) - before
+    made = set(cache.glob("vocab-*.sqlite")) - before
     assert len(made) == 1
     with monkeypatch.context() as m:
         m.setattr(onnx, "_read_unigram", lambda path: pytest.fail("read again: the cache was not used"))
@@ -85,8 +85,24 @@ def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypat
     path = model / "tokenizer.json"
     path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert one_text_encoding(model, "query: relay", 128) is not None
-    now = set(cache.glob("vocab-*.marshal")) - before
+    now = set(cache.glob("vocab-*.sqlite")) - before
     assert len(now) == 1 and now != made
+
+
+def test_a_broken_copy_of_the_pieces_is_built_again(sp_model, large, tmp_path):
+    import shutil
+
+    model = Path(shutil.copytree(sp_model, tmp_path / "sp.onnx"))
+    cache = onnx.user_cache_dir() / onnx.GRAPHS
+    before = set(cache.glob("vocab-*"))
+    want = whole(model).encode("query: gateway relay")
+    assert one_text_encoding(model, "query: gateway relay", 128).ids == want.ids
+    (copy,) = set(cache.glob("vocab-*.sqlite")) - before
+    stale = copy.with_name(copy.name.replace(".sqlite", ".marshal"))  # a copy as zmem wrote it before
+    stale.write_bytes(b"old")
+    copy.write_bytes(b"not a database")
+    assert one_text_encoding(model, "query: gateway relay", 128).ids == want.ids
+    assert copy.stat().st_size > len(b"not a database") and not stale.exists()
 
 
 def test_a_small_or_wordpiece_tokenizer_is_built_whole(sp_model, tmp_path, monkeypatch):

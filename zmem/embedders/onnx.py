@@ -112,7 +112,7 @@ STALE_GRAPH = 30  # days
 # of a fresh recall's ~1.4 s (bench/README.md, "One query's pieces"). A process that embeds one query (a fresh
 # recall no watcher serves) tokenizes it with a tokenizer of only the pieces it can use (one_text_encoding).
 BIG_TOKENIZER = 4_000_000  # bytes (all-MiniLM-L6-v2's WordPiece: 0.7 MB, 25 ms)
-VOCAB_FORMAT = 1  # bump when what _unigram_vocab caches changes
+VOCAB_FORMAT = 2  # bump when what _unigram_vocab caches changes
 
 
 def one_text_encoding(directory: Path, text: str, max_tokens: int):
@@ -121,20 +121,22 @@ def one_text_encoding(directory: Path, text: str, max_tokens: int):
     the lowest score, which sets the unknown piece's): a Unigram model splits each pre-token by the scores of the
     pieces it holds, so it splits the same. None when that does not hold or is not worth it (not a large Unigram
     vocabulary, a special token in text): the whole tokenizer then."""
-    vocab = _unigram_vocab(directory / "tokenizer.json")
-    if vocab is None or any(a in text for a in vocab["added"]):
+    got = _unigram_vocab(directory / "tokenizer.json")
+    if got is None or any(a in text for a in got[0]["added"]):
         return None
+    vocab, find = got
     _, Tokenizer = _import_runtime()
-    rest, pieces, keep = vocab["rest"], vocab["pieces"], vocab["keep"]
-    head = [[p, pieces[p][1]] for p in vocab["head"]]
+    rest, head, keep = vocab["rest"], vocab["head"], vocab["keep"]
     try:
         plain = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": head}}))
         normal = plain.normalizer.normalize_str(text) if plain.normalizer else text
         words = [w for w, _ in plain.pre_tokenizer.pre_tokenize_str(normal)] if plain.pre_tokenizer else [normal]
         longest = vocab["longest"]
-        used = {w[a:b] for w in words for a in range(len(w)) for b in range(a + 1, min(len(w), a + longest) + 1)}
-        used = sorted(({p for p in used if p in pieces} | {vocab["lowest"]}) - set(vocab["head"]),
-                      key=lambda p: pieces[p][0])
+        pieces = find({w[a:b] for w in words for a in range(len(w)) for b in range(a + 1, min(len(w), a + longest) + 1)})
+        lowest, at, score = vocab["lowest"]
+        if at >= keep:  # the unknown piece's score is the lowest one's
+            pieces.setdefault(lowest, (at, score))
+        used = sorted(pieces, key=lambda p: pieces[p][0])
         local = head + [[p, pieces[p][1]] for p in used]
         tokenizer = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
         e = _for_zmem(tokenizer, max_tokens).encode(text)
@@ -146,38 +148,77 @@ def one_text_encoding(directory: Path, text: str, max_tokens: int):
                            attention_mask=e.attention_mask, type_ids=e.type_ids)
 
 
-def _unigram_vocab(path: Path) -> dict | None:
-    """A large Unigram tokenizer.json read for one_text_encoding: the pieces (piece -> (id, score)), the leading
-    special pieces kept at their ids (`head`, `keep` of them), the other special tokens, the longest piece, the
-    lowest-scored one, and the rest of the file. Cached (marshal) in zmem's cache by the file's path, size, mtime,
-    ctime and inode: building it reads the JSON (~0.5 s for e5's 17 MB), loading it ~0.15 s. None for a small
-    file, another model type, or a layout whose ids it cannot keep (the special tokens not first)."""
-    import marshal
+def _unigram_vocab(path: Path):
+    """(what one_text_encoding needs of a large Unigram tokenizer.json: the leading special pieces kept at their
+    ids (`head` as [piece, score], `keep` of them), the other special tokens, the longest piece, the lowest-scored
+    one as (piece, id, score), the rest of the file; and find(strings) -> {piece: (id, score)} for those of the
+    strings that are pieces past the head), or None for a small file, another model type, or a layout whose ids it
+    cannot keep (the special tokens not first). The pieces are cached in an SQLite table in zmem's cache, keyed by
+    the file's path, size, mtime, ctime and inode: building it reads the JSON once (~0.5 s for e5's 17 MB), a
+    query then looks up its few hundred substrings (~5 ms; a marshal copy of e5's pieces took ~0.15 s to load)."""
     try:
         st = path.stat()
     except OSError:
         return None
     if st.st_size < BIG_TOKENIZER:
         return None
+    import functools
+    from urllib.parse import quote
+    from zmem.store import db
     source = str(path.resolve())
     stamp = hashlib.sha256(json.dumps([*_stamp(st), VOCAB_FORMAT]).encode())
     name = f"vocab-{hashlib.sha256(source.encode()).hexdigest()[:16]}-"
-    cache = user_cache_dir() / GRAPHS / f"{name}{stamp.hexdigest()[:16]}.marshal"
-    try:
-        return marshal.loads(cache.read_bytes())
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+    cache = user_cache_dir() / GRAPHS / f"{name}{stamp.hexdigest()[:16]}.sqlite"
+    if cache.is_file():
+        try:
+            conn = db.sqlite.connect(f"file:{quote(cache.as_posix())}?mode=ro", uri=True)
+            try:
+                vocab = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'vocab'").fetchone()[0])
+            finally:
+                conn.close()
+            return vocab, functools.partial(_cached_pieces, cache)
+        except (db.Error, TypeError, ValueError):
+            pass  # half-gone or from elsewhere: built again below
     vocab = _read_unigram(path)
+    if vocab is None:
+        return None
+    pieces = vocab.pop("pieces")
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        for old in cache.parent.glob(f"{name}*.marshal"):  # another version of this file
-            old.unlink(missing_ok=True)
+        for old in cache.parent.glob(f"{name}*"):  # another version of this file (or a marshal copy before these)
+            if not old.name.endswith(".tmp"):
+                _remove(old)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps(vocab))
+        conn = db.sqlite.connect(str(tmp))
+        try:
+            conn.execute("PRAGMA journal_mode = OFF")  # a file of its own, renamed into place when whole
+            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+            conn.execute("CREATE TABLE pieces (piece TEXT PRIMARY KEY, id INTEGER, score REAL) WITHOUT ROWID")
+            conn.execute("INSERT INTO meta VALUES ('vocab', ?)", (json.dumps(vocab),))
+            conn.executemany("INSERT INTO pieces VALUES (?, ?, ?)", ((p, i, sc) for p, (i, sc) in sorted(pieces.items())))
+            conn.commit()
+        finally:
+            conn.close()
         tmp.rename(cache)
-    except OSError:
+    except (OSError, db.Error):
         pass  # not cached: read again next time
-    return vocab
+    return vocab, lambda wanted: {p: pieces[p] for p in wanted if p in pieces}
+
+
+def _cached_pieces(cache: Path, wanted: set[str]) -> dict[str, tuple[int, float]]:
+    """Those of the strings that are pieces of a cached vocabulary (_unigram_vocab), with their id and score."""
+    from urllib.parse import quote
+    from zmem.store import db
+    wanted, out = list(wanted), {}
+    conn = db.sqlite.connect(f"file:{quote(cache.as_posix())}?mode=ro", uri=True)
+    try:
+        for i in range(0, len(wanted), 500):  # under any SQLite's limit on parameters
+            part = wanted[i:i + 500]
+            sql = f"SELECT piece, id, score FROM pieces WHERE piece IN ({','.join('?' * len(part))})"
+            out.update((p, (n, score)) for p, n, score in conn.execute(sql, part))
+    finally:
+        conn.close()
+    return out
 
 
 def _read_unigram(path: Path) -> dict | None:
@@ -201,10 +242,11 @@ def _read_unigram(path: Path) -> dict | None:
     # every id the post-processor writes, and the unknown piece's, must be one kept at its place
     if not isinstance(unk, int) or not unk < keep or any(n >= keep for n in _ints(data.get("post_processor"))):
         return None
+    low = min(range(len(vocab)), key=lambda n: vocab[n][1])
     return {"rest": {**data, "model": {**model, "vocab": []}, "truncation": None}, "keep": keep,
-            "pieces": pieces, "head": [p for p, _ in vocab[:keep]],
+            "pieces": {p: at for p, at in list(pieces.items())[keep:]}, "head": [list(x) for x in vocab[:keep]],
             "added": [a for i, a in added.items() if i >= keep], "longest": max(len(p) for p, _ in vocab),
-            "lowest": min(vocab, key=lambda x: x[1])[0]}
+            "lowest": [vocab[low][0], low, vocab[low][1]]}
 
 
 def _ints(node) -> list[int]:
