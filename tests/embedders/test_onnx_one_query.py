@@ -1,5 +1,6 @@
-"""A fresh process's one query tokenized by the pieces it can use (zmem.embedders.onnx.one_text_encoding): a
-large Unigram tokenizer (multilingual-e5-small's 250,002 pieces take ~0.8 s to build) is not built whole for it.
+"""One text at a time tokenized by the pieces it can use (zmem.embedders.onnx.PieceEncoder): a large Unigram
+tokenizer (multilingual-e5-small's 250,002 pieces take ~0.8 s to build and hold ~280 MB) is not built whole for a
+fresh process's query, nor for the queries a watcher embeds.
 Real tokenizers and ONNX Runtime on the tiny model with a SentencePiece tokenizer laid out as e5's; the cache is
 zmem's real one (under the test's XDG_CACHE_HOME)."""
 from __future__ import annotations
@@ -18,7 +19,7 @@ from helpers.tiny_bert import make_tiny_bert, with_sentencepiece  # noqa: E402
 from zmem.embedders import onnx  # noqa: E402
 from zmem.embedders.base import EmbeddingError  # noqa: E402
 from zmem.embedders.modelimport import import_onnx  # noqa: E402
-from zmem.embedders.onnx import OnnxEmbedder, load_tokenizer, one_text_encoding  # noqa: E402
+from zmem.embedders.onnx import OnnxEmbedder, load_tokenizer, piece_encoder  # noqa: E402
 
 # the pieces' own words, their splits, words no piece holds whole, Chinese, accents, spaces, an empty query
 TEXTS = ["query: where is the gateway host", "query: relay way gate ayay", "query: 数据库连接在哪里",
@@ -43,6 +44,11 @@ def whole(model: Path):
     return load_tokenizer(model, 128, EmbeddingError, "")
 
 
+def one_text_encoding(model: Path, text: str, max_tokens: int):
+    encoder = piece_encoder(model, max_tokens)
+    return None if encoder is None else encoder.encode(text)
+
+
 def test_the_one_text_tokenizer_gives_the_whole_ones_ids(sp_model, large):
     full = whole(sp_model)
     rng = random.Random(7)
@@ -56,17 +62,40 @@ def test_the_one_text_tokenizer_gives_the_whole_ones_ids(sp_model, large):
     assert one_text_encoding(sp_model, "query: <mask> gateway", 128) is None
 
 
-def test_a_fresh_query_embeds_as_the_loaded_model_does_without_the_whole_tokenizer(sp_model, large):
-    loaded = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
-    loaded.load()
-    for text in ("where is the gateway host", "数据库连接在哪里", "<mask> gateway"):
+TEXTS_ASKED = ("where is the gateway host", "数据库连接在哪里", "<mask> gateway")
+
+
+def by_the_whole_tokenizer(model: Path, text: str, kind: str = "query") -> list[float]:
+    small = OnnxEmbedder(str(model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    small._pieces = False  # as for a small vocabulary: the whole tokenizer
+    return small.embed([text], kind)[0]
+
+
+def test_a_fresh_query_embeds_as_the_whole_tokenizer_does_without_building_it(sp_model, large):
+    for text in TEXTS_ASKED:
         fresh = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
-        got = fresh.embed([text], "query")[0]
-        assert np.allclose(got, loaded.embed([text], "query")[0], atol=1e-6)
+        assert np.allclose(fresh.embed([text], "query")[0], by_the_whole_tokenizer(sp_model, text), atol=1e-6)
         # the whole tokenizer was built only for the text holding a special token past the leading ones
         assert (fresh._tokenizer is None) == (text != "<mask> gateway")
-    # the same process embedding another text then builds the whole tokenizer and gives the same vectors too
-    assert np.allclose(fresh.embed(["relay host"], "document")[0], loaded.embed(["relay host"], "document")[0], atol=1e-6)
+    # the same process embedding a batch then builds the whole tokenizer, with the same vectors
+    fresh = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    batch = fresh.embed(["relay host", "gateway"], "document")
+    assert fresh._tokenizer is not None
+    assert np.allclose(batch[0], by_the_whole_tokenizer(sp_model, "relay host", "document"), atol=1e-5)
+
+
+def test_a_watcher_embeds_its_queries_without_the_whole_tokenizer(sp_model, large):
+    # zmem watch loads the model once (QueryEmbedding.preload) and embeds one query per question
+    watcher = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    watcher.load()
+    for text in TEXTS_ASKED[:2]:
+        assert np.allclose(watcher.embed([text], "query")[0], by_the_whole_tokenizer(sp_model, text), atol=1e-6)
+    assert watcher._tokenizer is None
+    # a small vocabulary's whole tokenizer is built as the model loads (fast, and then every text uses it)
+    small = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    small._pieces = False
+    small.load()
+    assert small._tokenizer is not None
 
 
 def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypatch, tmp_path):

@@ -109,47 +109,68 @@ STALE_GRAPH = 30  # days
 
 
 # A tokenizer.json this large takes long to build: multilingual-e5-small's 250,002-piece Unigram vocabulary ~0.8 s
-# of a fresh recall's ~1.4 s (bench/README.md, "One query's pieces"). A process that embeds one query (a fresh
-# recall no watcher serves) tokenizes it with a tokenizer of only the pieces it can use (one_text_encoding).
+# of a fresh recall's ~1.4 s (bench/README.md, "One query's pieces"), and it holds ~280 MB. One text at a time (a
+# fresh recall's query, a watcher's queries) is tokenized by a tokenizer of only the pieces it can use (PieceEncoder).
 BIG_TOKENIZER = 4_000_000  # bytes (all-MiniLM-L6-v2's WordPiece: 0.7 MB, 25 ms)
 VOCAB_FORMAT = 2  # bump when what _unigram_vocab caches changes
 
 
-def one_text_encoding(directory: Path, text: str, max_tokens: int):
-    """text's encoding (ids, attention_mask, type_ids) as directory's tokenizer.json gives it, by a tokenizer of
-    the pieces text can use (every substring of its pre-tokenized words the vocabulary holds, and the piece of
-    the lowest score, which sets the unknown piece's): a Unigram model splits each pre-token by the scores of the
-    pieces it holds, so it splits the same. None when that does not hold or is not worth it (not a large Unigram
-    vocabulary, a special token in text): the whole tokenizer then."""
+def piece_encoder(directory: Path, max_tokens: int) -> PieceEncoder | None:
+    """An encoder of one text at a time by the pieces it can use, for directory's tokenizer.json when that is a
+    large Unigram vocabulary (BIG_TOKENIZER) laid out as it can keep (_unigram_vocab); else None."""
     got = _unigram_vocab(directory / "tokenizer.json")
-    if got is None or any(a in text for a in got[0]["added"]):
+    if got is None:
         return None
-    vocab, find = got
     _, Tokenizer = _import_runtime()
-    rest, head, keep = vocab["rest"], vocab["head"], vocab["keep"]
+    vocab, find = got
     try:
-        plain = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": head}}))
-        normal = plain.normalizer.normalize_str(text) if plain.normalizer else text
-        words = [w for w, _ in plain.pre_tokenizer.pre_tokenize_str(normal)] if plain.pre_tokenizer else [normal]
-        longest = vocab["longest"]
-        pieces = find({w[a:b] for w in words for a in range(len(w)) for b in range(a + 1, min(len(w), a + longest) + 1)})
-        lowest, at, score = vocab["lowest"]
-        if at >= keep:  # the unknown piece's score is the lowest one's
-            pieces.setdefault(lowest, (at, score))
-        used = sorted(pieces, key=lambda p: pieces[p][0])
-        local = head + [[p, pieces[p][1]] for p in used]
-        tokenizer = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
-        e = _for_zmem(tokenizer, max_tokens).encode(text)
+        plain = Tokenizer.from_str(json.dumps({**vocab["rest"], "model": {**vocab["rest"]["model"], "vocab": vocab["head"]}}))
     except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
         return None
-    to_global = list(range(keep)) + [pieces[p][0] for p in used]
-    from types import SimpleNamespace
-    return SimpleNamespace(ids=[to_global[i] if i < len(to_global) else i for i in e.ids],
-                           attention_mask=e.attention_mask, type_ids=e.type_ids)
+    return PieceEncoder(vocab, find, plain, Tokenizer, max_tokens)
+
+
+class PieceEncoder:
+    """Encodes one text as a large Unigram tokenizer.json does, by a tokenizer of the pieces that text can use
+    (every substring of its pre-tokenized words the vocabulary holds, and the piece of the lowest score, which
+    sets the unknown piece's): a Unigram model splits each pre-token by the scores of the pieces it holds, so it
+    splits the same. Building the whole tokenizer is slow (multilingual-e5-small's 250,002 pieces: ~0.8 s) and
+    it holds ~280 MB; this one holds the vocabulary's settings and looks pieces up in its cached copy (~2 ms a
+    text), so a fresh recall's query and a watcher's queries never need the whole one."""
+
+    def __init__(self, vocab: dict, find, plain, tokenizer_class, max_tokens: int):
+        self.vocab, self.find, self.plain = vocab, find, plain
+        self.tokenizer_class, self.max_tokens = tokenizer_class, max_tokens
+
+    def encode(self, text: str):
+        """text's encoding (ids, attention_mask, type_ids), or None when this cannot stand in for the whole
+        tokenizer (a special token past the leading ones in text, a tokenizer error): the whole one then."""
+        vocab, plain = self.vocab, self.plain
+        if any(a in text for a in vocab["added"]):
+            return None
+        rest, head, keep, longest = vocab["rest"], vocab["head"], vocab["keep"], vocab["longest"]
+        try:
+            normal = plain.normalizer.normalize_str(text) if plain.normalizer else text
+            words = [w for w, _ in plain.pre_tokenizer.pre_tokenize_str(normal)] if plain.pre_tokenizer else [normal]
+            pieces = self.find({w[a:b] for w in words for a in range(len(w))
+                                for b in range(a + 1, min(len(w), a + longest) + 1)})
+            lowest, at, score = vocab["lowest"]
+            if at >= keep:  # the unknown piece's score is the lowest one's
+                pieces.setdefault(lowest, (at, score))
+            used = sorted(pieces, key=lambda p: pieces[p][0])
+            local = head + [[p, pieces[p][1]] for p in used]
+            tokenizer = self.tokenizer_class.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
+            e = _for_zmem(tokenizer, self.max_tokens).encode(text)
+        except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
+            return None
+        to_global = list(range(keep)) + [pieces[p][0] for p in used]
+        from types import SimpleNamespace
+        return SimpleNamespace(ids=[to_global[i] if i < len(to_global) else i for i in e.ids],
+                               attention_mask=e.attention_mask, type_ids=e.type_ids)
 
 
 def _unigram_vocab(path: Path):
-    """(what one_text_encoding needs of a large Unigram tokenizer.json: the leading special pieces kept at their
+    """(what PieceEncoder needs of a large Unigram tokenizer.json: the leading special pieces kept at their
     ids (`head` as [piece, score], `keep` of them), the other special tokens, the longest piece, the lowest-scored
     one as (piece, id, score), the rest of the file; and find(strings) -> {piece: (id, score)} for those of the
     strings that are pieces past the head), or None for a small file, another model type, or a layout whose ids it
@@ -222,7 +243,7 @@ def _cached_pieces(cache: Path, wanted: set[str]) -> dict[str, tuple[int, float]
 
 
 def _read_unigram(path: Path) -> dict | None:
-    """What _unigram_vocab keeps of a tokenizer.json, or None when one_text_encoding cannot stand in for it."""
+    """What _unigram_vocab keeps of a tokenizer.json, or None when PieceEncoder cannot stand in for it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         model = data["model"]
@@ -481,7 +502,7 @@ class OnnxEmbedder(Embedder):
         cores = os.cpu_count() or 1
         self.threads = min(threads, cores) if threads and threads > 0 else default_threads()
         self._session = self._tokenizer = None
-        self._one = None  # (the one text a fresh process loaded the model for, its encoding or None)
+        self._pieces = None  # PieceEncoder, or False: the vocabulary is not one it serves (piece_encoder)
         self._lock = threading.Lock()
 
     def endpoint(self) -> str:
@@ -492,36 +513,53 @@ class OnnxEmbedder(Embedder):
         return self._session is not None
 
     def load(self) -> None:
+        """The model and what encodes the texts it will be given one at a time (a watcher's queries)."""
         with self._lock:
             self._load()
+            if self._piece_encoder() is None:
+                self._whole()
 
     def embed(self, texts: list[str], kind: Kind = "document") -> list[list[float]]:
         if self._session is None and kind == "query" and len(texts) == 1:
-            with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking,
-                self._load(prepack=False, one=self.query_prefix + texts[0])  # and tokenized by its own pieces
+            with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking
+                self._load(prepack=False)
         return super().embed(texts, kind)
 
-    def _load(self, prepack: bool = True, one: str | None = None):
-        """(session, tokenizer); the tokenizer None when the model was loaded for `one` text alone (a fresh
-        recall's query) and that text is what is asked for: its encoding is ready (one_text_encoding)."""
+    def _load(self, prepack: bool = True):
         if self._session is None:
-            self._session, self._tokenizer, self._inputs = load_session(
+            self._session, _, self._inputs = load_session(
                 self.directory, self.model_file, threads=self.threads, max_tokens=self.settings["max_tokens"],
                 error=EmbeddingError, needs="the onnx provider", hint=_HINT, what="a text embedding model",
-                prepack=prepack, tokenize=one is None)
-            if one is not None:
-                self._one = (one, one_text_encoding(self.directory, one, self.settings["max_tokens"]))
-        if self._tokenizer is None and not (self._one and self._one[0] == one and self._one[1] is not None):
+                prepack=prepack, tokenize=False)
+        return self._session
+
+    def _whole(self):
+        """The whole tokenizer, built when first needed (a batch, a reading of tokens)."""
+        if self._tokenizer is None:
             self._tokenizer = load_tokenizer(self.directory, self.settings["max_tokens"], EmbeddingError, _HINT)
-        return self._session, self._tokenizer
+        return self._tokenizer
+
+    def _piece_encoder(self) -> PieceEncoder | None:
+        if self._pieces is None:
+            self._pieces = piece_encoder(self.directory, self.settings["max_tokens"]) or False
+        return self._pieces or None
+
+    def _encode(self, texts: list[str]) -> list:
+        """texts' encodings: one text by the pieces it can use when the vocabulary is large (PieceEncoder),
+        else (or when that cannot stand in) by the whole tokenizer."""
+        if len(texts) == 1 and (pieces := self._piece_encoder()) is not None:
+            encoding = pieces.encode(texts[0])
+            if encoding is not None:
+                return [encoding]
+        return self._whole().encode_batch(texts)
 
     def _run(self, texts: list[str]):
         """(the graph's first output, the attention mask, the encodings) of texts, one batch padded to its
         longest."""
         import numpy as np
         with self._lock:
-            session, tokenizer = self._load(one=texts[0] if len(texts) == 1 else None)
-            encodings = [self._one[1]] if tokenizer is None else tokenizer.encode_batch(texts)
+            session = self._load()
+            encodings = self._encode(texts)
             width = max(len(e.ids) for e in encodings)
             ids = np.zeros((len(texts), width), dtype=np.int64)
             mask = np.zeros((len(texts), width), dtype=np.int64)
@@ -546,8 +584,7 @@ class OnnxEmbedder(Embedder):
         if not words and not runs:
             return 0.0
         with self._lock:
-            _, tokenizer = self._load()
-            encodings = tokenizer.encode_batch(words + runs, add_special_tokens=False)
+            encodings = self._whole().encode_batch(words + runs, add_special_tokens=False)
         held = [_held_whole(e, w, i >= len(words)) for i, (e, w) in enumerate(zip(encodings, words + runs))]
         return sum(held) / len(held)
 
