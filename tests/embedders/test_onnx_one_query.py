@@ -77,11 +77,16 @@ def test_a_fresh_query_embeds_as_the_whole_tokenizer_does_without_building_it(sp
         assert np.allclose(fresh.embed([text], "query")[0], by_the_whole_tokenizer(sp_model, text), atol=1e-6)
         # the whole tokenizer was built only for the text holding a special token past the leading ones
         assert (fresh._tokenizer is None) == (text != "<mask> gateway")
-    # the same process embedding a batch then builds the whole tokenizer, with the same vectors
+    # a few texts at once (the words recall compares with an entity's relations) by their pieces too; a batch
+    # of notes builds the whole tokenizer: the same vectors
     fresh = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
-    batch = fresh.embed(["relay host", "gateway"], "document")
+    few = fresh.embed(["relay host", "gateway"], "query")
+    assert fresh._tokenizer is None
+    notes = [f"relay host {i}" for i in range(onnx.PIECE_TEXTS + 1)]
+    batch = fresh.embed(notes, "document")
     assert fresh._tokenizer is not None
-    assert np.allclose(batch[0], by_the_whole_tokenizer(sp_model, "relay host", "document"), atol=1e-5)
+    assert np.allclose(few[0], by_the_whole_tokenizer(sp_model, "relay host"), atol=1e-5)
+    assert np.allclose(batch[0], by_the_whole_tokenizer(sp_model, notes[0], "document"), atol=1e-5)
 
 
 def test_a_watcher_embeds_its_queries_without_the_whole_tokenizer(sp_model, large):
