@@ -123,6 +123,21 @@ def test_the_pieces_are_read_once_then_from_the_cache(sp_model, large, monkeypat
     assert len(now) == 1 and now != made
 
 
+def test_embedding_a_batch_of_notes_writes_the_pieces_copy_for_the_first_query(sp_model, large, tmp_path,
+                                                                              monkeypatch):
+    import shutil
+
+    model = Path(shutil.copytree(sp_model, tmp_path / "sp.onnx"))
+    cache = onnx.user_cache_dir() / onnx.GRAPHS
+    before = set(cache.glob("vocab-*.sqlite"))
+    job = OnnxEmbedder(str(model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    job.embed([f"note {i} about the relay" for i in range(onnx.PIECE_TEXTS + 1)], "document")
+    assert len(set(cache.glob("vocab-*.sqlite")) - before) == 1
+    monkeypatch.setattr(onnx, "_read_unigram", lambda path: pytest.fail("the first query read the JSON again"))
+    fresh = OnnxEmbedder(str(model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    fresh.embed(["where is the relay"], "query")
+
+
 def test_a_broken_copy_of_the_pieces_is_built_again(sp_model, large, tmp_path):
     import shutil
 
