@@ -153,6 +153,10 @@ class IndexUnusable(ZmemError):
     """The index cannot be used: newer schema, damaged file, lock held, not writable."""
 
 
+class IndexBusy(IndexUnusable):
+    """Another process holds a lock on the index: trying again may succeed."""
+
+
 class ConfigError(ZmemError):
     """zmem.toml or user config is invalid."""
 

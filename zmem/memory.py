@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from zmem.errors import IndexBusy
 from zmem.index.freshness import Freshness
 from zmem.index.queryvector import NO_PROVIDER, _query_vector, stranded_vectors, token_cover, word_similarity
 
@@ -143,7 +144,14 @@ class Memory(Freshness):
             if self._conn_id is None or _stamp(ws.index_path, ino=True) == self._conn_id:
                 return self._conn
             self._close_conn()
-        self._conn = open_index(ws)
+        try:
+            self._conn = open_index(ws)
+        except IndexBusy:
+            if self._ahead is None:
+                raise
+            # the freshness check's child, stopped or stuck while it holds a lock of the index: stopped for good
+            self._abandon_ahead()
+            self._conn = open_index(ws)
         self._conn_id = _stamp(ws.index_path, ino=True)
         return self._conn
 

@@ -161,6 +161,45 @@ def test_a_check_that_never_answers_is_stopped_and_done_by_the_recall(ws, monkey
         assert [h.path for h in mem.recall("zebrafish").results] == ["memory/2025-11-27.md"]
 
 
+def test_a_child_stopped_while_it_holds_a_lock_of_the_index_is_stopped_for_good(ws, monkeypatch):
+    """The child stopped (SIGSTOP) at the moment it held a lock of the index's WAL: the recall's own connection
+    then fails ("locking protocol", once in a CI run). The recall stops the child for good and opens again."""
+    import zmem.index.catchup as opening
+    from zmem.errors import IndexBusy
+    _indexed(ws)
+    real, tries = opening.open_index, []
+
+    def held_once(w):
+        tries.append(1)
+        if len(tries) == 1:
+            raise IndexBusy("cannot open the index: locking protocol")
+        return real(w)
+    monkeypatch.setattr(opening, "open_index", held_once)
+    with Memory.open(ws) as mem:
+        mem.check_ahead()
+        pid = mem._ahead.pid
+        os.kill(pid, signal.SIGSTOP)
+        assert [h.path for h in mem.recall("gateway").results]
+        assert _reaped(pid) and len(tries) == 2
+
+
+def test_a_lock_held_elsewhere_says_so_and_does_not_ask_for_a_rebuild(tmp_path, monkeypatch):
+    from zmem.errors import IndexBusy
+    from zmem.store import db
+    path = tmp_path / "index.sqlite"
+    holder = db.sqlite.connect(str(path), isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")  # another process writing
+    monkeypatch.setattr(db, "BUSY_TIMEOUT", 0.05)
+    try:
+        with pytest.raises(IndexBusy) as got:
+            db.connect(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert "locked" in str(got.value) and "holds it" in got.value.hint and "--full" not in got.value.hint
+
+
 @pytest.mark.slow
 def test_closing_with_a_check_pending_reaps_the_child(ws):
     _indexed(ws)

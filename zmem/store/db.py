@@ -20,6 +20,8 @@ except ImportError:  # pragma: no cover
     DRIVER = "sqlite3"
 
 Error = sqlite.Error
+LOCKED = {5, 6, 15}  # SQLITE_BUSY, SQLITE_LOCKED, SQLITE_PROTOCOL: another connection holds a lock
+BUSY_TIMEOUT = 10.0  # seconds a connection waits for another's lock
 OperationalError = sqlite.OperationalError
 DatabaseError = sqlite.DatabaseError
 
@@ -29,15 +31,19 @@ def connect(path: Path | str, *, readonly: bool = False):
     try:
         if readonly:
             from urllib.parse import quote  # a '?', '#' or '%' in the path would change the URI's meaning
-            conn = sqlite.connect(f"file:{quote(Path(path).as_posix())}?mode=ro", uri=True, timeout=10,
+            conn = sqlite.connect(f"file:{quote(Path(path).as_posix())}?mode=ro", uri=True, timeout=BUSY_TIMEOUT,
                                   isolation_level=None, check_same_thread=False)
         else:
-            conn = sqlite.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 10000")
+            conn = sqlite.connect(str(path), timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite.DatabaseError as e:
+        if (getattr(e, "sqlite_errorcode", 0) & 0xFF) in LOCKED:
+            from zmem.errors import TRY_AGAIN, IndexBusy
+            raise IndexBusy(f"cannot open the index {path}: {e}",
+                            hint=f"another process (a zmem command, a watcher) holds it: {TRY_AGAIN}") from None
         raise IndexUnusable(f"cannot open the index {path}: {e}",
                             hint="the index is derived: run `zmem index --full` to rebuild it")
     return conn
