@@ -159,3 +159,6 @@ def test_a_small_or_wordpiece_tokenizer_is_built_whole(sp_model, tmp_path, monke
     wordpiece = Path(import_onnx(make_tiny_bert(tmp_path / "tiny-bert"), tmp_path / "wp.onnx")["out"])
     monkeypatch.setattr(onnx, "BIG_TOKENIZER", 0)
     assert one_text_encoding(wordpiece, "where is the gateway", 128) is None  # not a Unigram model
+    # and that is remembered: a large vocabulary of another kind is not read again by every fresh process
+    monkeypatch.setattr(onnx, "_read_unigram", lambda path: pytest.fail("read again"))
+    assert one_text_encoding(wordpiece, "where is the gateway", 128) is None

@@ -177,7 +177,8 @@ def _unigram_vocab(path: Path):
     strings that are pieces past the head), or None for a small file, another model type, or a layout whose ids it
     cannot keep (the special tokens not first). The pieces are cached in an SQLite table in zmem's cache, keyed by
     the file's path, size, mtime, ctime and inode: building it reads the JSON once (~0.5 s for e5's 17 MB), a
-    query then looks up its few hundred substrings (~5 ms; a marshal copy of e5's pieces took ~0.15 s to load)."""
+    query then looks up its few hundred substrings (~5 ms; a marshal copy of e5's pieces took ~0.15 s to load). A
+    file it cannot serve is remembered as such there too."""
     try:
         st = path.stat()
     except OSError:
@@ -198,13 +199,11 @@ def _unigram_vocab(path: Path):
                 vocab = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'vocab'").fetchone()[0])
             finally:
                 conn.close()
-            return vocab, functools.partial(_cached_pieces, cache)
+            return None if vocab is None else (vocab, functools.partial(_cached_pieces, cache))
         except (db.Error, TypeError, ValueError):
             pass  # half-gone or from elsewhere: built again below
-    vocab = _read_unigram(path)
-    if vocab is None:
-        return None
-    pieces = vocab.pop("pieces")
+    vocab = _read_unigram(path)  # None (a large BPE or WordPiece vocabulary...) is cached too: read once
+    pieces = vocab.pop("pieces") if vocab is not None else {}
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         for old in cache.parent.glob(f"{name}*"):  # another version of this file (or a marshal copy before these)
@@ -224,7 +223,7 @@ def _unigram_vocab(path: Path):
         tmp.rename(cache)
     except (OSError, db.Error):
         pass  # not cached: read again next time
-    return vocab, lambda wanted: {p: pieces[p] for p in wanted if p in pieces}
+    return None if vocab is None else (vocab, lambda wanted: {p: pieces[p] for p in wanted if p in pieces})
 
 
 def _cached_pieces(cache: Path, wanted: set[str]) -> dict[str, tuple[int, float]]:
