@@ -124,8 +124,9 @@ def piece_encoder(directory: Path, max_tokens: int) -> PieceEncoder | None:
         return None
     _, Tokenizer = _import_runtime()
     vocab, find = got
-    try:
-        plain = Tokenizer.from_str(json.dumps({**vocab["rest"], "model": {**vocab["rest"]["model"], "vocab": vocab["head"]}}))
+    rest = vocab["rest"]
+    try:  # the normaliser and pre-tokenizer, with the special pieces alone
+        plain = Tokenizer.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": vocab["head"]}}))
     except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
         return None
     return PieceEncoder(vocab, find, plain, Tokenizer, max_tokens)
@@ -216,7 +217,8 @@ def _unigram_vocab(path: Path):
             conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
             conn.execute("CREATE TABLE pieces (piece TEXT PRIMARY KEY, id INTEGER, score REAL) WITHOUT ROWID")
             conn.execute("INSERT INTO meta VALUES ('vocab', ?)", (json.dumps(vocab),))
-            conn.executemany("INSERT INTO pieces VALUES (?, ?, ?)", ((p, i, sc) for p, (i, sc) in sorted(pieces.items())))
+            conn.executemany("INSERT INTO pieces VALUES (?, ?, ?)",
+                             ((p, i, score) for p, (i, score) in sorted(pieces.items())))
             conn.commit()
         finally:
             conn.close()

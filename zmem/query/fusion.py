@@ -71,9 +71,10 @@ COSINE_FLOOR = 0.3
 # With MiniLM the same rule cost Portuguese template questions (R@5 0.24 -> 0.12, tuning), whose words its
 # vectors do not read: the null mean stands in for "the vectors read the question", as measured on these two
 # models (docs/fusion.md, "A crowded model's incidental keywords"). Such a query's CJK bigrams that no note holds
-# count as rare words (query_rarity's unseen_grams), not dropped: a reworded Chinese question keeps only its incidental
-# bigrams (同事, 我的), and one of them held "all" of the question. e5 Chinese paraphrases hit@1 0.23 -> 0.46 (tuning),
-# 0.59 -> 0.71 (held-out); MiniLM, whose vectors do not read Chinese and whose queries are never crowded, unchanged.
+# count as rare words (query_rarity's unseen_grams), not dropped: a reworded Chinese question keeps only its
+# incidental bigrams (同事, 我的), and one of them held "all" of the question. e5 Chinese paraphrases hit@1
+# 0.23 -> 0.46 (tuning), 0.59 -> 0.71 (held-out); MiniLM (its vectors do not read Chinese, its queries are never
+# crowded) unchanged.
 CROWDED = 0.7
 # How far the closest vector candidate stands out of the query's cosines with the workspace's windows at large
 # (its "outlier" score, outlier_score): (best cosine - their mean) / their standard deviation, estimated on a fixed
