@@ -60,6 +60,16 @@ def test_the_one_text_tokenizer_gives_the_whole_ones_ids(sp_model, large):
         assert (got.ids, got.attention_mask, got.type_ids) == (want.ids, want.attention_mask, want.type_ids), text
     # a special token past the leading ones (<mask>) in the text: the whole tokenizer, which knows it
     assert one_text_encoding(sp_model, "query: <mask> gateway", 128) is None
+    # what the token readings use (tokens, offsets, special mask), with and without the special tokens
+    encoder = piece_encoder(sp_model, 128)
+    for text in TEXTS[:8]:
+        for special in (True, False):
+            got, want = encoder.encode(text, special), full.encode(text, add_special_tokens=special)
+            assert (got.ids, got.tokens, got.offsets, got.special_tokens_mask) == \
+                (want.ids, want.tokens, want.offsets, want.special_tokens_mask), text
+    # several texts by one tokenizer of the pieces any of them can use: each split as alone
+    together = encoder.encode_batch(texts[:40])
+    assert [e.ids for e in together] == [e.ids for e in full.encode_batch(texts[:40])]
 
 
 TEXTS_ASKED = ("where is the gateway host", "数据库连接在哪里", "<mask> gateway")
@@ -95,6 +105,14 @@ def test_a_watcher_embeds_its_queries_without_the_whole_tokenizer(sp_model, larg
     watcher.load()
     for text in TEXTS_ASKED[:2]:
         assert np.allclose(watcher.embed([text], "query")[0], by_the_whole_tokenizer(sp_model, text), atol=1e-6)
+    # and reads the first hits token by token (recall.rerank = "embedding") as the whole tokenizer does
+    small = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
+    small._pieces = False
+    passages = ["the relay host is the gateway", "数据库连接在哪里"]
+    for query in ("where is the gateway host", "relay way gate"):
+        assert watcher.reads(query) == small.reads(query)
+        got, want = watcher.cover(query, passages), small.cover(query, passages)
+        assert (got is None) == (want is None) and (got is None or np.allclose(got, want, atol=1e-6))
     assert watcher._tokenizer is None
     # a small vocabulary's whole tokenizer is built as the model loads (fast, and then every text uses it)
     small = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")

@@ -144,16 +144,24 @@ class PieceEncoder:
         self.vocab, self.find, self.plain = vocab, find, plain
         self.tokenizer_class, self.max_tokens = tokenizer_class, max_tokens
 
-    def encode(self, text: str):
-        """text's encoding (ids, attention_mask, type_ids), or None when this cannot stand in for the whole
-        tokenizer (a special token past the leading ones in text, a tokenizer error): the whole one then."""
+    def encode(self, text: str, add_special_tokens: bool = True):
+        """text's encoding (ids, attention_mask, type_ids, tokens, offsets, special_tokens_mask), or None when this
+        cannot stand in for the whole tokenizer (a special token past the leading ones in text, a tokenizer error):
+        the whole one then."""
+        got = self.encode_batch([text], add_special_tokens)
+        return None if got is None else got[0]
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list | None:
+        """encode's for several texts, by one tokenizer of the pieces any of them can use (a piece another text
+        brings is no substring of this one's words, so it splits each the same); None as encode's."""
         vocab, plain = self.vocab, self.plain
-        if any(a in text for a in vocab["added"]):
+        if any(a in text for text in texts for a in vocab["added"]):
             return None
         rest, head, keep, longest = vocab["rest"], vocab["head"], vocab["keep"], vocab["longest"]
         try:
-            normal = plain.normalizer.normalize_str(text) if plain.normalizer else text
-            words = [w for w, _ in plain.pre_tokenizer.pre_tokenize_str(normal)] if plain.pre_tokenizer else [normal]
+            normal = [plain.normalizer.normalize_str(t) if plain.normalizer else t for t in texts]
+            words = [w for n in normal for w, _ in plain.pre_tokenizer.pre_tokenize_str(n)] if plain.pre_tokenizer \
+                else normal
             pieces = self.find({w[a:b] for w in words for a in range(len(w))
                                 for b in range(a + 1, min(len(w), a + longest) + 1)})
             lowest, at, score = vocab["lowest"]
@@ -162,13 +170,14 @@ class PieceEncoder:
             used = sorted(pieces, key=lambda p: pieces[p][0])
             local = head + [[p, pieces[p][1]] for p in used]
             tokenizer = self.tokenizer_class.from_str(json.dumps({**rest, "model": {**rest["model"], "vocab": local}}))
-            e = _for_zmem(tokenizer, self.max_tokens).encode(text)
+            encodings = _for_zmem(tokenizer, self.max_tokens).encode_batch(texts, add_special_tokens=add_special_tokens)
         except Exception:  # noqa: BLE001 - tokenizers raises plain Exceptions: the whole tokenizer says what is wrong
             return None
         to_global = list(range(keep)) + [pieces[p][0] for p in used]
         from types import SimpleNamespace
-        return SimpleNamespace(ids=[to_global[i] if i < len(to_global) else i for i in e.ids],
-                               attention_mask=e.attention_mask, type_ids=e.type_ids)
+        return [SimpleNamespace(ids=[to_global[i] if i < len(to_global) else i for i in e.ids],
+                                attention_mask=e.attention_mask, type_ids=e.type_ids, tokens=e.tokens,
+                                offsets=e.offsets, special_tokens_mask=e.special_tokens_mask) for e in encodings]
 
 
 def _unigram_vocab(path: Path):
@@ -536,7 +545,7 @@ class OnnxEmbedder(Embedder):
         return self._session
 
     def _whole(self):
-        """The whole tokenizer, built when first needed (a batch, a reading of tokens). The process building it
+        """The whole tokenizer, built when first needed (a batch). The process building it
         (an embedding job, as a model is first used) also makes sure the pieces' copy exists (PieceEncoder),
         so that the first fresh recall does not build that (~1.3 s for e5)."""
         if self._tokenizer is None:
@@ -549,15 +558,15 @@ class OnnxEmbedder(Embedder):
             self._pieces = piece_encoder(self.directory, self.settings["max_tokens"]) or False
         return self._pieces or None
 
-    def _encode(self, texts: list[str]) -> list:
-        """texts' encodings: a few texts each by the pieces it can use when the vocabulary is large and the
-        whole tokenizer is not built (PieceEncoder: ~2 ms a text against ~0.8 s to build it), else (or when
-        that cannot stand in for one of them) by the whole tokenizer."""
+    def _encode(self, texts: list[str], add_special_tokens: bool = True) -> list:
+        """texts' encodings: a few texts by the pieces they can use when the vocabulary is large and the whole
+        tokenizer is not built (PieceEncoder: ~2 ms against ~0.8 s to build it), else (or when that cannot stand
+        in) by the whole tokenizer."""
         if self._tokenizer is None and len(texts) <= PIECE_TEXTS and (pieces := self._piece_encoder()) is not None:
-            encodings = [pieces.encode(t) for t in texts]
-            if all(e is not None for e in encodings):
+            encodings = pieces.encode_batch(texts, add_special_tokens)
+            if encodings is not None:
                 return encodings
-        return self._whole().encode_batch(texts)
+        return self._whole().encode_batch(texts, add_special_tokens=add_special_tokens)
 
     def _run(self, texts: list[str]):
         """(the graph's first output, the attention mask, the encodings) of texts, one batch padded to its
@@ -590,7 +599,7 @@ class OnnxEmbedder(Embedder):
         if not words and not runs:
             return 0.0
         with self._lock:
-            encodings = self._whole().encode_batch(words + runs, add_special_tokens=False)
+            encodings = self._encode(words + runs, add_special_tokens=False)
         held = [_held_whole(e, w, i >= len(words)) for i, (e, w) in enumerate(zip(encodings, words + runs))]
         return sum(held) / len(held)
 
