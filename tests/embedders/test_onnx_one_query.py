@@ -92,7 +92,7 @@ def test_a_fresh_query_embeds_as_the_whole_tokenizer_does_without_building_it(sp
     fresh = OnnxEmbedder(str(sp_model), threads=1, query_prefix="query: ", document_prefix="passage: ")
     few = fresh.embed(["relay host", "gateway"], "query")
     assert fresh._tokenizer is None
-    notes = [f"relay host {i}" for i in range(onnx.PIECE_TEXTS + 1)]
+    notes = [f"relay host {i}" for i in range(3)]
     batch = fresh.embed(notes, "document")
     assert fresh._tokenizer is not None
     assert np.allclose(few[0], by_the_whole_tokenizer(sp_model, "relay host"), atol=1e-5)
@@ -149,7 +149,7 @@ def test_embedding_a_batch_of_notes_writes_the_pieces_copy_for_the_first_query(s
     cache = onnx.user_cache_dir() / onnx.GRAPHS
     before = set(cache.glob("vocab-*.sqlite"))
     job = OnnxEmbedder(str(model), threads=1, query_prefix="query: ", document_prefix="passage: ")
-    job.embed([f"note {i} about the relay" for i in range(onnx.PIECE_TEXTS + 1)], "document")
+    job.embed([f"note {i} about the relay" for i in range(3)], "document")
     assert len(set(cache.glob("vocab-*.sqlite")) - before) == 1
     monkeypatch.setattr(onnx, "_read_unigram", lambda path: pytest.fail("the first query read the JSON again"))
     fresh = OnnxEmbedder(str(model), threads=1, query_prefix="query: ", document_prefix="passage: ")

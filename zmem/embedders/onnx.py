@@ -113,7 +113,10 @@ STALE_GRAPH = 30  # days
 # fresh recall's query, a watcher's queries) is tokenized by a tokenizer of only the pieces it can use (PieceEncoder).
 BIG_TOKENIZER = 4_000_000  # bytes (all-MiniLM-L6-v2's WordPiece: 0.7 MB, 25 ms)
 VOCAB_FORMAT = 2  # bump when what _unigram_vocab caches changes
-PIECE_TEXTS = 8  # texts at most encoded by their pieces in one call: a batch of notes builds the whole tokenizer
+# at most this many texts, and characters, are encoded by their pieces in one call (a question's words, a question
+# and its first hits' lines); more builds the whole tokenizer, as notes to index do (OnnxEmbedder.embed)
+PIECE_TEXTS = 32
+PIECE_CHARS = 4000
 
 
 def piece_encoder(directory: Path, max_tokens: int) -> PieceEncoder | None:
@@ -534,6 +537,9 @@ class OnnxEmbedder(Embedder):
         if self._session is None and kind == "query" and len(texts) == 1:
             with self._lock:  # a fresh recall's one query: a model loaded for it alone, without prepacking
                 self._load(prepack=False)
+        elif kind == "document" and len(texts) > 1:
+            with self._lock:  # notes to index: the whole tokenizer encodes batch after batch faster
+                self._whole()
         return super().embed(texts, kind)
 
     def _load(self, prepack: bool = True):
@@ -562,7 +568,8 @@ class OnnxEmbedder(Embedder):
         """texts' encodings: a few texts by the pieces they can use when the vocabulary is large and the whole
         tokenizer is not built (PieceEncoder: ~2 ms against ~0.8 s to build it), else (or when that cannot stand
         in) by the whole tokenizer."""
-        if self._tokenizer is None and len(texts) <= PIECE_TEXTS and (pieces := self._piece_encoder()) is not None:
+        if (self._tokenizer is None and len(texts) <= PIECE_TEXTS and sum(map(len, texts)) <= PIECE_CHARS
+                and (pieces := self._piece_encoder()) is not None):
             encodings = pieces.encode_batch(texts, add_special_tokens)
             if encodings is not None:
                 return encodings
