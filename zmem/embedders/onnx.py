@@ -539,6 +539,7 @@ class OnnxEmbedder(Embedder):
                 self._load(prepack=False)
         elif kind == "document" and len(texts) > 1:
             with self._lock:  # notes to index: the whole tokenizer encodes batch after batch faster
+                self._load()
                 self._whole()
         return super().embed(texts, kind)
 
