@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zmem.store.db import DRIVER, schema_version, sqlite, write_transaction
+from zmem.store.db import BUSY_TIMEOUT, DRIVER, schema_version, sqlite, write_transaction
 from zmem.errors import IndexUnusable
 
 
@@ -385,7 +385,7 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
                 raise IndexUnusable(f"cannot read the index {path}: its write-ahead log needs write access ({reason})",
                                     hint=hint)
             try:
-                conn = sqlite.connect(uri + params, uri=True, timeout=10, isolation_level=None,
+                conn = sqlite.connect(uri + params, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None,
                                       check_same_thread=False, factory=_ReadOnlyIndex)
                 version = schema_version(conn)  # reads the file: fails here when the -shm cannot be used
                 break
@@ -413,7 +413,7 @@ def connect_readonly_index(path: Path, reason: str, *, hint: str):
         conn.close()
         raise IndexUnusable(f"the index {path} needs converting for this zmem version, and cannot be written "
                             f"({reason})", hint=hint)
-    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     return conn
 
 
