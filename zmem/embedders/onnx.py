@@ -199,7 +199,7 @@ def _unigram_vocab(path: Path):
     if st.st_size < BIG_TOKENIZER:
         return None
     import functools
-    from urllib.parse import quote
+    from zmem.errors import IndexUnusable
     from zmem.store import db
     source = str(path.resolve())
     stamp = hashlib.sha256(json.dumps([*_stamp(st), VOCAB_FORMAT]).encode())
@@ -207,13 +207,13 @@ def _unigram_vocab(path: Path):
     cache = user_cache_dir() / GRAPHS / f"{name}{stamp.hexdigest()[:16]}.sqlite"
     if cache.is_file():
         try:
-            conn = db.sqlite.connect(f"file:{quote(cache.as_posix())}?mode=ro", uri=True)
+            conn = db.connect(cache, readonly=True)
             try:
                 vocab = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'vocab'").fetchone()[0])
             finally:
                 conn.close()
             return None if vocab is None else (vocab, functools.partial(_cached_pieces, cache))
-        except (db.Error, TypeError, ValueError):
+        except (db.Error, IndexUnusable, TypeError, ValueError):
             pass  # half-gone or from elsewhere: built again below
     vocab = _read_unigram(path)  # None (a large BPE or WordPiece vocabulary...) is cached too: read once
     pieces = vocab.pop("pieces") if vocab is not None else {}
@@ -242,10 +242,9 @@ def _unigram_vocab(path: Path):
 
 def _cached_pieces(cache: Path, wanted: set[str]) -> dict[str, tuple[int, float]]:
     """Those of the strings that are pieces of a cached vocabulary (_unigram_vocab), with their id and score."""
-    from urllib.parse import quote
     from zmem.store import db
     wanted, out = list(wanted), {}
-    conn = db.sqlite.connect(f"file:{quote(cache.as_posix())}?mode=ro", uri=True)
+    conn = db.connect(cache, readonly=True)
     try:
         for i in range(0, len(wanted), 500):  # under any SQLite's limit on parameters
             part = wanted[i:i + 500]
