@@ -120,8 +120,8 @@ PIECE_CHARS = 4000
 
 
 def piece_encoder(directory: Path, max_tokens: int) -> PieceEncoder | None:
-    """An encoder of one text at a time by the pieces it can use, for directory's tokenizer.json when that is a
-    large Unigram vocabulary (BIG_TOKENIZER) laid out as it can keep (_unigram_vocab); else None."""
+    """An encoder of a few texts by the pieces they can use, for directory's tokenizer.json when that is a large
+    Unigram vocabulary (BIG_TOKENIZER) laid out as it can keep (_unigram_vocab); else None."""
     got = _unigram_vocab(directory / "tokenizer.json")
     if got is None:
         return None
@@ -136,27 +136,22 @@ def piece_encoder(directory: Path, max_tokens: int) -> PieceEncoder | None:
 
 
 class PieceEncoder:
-    """Encodes one text as a large Unigram tokenizer.json does, by a tokenizer of the pieces that text can use
-    (every substring of its pre-tokenized words the vocabulary holds, and the piece of the lowest score, which
+    """Encodes a few texts as a large Unigram tokenizer.json does, by a tokenizer of the pieces they can use
+    (every substring of their pre-tokenized words the vocabulary holds, and the piece of the lowest score, which
     sets the unknown piece's): a Unigram model splits each pre-token by the scores of the pieces it holds, so it
     splits the same. Building the whole tokenizer is slow (multilingual-e5-small's 250,002 pieces: ~0.8 s) and
     it holds ~280 MB; this one holds the vocabulary's settings and looks pieces up in its cached copy (~2 ms a
-    text), so a fresh recall's query and a watcher's queries never need the whole one."""
+    question), so questions and the readings of first hits never need the whole one."""
 
     def __init__(self, vocab: dict, find, plain, tokenizer_class, max_tokens: int):
         self.vocab, self.find, self.plain = vocab, find, plain
         self.tokenizer_class, self.max_tokens = tokenizer_class, max_tokens
 
-    def encode(self, text: str, add_special_tokens: bool = True):
-        """text's encoding (ids, attention_mask, type_ids, tokens, offsets, special_tokens_mask), or None when this
-        cannot stand in for the whole tokenizer (a special token past the leading ones in text, a tokenizer error):
-        the whole one then."""
-        got = self.encode_batch([text], add_special_tokens)
-        return None if got is None else got[0]
-
     def encode_batch(self, texts: list[str], add_special_tokens: bool = True) -> list | None:
-        """encode's for several texts, by one tokenizer of the pieces any of them can use (a piece another text
-        brings is no substring of this one's words, so it splits each the same); None as encode's."""
+        """The texts' encodings (ids, attention_mask, type_ids, tokens, offsets, special_tokens_mask), by one
+        tokenizer of the pieces any of them can use (a piece another text brings is no substring of this one's
+        words, so it splits each the same); None when this cannot stand in for the whole tokenizer (a special token
+        past the leading ones in a text, a tokenizer error): the whole one then."""
         vocab, plain = self.vocab, self.plain
         if any(a in text for text in texts for a in vocab["added"]):
             return None
