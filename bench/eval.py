@@ -7,7 +7,7 @@ benchmark, not a test).
     python bench/eval.py --base-url http://127.0.0.1:18767/v1 --model e5 --query-prefix "query: " \\
         --document-prefix "passage: " --cache /tmp/eval-e5     # an endpoint (bench/e5_server.py); one --cache per model
 
-Sets (`--sets`, all by default; eight, made five different ways):
+Sets (`--sets`, all by default; nine, made five different ways):
 - locomo: LoCoMo dev (../shared/bench, five conversations), one workspace per conversation; its
   categories, with adversarial reported for its false-positive rate too.
 - paraphrase: bench/paraphrase (hand-written pairs whose answer shares no content word, and exact tokens;
@@ -23,6 +23,9 @@ Sets (`--sets`, all by default; eight, made five different ways):
   over its notes and 300 generated daily logs; written in session 19 with the two-hop rule it measures.
 - noanswer: bench/evalsets/noanswer.txt, questions about things no note mentions, asked of the paraphrase
   and the templated workspaces (EN/PT/ES/ZH).
+- small: bench/paraphrase's notes split into small workspaces of SMALL_FILES files each and no distractors (a
+  new user's first notes: fewer windows than the null sample needs, fusion.NULL_MIN), each asked the paraphrase
+  questions its notes answer and, in turn, the noanswer questions (category noanswer/LANG); written in session 24.
 - noanswer-tpl: questions no note answers made the templated way (templated.generate_noanswer: the reworded
   questions' templates with relatives and things no note names), asked of the same two workspaces (EN/PT/ES/ZH;
   the Chinese ones also of templated-zh's, whose notes have their shape).
@@ -71,6 +74,7 @@ def commit_all(out: Path) -> None:
 
 
 DISTRACTORS = 300  # --distractors: generated daily logs beside each synthetic set's notes
+SMALL_FILES = 8  # files of bench/paraphrase per workspace of the "small" set
 
 
 def with_distractors(out: Path, files: dict[str, str] | None = None, copy_from: Path | None = None) -> None:
@@ -164,6 +168,8 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
             for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws)):
                 qs.append({"set": "noanswer", "id": f"na{n:03d}", "category": f"{where}/{lang}", "question": question,
                            "workspace": ws, "gold": []})
+    if "small" in names:
+        qs += small_set(cache)
     if "noanswer-tpl" in names:
         from evalsets.templated import generate_noanswer
         zh_ws = other_language_set(cache, "templated-zh")[0]
@@ -172,6 +178,35 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
             for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws), *also):
                 qs.append({"set": "noanswer-tpl", "id": q["id"], "category": f"{where}/{q['lang']}",
                            "question": q["question"], "workspace": ws, "gold": []})
+    return qs
+
+
+def small_set(cache: Path) -> list[dict]:
+    """The "small" set: bench/paraphrase's files dealt into workspaces of SMALL_FILES (MEMORY.md, pages and daily
+    logs mixed), built under cache when missing; the paraphrase questions of each workspace's notes, and the noanswer
+    questions dealt out in turn (category noanswer/LANG)."""
+    sys.path.insert(0, str(HERE / "paraphrase"))
+    from run import load_questions
+    src = HERE / "paraphrase" / "workspace"
+    files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.md"))
+    n = -(-len(files) // SMALL_FILES)
+    spaces = [cache / "small" / f"ws{i}" for i in range(n)]
+    for i, ws in enumerate(spaces):
+        if not ws.exists():
+            tmp = ws.with_name(ws.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            for rel in files[i::n]:
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src / rel, tmp / rel)
+            commit_all(tmp)
+            tmp.rename(ws)
+    where = {rel: spaces[i % n] for i, rel in enumerate(files)}
+    qs = [{"set": "small", "id": q["id"], "category": f"{q['set']}/{q['lang']}", "question": q["question"],
+           "workspace": where[q["path"]], "gold": [(q["path"], q["line"])]} for q in load_questions()]
+    asked = [line.split("|", 1) for line in (HERE / "evalsets" / "noanswer.txt").read_text(encoding="utf-8").splitlines()
+             if line.strip() and not line.startswith("#")]
+    qs += [{"set": "small", "id": f"na{i + 1:03d}", "category": f"noanswer/{lang}", "question": question,
+            "workspace": spaces[i % n], "gold": []} for i, (lang, question) in enumerate(asked)]
     return qs
 
 
@@ -303,7 +338,8 @@ def table(qs: list[dict], results: dict, modes: list[str]) -> list[str]:
         for m in modes:
             got = [results[key][m] for key in keys]
             with_gold = [g for g in got if "r5" in g]
-            fp_rows = [g for g, key in zip(got, keys) if s.startswith("noanswer") or cat == "adversarial"]
+            fp_rows = [g for g, key in zip(got, keys)
+                       if s.startswith("noanswer") or cat == "adversarial" or key[2].startswith("noanswer/")]
             parts = []
             if with_gold:
                 parts += [f"{sum(g[x] for g in with_gold) / len(with_gold):.2f}" for x in ("r5", "hit1", "br10")]
@@ -341,7 +377,7 @@ def main() -> None:
     ap.add_argument("--model", default="e5", help="the endpoint's model name (with --base-url)")
     ap.add_argument("--query-prefix", default="", help='e.g. "query: " for e5 (embeddings.query_prefix)')
     ap.add_argument("--document-prefix", default="", help='e.g. "passage: " for e5 (embeddings.document_prefix)')
-    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,graph,noanswer,noanswer-tpl")
+    ap.add_argument("--sets", default="locomo,paraphrase,templated,templated-ml,templated-zh,graph,noanswer,noanswer-tpl,small")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="heldout")
     ap.add_argument("--modes", default=",".join(MODES), help="hybrid alone when tuning: bm25 and vector do not change")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/zmem-eval"), help="workspaces, indexes, query vectors")

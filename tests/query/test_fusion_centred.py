@@ -120,7 +120,7 @@ def test_vectors_of_another_size_leave_the_candidates_as_they_are(hub_ws):
 
 
 def test_a_handful_of_notes_is_not_centred(ws, server):
-    # under NULL_MIN windows there is no crowd to stand out of: the mean of a few notes would pull every score
+    # under CENTROID_MIN windows there is no crowd to stand out of: the mean of a few notes would pull every score
     notes = {"bank/hub.md": "# Hub\n\n- Entry log: the gateway.\n",
              "bank/setup.md": "# Setup\n\n- Which box hosts the relay: the machine.\n"}
     root = index_notes(ws, server, notes)

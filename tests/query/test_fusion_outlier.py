@@ -216,6 +216,57 @@ def test_a_crowded_model_counts_the_cjk_bigrams_no_note_holds(ws, server):
         conn.close()
 
 
+def few_crowded_notes(ws, n: int) -> dict[str, str]:
+    """The first n crowded notes, and the workspace's own files (daily logs, `zmem init`'s pages) said the same
+    way: in so few windows those would be the only ones a host question is not close to."""
+    notes = dict(list(crowded_notes().items())[:n])
+    for page in ws.glob("**/*.md"):
+        rel = page.relative_to(ws).as_posix()
+        if not rel.startswith("."):
+            notes[rel] = f"# {page.stem}\n\n- Box server machine studio, box server machine studio.\n"
+    return notes
+
+
+def test_a_few_notes_are_measured_without_the_query_s_closest_windows(ws, server):
+    # a new workspace: 12 notes, fewer windows than SMALL_NULL but at least NULL_MIN. The null is measured without
+    # the query's NULL_SKIP closest windows (its answer would widen the spread it is measured against), so the
+    # model is seen to be crowded and the best window's outlier score is measured, not assumed
+    pytest.importorskip("numpy")
+    small = index_notes(ws, server, few_crowded_notes(ws, 12))
+    query = concept_vector(crowded_query(word(0)))
+    conn = open_index(find_workspace(small))
+    try:
+        sims = sorted(sum(a * b for a, b in zip(query, v)) for v in vectors(conn))
+        assert fusion.NULL_MIN <= len(sims) < fusion.SMALL_NULL
+        rest = sims[:-fusion.NULL_SKIP]
+        mean = sum(rest) / len(rest)
+        spread = (sum((x - mean) ** 2 for x in rest) / len(rest)) ** 0.5
+        assert null_moments(conn, query) == pytest.approx((mean, spread), abs=1e-4)
+    finally:
+        conn.close()
+    hit = recall_json(small, crowded_query(word(0)), "--explain", "--mode", "hybrid")["results"][0]["explain"]
+    assert hit["floor_signals"]["null_mean"] >= fusion.CROWDED
+    assert hit["vector_outlier"] == pytest.approx((sims[-1] - mean) / spread, abs=0.02)
+    # the crowded rules hold as in a large index: one incidental keyword match gets no weight
+    assert 0 < hit["keyword_evidence"] < fusion.EVIDENCE_FLOOR
+    assert hit["text_weight"] == 0.0 and hit["vector_weight"] == 1.0
+
+
+def test_under_null_min_windows_nothing_is_measured(ws, server):
+    pytest.importorskip("numpy")
+    tiny = index_notes(ws, server, few_crowded_notes(ws, 1))
+    conn = open_index(find_workspace(tiny))
+    try:
+        assert conn.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0] < fusion.NULL_MIN
+    finally:
+        conn.close()
+    hit = recall_json(tiny, crowded_query(word(0)), "--explain", "--mode", "hybrid")["results"][0]["explain"]
+    assert hit["floor_signals"]["null_mean"] is None and "vector_outlier" not in hit
+    # the incidental match keeps its evidence as its text weight, as before any null was measured
+    assert 0 < hit["keyword_evidence"] < fusion.WEAK
+    assert hit["text_weight"] == pytest.approx(hit["keyword_evidence"], abs=1e-3)
+
+
 def test_an_uncrowded_model_keeps_the_weight_of_an_incidental_match(many_ws):
     pytest.importorskip("numpy")
     # all-MiniLM-L6-v2's keywords still help where its vectors do not read the question (Portuguese)

@@ -32,8 +32,8 @@ MIN_ANSWER = 0.04
 # above 0.7 and the floor never fires (FP@5 1.00). Fitted on both models over signals in the query's own units
 # (outlier, lead_sd, evidence) MiniLM's FP@5 went 0.67 -> 0.98 and e5's stayed 1.00 at no recall cost (tuning
 # halves), so these stay (bench/README.md, "The floor with multilingual-e5-small").
-# when the outlier score cannot be measured (under 30 windows, no numpy and no sqlite-vec): about the median of
-# the answered questions' (LoCoMo 3.0-3.4, templated 5.9)
+# when the outlier score cannot be measured (under fusion.NULL_MIN windows, no numpy and no sqlite-vec): about the
+# median of the answered questions' (LoCoMo 3.0-3.4, templated 5.9)
 OUTLIER_UNMEASURED = 3.5
 LEAD_SD_UNMEASURED = 1.5  # the lead in the null's standard deviations, likewise
 

@@ -81,7 +81,19 @@ CROWDED = 0.7
 # sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
 # question about something no note mentions is about as close to its best window as to hundreds of others.
 NULL_SAMPLE = 512
-NULL_MIN = 30  # fewer windows than this: no null to measure against, and no centroid worth centring on
+# A new workspace's few notes are measured too: from NULL_MIN windows up, the mean tells a crowded model (the mean
+# cosine of 8 windows drawn at random kept the whole sample's side of CROWDED for every bench/eval.py question but
+# those within 0.01 of it: e5 0.69-0.87, all-MiniLM-L6-v2 -0.09-0.67). Under SMALL_NULL windows the query's NULL_SKIP
+# closest windows are left out of its null: there they are a large part of the sample, and the answer's own cosine
+# widened the spread it was measured against (with every one of n windows no score can pass sqrt(n - 1)). Until
+# session 24 no null was measured under 30 windows (the floor assumed an outlier score of 3.5): bench/eval.py's
+# "small" set (15-22 windows a workspace), all-MiniLM-L6-v2, English paraphrases R@5 0.72 -> 0.81 (vector alone
+# 0.83; the floor had emptied six answered ones), no-answer FP@5 0.14 -> 0.17; multilingual-e5-small hit@1 0.74 ->
+# 0.78 (the crowded rules: Portuguese 0.63 -> 0.77, vector alone 0.73); every other set unchanged.
+NULL_MIN = 8
+SMALL_NULL = 30
+NULL_SKIP = 2
+CENTROID_MIN = 30  # fewer windows than this: no centroid worth centring on
 # The vectors are weighed by their own evidence as the keywords are by theirs: a best cosine that stands out
 # VECTOR_CLEAR or more keeps the vector weight text_share leaves; one standing out VECTOR_FLAT or less (the
 # model sees the query about as close to everything: all-MiniLM-L6-v2 on Portuguese or Spanish) keeps
@@ -387,7 +399,8 @@ def null_sample(conn):
 def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
     """(mean, standard deviation) of the query's cosines with the sampled windows: by numpy on null_sample
     when numpy is loaded, else by sqlite-vec through store when it is; None when it cannot be measured
-    (neither, under NULL_MIN windows, a vector of another size, no spread)."""
+    (neither, under NULL_MIN windows, a vector of another size, no spread). Under SMALL_NULL windows, without
+    the query's NULL_SKIP closest."""
     sample = null_sample(conn)
     if sample is not None:
         if len(sample) < NULL_MIN or sample.shape[1] != len(query_vector):
@@ -404,6 +417,8 @@ def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
         return None
     if len(sims) < NULL_MIN:
         return None
+    if len(sims) < SMALL_NULL:
+        sims = sorted(sims)[:-NULL_SKIP]
     mean = sum(sims) / len(sims)
     spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
     return (mean, spread) if spread > 0 else None
@@ -417,13 +432,13 @@ def outlier_score(best: float, moments: tuple[float, float] | None) -> float | N
 
 def centroid(conn) -> tuple[list[float], float] | None:
     """(the unit direction of the mean of the null sample's windows, the mean's length), once per index
-    state; by numpy when it is loaded, else in Python (512 vectors); None under NULL_MIN windows or with
+    state; by numpy when it is loaded, else in Python (512 vectors); None under CENTROID_MIN windows or with
     vectors of different sizes."""
     got = _sample_ids(conn)
     if got is None:
         return None
     key, ids = got
-    if len(ids) < NULL_MIN:  # a handful of notes has no hubs; their mean would pull every score about
+    if len(ids) < CENTROID_MIN:  # a handful of notes has no hubs; their mean would pull every score about
         return None
     if key not in _centroids:
         sample = null_sample(conn)
