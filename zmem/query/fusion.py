@@ -81,9 +81,10 @@ CROWDED = 0.7
 # sample of NULL_SAMPLE windows. A question whose answer is in the notes has one window far above the rest; a
 # question about something no note mentions is about as close to its best window as to hundreds of others.
 NULL_SAMPLE = 512
-# A new workspace's few notes are measured too: from NULL_MIN windows up, the mean tells a crowded model (the mean
-# cosine of 8 windows drawn at random kept the whole sample's side of CROWDED for every bench/eval.py question but
-# those within 0.01 of it: e5 0.69-0.87, all-MiniLM-L6-v2 -0.09-0.67). Under SMALL_NULL windows the query's NULL_SKIP
+# A new workspace's few notes are measured too: from NULL_MIN windows up, the mean tells a crowded model (means over 8
+# windows drawn at random from bench/eval.py's workspaces, bench/null_few_windows.py: e5 0.68-0.87, all-MiniLM-L6-v2
+# -0.10-0.69; 51 of 52,000 e5 draws fell on the other side of CROWDED than the whole index, all of questions whose
+# whole-index mean is within 0.015 of it, no MiniLM draw). Under SMALL_NULL windows the query's NULL_SKIP
 # closest windows are left out of its null: there they are a large part of the sample, and the answer's own cosine
 # widened the spread it was measured against (with every one of n windows no score can pass sqrt(n - 1)). Until
 # session 24 no null was measured under 30 windows (the floor assumed an outlier score of 3.5): bench/eval.py's
