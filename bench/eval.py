@@ -88,11 +88,12 @@ def with_distractors(out: Path, files: dict[str, str] | None = None, copy_from: 
     for path, text in (files or {}).items():
         (tmp / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp / path).write_text(text, encoding="utf-8")
-    gen = out.with_name(out.name + ".gen")
-    shutil.rmtree(gen, ignore_errors=True)
-    make_workspace(gen, DISTRACTORS, seed=0, git=False)
-    shutil.copytree(gen / "memory", tmp / "memory", dirs_exist_ok=True)
-    shutil.rmtree(gen)
+    if DISTRACTORS:
+        gen = out.with_name(out.name + ".gen")
+        shutil.rmtree(gen, ignore_errors=True)
+        make_workspace(gen, DISTRACTORS, seed=0, git=False)
+        shutil.copytree(gen / "memory", tmp / "memory", dirs_exist_ok=True)
+        shutil.rmtree(gen)
     commit_all(tmp)
     tmp.rename(out)
 

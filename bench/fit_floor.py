@@ -6,13 +6,19 @@
     python bench/eval.py --model-path M --features --set floor.MIN_ANSWER=0 --json /tmp/heldout.json
     python bench/fit_floor.py curve /tmp/heldout.json [--at 0.04,0.06]   # the trade-off at floor.py's coefficients
     python bench/fit_floor.py fit /tmp/minilm.json /tmp/e5.json --half tuning   # two models' --half all runs together
+    python bench/eval.py ... --distractors 0 --cache /tmp/eval-0 --features --set floor.MIN_ANSWER=0 --json /tmp/0.json
+    python bench/fit_floor.py fit /tmp/300.json /tmp/0.json --half tuning     # two workspace compositions together
+    python bench/fit_floor.py select /tmp/300.json /tmp/0.json --half tuning  # the threshold (all modes in the JSONs)
 
 A question's features are its first hybrid hit's `floor_signals` (--explain). fit: a logistic regression
 (Newton's method, a small L2 penalty, classes weighed equally) of "the question has an answer that hybrid
 lists in its first five" against "no note answers it" (the noanswer and noanswer-tpl sets), on the JSONs
-given (the tuning halves; with several, one per model, each model's two classes weigh alike). curve: for
-thresholds on the probability, the FP@5 of each no-answer set and per set and category the R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and
-vector alone when the JSON has them.
+given (the tuning halves; with several, one per model or per kind of workspace, each one's two classes weigh
+alike). curve: for thresholds on the probability, the FP@5 of each no-answer set and per set and category the
+R@5, hit@1 and budget R@10 hybrid keeps (an emptied list scores 0), next to bm25 and vector alone when the
+JSON has them. select: the highest threshold at which, in every JSON, no category loses more than SLACK of R@5
+or hit@1 against no floor, nor falls under the better of bm25 and vector alone minus SLACK where it was not
+already; a list holding WEAK of the question's rarity is never emptied (fusion.nothing_matches).
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
-from zmem.query import floor  # noqa: E402
+from zmem.query import floor, fusion  # noqa: E402
 
 
 def rows(paths: list[Path], which: str = "all") -> list[dict]:
@@ -38,7 +44,8 @@ def rows(paths: list[Path], which: str = "all") -> list[dict]:
         h = modes.get("hybrid", {})
         sig = (h.get("explain") or [{}])[0].get("floor_signals")
         out.append({"source": source, "set": set_name, "id": qid, "category": category, "modes": modes, "signals": sig,
-                    "noanswer": set_name.startswith("noanswer"), "adversarial": category == "adversarial"})
+                    "noanswer": set_name.startswith("noanswer") or category.startswith("noanswer/"),
+                    "adversarial": category == "adversarial"})
     return out
 
 
@@ -72,6 +79,16 @@ def fit(rs: list[dict], names: list[str], l2: float = 1.0):
     return float(beta[0] - (coef * mean).sum()), dict(zip(names, coef.tolist())), len(use), int(y.sum())
 
 
+SLACK = 0.02
+
+
+def emptied(r: dict, threshold: float) -> bool:
+    """Whether the floor at this threshold empties the question's hybrid list (fusion.nothing_matches: a list
+    holding WEAK of the question's rarity, or an identifier of it, is kept whatever the probability)."""
+    p = probability(r)
+    return p is not None and p < threshold and r["signals"]["evidence"] < fusion.WEAK
+
+
 def probability(r: dict) -> float | None:
     """floor.py's probability for a question's signals (None: hybrid listed nothing to read them from)."""
     if not r["signals"]:
@@ -87,13 +104,10 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
         groups.setdefault((r["set"], "all"), []).append(r)
     for t in thresholds:
         def kept(r, mode):
-            m = r["modes"][mode]
-            p = probability(r)
-            gone = mode == "hybrid" and p is not None and p < t
-            return m, gone
+            return r["modes"][mode], mode == "hybrid" and emptied(r, t)
         fps = []
         for name in sorted({r["set"] for r in rs if r["noanswer"]}):
-            na = [r for r in rs if r["set"] == name]
+            na = [r for r in rs if r["set"] == name and r["noanswer"]]
             fp = sum(not kept(r, "hybrid")[1] and r["modes"]["hybrid"]["n_hits5"] > 0 for r in na) / len(na)
             fps.append(f"{name} {fp:.2f} (n={len(na)})")
         lines.append(f"## threshold {t:.2f}: FP@5 " + ", ".join(fps))
@@ -119,9 +133,44 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
     return lines
 
 
+def holds(rs: list[dict], threshold: float) -> bool:
+    """select's rule for one JSON's questions at one threshold."""
+    groups: dict = {}
+    for r in rs:
+        if not r["noanswer"] and "r5" in r["modes"]["hybrid"]:
+            groups.setdefault((r["set"], r["category"]), []).append(r)
+    for grp in groups.values():
+        for metric in ("r5", "hit1"):
+            free = sum(r["modes"]["hybrid"][metric] for r in grp) / len(grp)
+            kept = sum(0.0 if emptied(r, threshold) else r["modes"]["hybrid"][metric] for r in grp) / len(grp)
+            alone = [sum(r["modes"][m][metric] for r in grp) / len(grp) for m in ("bm25", "vector")
+                     if all(m in r["modes"] for r in grp)]
+            best = max(alone, default=0.0)
+            if kept < free - SLACK or (kept < best - SLACK <= free):
+                return False
+    return True
+
+
+def select(sources: list[list[dict]]) -> list[str]:
+    """The highest threshold (steps of 0.005 up to 0.5) at which `holds` on every source, and its FP@5."""
+    chosen = None
+    for step in range(1, 101):
+        t = step * 0.005
+        if all(holds(rs, t) for rs in sources):
+            chosen = t
+    if chosen is None:
+        return ["no threshold holds"]
+    out = [f"MIN_ANSWER = {chosen:.3f}"]
+    for i, rs in enumerate(sources):
+        na = [r for r in rs if r["noanswer"]]
+        fp = sum(not emptied(r, chosen) and r["modes"]["hybrid"]["n_hits5"] > 0 for r in na) / max(1, len(na))
+        out.append(f"# JSON {i + 1}: no-answer FP@5 {fp:.2f} (n={len(na)})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["fit", "curve"])
+    ap.add_argument("what", choices=["fit", "curve", "select"])
     ap.add_argument("json", type=Path, nargs="+", help="eval.py --features JSONs (one per model)")
     ap.add_argument("--half", choices=["heldout", "tuning", "all"], default="all",
                     help="only this half's questions (eval.py --half all writes both)")
@@ -130,6 +179,9 @@ def main() -> None:
     ap.add_argument("--l2", type=float, default=1.0)
     args = ap.parse_args()
     rs = rows(args.json, args.half)
+    if args.what == "select":
+        print("\n".join(select([[r for r in rs if r["source"] == i] for i in range(len(args.json))])))
+        return
     if args.what == "fit":
         intercept, coef, n, pos = fit(rs, args.features.split(","), args.l2)
         print(f"# {n} questions, {pos} answered in the first five, {n - pos} without an answer")

@@ -15,7 +15,7 @@ from zmem.query import floor
 
 # (the concept vectors hash every word, function words too: a question sharing `the` and `on` with a note is near
 # it, so these share none that matter with any note)
-NOTHING = ["sourdough starter recipe", "Which volcano erupted during our skiing holiday?",
+NOTHING = ["sourdough starter feeding schedule", "Which volcano erupted during our skiing holiday?",
            "How many bees were in the second beehive after winter?"]
 REWORDED = "Which computer hosts the proxy?"  # the note: "The relay daemon runs on the old box."
 
@@ -101,7 +101,7 @@ def test_when_nothing_matches_recall_does_not_look_deeper(ws, server, monkeypatc
              for i in range(30)}
     notes["bank/entities/Timbuktu.md"] = "# Timbuktu\n\nA city in Mali.\n"
     index_notes(ws, server, notes)
-    monkeypatch.setattr(floor, "MIN_ANSWER", 0.5)  # the concept vectors put this query at 0.31: let the floor fire
+    monkeypatch.setattr(floor, "MIN_ANSWER", 0.9)  # the concept vectors put this query at 0.56: let the floor fire
     passes = []
     deeper = search.recall
     monkeypatch.setattr(search, "recall", lambda *a, **kw: passes.append(kw["multiplier"]) or deeper(*a, **kw))
