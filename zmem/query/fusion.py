@@ -420,7 +420,7 @@ def null_moments(conn, query_vector, store=None) -> tuple[float, float] | None:
     if len(sims) < NULL_MIN:
         return None
     if len(sims) < SMALL_NULL:
-        sims = sorted(sims)[:-NULL_SKIP]
+        sims = sorted(sims)[:len(sims) - NULL_SKIP]
     mean = sum(sims) / len(sims)
     spread = math.sqrt(sum((x - mean) ** 2 for x in sims) / len(sims))
     return (mean, spread) if spread > 0 else None
