@@ -160,12 +160,7 @@ def load_sets(cache: Path, names: list[str]) -> list[dict]:
             qs.append({"set": "templated", "id": q["id"], "category": q["category"], "question": q["question"],
                        "workspace": tpl_ws, "gold": [(q["path"], q["line"])]})
     if "noanswer" in names:
-        n = 0
-        for line in (HERE / "evalsets" / "noanswer.txt").read_text(encoding="utf-8").splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
-            lang, question = line.split("|", 1)
-            n += 1
+        for n, (lang, question) in enumerate(noanswer_questions(), 1):
             for where, ws in (("paraphrase", para_ws), ("templated", tpl_ws)):
                 qs.append({"set": "noanswer", "id": f"na{n:03d}", "category": f"{where}/{lang}", "question": question,
                            "workspace": ws, "gold": []})
@@ -204,11 +199,15 @@ def small_set(cache: Path) -> list[dict]:
     where = {rel: spaces[i % n] for i, rel in enumerate(files)}
     qs = [{"set": "small", "id": q["id"], "category": f"{q['set']}/{q['lang']}", "question": q["question"],
            "workspace": where[q["path"]], "gold": [(q["path"], q["line"])]} for q in load_questions()]
-    asked = [line.split("|", 1) for line in (HERE / "evalsets" / "noanswer.txt").read_text(encoding="utf-8").splitlines()
-             if line.strip() and not line.startswith("#")]
     qs += [{"set": "small", "id": f"na{i + 1:03d}", "category": f"noanswer/{lang}", "question": question,
-            "workspace": spaces[i % n], "gold": []} for i, (lang, question) in enumerate(asked)]
+            "workspace": spaces[i % n], "gold": []} for i, (lang, question) in enumerate(noanswer_questions())]
     return qs
+
+
+def noanswer_questions() -> list[tuple[str, str]]:
+    """(language, question) of bench/evalsets/noanswer.txt, in order."""
+    lines = (HERE / "evalsets" / "noanswer.txt").read_text(encoding="utf-8").splitlines()
+    return [tuple(line.split("|", 1)) for line in lines if line.strip() and not line.startswith("#")]
 
 
 def configure(cache: Path, args) -> None:

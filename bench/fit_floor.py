@@ -89,6 +89,12 @@ def emptied(r: dict, threshold: float) -> bool:
     return p is not None and p < threshold and r["signals"]["evidence"] < fusion.WEAK
 
 
+def false_positives(noanswer: list[dict], threshold: float) -> float:
+    """FP@5 of no-answer questions at this threshold: the share whose hybrid list keeps a hit in its first five."""
+    kept = sum(not emptied(r, threshold) and r["modes"]["hybrid"]["n_hits5"] > 0 for r in noanswer)
+    return kept / max(1, len(noanswer))
+
+
 def probability(r: dict) -> float | None:
     """floor.py's probability for a question's signals (None: hybrid listed nothing to read them from)."""
     if not r["signals"]:
@@ -108,8 +114,7 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
         fps = []
         for name in sorted({r["set"] for r in rs if r["noanswer"]}):
             na = [r for r in rs if r["set"] == name and r["noanswer"]]
-            fp = sum(not kept(r, "hybrid")[1] and r["modes"]["hybrid"]["n_hits5"] > 0 for r in na) / len(na)
-            fps.append(f"{name} {fp:.2f} (n={len(na)})")
+            fps.append(f"{name} {false_positives(na, t):.2f} (n={len(na)})")
         lines.append(f"## threshold {t:.2f}: FP@5 " + ", ".join(fps))
         lines.append("| set | category | n | hybrid R@5 / hit@1 / bR@10 | emptied | bm25 R@5 / hit@1 | vector R@5 / hit@1 |")
         lines.append("|---|---|---|---|---|---|---|")
@@ -125,11 +130,11 @@ def curve(rs: list[dict], thresholds: list[float]) -> list[str]:
                     m, gone = kept(r, mode)
                     total += 0.0 if (gone and floor_on) else m[metric]
                 return total / len(gold)
-            emptied = sum(kept(r, "hybrid")[1] for r in gold)
+            gone = sum(kept(r, "hybrid")[1] for r in gold)
             alone = [" / ".join(f"{avg(m, x, False):.2f}" for x in ("r5", "hit1")) if all(m in r["modes"] for r in gold)
                      else "–" for m in ("bm25", "vector")]
             lines.append(f"| {s} | {cat} | {len(gold)} | " + " / ".join(f"{avg('hybrid', x, True):.2f}" for x in ("r5", "hit1", "br10"))
-                         + f" | {emptied} | " + " | ".join(alone) + " |")
+                         + f" | {gone} | " + " | ".join(alone) + " |")
     return lines
 
 
@@ -163,8 +168,7 @@ def select(sources: list[list[dict]]) -> list[str]:
     out = [f"MIN_ANSWER = {chosen:.3f}"]
     for i, rs in enumerate(sources):
         na = [r for r in rs if r["noanswer"]]
-        fp = sum(not emptied(r, chosen) and r["modes"]["hybrid"]["n_hits5"] > 0 for r in na) / max(1, len(na))
-        out.append(f"# JSON {i + 1}: no-answer FP@5 {fp:.2f} (n={len(na)})")
+        out.append(f"# JSON {i + 1}: no-answer FP@5 {false_positives(na, chosen):.2f} (n={len(na)})")
     return out
 
 
