@@ -298,3 +298,26 @@ def test_a_push_the_hub_refuses_is_not_retried_and_says_why(tmp_path):
                         "your notes stay committed here")
     assert lines[1].startswith("hint: the remote's rules decide")
     assert "kept locally" in git(a, "log", "-p", "-1")
+
+
+@pytest.mark.slow
+def test_two_clones_merge_when_git_has_no_identity(tmp_path, monkeypatch):
+    """A fresh machine has no user.name: append commits as zmem, and so must the merge sync makes
+    (it failed on every retry, "unable to auto-detect email address", and the notes never left)."""
+    clones = _hub(tmp_path, 2)
+    for root in clones:
+        git(root, "config", "--unset", "user.name")
+        git(root, "config", "--unset", "user.email")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    for who in ("AUTHOR", "COMMITTER"):
+        for what in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{who}_{what}")
+    _sync(clones[1])
+    _zmem("-C", str(clones[0]), "append", "note one about the lighthouse")
+    _sync(clones[0])
+    _zmem("-C", str(clones[1]), "append", "note two about the harbour")
+    out = _sync(clones[1])
+    assert out["merge"] == "merge" and out["pushed"], out
+    assert git(clones[1], "log", "-1", "--format=%an <%ae>") == "zmem <zmem@localhost>"
+    _sync(clones[0])
+    _assert_converged(clones, ["note one about the lighthouse", "note two about the harbour"])

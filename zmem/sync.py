@@ -72,7 +72,11 @@ def _env() -> dict[str, str]:
 
 
 def _git(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return run_git(list(args), cwd=root, env=env or _env(), capture_output=True, text=True,
+    env = env or _env()
+    if args[0] in ("merge", "commit", "commit-tree"):  # git refuses these without an identity: zmem's, as append's
+        from zmem.git.commit import identity_env
+        env = identity_env(root, env)
+    return run_git(list(args), cwd=root, env=env, capture_output=True, text=True,
                    encoding="utf-8", errors="replace")
 
 

@@ -197,9 +197,34 @@ def test_demo_does_not_overwrite_through_a_symlinked_memory_file(tmp_path, outsi
     target.write_text("precious\n")
     (root / "MEMORY.md").unlink()
     os.symlink(target, root / "MEMORY.md")
-    res = zmem_proc("demo", str(root))
-    _refused(res, "MEMORY.md")
+    res = zmem_proc("demo", str(root))  # a demo made before is reused: nothing is written, through a link or not
+    assert res.returncode == 0, res.stderr
     assert target.read_text() == "precious\n"
+
+
+@pytest.mark.slow
+def test_demo_never_writes_into_a_workspace_and_a_rerun_keeps_the_users_lines(tmp_path):
+    ws = tmp_path / "mem"
+    assert zmem_proc("init", "--no-hooks", str(ws)).returncode == 0
+    (ws / "MEMORY.md").write_text("# Memory\n\n- my curated line\n")
+    (ws / "draft.txt").write_text("not yet committed\n")
+    before, commits = _tree(ws), git(ws, "rev-list", "--all")
+    res = zmem_proc("demo", str(ws))
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    err = res.stderr.splitlines()
+    assert err[0] == f"zmem: {ws} exists and is not empty: it is a zmem workspace, not a demo (the demo would " \
+                     "overwrite its MEMORY.md and commit its files)"
+    assert err[1].startswith("hint: pass a new directory")
+    assert _tree(ws) == before and git(ws, "rev-list", "--all") == commits
+    demo = tmp_path / "demo"
+    assert zmem_proc("demo", str(demo)).returncode == 0
+    with open(demo / "MEMORY.md", "a") as f:
+        f.write("- a line the user added\n")
+    head = git(demo, "rev-parse", "HEAD")
+    res = zmem_proc("demo", str(demo))
+    assert res.returncode == 0 and "(existing daily logs" in res.stdout, res.stderr
+    assert (demo / "MEMORY.md").read_text().endswith("- a line the user added\n")
+    assert git(demo, "rev-parse", "HEAD") == head
 
 
 @pytest.mark.slow

@@ -15,11 +15,17 @@ ALREADY_COMMITTED = "already committed"
 
 
 def git_env(repo) -> dict[str, str]:
-    """Environment for `git commit`: fall back to a zmem identity only where git has none. Asked
-    of git itself (`git var`), which honours GIT_CONFIG_GLOBAL and the like as the commit will."""
-    env = dict(os.environ)
+    """Environment for `git commit` in repo's work tree (identity_env of the process's environment)."""
+    return identity_env(repo.workdir)
+
+
+def identity_env(workdir, env: dict[str, str] | None = None) -> dict[str, str]:
+    """env (default: the process's) for a git command that makes a commit: fall back to a zmem identity
+    only where git has none. Asked of git itself (`git var`), which honours GIT_CONFIG_GLOBAL and the
+    like as the commit will."""
+    env = dict(os.environ if env is None else env)
     for who in ("AUTHOR", "COMMITTER"):
-        if run_git(["var", f"GIT_{who}_IDENT"], cwd=repo.workdir, env=env,
+        if run_git(["var", f"GIT_{who}_IDENT"], cwd=workdir, env=env,
                    capture_output=True).returncode != 0:
             env.setdefault(f"GIT_{who}_NAME", "zmem")
             env.setdefault(f"GIT_{who}_EMAIL", "zmem@localhost")

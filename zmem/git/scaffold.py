@@ -171,10 +171,18 @@ DEMO_QUERIES = ["which machine runs the gateway", "Peter WhatsApp replies", "ani
 
 
 def write_demo(root: Path) -> list[str]:
-    """Create the example workspace as a git repository with one commit per day."""
-    if root.exists() and any(p.name != ".git" for p in root.iterdir()) and not (root / "zmem.toml").exists():
-        raise ZmemError(f"{root} exists and is not empty",
+    """Create the example workspace as a git repository with one commit per day. A demo made before is
+    reused as it is (nothing written: its MEMORY.md may hold the user's own lines by now); any other
+    directory with files in it, a workspace above all, is refused."""
+    if root.exists() and any(p.name != ".git" for p in root.iterdir()):
+        if _is_demo(root):
+            return []
+        raise ZmemError(f"{root} exists and is not empty" + (": it is a zmem workspace, not a demo (the demo "
+                        "would overwrite its MEMORY.md and commit its files)" if (root / "zmem.toml").exists() else ""),
                         hint="pass a new directory: zmem demo /tmp/zmem-demo")
+    if (root / ".git").exists() and run_git(["rev-parse", "-q", "--verify", "HEAD"], cwd=root,
+                                             capture_output=True).returncode == 0:
+        raise ZmemError(f"{root} is a git repository with history", hint="pass a new directory: zmem demo /tmp/zmem-demo")
     init_layout(root)
     write_file_in(root, "MEMORY.md", (
         "# Memory\n\n## People\n\n- Peter: the human I work for; based in Lisbon.\n"
@@ -184,8 +192,6 @@ def write_demo(root: Path) -> list[str]:
     from zmem.git.repo import open_repo
     repo = open_repo(root)
     env = git_env(repo)
-    if repo.head() is not None:
-        return []  # already a demo with history: reuse it
     written = []
     for day, sections in DEMO_DAYS:
         lines = [f"# {day}", ""]
@@ -199,6 +205,15 @@ def write_demo(root: Path) -> list[str]:
         _git(root, env | {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date},
              "commit", "--quiet", "-m", f"memory: {day}")
     return written
+
+
+def _is_demo(root: Path) -> bool:
+    """Whether root is a workspace `zmem demo` made: zmem.toml, and the demo's first day as the first commit."""
+    if not (root / "zmem.toml").is_file():
+        return False
+    proc = run_git(["log", "--reverse", "--format=%s", "HEAD"], cwd=root, capture_output=True, text=True)
+    first = proc.stdout.splitlines()[0] if proc.returncode == 0 and proc.stdout else None
+    return first == f"memory: {DEMO_DAYS[0][0]}"
 
 
 def own_command() -> tuple[str, Path | None]:

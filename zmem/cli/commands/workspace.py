@@ -19,8 +19,9 @@ def init(ctx, directory, no_hooks):
     """Make DIR (default: -C or the current directory) a zmem workspace.
 
     Runs `git init` if needed, creates MEMORY.md, memory/, bank/ and a commented zmem.toml without
-    overwriting anything, ignores .zmem/, installs the git hooks and builds the index. Running it
-    again changes nothing.
+    overwriting anything, ignores .zmem/, installs the git hooks and builds the index. In a repository
+    it made, it commits those files (as zmem when git has no identity); in one that was there, it
+    leaves them for you to commit. Running it again changes nothing.
     """
     from zmem.git.scaffold import init_layout, own_command
     from zmem.workspace.core import current_dir
@@ -43,6 +44,16 @@ def init(ctx, directory, no_hooks):
         click.echo("added `memory/**/*.md merge=union` to .gitattributes (daily logs merge without conflicts)")
     for note in report.skipped:
         warn(note)
+    layout = [*report.created, *([".gitignore"] if report.gitignore_updated else []),
+              *([".gitattributes"] if report.gitattributes_updated else [])]
+    if report.git_init and layout:  # a new memory starts committed; a repository that was there is the user's
+        from zmem.git.commit import commit_paths
+        sha, why = commit_paths(ws.root, layout, "zmem init: workspace layout")
+        if sha:
+            click.echo(f"committed {len(layout)} files ({sha[:7]} zmem init: workspace layout)")
+            layout = []
+        else:
+            warn(f"could not commit the new files: {why}")
     if not no_hooks:
         _install_hooks(ws.root, quiet_if_unchanged=True)
     result = mem.catch_up(progress=_progress("indexing"))
@@ -57,7 +68,12 @@ def init(ctx, directory, no_hooks):
                    f"(with {pip_install('semantic')}) or a local Ollama embedding model")
     if report.created:
         zmem = own_command()[0]
-        click.echo(f'next: git add -A && git commit -m "zmem workspace", then: {zmem} append "…" / {zmem} recall "…"')
+        here = Path.cwd().resolve() == ws.root.resolve() if root.exists() else False
+        steps = [] if here else [f"cd {_shell_quote(str(ws.root))}"]
+        if layout:  # only what zmem wrote: the repository may hold other work
+            steps.append(f"git add -- {' '.join(_shell_quote(p) for p in layout)} && git commit -m \"zmem workspace\"")
+        then = f'{zmem} append "…" / {zmem} recall "…"'
+        click.echo(f"next: {' && '.join(steps)}, then: {then}" if steps else f"next: {then}")
 
 
 def _count_files(mem) -> int:
@@ -72,6 +88,7 @@ def demo(ctx, directory):
 
     The example is a git repository of daily logs in English, Portuguese, Spanish and Chinese with
     one commit per day; the hooks are installed, so it behaves like a real workspace afterwards.
+    Run again on a demo, it reuses it as it is; any other directory with files in it is refused.
     """
     from zmem.git.scaffold import DEMO_QUERIES, own_command, write_demo
     from zmem.query.search import recall
