@@ -37,6 +37,34 @@ def test_init_creates_layout_and_is_idempotent(tmp_path):
     assert _snapshot(root) == before
 
 
+@pytest.mark.slow
+def test_init_commits_a_new_repository_as_zmem_and_leaves_an_existing_ones_files_to_the_user(tmp_path, monkeypatch):
+    """A new memory starts committed, even where git has no identity (the `git commit` init used to
+    suggest failed there); in a repository that was there (a project, an OpenClaw workspace) init
+    commits nothing, and its next: line cds into the workspace and adds only what zmem wrote."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    for who in ("AUTHOR", "COMMITTER"):
+        for what in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{who}_{what}")
+    root = tmp_path / "memory"
+    res = zmem_proc("init", str(root), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "log", "--format=%an <%ae> %s") == "zmem <zmem@localhost> zmem init: workspace layout"
+    nxt = [ln for ln in res.stdout.splitlines() if ln.startswith("next: ")]
+    assert nxt and nxt[0].startswith(f"next: cd {root}, then: ")
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "wip.txt").write_text("the user's own work\n")
+    res = zmem_proc("init", "--no-hooks", str(project / "mem"), cwd=project)
+    assert res.returncode == 0, res.stderr
+    assert git(project, "rev-list", "--all") == ""
+    nxt = [ln for ln in res.stdout.splitlines() if ln.startswith("next: ")][0]
+    assert nxt.startswith(f"next: cd {project / 'mem'} && git add -- MEMORY.md ") and "wip.txt" not in nxt
+    assert "-A" not in nxt.split(", then:")[0]
+
+
 def test_init_never_overwrites_existing_files(tmp_path):
     root = tmp_path / "openclaw"
     write(root, "memory.md", "# my memory\n")
