@@ -321,3 +321,38 @@ def test_two_clones_merge_when_git_has_no_identity(tmp_path, monkeypatch):
     assert git(clones[1], "log", "-1", "--format=%an <%ae>") == "zmem <zmem@localhost>"
     _sync(clones[0])
     _assert_converged(clones, ["note one about the lighthouse", "note two about the harbour"])
+
+
+@pytest.mark.slow
+def test_a_note_appended_on_one_clone_stays_in_its_section_when_the_other_started_retain(tmp_path):
+    """Both clones append at the end of the day's log: git's union put one side's new `## Retain`
+    section before the other's new bullet of `## Notes`, which then read as a malformed fact."""
+    a, b = _hub(tmp_path, 2)
+    _zmem("-C", str(a), "append", "first note")
+    _sync(a)
+    _sync(b)
+    _zmem("-C", str(a), "append", "Bought milk")
+    _sync(a)
+    _zmem("-C", str(b), "append", "Prefers tea", "--retain", "O", "--entity", "Peter", "--confidence", "0.8")
+    _sync(b)
+    text = _today_log(b)
+    notes, retain = text.split("## Retain")
+    assert "- first note\n- Bought milk\n" in notes and "- O(c=0.8) @Peter: Prefers tea\n" in retain
+    assert "Bought milk" not in retain and "\n\n\n" not in text
+    facts = _zmem("-C", str(b), "facts")
+    assert "expected a kind letter" not in facts.stderr and "Prefers tea" in facts.stdout
+    _sync(a)
+    assert _today_log(a) == text
+
+
+def test_in_their_sections_moves_only_what_both_sides_place_alike():
+    from zmem.reflect.merge import in_their_sections
+    ours = "# d\n\n## Notes\n\n- a\n\n## Retain\n\n- W @Ana: x\n"
+    theirs = "# d\n\n## Notes\n\n- a\n- b\n"
+    merged = "# d\n\n## Notes\n\n- a\n\n## Retain\n\n- W @Ana: x\n- b\n"
+    assert in_their_sections(merged, ours, theirs) == "# d\n\n## Notes\n\n- a\n- b\n\n## Retain\n\n- W @Ana: x\n"
+    moved_by_a_person = "# d\n\n## Notes\n\n## Retain\n\n- a\n"  # ours moved "- a" on purpose: it stays
+    merged = "# d\n\n## Notes\n\n- b\n\n## Retain\n\n- a\n"
+    assert in_their_sections(merged, moved_by_a_person, theirs) == merged
+    assert in_their_sections("- x\n\n\n- y\n", "- x\n", "- y\n") == "- x\n\n- y\n"
+    assert in_their_sections("- x\n\n\n- y\n", "- x\n\n\n- z\n", "- y\n") == "- x\n\n\n- y\n"

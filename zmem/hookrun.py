@@ -203,10 +203,57 @@ def _covered(dirs, transcript: str) -> bool:
     return False
 
 
+WAIT_SECONDS = 60.0  # how long a detached hook queues behind a busy writer
+
+
+def _next_in_line(state_dir: Path):
+    """For a detached hook: the open `hook-wait` file once this hook is the one waiting for the index
+    (its lock free), or None when another hook already waits: that one's catch-up starts after this
+    commit was made, so it takes it in, and this hook has nothing to do. Without this, a burst of
+    commits (an agent appending in a loop) started a catch-up process each, all queued on the lock
+    (175 alive at once at ~10 commits/s), each paying zmem's imports. Unknown (no .zmem/ here, no
+    flock): an open file anyway, and the hook runs as before."""
+    import fcntl
+    import time
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW  # nothing written through a link
+    try:
+        wait = os.fdopen(os.open(state_dir / "hook-wait", flags, 0o644), "a")
+    except OSError:
+        return open(os.devnull)
+    try:
+        fcntl.flock(wait, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        wait.close()
+        return None
+    except OSError:
+        return wait
+    try:
+        with os.fdopen(os.open(state_dir / "lock", flags, 0o644), "a") as lock:  # wait, not holding it
+            deadline = time.monotonic() + WAIT_SECONDS
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+    except OSError:
+        pass
+    return wait
+
+
 def main() -> None:
     """Entry point of the shim: no click, so the hook pays only for what it uses."""
     if len(sys.argv) >= 2:  # detached by the shim: nobody waits, so queue behind a busy writer
-        run_hook(None, sys.argv[1], sys.argv[2:], lock_timeout=60.0)
+        state_dir = Path.cwd() / ".zmem"  # git runs hooks at the repository's top
+        mine = state_dir.is_dir() and not state_dir.is_symlink()  # a linked .zmem is refused: run_hook says so
+        wait = _next_in_line(state_dir) if mine else open(os.devnull)
+        if wait is None:
+            return
+        wait.close()  # the next hook may wait now, while this one catches up
+        run_hook(None, sys.argv[1], sys.argv[2:], lock_timeout=WAIT_SECONDS)
 
 
 if __name__ == "__main__":

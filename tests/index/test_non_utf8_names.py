@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from helpers.workspace import commit_all, recall_json, run
+from helpers.workspace import commit_all, git, recall_json, run
 
 
 def _write_latin1_name(root, name: bytes, text: str) -> None:
@@ -42,6 +42,7 @@ def test_a_full_scan_says_which_file_it_left_out_for_its_name(ws):
 
 
 def test_index_without_commits_says_so_in_full(tmp_path):
+    git(tmp_path, "init", "-q")  # a repository that was there: init commits nothing in it
     assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
     res = run(["-C", str(tmp_path), "index", "--full"])
     assert res.exit_code == 0 and res.stdout.startswith("index rebuilt at (no commits): "), res.stdout

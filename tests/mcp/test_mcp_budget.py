@@ -63,3 +63,28 @@ def test_a_search_with_session_hits_says_memory_get_cannot_read_them(ws):
     assert heron["results"][0]["source"] == "sessions"
     assert any("memory_get cannot read back" in w for w in heron["warnings"])
     assert not any("memory_get cannot read back" in w for w in gateway["warnings"])
+
+
+@pytest.mark.slow
+def test_a_search_the_index_could_not_catch_up_for_says_stale(ws):
+    """As the CLI's JSON does: a client reading the structure must be able to tell that a snippet may
+    no longer be what its lines hold (another process holds the index's lock)."""
+    import fcntl
+    import os
+
+    from helpers.workspace import write
+
+    async def go():
+        async with session(ws) as s:
+            fresh = await call(s, "memory_search", query="gateway")
+            fd = os.open(ws / ".zmem" / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # another writer is busy
+            try:
+                write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n- the gateway moved to the attic\n")
+                return fresh, await call(s, "memory_search", query="gateway")
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+    fresh, held = asyncio.run(go())
+    assert "stale" not in fresh
+    assert held["stale"] is True and any("stale" in w for w in held["warnings"]), held

@@ -173,3 +173,26 @@ def test_a_one_line_note_competes_with_the_lines_of_longer_notes(ws):
     hits = recall_json(ws, "spare oar shed", "--k", "2")["results"]
     assert hits[0]["path"] == "bank/boat.md", hits
     assert hits[0]["snippet"] == "The spare oar hangs in the blue shed."
+
+
+def test_reflects_marker_lines_are_never_matched_nor_cited(ws):
+    """`zmem reflect`'s `<!-- zmem:begin (… replaced on the next run) -->` is zmem's, not a note: with
+    a few entity pages, "what should I run next" listed their marker lines above the note about a run."""
+    from helpers.workspace import run
+    write(ws, "memory/2025-11-24.md", "# 2025-11-24\n\n## Notes\n\n- The nightly backup now runs at 03:00.\n\n"
+          "## Retain\n\n- W @Peter: Lives in Lisbon.\n- W @Ana: Recommends restaurants.\n")
+    commit_all(ws)
+    assert run(["-C", str(ws), "reflect"]).exit_code == 0
+    assert "<!-- zmem:begin" in (ws / "bank/entities/Peter.md").read_text()
+    for query in ("what should I run next", "edits inside this block", "Peter"):
+        for hit in recall_json(ws, query)["results"]:
+            assert "<!-- zmem:" not in hit["snippet"], (query, hit)
+            assert get_text(ws, hit["citation"]).rstrip("\n").split("\n") == hit["snippet"].split("\n")
+    hits = recall_json(ws, "what should I run next")["results"]
+    assert [h["path"] for h in hits] == ["memory/2025-11-24.md"], hits
+
+
+def test_a_marker_line_belongs_to_no_unit():
+    lines = ["# Peter", "", "<!-- zmem:begin (written by `zmem reflect`) -->", "## Facts", "- a fact",
+             "<!-- zmem:end -->"]
+    assert units(lines) == [(0, 0), (3, 3), (4, 4)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import unicodedata
 from pathlib import Path
 
@@ -154,7 +155,7 @@ def _old_index(ws, last_step: str = "file_ctime") -> None:
                 conn.execute(f"INSERT INTO {fts}(rowid, text, heading, cjk_bi, cjk_uni) VALUES(?, ?, ?, ?, ?)",
                              (cid, text, heading, *_cjk_columns_v1(text + "\n" + heading)))
         fp = db.get_meta(conn, "fingerprint")
-        db.set_meta(conn, "fingerprint", fp.replace("chunker=2", "chunker=1"))
+        db.set_meta(conn, "fingerprint", re.sub(r"chunker=\d+", "chunker=1", fp))
         db.set_meta(conn, "fts_version", None)
         roll_back_schema(conn, last_step)  # file_ctime: the schema before fts_words_against_cjk converted the rows
     conn.close()

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import sys
@@ -27,7 +28,7 @@ from zmem.store import migrations
 from zmem.text.chunking import CHUNKER_VERSION, chunk_lines
 from zmem.errors import TRY_AGAIN, IndexUnusable
 from zmem.store.fts import FTS_VERSION, cjk_columns, delete_rows
-from zmem.text.markdown import day_from_path, decode_note, scan_blocks, split_lines
+from zmem.text.markdown import day_from_path, decode_note, scan_blocks, split_lines, without_markers
 from zmem.text.retain import RETAIN_VERSION, Fact, entity_key, facts_of_blocks, legacy_fact_id
 from zmem.workspace.snapshot import (IGNORE_META, Changes, changed_since_snapshot, dir_signatures, git_blob_id, ignore_inputs,
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
@@ -132,6 +133,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 # What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
+NO_SPACE_BYTES = 1 << 20  # free space under which an index that cannot be opened for writing is read as it is
 STATE_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "lock")
 
 
@@ -233,13 +235,30 @@ def open_index(ws: Workspace):
         if not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
             raise IndexUnusable(f"cannot create the index {ws.index_path}: {why}", hint=access_hint(ws.state_dir))
         return migrations.connect_readonly_index(ws.index_path, why, hint=access_hint(ws.state_dir))
-    conn = db.connect(ws.index_path)
+    try:
+        conn = db.connect(ws.index_path)
+    except IndexUnusable:
+        full = _no_space(ws.state_dir)
+        if full is None or not ws.index_path.is_file() or ws.index_path.stat().st_size == 0:
+            raise
+        # the index is whole; its write-ahead log could not be made: read it as it is, stale
+        return migrations.connect_readonly_index(ws.index_path, full, hint="free some space on that disk: the "
+                                                 "next command catches up")
     try:
         migrations.migrate(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _no_space(d: Path) -> str | None:
+    """Why nothing can be written in d for want of space (a full disk, or one short of SQLite's few pages)."""
+    try:
+        free = shutil.disk_usage(d).free
+    except OSError:
+        return None
+    return f"no space left on the disk that holds {d}" if free < NO_SPACE_BYTES else None
 
 
 def _cannot_update(ws: Workspace, repo: Repo | None, why: str) -> CatchUp:
@@ -752,7 +771,7 @@ def _clear_notes(conn, store: VectorStore) -> None:
 def _remove_file(conn, rel: str, store: VectorStore) -> None:
     rows = conn.execute("SELECT id, text, heading FROM chunks WHERE path = ?", (rel,)).fetchall()
     store.remove([cid for cid, _, _ in rows])
-    delete_rows(conn, "chunks_fts", rows)
+    delete_rows(conn, "chunks_fts", [(cid, without_markers(text), heading) for cid, text, heading in rows])
     conn.execute("DELETE FROM chunks WHERE path = ?", (rel,))
     facts = conn.execute("SELECT id, text, names FROM facts WHERE path = ?", (rel,)).fetchall()
     delete_rows(conn, "facts_fts", facts)
@@ -770,7 +789,7 @@ class Prepared:
     day: str | None
     lines: int
     warnings: list[str]
-    rows: list[tuple]  # (start_line, end_line, heading, tokens, text, cjk_bi, cjk_uni)
+    rows: list[tuple]  # (start_line, end_line, heading, tokens, text, its full-text form, cjk_bi, cjk_uni)
     facts: list[tuple] = field(default_factory=list)  # fact_rows: each Retain fact as insert_files stores it
 
 
@@ -781,8 +800,8 @@ def prepare_file(rel: str, data: bytes, max_mb: float, chunk_tokens: int, chunk_
         return Prepared(rel, day, 0, warnings + conflict_markers(rel, text), [])
     lines = split_lines(text)
     blocks = scan_blocks(lines)  # once for both the chunks and the facts
-    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, *cjk_columns(c.text + "\n" + c.heading))
-            for c in chunk_lines(lines, blocks, chunk_tokens, chunk_overlap)]
+    rows = [(c.start_line, c.end_line, c.heading, c.tokens, c.text, fts, *cjk_columns(fts + "\n" + c.heading))
+            for c in chunk_lines(lines, blocks, chunk_tokens, chunk_overlap) for fts in (without_markers(c.text),)]
     facts, fact_warnings = facts_of_blocks(lines, blocks, rel, day)
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     return Prepared(rel, day, n_lines, warnings + fact_warnings + conflict_markers(rel, text), rows,
@@ -937,9 +956,9 @@ def insert_files(conn, files: list[tuple[Prepared, str, int, tuple[int, int, int
     for p, blob, size, sig in files:
         mtime, size, ino, ctime = sig if sig is not None else (0, size, 0, 0)
         file_rows.append((p.rel, blob, size, p.day, len(p.rows), p.lines, "\n".join(p.warnings) or None, mtime, ino, ctime))
-        for start, end, heading, tokens, text, bi, uni in p.rows:
+        for start, end, heading, tokens, text, fts, bi, uni in p.rows:
             chunk_rows.append((chunk_id, p.rel, start, end, heading, p.day, tokens, text))
-            fts_rows.append((chunk_id, text, heading, bi, uni))
+            fts_rows.append((chunk_id, fts, heading, bi, uni))
             chunk_id += 1
     conn.executemany("INSERT INTO files(path, blob, size, day, chunks, lines, warning, mtime_ns, ino, ctime_ns) "
                      "VALUES(?,?,?,?,?,?,?,?,?,?)", file_rows)

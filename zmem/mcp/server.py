@@ -108,6 +108,8 @@ def search(memory: Memory, query: str, *, max_results: int, min_score: float, si
         warnings.append(SESSIONS_NOTE)
     out = {"results": results, "provider": active.provider if active else "none",
            "model": active.model if active else None, "mode": res.mode, "warnings": warnings}
+    if res.stale:  # as the CLI's JSON says it; only then, for the tokens
+        out["stale"] = True
     if res.rerank:
         out["rerank"] = res.rerank
     if res.as_of:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from zmem.text.markdown import ATX, FENCE_OPEN, LIST_ITEM
+from zmem.text.markdown import ATX, FENCE_OPEN, LIST_ITEM, is_marker
 
 NEIGHBOUR = 0.75  # a neighbouring unit weighing this share of the best unit's weight joins the citation
 MAX_UNITS = 2  # units a citation holds at most, a question's answer and a heading's body aside
@@ -36,8 +36,10 @@ _ROW = re.compile(r"^\s*\|")
 
 
 def units(lines: list[str]) -> list[tuple[int, int]]:
-    """The units of a chunk's lines as (first, last) indexes; blank lines belong to none."""
-    kinds = [_kind(line) if line[:1] in _MARKS else (PLAIN if line else BLANK) for line in lines]
+    """The units of a chunk's lines as (first, last) indexes; blank lines and zmem's marker lines
+    (markdown.is_marker) belong to none."""
+    kinds = [_kind(line) if line[:1] in _MARKS else (BLANK if not line or is_marker(line) else PLAIN)
+             for line in lines]
     out: list[tuple[int, int]] = []
     i, n = 0, len(lines)
     while i < n:

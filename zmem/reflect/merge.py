@@ -20,6 +20,7 @@ from pathlib import Path
 
 from zmem.query.entities import BEGIN, END, ENTITY_DIR
 from zmem.git.gitcmd import run_git
+from zmem.text.markdown import scan_blocks
 from zmem.text.opinions import OPINIONS_PATH
 from zmem.workspace.core import write_file_in
 
@@ -153,11 +154,74 @@ def drop_union_duplicates(root: Path, ours: str, theirs: str) -> list[str]:
                 continue
             seen[key] = seen.get(key, 0) + 1
             kept.append(line)
-        if len(kept) < len(merged.splitlines()):
-            write_file_in(root, path, "".join(kept).encode("utf-8"))
+        text = in_their_sections("".join(kept), *texts)
+        if text != merged:
+            write_file_in(root, path, text.encode("utf-8"))
             if _git(root, "add", "--", path)[0] == 0:
                 changed.append(path)
     return changed
+
+
+def in_their_sections(merged: str, ours: str, theirs: str) -> str:
+    """A union-merged note with each note (a block: a bullet with its sub-items, a paragraph) back under
+    the heading it has on the side that wrote it. Both sides appending to the end of a day's log put
+    one side's new `## Retain` section before the other's new bullet of `## Notes`: the bullet read as a
+    malformed fact, under the wrong heading. A block moves only when the sides agree on its heading and
+    the merged note has that heading once; it goes after the last block of its section. Blank lines the
+    union doubled (neither side has two in a row) become one."""
+    lines = merged.split("\n")
+    blocks = scan_blocks([line.rstrip("\r") for line in lines])
+    where = _sections(merged)  # block text -> its heading, on each side and here
+    want = {}
+    for side in (_sections(ours), _sections(theirs)):
+        for text, heading in side.items():
+            want[text] = heading if want.get(text, heading) == heading else None  # the sides disagree: stay
+    headings = Counter(_text(lines, b) for b in blocks if b.kind == "heading")
+    heading, moves, last = "", {}, {}
+    for b in blocks:
+        if b.kind == "heading":
+            heading = _text(lines, b)
+            last[heading] = b.end
+            continue
+        target = want.get(_text(lines, b))
+        if target and target != heading and headings[target] == 1 and where.get(_text(lines, b)) == heading:
+            moves[b.start] = (b, target)
+        else:
+            last[heading] = b.end
+    if moves:
+        gone = {n for b, _ in moves.values() for n in range(b.start, b.end + 1)}
+        after: dict[int, list[str]] = {}
+        for b, target in moves.values():
+            after.setdefault(last[target], []).extend(lines[b.start - 1:b.end])
+        out = []
+        for n, line in enumerate(lines, 1):
+            if n not in gone:
+                out.append(line)
+            out.extend(after.get(n, []))
+        lines = out
+    text = "\n".join(lines)
+    if "\n\n\n" in text and "\n\n\n" not in ours and "\n\n\n" not in theirs:
+        while "\n\n\n" in text:
+            text = text.replace("\n\n\n", "\n\n")
+    return text
+
+
+def _text(lines: list[str], block) -> str:
+    return "\n".join(line.rstrip() for line in lines[block.start - 1:block.end])
+
+
+def _sections(text: str) -> dict[str, str | None]:
+    """Each block's text -> the heading it sits under (None when it is under two)."""
+    lines = text.split("\n")
+    out: dict[str, str | None] = {}
+    heading = ""
+    for b in scan_blocks([line.rstrip("\r") for line in lines]):
+        if b.kind == "heading":
+            heading = _text(lines, b)
+        else:
+            t = _text(lines, b)
+            out[t] = heading if out.get(t, heading) == heading else None
+    return out
 
 
 def _counts(text: str) -> Counter:

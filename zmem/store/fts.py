@@ -7,6 +7,7 @@ from _thread import allocate_lock  # threading.Lock itself, without importing th
 
 from zmem.text.chunking import CJK_CLASS, CUT, MARKS
 from zmem.text.lazyre import LazyPattern
+from zmem.text.markdown import without_markers
 
 # the CJK patterns compile in ~3 ms each (lazyre): not at import
 _CJK_RUN = LazyPattern(f"[{CJK_CLASS}]+")
@@ -305,6 +306,8 @@ def delete_rows(conn, table: str, rows: list[tuple], columns=None) -> None:
 def _rows(conn, table: str):
     """(rowid, text columns…, cjk_bi, cjk_uni) of every row `table` should hold, in the current form."""
     for row in conn.execute(TABLES[table][1]):
+        if table == "chunks_fts":  # notes are indexed without zmem's marker lines (prepare_file)
+            row = (row[0], without_markers(row[1]), *row[2:])
         yield (*row, *cjk_columns("\n".join(row[1:])))
 
 

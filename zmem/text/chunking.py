@@ -19,8 +19,9 @@ MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20dc\ufe20-\ufe2f"
 _BREAK = LazyPattern(f"[^\\w{MARKS}]")  # a space or punctuation: where a slice of a long line may end
 FENCE_MAX_FACTOR = 4
 # Bumped whenever chunk boundaries or chunk text would change: the index rebuilds itself.
-# 2: slices of a line too long for one chunk carry "…" where the line goes on.
-CHUNKER_VERSION = 2
+# 2: slices of a line too long for one chunk carry "…" where the line goes on. 3: the full-text index
+# reads no zmem marker line (markdown.without_markers).
+CHUNKER_VERSION = 3
 CUT = "…"  # marks the side where a slice (or a snippet) of a line was cut from the rest of it
 # The windows that get one vector each (note_windows): notes a person wrote, consecutive ones under
 # one heading merged up to NOTE_MERGE_TOKENS, a note longer than WINDOW_TOKENS cut into runs of lines.

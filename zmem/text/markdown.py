@@ -20,6 +20,8 @@ SETEXT = LazyPattern(r"^ {0,3}(=+|-+)[ \t]*$")
 HR = LazyPattern(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 LIST_ITEM = re.compile(r"^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+|$)")
 QUOTE = LazyPattern(r"^ {0,3}>")
+# a line of zmem's own in a note (`zmem reflect`'s `<!-- zmem:begin … -->` and `<!-- zmem:end -->`)
+ZMEM_MARKER = LazyPattern(r"^<!-- zmem:[^\n]*-->[ \t]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +31,17 @@ class Block:
     kind: str  # heading | code | front_matter | item | quote | hr | paragraph
     level: int = 0  # heading level
     title: str = ""  # heading text
+
+
+def without_markers(text: str) -> str:
+    """text with zmem's marker lines emptied (the line count kept): what the full-text index reads.
+    Their words are none of the note's: recall ranked reflect's "... replaced on the next run" first
+    for "what should I run next", on every entity page."""
+    return ZMEM_MARKER.sub("", text) if "<!-- zmem:" in text else text
+
+
+def is_marker(line: str) -> bool:
+    return line.startswith("<!-- zmem:") and ZMEM_MARKER.match(line) is not None
 
 
 def split_lines(text: str) -> list[str]:
