@@ -66,6 +66,7 @@ def ws(tmp_path) -> Path:
     """An initialised workspace (no hooks) with two daily logs, committed."""
     root = tmp_path / "ws"
     root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)  # so the notes' commit is the first
     res = run(["init", "--no-hooks", str(root)])
     assert res.exit_code == 0, res.output
     write(root, "memory/2025-11-24.md", "# 2025-11-24\n\n## Notes\n\n- Set up the gateway on the Mac Studio.\n"

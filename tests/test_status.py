@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from helpers.workspace import commit_all, run, run_json, write, zmem_proc
+from helpers.workspace import commit_all, git, run, run_json, write, zmem_proc
 
 NOTE = "# d\n\n- secretword\n"
 
@@ -16,6 +16,7 @@ NOTE = "# d\n\n- secretword\n"
 def test_status_without_commits_says_the_working_tree_is_indexed(tmp_path):
     root = tmp_path / "ws"
     root.mkdir()
+    git(root, "init", "-q")  # a repository that was there: init commits nothing in it
     assert run(["init", "--no-hooks", str(root)]).exit_code == 0
     write(root, "memory/2025-12-01.md", "# 2025-12-01\n\n- the quince orchard\n")
     assert run(["-C", str(root), "recall", "quince"]).exit_code == 0

@@ -879,7 +879,8 @@ def _public_only(conn, private_globs):
     views = {"facts": f"SELECT * FROM main.facts WHERE NOT ({quoted})",
              "fact_entities": "SELECT * FROM main.fact_entities WHERE fact_id IN (SELECT id FROM temp.facts)",
              "relations": "SELECT * FROM main.relations WHERE fact_id IN (SELECT id FROM temp.facts)",
-             "files": f"SELECT * FROM main.files WHERE NOT ({quoted})"}
+             "files": f"SELECT * FROM main.files WHERE NOT ({quoted})",
+             "chunks": f"SELECT * FROM main.chunks WHERE NOT ({quoted})"}  # resolve_entity's hint reads notes
     try:
         for view, select in views.items():
             conn.execute(f"DROP VIEW IF EXISTS temp.{view}")

@@ -196,6 +196,7 @@ def test_opinion_confidence_in_log_and_diff(ws):
 
 def test_empty_and_shallow_repositories(tmp_path, ws):
     empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))  # a repository that was there: init commits nothing in it
     assert run(["init", "--no-hooks", str(empty)]).exit_code == 0
     res = run(["-C", str(empty), "recall", "x", "--as-of", "HEAD"])
     assert res.exit_code == 1 and "no commits yet" in res.stderr and "hint:" in res.stderr

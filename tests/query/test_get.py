@@ -65,3 +65,18 @@ def test_get_refuses_a_git_ignored_memory_file_as_recall_leaves_it_out(ws):
         except ZmemError as e:
             assert "ignored by git" in str(e)
         assert "Set up the gateway" in memory.get("memory/2025-11-24.md").text
+
+
+def test_a_note_whose_name_holds_md_at_or_a_newline_is_read_back_from_its_citation(ws):
+    """`memory/a.md@x.md` is one file: its citation was read as a.md at revision x.md (a line of
+    another file, when a branch of that name exists); a newline in a name made it a bad line range."""
+    from helpers.workspace import commit_all, git, recall_json
+    write(ws, "memory/a.md", "- decoy one\n- decoy two\n")
+    write(ws, "memory/a.md@x.md", "- title\n- the zanzibar ferry leaves at nine\n")
+    write(ws, "memory/new\nline.md", "- title\n- the okapi eats leaves\n")
+    commit_all(ws)
+    git(ws, "branch", "x.md")
+    for query, line in (("zanzibar", "- the zanzibar ferry leaves at nine"), ("okapi", "- the okapi eats leaves")):
+        hit = recall_json(ws, query)["results"][0]
+        res = run(["-C", str(ws), "get", hit["citation"]])
+        assert res.exit_code == 0 and res.stdout == line + "\n", (hit["citation"], res.stdout, res.stderr)

@@ -76,6 +76,16 @@ def test_facts_entities_graph_and_recall(ws):
     assert bad.exit_code == 1 and "no entity named 'Petre'" in bad.stderr and "did you mean @Peter" in bad.stderr
 
 
+def test_an_entity_only_a_plain_note_names_says_how_to_make_it_one(ws):
+    """`zmem append TEXT --entity Bob` without --retain writes a plain `- @Bob: TEXT`: `zmem entity
+    Bob` then said only where entities come from, not that the note was found."""
+    assert run(["-C", str(ws), "append", "met for coffee", "--entity", "Bob"]).exit_code == 0
+    bad = run(["-C", str(ws), "entity", "Bob"])
+    assert bad.exit_code == 1 and "no entity named 'Bob'" in bad.stderr
+    assert '@Bob is in 1 note (zmem recall "@Bob") but in no `## Retain` fact' in bad.stderr
+    assert "zmem append --retain W --entity Bob" in bad.stderr
+
+
 def test_entity_spellings_merge_and_near_duplicates_are_reported(ws):
     write(ws, "memory/2025-11-24.md", "## Retain\n- W @The-Castle: has a moat\n- W @[the castle]: is old\n"
           "- W @José: cooks\n- W @Jose: bakes\n")

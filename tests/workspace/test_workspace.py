@@ -26,3 +26,15 @@ def test_workspace_path_with_spaces_and_non_ascii(tmp_path):
     hit = recall_json(root, "flamingos")["results"][0]
     assert run(["-C", str(root), "get", hit["citation"]]).stdout == hit["snippet"] + "\n"
     assert "flamingos" in hit["snippet"]
+
+
+def test_a_folder_git_does_not_hold_is_refused_and_nothing_is_written_in_it(tmp_path):
+    """An OpenClaw-style folder (MEMORY.md, no git): the first command said "not a git repository"
+    but had already made .zmem/ (index, WAL, fsmonitor) in the user's folder."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("- a note\n")
+    for args in (["recall", "note"], ["status"], ["index"]):
+        res = zmem_proc("-C", str(folder), *args)
+        assert res.returncode == 1 and res.stderr.startswith(f"zmem: not a git repository: {folder}\n"), res.stderr
+        assert sorted(p.name for p in folder.iterdir()) == ["MEMORY.md"], args

@@ -229,6 +229,9 @@ def open_index(ws: Workspace):
     (permissions, a read-only file system) but can be read: a read-only connection
     (db.readonly_reason says why), which catch_up never writes to and reports as stale when the
     notes changed."""
+    if not ws.state_dir.exists():  # a first command in a folder git does not hold fails before writing anything
+        from zmem.git.repo import open_repo
+        open_repo(ws.root)
     ensure_state_dir(ws)
     why = write_denied(ws)
     if why is not None:

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from zmem.text.dates import commit_time
-from zmem.errors import ZmemError
+from zmem.errors import ZmemError, example
 from zmem.text.kinds import KIND_CODES, KINDS
 from zmem.text.retain import entity_key, entity_slug, is_long_name
 from zmem.workspace.core import Workspace
@@ -258,6 +258,14 @@ def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] |
     hint = ("did you mean " + ", ".join("@" + entities[k].name for _, _, k in close) + "?") if close else \
         "entities come from `@Name` mentions in `## Retain` facts and from bank/entities/<Name>.md pages; " \
         "`zmem facts` lists the facts"
+    mention = "@" + name.lstrip("@")
+    # a plain note that names it (`zmem append TEXT --entity Bob` without --retain writes `- @Bob: TEXT`)
+    notes = 0 if close else conn.execute("SELECT count(DISTINCT path) FROM chunks WHERE instr(text, ?) > 0",
+                                         (mention,)).fetchone()[0]
+    if notes:
+        hint = (f"{mention} is in {notes} note{'s' if notes != 1 else ''} ({example('recall', query=mention)}) but in "
+                "no `## Retain` fact: an entity comes from facts "
+                f"({example('append', retain='W', entities=[name.lstrip('@')], text='…')}) and bank/entities pages")
     raise ZmemError(f"no entity named {name!r}", hint=hint)
 
 

@@ -8,7 +8,10 @@ from zmem.errors import ZmemError, arg
 from zmem.workspace.core import Workspace
 
 # path, then optionally @REV, then #Lx[-Ly] or :LINE[-LINE]
-_CITATION = re.compile(r"(.+?\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+)(?:-(\d+))?)?", re.IGNORECASE)
+# the longest path that ends in .md: a note named `a.md@x.md` is one file, not a.md at revision x.md
+# (which read a line of a.md at a branch named x.md); DOTALL: a newline is a character of a file name
+_CITATION = re.compile(r"(.+\.md)(?:@([^@#:\s]+))?(?:#L(\d+)(?:-L?(\d+))?|:(\d+)(?:-(\d+))?)?",
+                       re.IGNORECASE | re.DOTALL)
 
 
 _WRAPPERS = {"`": "`", "[": "]", "<": ">", '"': '"', "'": "'", "(": ")"}
