@@ -185,11 +185,12 @@ def test_append_note_and_retain_fact_commit_and_are_recalled(ws):
 
 def test_append_rejects_bad_input_without_writing(ws):
     before = _snapshot(ws)
-    for args in (["   "], ["x", "--confidence", "0.5"], ["x", "--retain", "O", "--confidence", "1.7"]):
+    for args in (["   "], ["x", "--confidence", "0.5"]):
         res = run(["-C", str(ws), "append", *args])
         assert res.exit_code == 1 and "hint:" in res.stderr and "Traceback" not in res.output, args
-    res = run(["-C", str(ws), "append", "x", "--retain", "Q"])
-    assert res.exit_code == 2
+    for args in (["x", "--retain", "Q"], ["x", "--retain", "O", "--confidence", "1.7"]):  # usage, as --k 0 is
+        res = run(["-C", str(ws), "append", *args])
+        assert res.exit_code == 2 and "hint:" in res.stderr, args
     assert _snapshot(ws) == before
 
 
@@ -351,3 +352,13 @@ def test_arguments_that_are_not_utf8_are_a_usage_error_and_write_nothing(ws):
         proc = zmem_proc("-C", str(ws), *args)
         assert proc.returncode == 2 and proc.stderr.startswith("zmem: an argument is not valid UTF-8"), proc.stderr
     assert not today.exists()
+
+
+def test_text_that_starts_with_a_minus_sign_gets_a_hint_to_put_double_dash_before_it(ws):
+    res = zmem_proc("-C", str(ws), "append", "-5 degrees at dawn")
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == ["zmem: No such option '-5'.",
+                                       "hint: put `--` before text that starts with `-`: zmem append -- '-5 degrees at dawn'"]
+    assert zmem_proc("-C", str(ws), "append", "--", "-5 degrees at dawn").returncode == 0
+    res = zmem_proc("-C", str(ws), "append", "--colour", "x")  # an option that is not there: --help, as before
+    assert res.returncode == 2 and res.stderr.splitlines()[1] == "hint: see `zmem append --help` for the arguments and options"

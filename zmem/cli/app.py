@@ -25,8 +25,19 @@ def _usage_exit(e: click.UsageError, ctx):
     """Bad arguments or an unknown command: the same two-line shape as other errors, exit 2."""
     where = e.ctx.command_path if e.ctx is not None else ctx.command_path if ctx is not None else "zmem"
     click.echo(f"zmem: {e.format_message()}", err=True)
-    click.echo(f"hint: see `{where} --help` for the arguments and options", err=True)
+    option = getattr(e, "option_name", "") or ""
+    if isinstance(e, click.NoSuchOption) and re.match(r"-\.?\d", option):
+        # text that starts with a minus sign ("-5 degrees"), not an option: after `--` it is text
+        text = next((a for a in sys.argv[1:] if a.startswith(option)), option)
+        click.echo(f"hint: put `--` before text that starts with `-`: {where} -- {_quoted(text)}", err=True)
+    else:
+        click.echo(f"hint: see `{where} --help` for the arguments and options", err=True)
     raise click.exceptions.Exit(int(ExitCode.USAGE))
+
+
+def _quoted(arg: str) -> str:
+    import shlex
+    return shlex.quote(arg)
 
 
 class ZmemGroup(click.Group):

@@ -17,7 +17,7 @@ from zmem.cli.common import _memory, json_option, warn
               help="Add it as a typed fact under ## Retain: W world, B experience, O opinion, S observation, "
                    "R relation (TEXT is `@Subject predicate @Object`).")
 @click.option("--entity", "entities", multiple=True, metavar="NAME", help="An entity the entry is about (repeatable).")
-@click.option("--confidence", type=float, default=None, help="Confidence in [0, 1] of an opinion (--retain O).")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=None, help="Confidence in [0, 1] of an opinion (--retain O).")
 @click.option("--no-commit", is_flag=True, help="Write the file but do not commit it.")
 @json_option("Print a JSON object describing what was written.")
 @click.pass_context
