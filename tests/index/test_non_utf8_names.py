@@ -46,3 +46,15 @@ def test_index_without_commits_says_so_in_full(tmp_path):
     assert run(["init", "--no-hooks", str(tmp_path)]).exit_code == 0
     res = run(["-C", str(tmp_path), "index", "--full"])
     assert res.exit_code == 0 and res.stdout.startswith("index rebuilt at (no commits): "), res.stdout
+
+
+def test_a_name_with_a_backslash_is_left_out_with_a_warning(ws):
+    """A citation of `memory/back\\slash.md` was read by `zmem get` as memory/back/slash.md: a hit
+    whose lines nobody could read back. Left out like a name that is not UTF-8, and said so."""
+    (ws / "memory" / "back\\slash.md").write_text("# x\n\n- the wombat burrow\n")
+    commit_all(ws, "a backslash")
+    res = run(["-C", str(ws), "index", "--full", "--json"])
+    assert res.exit_code == 0, res.stderr
+    assert "memory/back\\slash.md: skipped: its name has a backslash, which a citation reads as `/`; " \
+           "rename it to index it" in json.loads(res.stdout)["warnings"]
+    assert recall_json(ws, "wombat")["results"] == [] and recall_json(ws, "gateway")["results"]

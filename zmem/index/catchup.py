@@ -34,7 +34,7 @@ from zmem.workspace.snapshot import (IGNORE_META, Changes, changed_since_snapsho
                            ignore_record, ignore_rules_changed, now_ns, read_head, record_dirs, stat_signature,
                            stored_ignore_record)
 from zmem.store.vectors import VectorStore
-from zmem.workspace.core import Workspace, shown_name
+from zmem.workspace.core import Workspace, shown_name, unciteable
 
 Progress = Callable[[int, int], None] | None
 # The blob column of a memory file that could not be read (EACCES, EIO): its row keeps the file's
@@ -534,8 +534,7 @@ def _catch_up(ws: Workspace, repo: Repo, conn, max_inline: int | None, progress:
         rules = _ignore_rules(ws, repo, dirs)  # before git reads them: a later edit shows next time
         unnamed: list[str] = []
         on_disk = [p for p in ws.memory_files(unnamed) if not repo.is_ignored(p)]  # sorted
-        result.warnings += [f"{shown_name(p)}: skipped: its name is not UTF-8 (zmem stores and cites paths as UTF-8); "
-                            "rename it to index it" for p in unnamed]
+        result.warnings += [f"{shown_name(p)}: skipped: {unciteable(p)}; rename it to index it" for p in unnamed]
         full = result.full_scan = True
 
         def listing():

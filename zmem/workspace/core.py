@@ -63,11 +63,11 @@ class Workspace:
         return any(fnmatchcase(rel, g) for g in self.private_globs())
 
     def is_memory_path(self, rel: str) -> bool:
-        """Is this workspace-relative POSIX path one of the memory sources? Not a name that is not UTF-8
-        (its bytes reach Python as lone surrogates, which git's library, SQLite and JSON cannot take)."""
+        """Is this workspace-relative POSIX path one of the memory sources? Not a name zmem cannot cite
+        (unciteable)."""
         if not rel.endswith(".md") or rel.startswith(STATE_DIR + "/"):
             return False
-        if not _utf8(rel):
+        if unciteable(rel):
             return False
         if rel in ROOT_FILES:
             return True
@@ -78,7 +78,7 @@ class Workspace:
 
     def memory_files(self, unnamed: list[str] | None = None) -> list[str]:
         """All memory files on disk: workspace-relative, sorted; symlinks (files and dirs) skipped.
-        unnamed: receives the .md files left out because their name is not UTF-8 (see is_memory_path)."""
+        unnamed: receives the .md files left out because zmem cannot cite their name (unciteable)."""
         found: set[str] = set()
         for name in ROOT_FILES:
             p = self.root / name
@@ -101,8 +101,19 @@ class Workspace:
                         found.add(f"{rel_dir}/{f}")
         out = sorted(r for r in found if self.is_memory_path(r))
         if unnamed is not None and len(out) < len(found):
-            unnamed += sorted(r for r in found - set(out) if not _utf8(r))
+            unnamed += sorted(r for r in found - set(out) if unciteable(r))
         return out
+
+
+def unciteable(rel: str) -> str | None:
+    """Why a citation could not name this file, or None: a name that is not UTF-8 (its bytes reach Python
+    as lone surrogates, which git's library, SQLite and JSON cannot take), or one with a backslash (`zmem
+    get` reads a pasted `memory\\x.md` as memory/x.md, so the cited lines could not be read back)."""
+    if not _utf8(rel):
+        return "its name is not UTF-8 (zmem stores and cites paths as UTF-8)"
+    if "\\" in rel:
+        return "its name has a backslash, which a citation reads as `/`"
+    return None
 
 
 def _utf8(rel: str) -> bool:
