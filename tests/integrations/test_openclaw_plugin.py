@@ -292,7 +292,8 @@ def test_zmem_missing_from_path_is_a_tool_error_with_a_hint(setup):
 def test_a_broken_workspace_is_a_tool_error_with_zmems_message(setup):
     gw = setup["gw"]
     res = gw.invoke("memory_search", {"query": "note"}, session_key="agent:broken:main")
-    tool_error(gw, res, "zmem.toml: invalid TOML", "fix the file, or move it aside")
+    # zmem's own refusal: the tools.invoke caller gets its message and hint, not "tool execution failed"
+    input_error(res, "zmem.toml: invalid TOML", "hint: fix the file, or move it aside")
 
 
 def test_a_query_past_the_time_limit_is_a_tool_error(setup):
