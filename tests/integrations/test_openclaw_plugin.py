@@ -62,6 +62,8 @@ def setup(tmp_path_factory):
     notexec = base / "notexec.sh"
     notexec.write_text("#!/bin/sh\necho hi\n")
     notexec.chmod(0o644)
+    (base / "vanish" / "memory").mkdir(parents=True)
+    (base / "vanish" / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- soon gone\n")
     fresh = base / "fresh"
     (fresh / "memory").mkdir(parents=True)
     (fresh / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- The espresso machine in the kitchen needs descaling.\n")
@@ -74,7 +76,7 @@ def setup(tmp_path_factory):
     # with several agents, OpenClaw gives each its own folder under defaults.workspace unless it names one
     agents = {"main": {"default": True, "workspace": str(ws)}, "fresh": {"workspace": str(fresh)},
               "nozmem": {"workspace": str(ws)}, "broken": {}, "slow": {}, "plain": {}, "absent": {}, "absentrepo": {},
-              "notexec": {}, "spaced": {}}
+              "notexec": {}, "spaced": {}, "vanish": {}}
     config = {"agents": {"defaults": {"workspace": str(ws), "skipBootstrap": True}, "entries": agents}}
     plugin = {"command": ZMEM, "agents": {"nozmem": {"command": "zmem-is-not-installed-here"},
                                           "broken": {"workspace": str(broken)},
@@ -85,7 +87,8 @@ def setup(tmp_path_factory):
                                           "absent": {"workspace": str(base / "nobin"), "command": "/nonexistent/bin/zmem"},
                                           "absentrepo": {"workspace": str(ws), "command": "/nonexistent/bin/zmem"},
                                           "notexec": {"workspace": str(ws), "command": str(notexec)},
-                                          "spaced": {"workspace": str(ws), "command": f"{sys.executable} -m zmem"}}}
+                                          "spaced": {"workspace": str(ws), "command": f"{sys.executable} -m zmem"},
+                                          "vanish": {"workspace": str(base / "vanish")}}}
     before = snapshot(ws)
     plain_before = snapshot(plain)
     gw = Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9", **GIT})
@@ -419,3 +422,11 @@ def test_a_bad_command_is_named_for_what_it_is(setup, agent, needle):
         assert f'give an executable with arguments as an array: ["{sys.executable}","-m","zmem"]' in log
     if agent.startswith("absent"):
         assert "not on the gateway's PATH" not in log.split(needle, 1)[1].split("\n")[0]
+
+
+def test_a_workspace_removed_under_a_running_zmem_is_named_as_such(setup):
+    gw, base = setup["gw"], setup["base"]
+    assert ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-20.md"}, session_key="agent:vanish:main"))["status"] == "ok"
+    (base / "vanish").rename(base / "vanished")
+    res = gw.invoke("memory_get", {"path": "memory/2026-11-20.md"}, session_key="agent:vanish:main")
+    tool_error(gw, res, f"workspace directory does not exist: {base / 'vanish'}")

@@ -170,8 +170,7 @@ export class Pool {
 
   /** `zmem init` for a workspace directory that is not a git repository yet (once per workspace). */
   ensureRepository(ws, s) {
-    if (this.inits.has(ws)) return this.inits.get(ws);
-    let st;
+    let st; // checked on every call: a workspace removed or moved since is named as such, not as a spawn failure
     try {
       st = statSync(ws);
     } catch {
@@ -182,6 +181,7 @@ export class Pool {
       return Promise.reject(new ZmemError(`workspace is not a directory: ${ws}`,
         "point agents.defaults.workspace (or plugins.entries.zmem.config.workspace) at a directory"));
     }
+    if (this.inits.has(ws)) return this.inits.get(ws);
     if (existsSync(path.join(ws, ".git"))) {
       const done = Promise.resolve(false);
       this.inits.set(ws, done);
