@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ZmemError, isZmemError } from "./lib/zmem-process.mjs";
-import { Pool, agentSettings, chatScope, scopeFor } from "./lib/pool.mjs";
+import { Pool, agentSettings, chatScope, defaultAgentId, scopeFor } from "./lib/pool.mjs";
 import { citationsMode, includeCitations, jsonResult, presentHit, presentRead, readFailure } from "./lib/shape.mjs";
 import { traced } from "./lib/trace.mjs";
 
@@ -24,13 +24,14 @@ const FILE_WRITE_TOOLS = new Set(["write", "edit"]);
 const SEARCH_DESCRIPTION = "Mandatory recall step: search the user's long-term memory (zmem: MEMORY.md, daily logs "
   + "memory/YYYY-MM-DD.md, bank/ pages, in a git repository) before answering anything about prior work, decisions, "
   + "dates, people, preferences or todos. Returns results best first, each with path, startLine, endLine, score, "
-  + "snippet (exactly lines startLine..endLine) and, when citations are on, citation path#Lx-Ly; read more with "
-  + "memory_get. since (7d, 2w, YYYY-MM-DD) keeps daily logs from that day on; path keeps files matching a glob; "
+  + "snippet (lines startLine..endLine; a line longer than a snippet is cut around the match, \u2026 marking "
+  + "the cut) and, when citations are on, citation path#Lx-Ly; read the exact lines with memory_get. since (7d, 2w, YYYY-MM-DD) keeps daily logs from that day on; path keeps files matching a glob; "
   + "kind (world, experience, opinion, observation) or entity searches typed Retain facts. An empty results list "
   + "means nothing matched: say so rather than guess. warnings explain any degradation (e.g. keyword-only).";
 const GET_DESCRIPTION = "Safe exact excerpt read of a memory file (MEMORY.md, memory/**.md, bank/**.md): the lines "
-  + "zmem get prints. Pass path (a citation path#Lx-Ly works too), optional from (1-based) and lines. Defaults to a "
-  + "bounded excerpt; truncated/nextFrom say where to continue. status=ok means the excerpt was read; "
+  + "zmem get prints. Pass path (a citation path#Lx-Ly works too), optional from (1-based) and lines. Never more "
+  + "than a bounded excerpt (whole lines; a single line longer than the bound is cut, \u2026 marking the cut); "
+  + "truncated/nextFrom (and nextOffset, to pass back as offset, inside a cut line) say where to continue. status=ok means the excerpt was read; "
   + "status=not_found means the file does not exist; status=error means the read was refused or failed (error "
   + "says why). Session transcript paths cannot be read.";
 const APPEND_DESCRIPTION = "Store a durable memory: appends one self-contained statement to today's daily log "
@@ -67,6 +68,7 @@ const GET_PARAMS = {
     path: { type: "string", description: "Workspace-relative memory file, optionally with a citation: memory/2026-11-27.md#L5-L6." },
     from: { type: "integer", minimum: 1 },
     lines: { type: "integer", minimum: 1 },
+    offset: { type: "integer", minimum: 0, description: "Characters of line from already read: a cut line's nextOffset." },
     corpus: { type: "string", enum: ["memory", "all"] },
   },
   required: ["path"],
@@ -115,15 +117,62 @@ function num(v) {
   return typeof n === "number" && Number.isFinite(n) ? n : undefined;
 }
 
+/** An error in the caller's arguments: OpenClaw passes it to the caller as it is (tools.invoke: HTTP 400
+ *  with the message and hint; an agent turn: the tool result), instead of "tool execution failed". */
+function asInputError(err) {
+  err.name = "ToolInputError";
+  err.status = 400;
+  return err;
+}
+
+function inputError(tool, message, hint) {
+  return asInputError(new ZmemError(`${tool}: ${message}`, hint, { userError: true }));
+}
+
 function required(params, key, tool) {
   const v = str(params?.[key]);
-  if (v === undefined) {
-    const err = new ZmemError(`${tool}: ${key} is required`, `pass ${key} as a non-empty string`, { userError: true });
-    err.name = "ToolInputError"; // OpenClaw reports input errors to the caller as they are
-    err.status = 400;
-    throw err;
-  }
+  if (v === undefined) throw inputError(tool, `${key} is required`, `pass ${key} as a non-empty string`);
   return v;
+}
+
+function describe(spec) {
+  if (spec.enum) return `one of ${spec.enum.join(", ")}`;
+  const kind = spec.type === "integer" ? "a whole number" : spec.type === "number" ? "a number"
+    : spec.type === "array" ? "a list of strings" : `a ${spec.type}`;
+  if (spec.minimum !== undefined && spec.maximum !== undefined) return `${kind} from ${spec.minimum} to ${spec.maximum}`;
+  if (spec.minimum !== undefined) return `${kind} \u2265 ${spec.minimum}`;
+  return kind;
+}
+
+/**
+ * The arguments checked against the tool's declared schema, as OpenClaw checks a model's tool call: a
+ * tools.invoke caller's arguments reach execute() unchecked, and a wrong value must be refused, not
+ * answered as another question (from 10.5 read as line 1, maxResults 0 as 6).
+ */
+function validate(tool, schema, params) {
+  if (params === null || typeof params !== "object" || Array.isArray(params)) {
+    throw inputError(tool, "arguments must be an object", `pass ${Object.keys(schema.properties).join(", ")}`);
+  }
+  for (const [key, value] of Object.entries(params)) {
+    const spec = schema.properties[key];
+    if (!spec) {
+      throw inputError(tool, `unknown argument ${JSON.stringify(key)}`,
+        `${tool} takes ${Object.keys(schema.properties).join(", ")}`);
+    }
+    if (value === undefined) continue;
+    const t = spec.type;
+    const ok = t === "integer" ? Number.isInteger(value)
+      : t === "number" ? typeof value === "number" && Number.isFinite(value)
+        : t === "string" ? typeof value === "string"
+          : t === "array" ? Array.isArray(value) && value.every((x) => typeof x === "string") : true;
+    const inRange = ok && (spec.minimum === undefined || value >= spec.minimum)
+      && (spec.maximum === undefined || value <= spec.maximum) && (!spec.enum || spec.enum.includes(value));
+    if (!inRange) {
+      const shown = typeof value === "string" && value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}\u2026` : JSON.stringify(value);
+      throw inputError(tool, `${key} must be ${describe(spec)}, not ${shown}`, `pass ${key} as ${describe(spec)}, or leave it out`);
+    }
+  }
+  return params;
 }
 
 /** Session hits are transcripts: only the agent's own private sessions may see them. */
@@ -214,8 +263,8 @@ export default {
       const t0 = performance.now();
       const { proc, settings, workspace, scope } = await pool.processFor(c);
       const tReady = performance.now();
-      const maxResults = posInt(params.maxResults ?? params.max_results) ?? posInt(settings.maxResults) ?? 6;
-      const minScore = num(params.minScore ?? params.min_score) ?? num(settings.minScore) ?? 0;
+      const maxResults = params.maxResults ?? posInt(settings.maxResults) ?? 6;
+      const minScore = params.minScore ?? num(settings.minScore) ?? 0;
       const corpus = str(params.corpus);
       let out;
       if (asOf !== undefined) {
@@ -266,8 +315,13 @@ export default {
       const relPath = required(params, "path", "memory_get");
       const { proc, settings, workspace } = await pool.processFor(c);
       const args = { path: relPath };
-      const from = posInt(params.from);
-      let lines = posInt(params.lines);
+      const from = params.from;
+      let lines = params.lines;
+      const offset = params.offset ?? 0;
+      if (offset > 0 && from === undefined) {
+        throw inputError("memory_get", "offset needs from (the line it is an offset in)",
+          "pass the nextFrom and nextOffset of the previous memory_get as from and offset");
+      }
       if (lines === undefined && !/#L\d+/i.test(relPath)) lines = posInt(settings.defaultReadLines) ?? 120;
       if (from !== undefined) args.from = from;
       if (lines !== undefined) args.lines = lines;
@@ -278,7 +332,11 @@ export default {
         if (isZmemError(err) && err.userError) return withNotice(readFailure(relPath, err), workspace);
         throw err;
       }
-      return withNotice(presentRead(got, { maxChars: posInt(settings.maxReadChars) ?? 12000 }), workspace);
+      if (offset > 0 && offset >= String(got.text ?? "").split("\n")[0].length) {
+        throw inputError("memory_get", `offset ${offset} is past the end of line ${from} of ${relPath}`,
+          "pass the nextFrom and nextOffset of the previous memory_get as from and offset");
+      }
+      return withNotice(presentRead(got, { maxChars: posInt(settings.maxReadChars) ?? 12000, offset }), workspace);
     }
 
     async function runAppend(c, params, signal) {
@@ -312,7 +370,16 @@ export default {
         parameters,
         ...(direct ? { catalogMode: "direct-only" } : {}),
         async execute(_toolCallId, params, signal) {
-          return traced(name, async () => jsonResult(await run(c, params ?? {}, signal)));
+          return traced(name, async () => {
+            const args = validate(name, parameters, params ?? {});
+            try {
+              return jsonResult(await run(c, args, signal));
+            } catch (err) {
+              // zmem refused the request itself (a bad date, a refused target): the caller's to fix, and to see
+              if (isZmemError(err) && err.userError) throw asInputError(err);
+              throw err;
+            }
+          });
         },
       };
     };
@@ -326,7 +393,7 @@ export default {
       { names: ["memory_append"] });
     api.registerTool(tool("memory_blame", "Memory Blame", BLAME_DESCRIPTION, BLAME_PARAMS, runBlame), { names: ["memory_blame"] });
     api.registerTool(tool("memory_recall_as_of", "Memory Recall As Of", AS_OF_DESCRIPTION, AS_OF_PARAMS,
-      (c, p, s) => runSearch(c, p, s, { asOf: required(p, str(p.as_of) ? "as_of" : "asOf", "memory_recall_as_of") })),
+      (c, p, s) => runSearch(c, p, s, { asOf: required(p, "as_of", "memory_recall_as_of") })),
     { names: ["memory_recall_as_of"] });
 
     // --- the memory capability: search manager (status, probes), prompt section, flush plan
@@ -479,8 +546,9 @@ export default {
       if (contextCache.has(key)) return contextCache.get(key).lines;
       const settings = agentSettings(pool.pluginConfig(), agentId);
       if (settings.context === false) return [];
+      // the session's own scope, for the process too: a group-scope zmem never returns private files, whatever it is asked
       const scope = scopeFor(settings, agentSessionKey);
-      const { proc, workspace } = await pool.processFor({ agentId, sessionKey: agentSessionKey, scope: "private" });
+      const { proc, workspace } = await pool.processFor({ agentId, sessionKey: agentSessionKey, scope });
       if (!proc.hasTool("memory_context")) {
         logOnce("no-context", "warn", "zmem: this zmem has no memory_context tool (zmem context); sessions start without memory context. Upgrade zmem.");
         return [];
@@ -635,20 +703,26 @@ export default {
     // Start the default agent's zmem early (a live registration may start long-lived work), so the first call
     // after the gateway is ready finds it running. Only a workspace that
     // already is a git repository: `zmem init` waits for a real first use.
+    // The default agent's (unless its prewarm is false) and every agent's whose own prewarm is true.
     const prewarm = (cfg) => {
-      const settings = agentSettings(pool.pluginConfig(), "main");
-      if (settings.prewarm === false) return;
-      let ws;
-      try {
-        ws = pool.workspaceFor({ cfg, agentId: "main" });
-      } catch {
-        return;
+      const config = cfg ?? api.runtime?.config?.current?.() ?? api.config;
+      const plugin = pool.pluginConfig();
+      const ids = new Set([defaultAgentId(config)]);
+      for (const [id, own] of Object.entries(plugin?.agents ?? {})) if (own?.prewarm === true) ids.add(id);
+      for (const agentId of ids) {
+        let ws;
+        try {
+          if (agentSettings(plugin, agentId).prewarm === false) continue;
+          ws = pool.workspaceFor({ cfg: config, agentId });
+        } catch {
+          continue;
+        }
+        if (!existsSync(path.join(ws, ".git"))) continue;
+        // no warm-up query: zmem mcp warms its index and models in the background itself, and a query of ours
+        // would only queue the agent's first call behind it (calls run one at a time)
+        pool.processFor({ cfg: config, agentId, scope: "private" })
+          .catch((err) => logOnce(`prewarm:${err.message}`, "warn", `zmem: could not start zmem for agent ${agentId}: ${err.message.replace(/\n/g, " ")}`));
       }
-      if (!existsSync(path.join(ws, ".git"))) return;
-      // no warm-up query: zmem mcp warms its index and models in the background itself, and a query of ours
-      // would only queue the agent's first call behind it (calls run one at a time)
-      pool.processFor({ cfg, agentId: "main", scope: "private" })
-        .catch((err) => logOnce(`prewarm:${err.message}`, "warn", `zmem: could not start zmem for the default agent: ${err.message.replace(/\n/g, " ")}`));
     };
     const args = process.argv.slice(2);
     const inGateway = args.includes("gateway") && (args.includes("run") || args.includes("start"));

@@ -3,13 +3,17 @@
 through the gateway's tools.invoke against real zmem workspaces, answer what zmem answers. One gateway
 serves the module; its agents are the cases (per-agent overrides in the plugin's config): main (a
 committed workspace), fresh (a folder that is not a git repository yet), nozmem (a zmem command that is
-not on PATH), broken (an invalid zmem.toml) and slow (a 1 ms time limit)."""
+not on PATH), broken (an invalid zmem.toml), slow (a 1 ms time limit), plain (a plain folder with
+initWorkspace false) and the bad commands: absent (an absolute path that does not exist, on a folder zmem
+would init and on a repository), notexec (a file without the x bit) and spaced (an executable and its
+arguments as one string)."""
 from __future__ import annotations
 
 import datetime
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,9 +49,21 @@ def setup(tmp_path_factory):
     (ws / "memory" / "2026-11-27.md").write_text(
         "# 2026-11-27\n\n## Notes\n\n- Decided to move the nightly backups to the Hetzner box.\n" + "".join(
             f"- Filler line {i} about quarterly planning and the roadmap review.\n" for i in range(200)))
+    # one line of 61,200 characters: longer than memory_get's bound (maxReadChars 12,000) on its own
+    (ws / "memory" / "2026-11-25.md").write_text("# 2026-11-25\n\n- giantline " + "lorem ipsum dolor " * 3400 + "\n- after\n")
     assert zmem("init", str(ws)).returncode == 0
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "memory")
+    plain = base / "plain"
+    (plain / "memory").mkdir(parents=True)
+    (plain / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- espresso machine needs descaling\n")
+    (plain / "notes.txt").write_text("mine\n")
+    (base / "nobin").mkdir()
+    notexec = base / "notexec.sh"
+    notexec.write_text("#!/bin/sh\necho hi\n")
+    notexec.chmod(0o644)
+    (base / "vanish" / "memory").mkdir(parents=True)
+    (base / "vanish" / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- soon gone\n")
     fresh = base / "fresh"
     (fresh / "memory").mkdir(parents=True)
     (fresh / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\n- The espresso machine in the kitchen needs descaling.\n")
@@ -59,17 +75,28 @@ def setup(tmp_path_factory):
     (broken / "zmem.toml").write_text("[recall\nk = = 3\n")
     # with several agents, OpenClaw gives each its own folder under defaults.workspace unless it names one
     agents = {"main": {"default": True, "workspace": str(ws)}, "fresh": {"workspace": str(fresh)},
-              "nozmem": {"workspace": str(ws)}, "broken": {}, "slow": {}}
+              "nozmem": {"workspace": str(ws)}, "broken": {}, "slow": {}, "plain": {}, "absent": {}, "absentrepo": {},
+              "notexec": {}, "spaced": {}, "vanish": {}}
     config = {"agents": {"defaults": {"workspace": str(ws), "skipBootstrap": True}, "entries": agents}}
     plugin = {"command": ZMEM, "agents": {"nozmem": {"command": "zmem-is-not-installed-here"},
                                           "broken": {"workspace": str(broken)},
-                                          "slow": {"timeoutMs": 1, "workspace": str(fresh)}}}
+                                          "slow": {"timeoutMs": 1, "workspace": str(fresh)},
+                                          # every per-agent key the docs name is accepted (the gateway starts)
+                                          "main": {"prewarm": True, "startTimeoutMs": 60000},
+                                          "plain": {"workspace": str(plain), "initWorkspace": False},
+                                          "absent": {"workspace": str(base / "nobin"), "command": "/nonexistent/bin/zmem"},
+                                          "absentrepo": {"workspace": str(ws), "command": "/nonexistent/bin/zmem"},
+                                          "notexec": {"workspace": str(ws), "command": str(notexec)},
+                                          "spaced": {"workspace": str(ws), "command": f"{sys.executable} -m zmem"},
+                                          "vanish": {"workspace": str(base / "vanish")}}}
     before = snapshot(ws)
+    plain_before = snapshot(plain)
     gw = Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9", **GIT})
     try:
         inspect = gw.cli("plugins", "inspect", "zmem", "--runtime", "--json")
         gw.start()
-        yield {"gw": gw, "ws": ws, "fresh": fresh, "broken": broken, "before": before, "inspect": inspect}
+        yield {"gw": gw, "ws": ws, "fresh": fresh, "broken": broken, "before": before, "inspect": inspect,
+               "plain": plain, "plain_before": plain_before, "base": base}
     finally:
         gw.close()
 
@@ -131,6 +158,9 @@ def test_memory_get_reads_only_memory_files(setup):
     assert "memory file: zmem.toml" in refused["error"] and "hint:" in refused["error"]
     escaped = ok_payload(gw.invoke("memory_get", {"path": "../../etc/passwd"}))
     assert escaped["status"] == "error" and "hint:" in escaped["error"]
+    for outside in ("/etc/passwd", "~/.bashrc"):  # absolute and ~ paths: the same refusal, the documented code
+        got = ok_payload(gw.invoke("memory_get", {"path": outside}))
+        assert got["status"] == "error" and got["code"] == "MEMORY_PATH_NOT_ALLOWED" and "hint:" in got["error"], got
     absent = ok_payload(gw.invoke("memory_get", {"path": "memory/2020-01-01.md"}))
     assert absent == {"status": "not_found", "text": "", "path": "memory/2020-01-01.md"}
 
@@ -169,6 +199,10 @@ def test_a_folder_that_is_not_a_repository_is_made_one_once_keeping_every_file(s
     gw, fresh = setup["gw"], setup["fresh"]
     first = ok_payload(gw.invoke("memory_search", {"query": "descaling espresso machine"}, session_key="agent:fresh:main"))
     assert "zmem init" in first["notice"] and first["results"][0]["path"] == "memory/2026-11-20.md"
+    # the notice says what zmem init did: its own layout committed, the user's notes left uncommitted
+    assert "Your own files are kept and not committed" in first["notice"]
+    assert git(fresh, "log", "--format=%s") == "zmem init: workspace layout\n"
+    assert "?? memory/" in git(fresh, "status", "--porcelain").splitlines()
     assert (fresh / ".git").is_dir() and (fresh / "notes.txt").read_text() == "not memory, but kept\n"
     assert "zmem" in (fresh / ".git" / "hooks" / "post-commit").read_text()
     again = ok_payload(gw.invoke("memory_search", {"query": "descaling"}, session_key="agent:fresh:main"))
@@ -261,7 +295,8 @@ def test_zmem_missing_from_path_is_a_tool_error_with_a_hint(setup):
 def test_a_broken_workspace_is_a_tool_error_with_zmems_message(setup):
     gw = setup["gw"]
     res = gw.invoke("memory_search", {"query": "note"}, session_key="agent:broken:main")
-    tool_error(gw, res, "zmem.toml: invalid TOML", "fix the file, or move it aside")
+    # zmem's own refusal: the tools.invoke caller gets its message and hint, not "tool execution failed"
+    input_error(res, "zmem.toml: invalid TOML", "hint: fix the file, or move it aside")
 
 
 def test_a_query_past_the_time_limit_is_a_tool_error(setup):
@@ -278,3 +313,120 @@ def test_nothing_is_written_to_the_workspace_but_what_zmem_writes(setup):
     foreign = {p for p in changed if not p.startswith((".git/", ".zmem/")) and p != today}
     assert not foreign, foreign
     assert not (ws / "AGENTS.md").exists() and not (ws / "SOUL.md").exists()
+
+
+def input_error(res: dict, *needles: str) -> str:
+    """A refused argument: the caller gets the message and its hint (HTTP 400), not "tool execution failed"."""
+    assert res.get("ok") is False and res["error"]["type"] == "tool_error", json.dumps(res)[:600]
+    message = res["error"]["message"]
+    assert "\nhint: " in message and len(message.split("\n")) == 2, message
+    for needle in needles:
+        assert needle in message, message
+    return message
+
+
+@pytest.mark.parametrize("args, needle", [
+    ({"from": 10.5, "lines": 1}, "from must be a whole number"),
+    ({"from": -5, "lines": 1}, "from must be a whole number \u2265 1, not -5"),
+    ({"from": "abc", "lines": 1}, 'from must be a whole number \u2265 1, not "abc"'),
+    ({"from": 10, "lines": 0}, "lines must be a whole number \u2265 1, not 0"),
+    ({"corpus": "bogus"}, "corpus must be one of memory, all"),
+    ({"rm": "-rf"}, 'unknown argument "rm"'),
+])
+def test_memory_get_refuses_arguments_outside_its_schema(setup, args, needle):
+    res = setup["gw"].invoke("memory_get", {"path": "memory/2026-11-27.md", **args})
+    input_error(res, "memory_get: " + needle)
+
+
+@pytest.mark.parametrize("args, needle", [
+    ({"maxResults": 0}, "maxResults must be a whole number from 1 to 100, not 0"),
+    ({"maxResults": 2.5}, "maxResults must be"),
+    ({"maxResults": "abc"}, "maxResults must be"),
+    ({"maxResults": 1000}, "maxResults must be a whole number from 1 to 100, not 1000"),
+    ({"minScore": "high"}, "minScore must be a number"),
+    ({"minScore": -1}, "minScore must be a number \u2265 0"),
+    ({"corpus": "bogus"}, "corpus must be one of memory, sessions, all"),
+    ({"max_results": 3}, 'unknown argument "max_results"'),
+])
+def test_memory_search_refuses_arguments_outside_its_schema(setup, args, needle):
+    res = setup["gw"].invoke("memory_search", {"query": "Filler line", **args})
+    input_error(res, "memory_search: " + needle)
+
+
+def test_zmems_refusals_reach_a_tools_invoke_caller_with_their_hint(setup):
+    gw = setup["gw"]
+    input_error(gw.invoke("memory_search", {"query": "espresso", "since": "yesterday-ish"}),
+                "cannot read the date 'yesterday-ish'", "hint: use a span like 7d")
+    input_error(gw.invoke("memory_search", {"query": "a" * 20000}), "at most 10,000")
+    input_error(gw.invoke("memory_blame", {"target": "MEMORY.md#L3-L3"}, session_key="agent:main:telegram:group:42"),
+                "group scope")
+    rpc = gw.cli("gateway", "call", "tools.invoke", "--port", str(gw.port), "--token", gw.token, "--json", "--timeout",
+                 "60000", "--params", json.dumps({"name": "memory_search", "args": {"query": "x", "since": "soonish"},
+                                                  "sessionKey": "agent:main:main"}))
+    assert "cannot read the date 'soonish'" in rpc.stdout + rpc.stderr, rpc.stdout[-1000:] + rpc.stderr[-1000:]
+
+
+def test_memory_get_cuts_a_line_longer_than_its_bound_and_says_where_it_goes_on(setup):
+    gw, ws = setup["gw"], setup["ws"]
+    line = (ws / "memory" / "2026-11-25.md").read_text().split("\n")[2]
+    first = ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-25.md"}))
+    assert first["text"] == "# 2026-11-25\n" and first["nextFrom"] == 3
+    parts, got = [], ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-25.md", "from": 3}))
+    while got.get("nextOffset") is not None:
+        assert len(got["text"]) <= 12000 and got["citation"] == "memory/2026-11-25.md#L3-L3", (len(got["text"]), got)
+        assert got["truncated"] is True and got["text"].endswith("\u2026") and got["nextFrom"] == 3
+        parts.append(got["text"])
+        got = ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-25.md", "from": 3, "offset": got["nextOffset"]}))
+    assert len(parts) == 5 and len(got["text"]) <= 12000
+    assert got["text"].startswith("\u2026") and got["text"].endswith("- after") and "nextFrom" not in got
+    assert got["citation"] == "memory/2026-11-25.md#L3-L4"
+    pieces = [p.removeprefix("\u2026").removesuffix("\u2026") for p in parts]
+    assert "".join(pieces) + got["text"].removeprefix("\u2026").split("\n")[0] == line  # the whole line, in order
+    # following a search citation of the line is bounded too
+    cited = ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-25.md#L3-L3"}))
+    assert len(cited["text"]) <= 12000 and cited["nextOffset"] == 11999
+
+
+@pytest.mark.parametrize("session_key", ["agent:main:subagent:3f1c2a", "agent:main:cron:nightly:run:77",
+                                         "agent:main:telegram:direct:+15550001", "agent:main:dashboard:x"])
+def test_only_the_main_session_gets_memory_md(setup, session_key):
+    gw = setup["gw"]
+    main = ok_payload(gw.invoke("memory_search", {"query": "Peter concise replies WhatsApp"}))
+    assert main["scope"] == "private" and main["results"][0]["path"] == "MEMORY.md"
+    other = ok_payload(gw.invoke("memory_search", {"query": "Peter concise replies WhatsApp"}, session_key=session_key))
+    assert other["scope"] == "group" and all(r["path"] != "MEMORY.md" for r in other["results"]), other
+    got = ok_payload(gw.invoke("memory_get", {"path": "MEMORY.md#L3-L3"}, session_key=session_key))
+    assert got["status"] == "error" and got["code"] == "MEMORY_PATH_NOT_ALLOWED" and "concise" not in json.dumps(got)
+
+
+def test_a_plain_folder_with_init_off_is_refused_and_left_as_it_was(setup):
+    gw, plain = setup["gw"], setup["plain"]
+    for tool, args in (("memory_search", {"query": "espresso"}), ("memory_get", {"path": "memory/2026-11-20.md"})):
+        tool_error(gw, gw.invoke(tool, args, session_key="agent:plain:main"),
+                   f"{plain} is not a zmem workspace (not a git repository) and initWorkspace is false",
+                   f"run `zmem init {plain}` yourself")
+    assert snapshot(plain) == setup["plain_before"] and not (plain / ".zmem").exists() and not (plain / ".git").exists()
+
+
+@pytest.mark.parametrize("agent, needle", [
+    ("absent", "cannot run zmem: /nonexistent/bin/zmem does not exist"),  # at the zmem init step
+    ("absentrepo", "cannot run zmem: /nonexistent/bin/zmem does not exist"),  # at the zmem mcp start
+    ("notexec", "notexec.sh: permission denied (not an executable file)"),
+    ("spaced", "is taken as one executable's name, and none has it"),
+])
+def test_a_bad_command_is_named_for_what_it_is(setup, agent, needle):
+    gw = setup["gw"]
+    tool_error(gw, gw.invoke("memory_search", {"query": "espresso"}, session_key=f"agent:{agent}:main"), needle)
+    log = gw.log_text()
+    if agent == "spaced":
+        assert f'give an executable with arguments as an array: ["{sys.executable}","-m","zmem"]' in log
+    if agent.startswith("absent"):
+        assert "not on the gateway's PATH" not in log.split(needle, 1)[1].split("\n")[0]
+
+
+def test_a_workspace_removed_under_a_running_zmem_is_named_as_such(setup):
+    gw, base = setup["gw"], setup["base"]
+    assert ok_payload(gw.invoke("memory_get", {"path": "memory/2026-11-20.md"}, session_key="agent:vanish:main"))["status"] == "ok"
+    (base / "vanish").rename(base / "vanished")
+    res = gw.invoke("memory_get", {"path": "memory/2026-11-20.md"}, session_key="agent:vanish:main")
+    tool_error(gw, res, f"workspace directory does not exist: {base / 'vanish'}")

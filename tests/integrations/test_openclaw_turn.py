@@ -185,6 +185,23 @@ def test_a_group_session_gets_the_group_scope_without_memory_md(setup):
     assert first_citation(setup["ws"], "concise replies WhatsApp").startswith("MEMORY.md#")
 
 
+@pytest.mark.parametrize("session_key", ["agent:main:subagent:3f1c2a", "agent:main:cron:nightly:run:77"])
+def test_sub_agent_and_cron_sessions_get_the_group_scope_without_memory_md(setup, session_key):
+    # OpenClaw loads MEMORY.md in the main session only: sub-agent and cron sessions omit it, and a sub-agent's
+    # key keeps no trace of a group chat that spawned it. Neither the session-start context, nor auto-recall,
+    # nor the model's memory_search may carry MEMORY.md there.
+    out, requests = turn(setup, session_key, "How long should replies to Peter be on WhatsApp?", "concise replies WhatsApp")
+    first, second = requests
+    system = system_text(first)
+    # (OpenClaw 2026.9.6 gives these sessions a minimal prompt: no memory section, so no session-start context)
+    assert "## Memory context (zmem, as this session started)" not in system or "scope group" in system
+    assert "concise replies" not in system and "MEMORY.md#L" not in system
+    users = "\n".join(content_text(m) for m in first["messages"] if m["role"] == "user")
+    assert "MEMORY.md" not in users and "concise replies" not in users
+    result = tool_result(second)
+    assert result["scope"] == "group" and all(r["path"] != "MEMORY.md" for r in result["results"])
+
+
 def test_the_pre_compaction_flush_writes_todays_log_and_zmem_commits_it(setup):
     gw, ws, model, script = setup["gw"], setup["ws"], setup["model"], setup["script"]
     today = f"memory/{script.today}.md"

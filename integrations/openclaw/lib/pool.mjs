@@ -6,7 +6,7 @@ import { execFile } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ZmemError, ZmemProcess, commandArgv } from "./zmem-process.mjs";
+import { ZmemError, ZmemProcess, commandArgv, spawnFailure } from "./zmem-process.mjs";
 
 export const DEFAULTS = Object.freeze({
   command: "zmem",
@@ -23,6 +23,8 @@ export const DEFAULTS = Object.freeze({
   maxReadChars: 12000,
   defaultReadLines: 120,
   initWorkspace: true,
+  commitWrites: true,
+  prewarm: true,
 });
 
 /** Where `pipx` / `pip install --user` / Homebrew put zmem: a gateway started as a service often has a
@@ -71,16 +73,40 @@ export function agentSettings(pluginConfig, agentId) {
   return { ...DEFAULTS, ...rest, ...own };
 }
 
-/** "group" for group chats and channels (OpenClaw session keys agent:<id>:<channel>:group:<id>), else "private". */
+/**
+ * "private" only for the owner's main session, "group" for every other session.
+ *
+ * OpenClaw loads MEMORY.md only in the main, private session: sub-agent (`agent:<id>:subagent:…`),
+ * cron (`agent:<id>:cron:…`), group and channel sessions omit it. The main session's key is
+ * `agent:<id>:main` (fixed; session.mainKey is ignored), `main` for the agent's own, or `global`
+ * when session.scope is global; a call without a session key is the gateway's own (CLI, status).
+ * Everything else — another person's DM under session.dmScope per-peer (`…:direct:<peer>`), a thread,
+ * a dashboard or hook session — cannot be told to be the owner's, so it gets the group scope,
+ * which never returns MEMORY.md or zmem.toml's `[scopes] private` paths.
+ */
 export function chatScope(sessionKey) {
-  if (typeof sessionKey !== "string" || !sessionKey) return "private";
-  const tokens = new Set(sessionKey.toLowerCase().split(":").filter(Boolean));
-  return tokens.has("group") || tokens.has("channel") ? "group" : "private";
+  if (typeof sessionKey !== "string" || !sessionKey.trim()) return "private";
+  const key = sessionKey.trim().toLowerCase();
+  if (key === "main" || key === "global") return "private";
+  const parts = key.split(":");
+  return parts.length === 3 && parts[0] === "agent" && parts[1] && parts[2] === "main" ? "private" : "group";
 }
 
 export function scopeFor(settings, sessionKey) {
   if (settings.scope === "private" || settings.scope === "group") return settings.scope;
   return chatScope(sessionKey);
+}
+
+/** OpenClaw's default agent: agents.entries/agents.list with `default: true`, else the first, else "main". */
+export function defaultAgentId(cfg) {
+  const agents = cfg?.agents ?? {};
+  let list = [];
+  if (Array.isArray(agents.list)) list = agents.list.filter((a) => a && typeof a.id === "string");
+  else if (agents.entries && typeof agents.entries === "object") {
+    list = Object.entries(agents.entries).map(([id, a]) => ({ ...(a && typeof a === "object" ? a : {}), id }));
+  }
+  const chosen = list.find((a) => a.default === true) ?? list[0];
+  return String(chosen?.id || "main").trim().toLowerCase() || "main";
 }
 
 export class Pool {
@@ -144,8 +170,7 @@ export class Pool {
 
   /** `zmem init` for a workspace directory that is not a git repository yet (once per workspace). */
   ensureRepository(ws, s) {
-    if (this.inits.has(ws)) return this.inits.get(ws);
-    let st;
+    let st; // checked on every call: a workspace removed or moved since is named as such, not as a spawn failure
     try {
       st = statSync(ws);
     } catch {
@@ -156,27 +181,36 @@ export class Pool {
       return Promise.reject(new ZmemError(`workspace is not a directory: ${ws}`,
         "point agents.defaults.workspace (or plugins.entries.zmem.config.workspace) at a directory"));
     }
-    if (existsSync(path.join(ws, ".git")) || s.initWorkspace === false) {
+    if (this.inits.has(ws)) return this.inits.get(ws);
+    if (existsSync(path.join(ws, ".git"))) {
       const done = Promise.resolve(false);
       this.inits.set(ws, done);
       return done;
     }
-    const [exe, ...pre] = resolveCommand(s.command);
+    if (s.initWorkspace === false) {
+      // refused before any zmem runs there: `zmem -C <dir>` would leave .zmem/ in a folder we may not touch
+      return Promise.reject(new ZmemError(`${ws} is not a zmem workspace (not a git repository) and initWorkspace is false`,
+        `run \`zmem init ${ws}\` yourself, or set plugins.entries.zmem.config.initWorkspace to true`,
+        { code: "ZMEM_NOT_A_WORKSPACE" }));
+    }
+    const argv = resolveCommand(s.command);
+    const [exe, ...pre] = argv;
     const running = new Promise((resolve, reject) => {
       execFile(exe, [...pre, "init", ws], { cwd: ws, timeout: 120000, maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
         if (err) {
-          const { message, hint } = lastError(stderr, err);
-          if (err.code === "ENOENT") {
-            reject(new ZmemError(`zmem is not installed where the gateway can run it: "${exe}" is not on the gateway's PATH`,
-              "install zmem with its mcp extra (docs/openclaw.md in zmem's checkout) or set plugins.entries.zmem.config.command to its absolute path",
-              { code: "ZMEM_NOT_FOUND" }));
-          } else {
-            reject(new ZmemError(`zmem init ${ws} failed: ${message}`, hint ?? "run it yourself to see why"));
+          if (typeof err.code === "string" && /^(ENOENT|EACCES|EPERM|ENOTDIR)$/.test(err.code)) {
+            reject(spawnFailure(argv, err));
+            return;
           }
+          const { message, hint } = lastError(stderr, err);
+          reject(new ZmemError(`zmem init ${ws} failed: ${message}`, hint ?? "run it yourself to see why"));
           return;
         }
-        const notice = `${ws} was not a git repository: the zmem plugin ran \`zmem init\` there once `
-          + "(git init, every file kept, zmem's hooks installed, index built); memory_append commits to it from now on.";
+        const notice = `${ws} was not a git repository: the zmem plugin ran \`zmem init\` there once: git init; `
+          + "zmem's layout (zmem.toml, bank/, .gitignore, .gitattributes, and MEMORY.md and memory/ where missing) "
+          + "added and committed as \"zmem init: workspace layout\"; zmem's hooks installed; the index built. "
+          + "Your own files are kept and not committed: commit them (git add, git commit) to give them history for "
+          + "memory_blame and memory_recall_as_of. memory_append commits what it writes from now on.";
         this.logger?.info?.(`zmem: ${notice}`);
         this.notices.set(ws, notice);
         resolve(true);

@@ -38,13 +38,38 @@ export function jsonResult(payload) {
   return { content: [{ type: "text", text: JSON.stringify(payload, null, 2) }], details: payload };
 }
 
+export const CUT = "…";
+
 /**
  * zmem get's lines (zmem mcp memory_get: {path, from, lines, end_line, total_lines, text, citation}) as
- * OpenClaw's MemoryReadResult. The text is exactly zmem's lines, cut at a line boundary when it is
- * longer than maxChars; truncated/nextFrom say where the rest starts.
+ * OpenClaw's MemoryReadResult, never more than maxChars characters. The text is exactly zmem's lines,
+ * cut at a line boundary when it is longer than maxChars; truncated/nextFrom say where the rest starts.
+ * A first line longer than maxChars on its own is cut inside, as zmem cuts a snippet: its first
+ * maxChars - 1 characters and "…"; nextFrom is that line again and nextOffset the character where the
+ * rest of it starts (pass both back as from and offset). offset: the characters of the first line
+ * already read (the excerpt then starts with "…").
  */
-export function presentRead(got, { maxChars = 12000 } = {}) {
+export function presentRead(got, { maxChars = 12000, offset = 0 } = {}) {
   const lines = String(got.text ?? "").split("\n");
+  const from = got.from ?? 1;
+  const lead = offset > 0 ? CUT : "";
+  if (offset > 0) lines[0] = lines[0].slice(offset);
+  if (lead.length + lines[0].length > maxChars) { // one line longer than the whole budget: cut inside it
+    const piece = lines[0].slice(0, Math.max(1, maxChars - lead.length - CUT.length));
+    return {
+      status: "ok",
+      text: lead + piece + CUT,
+      path: got.path,
+      from,
+      lines: 1,
+      citation: `${got.path}#L${from}-L${from}`,
+      totalLines: got.total_lines,
+      truncated: true,
+      nextFrom: from,
+      nextOffset: offset + piece.length,
+    };
+  }
+  lines[0] = lead + lines[0];
   let n = 0;
   let chars = 0;
   for (const line of lines) {
@@ -53,17 +78,16 @@ export function presentRead(got, { maxChars = 12000 } = {}) {
     n += 1;
     chars = next;
   }
-  const from = got.from ?? 1;
   const cutByChars = n < lines.length;
   const lastLine = cutByChars ? from + n - 1 : (got.end_line ?? from + lines.length - 1);
   const moreInFile = (got.total_lines ?? lastLine) > lastLine;
   const out = {
     status: "ok",
-    text: cutByChars ? lines.slice(0, n).join("\n") : String(got.text ?? ""),
+    text: lines.slice(0, n).join("\n"),
     path: got.path,
     from,
     lines: cutByChars ? n : (got.lines ?? lines.length),
-    citation: cutByChars ? `${got.path}#L${from}-L${lastLine}` : got.citation,
+    citation: cutByChars || offset > 0 ? `${got.path}#L${from}-L${lastLine}` : got.citation,
     totalLines: got.total_lines,
   };
   if (cutByChars || moreInFile) {
@@ -81,7 +105,7 @@ export function readFailure(relPath, err) {
     status: "error",
     text: "",
     path: relPath,
-    code: /not a memory file|not a Markdown memory file|escapes the workspace|symlink|not a text file|ignored by git|private and this is a group scope/.test(msg)
+    code: /not a memory file|not a Markdown memory file|escapes the workspace|is outside the workspace|symlink|not a text file|ignored by git|private and this is a group scope/.test(msg)
       ? "MEMORY_PATH_NOT_ALLOWED" : (err?.code ?? "MEMORY_READ_FAILED"),
     error: err?.message ?? msg,
   };

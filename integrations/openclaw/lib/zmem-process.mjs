@@ -51,6 +51,38 @@ export function commandArgv(command) {
   return ["zmem"];
 }
 
+const COMMAND_KEY = "plugins.entries.zmem.config.command";
+
+/** Why the zmem command could not be started (spawn's ENOENT, EACCES, …), in one line and a hint. */
+export function spawnFailure(argv, err) {
+  const exe = argv[0];
+  const words = exe.trim().split(/\s+/);
+  const asArray = words.length > 1 ? JSON.stringify(words) : null;
+  if (err?.code === "ENOENT") {
+    if (asArray) {
+      return new ZmemError(`cannot run zmem: ${COMMAND_KEY} "${exe}" is taken as one executable's name, and none has it`,
+        `give an executable with arguments as an array: ${asArray}`, { code: "ZMEM_NOT_FOUND" });
+    }
+    if (path.isAbsolute(exe) || exe.includes("/")) {
+      return new ZmemError(`cannot run zmem: ${exe} does not exist (${COMMAND_KEY})`,
+        `point ${COMMAND_KEY} at zmem's executable (\`command -v zmem\` where it is installed), or install zmem with its mcp extra`,
+        { code: "ZMEM_NOT_FOUND" });
+    }
+    return new ZmemError(`zmem is not installed where the gateway can run it: "${exe}" is not on the gateway's PATH`,
+      `install zmem with its mcp extra (docs/openclaw.md in zmem's checkout) or set ${COMMAND_KEY} to its absolute path (e.g. ~/.local/bin/zmem)`,
+      { code: "ZMEM_NOT_FOUND" });
+  }
+  if (err?.code === "EACCES" || err?.code === "EPERM") {
+    return new ZmemError(`cannot run ${exe}: permission denied (not an executable file)`,
+      `make it executable (chmod +x ${exe}), or point ${COMMAND_KEY} at zmem's executable`, { code: "ZMEM_NOT_FOUND" });
+  }
+  if (err?.code === "ENOTDIR") {
+    return new ZmemError(`cannot run ${exe}: a part of the path is not a directory`, `point ${COMMAND_KEY} at zmem's executable`,
+      { code: "ZMEM_NOT_FOUND" });
+  }
+  return new ZmemError(`cannot start ${exe}: ${String(err?.message ?? err).split("\n")[0]}`, `check ${COMMAND_KEY}`);
+}
+
 export class ZmemProcess {
   /**
    * @param {object} o
@@ -154,18 +186,7 @@ export class ZmemProcess {
   }
 
   _spawnError(err) {
-    const exe = this.argv[0];
-    if (err?.code === "ENOENT") {
-      const where = path.isAbsolute(exe) ? `${exe} does not exist` : `"${exe}" is not on the gateway's PATH`;
-      return new ZmemError(`zmem is not installed where the gateway can run it: ${where}`,
-        `install zmem with its mcp extra (docs/openclaw.md in zmem's checkout) or set plugins.entries.zmem.config.command to its absolute path (e.g. ~/.local/bin/zmem)`,
-        { code: "ZMEM_NOT_FOUND" });
-    }
-    if (err?.code === "EACCES") {
-      return new ZmemError(`cannot run ${exe}: permission denied`, `make it executable, or point plugins.entries.zmem.config.command at zmem`,
-        { code: "ZMEM_NOT_FOUND" });
-    }
-    return new ZmemError(`cannot start ${exe}: ${err?.message ?? err}`, "check plugins.entries.zmem.config.command");
+    return spawnFailure(this.argv, err);
   }
 
   _onData(chunk) {
