@@ -51,6 +51,7 @@ def setup(tmp_path_factory):
             f"- Filler line {i} about quarterly planning and the roadmap review.\n" for i in range(200)))
     # one line of 61,200 characters: longer than memory_get's bound (maxReadChars 12,000) on its own
     (ws / "memory" / "2026-11-25.md").write_text("# 2026-11-25\n\n- giantline " + "lorem ipsum dolor " * 3400 + "\n- after\n")
+    git(ws, "init", "-q")  # a repository that was there: init commits nothing, the test does
     assert zmem("init", str(ws)).returncode == 0
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "memory")
@@ -199,10 +200,11 @@ def test_a_folder_that_is_not_a_repository_is_made_one_once_keeping_every_file(s
     gw, fresh = setup["gw"], setup["fresh"]
     first = ok_payload(gw.invoke("memory_search", {"query": "descaling espresso machine"}, session_key="agent:fresh:main"))
     assert "zmem init" in first["notice"] and first["results"][0]["path"] == "memory/2026-11-20.md"
-    # the notice says what zmem init did: its own layout committed, the user's notes left uncommitted
-    assert "Your own files are kept and not committed" in first["notice"]
-    assert git(fresh, "log", "--format=%s") == "zmem init: workspace layout\n"
-    assert "?? memory/" in git(fresh, "status", "--porcelain").splitlines()
+    # the notice says what zmem init did: its layout and the memory files that were there committed
+    # (their history starts: blame and as-of know them), other files kept as they are, not committed
+    assert "memory files that were there (MEMORY.md, memory/, bank/) committed" in first["notice"]
+    assert git(fresh, "log", "--format=%s").startswith("zmem init: the ")
+    assert git(fresh, "status", "--porcelain").splitlines() == ["?? notes.txt"]
     assert (fresh / ".git").is_dir() and (fresh / "notes.txt").read_text() == "not memory, but kept\n"
     assert "zmem" in (fresh / ".git" / "hooks" / "post-commit").read_text()
     again = ok_payload(gw.invoke("memory_search", {"query": "descaling"}, session_key="agent:fresh:main"))

@@ -20,6 +20,7 @@ def workspace(base: Path, name: str) -> Path:
     ws = base / name
     (ws / "memory").mkdir(parents=True)
     (ws / "memory" / "2026-11-24.md").write_text(f"# 2026-11-24\n\n- a note of {name}\n")
+    git(ws, "init", "-q")  # a repository that was there: init commits nothing, the test does
     assert zmem("init", str(ws)).returncode == 0
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "memory")

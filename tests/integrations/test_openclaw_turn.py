@@ -71,6 +71,7 @@ def setup(tmp_path_factory):
     (ws / "memory" / "2026-11-24.md").write_text(
         "# 2026-11-24\n\n## Notes\n\n- Set up the OpenClaw gateway on the Mac Studio in the office.\n"
         "- Ana drinks espresso every morning before standup.\n\n## Retain\n- W @Ana: Works on the billing service.\n")
+    git(ws, "init", "-q")  # a repository that was there: init commits nothing, the test does
     assert zmem("init", str(ws)).returncode == 0
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "memory")

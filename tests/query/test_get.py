@@ -80,3 +80,15 @@ def test_a_note_whose_name_holds_md_at_or_a_newline_is_read_back_from_its_citati
         hit = recall_json(ws, query)["results"][0]
         res = run(["-C", str(ws), "get", hit["citation"]])
         assert res.exit_code == 0 and res.stdout == line + "\n", (hit["citation"], res.stdout, res.stderr)
+
+
+def test_a_citation_that_runs_past_the_end_is_refused_not_cut_short(ws):
+    """`#L4-L5` of a 4-line file printed one line, exit 0, as if that were what was cited; a window
+    (--from/--lines) still stops at the end as before."""
+    write(ws, "memory/2025-12-01.md", "# 2025-12-01\n\n- one\n- two\n")
+    res = run(["-C", str(ws), "get", "memory/2025-12-01.md#L4-L5"])
+    assert res.exit_code == 1 and res.stderr.splitlines()[0] == \
+        "zmem: memory/2025-12-01.md has 4 lines; the citation's lines 4-5 run past the end"
+    assert res.stderr.splitlines()[1].startswith("hint: the file changed since it was cited")
+    res = run(["-C", str(ws), "get", "memory/2025-12-01.md", "--from", "4", "--lines", "5"])
+    assert res.exit_code == 0 and res.stdout == "- two\n"

@@ -154,6 +154,19 @@ def test_reflect_end_to_end(ws):
     assert "hint:" in refused.stderr and (root / "bank/entities/Peter.md").read_text() == "# Peter\n\nunsaved\n"
 
 
+def test_a_proposal_never_joins_a_statement_with_its_negation_or_other_numbers(ws):
+    """token_set_ratio scores a subset 100: `No longer lives in Lisbon` joined `Lives in Lisbon`, and
+    rooms 101, 202 and 303 made one "durable" fact, written into MEMORY.md citing lines that said otherwise."""
+    days = ("2025-11-24", "2025-11-25", "2025-11-26", "2025-11-27")
+    for day, room in zip(days, ("101", "202", "303", "404")):
+        _log(ws, day, f"- W @Ana: Room {room} at the hotel.\n- W @Peter: Lives in Lisbon.\n", f"{day}T10:00:00+00:00")
+    res, _ = _json(["-C", str(ws), "reflect", "--json"])
+    assert [p["text"] for p in res["proposals"]] == ["@Peter: Lives in Lisbon."]
+    _log(ws, "2025-11-28", "- W @Peter: No longer lives in Lisbon.\n", "2025-11-28T10:00:00+00:00")
+    res, _ = _json(["-C", str(ws), "reflect", "--since", "all", "--json"])
+    assert res["proposals"] == []  # said four times, then no longer: not durable
+
+
 def test_reflect_proposals_for_memory_md(ws):
     for i, day in enumerate(("2025-11-24", "2025-11-25", "2025-11-26")):
         _log(ws, day, "- W @Peter: Works from the Lisbon office on Mondays.\n", f"{day}T10:00:00+00:00")

@@ -400,16 +400,25 @@ def last_commit_with_trailer(root: Path, trailer: str) -> str | None:
 def commits_since(root: Path, *, since: int | None = None, after: str | None = None) -> tuple[set[str], set[str]]:
     """(commit ids, workspace paths they touched) of the commits on HEAD committed after the Unix
     time `since`, or not reachable from the commit `after` (whatever their dates say)."""
-    from zmem.text.dates import commit_time
     repo = open_repo(root)
     if repo.head() is None:
         return set(), set()
     args = ["log", "--format=%x00%H", "--name-only", "--no-renames"]
-    if after:
-        args.append(f"{after}..HEAD")
+    stdin = None
     if since is not None:
-        args.append(f"--since={commit_time(since).isoformat()}")
-    proc = run_git(args, cwd=repo.workdir, capture_output=True, text=True)
+        # not git's --since: its walk stops at the first few older commits, and a commit dated before a
+        # later one (a rebase, a clock set back, a backdated commit) hid the commits behind it
+        dated = run_git(["log", "--format=%H %ct", *([f"{after}..HEAD"] if after else [])], cwd=repo.workdir,
+                        capture_output=True, text=True)
+        wanted = [sha for sha, _, ct in (line.partition(" ") for line in dated.stdout.splitlines())
+                  if ct.strip().isdigit() and int(ct) >= since] if dated.returncode == 0 else []
+        if not wanted:
+            return set(), set()
+        args += ["--no-walk=unsorted", "--stdin"]
+        stdin = "\n".join(wanted) + "\n"
+    elif after:
+        args.append(f"{after}..HEAD")
+    proc = run_git(args, cwd=repo.workdir, capture_output=True, text=True, input=stdin)
     commits, paths = set(), set()
     for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
         if line.startswith("\0"):

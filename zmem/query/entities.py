@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from zmem.text.dates import commit_time
+from zmem.text.markdown import fence_closes, fence_marker
 from zmem.errors import ZmemError, example
 from zmem.text.kinds import KIND_CODES, KINDS
 from zmem.text.retain import entity_key, entity_slug, is_long_name
@@ -229,6 +230,28 @@ def _page_title(ws: Workspace, rel: str) -> str | None:
     return None
 
 
+def block_lines(text: str) -> tuple[list[int], list[int]]:
+    """The offsets of the lines that open (BEGIN) and close (END) reflect's block: a marker counts only
+    as a line of its own outside code fences, so a page that quotes `<!-- zmem:begin -->` in its prose
+    or in a fenced example keeps that text (reflect took such a quote for its block and wrote over it)."""
+    opens, closes = [], []
+    fence, pos = "", 0
+    begin = BEGIN.split(" (")[0]
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n").removeprefix("\ufeff")
+        if fence:
+            if fence_closes(bare, fence[0], len(fence)):
+                fence = ""
+        elif fence_marker(bare):
+            fence = fence_marker(bare)
+        elif bare.rstrip() == END:
+            closes.append(pos)
+        elif bare.startswith(begin) and bare.rstrip().endswith("-->"):
+            opens.append(pos)
+        pos += len(line)
+    return opens, closes
+
+
 def page_text(ws: Workspace, rel: str | None) -> str | None:
     """An entity page's own text: everything outside the block `zmem reflect` manages, trimmed
     (the whole page when its markers are broken); None without a page."""
@@ -238,8 +261,9 @@ def page_text(ws: Workspace, rel: str | None) -> str | None:
         text = (ws.root / rel).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    begin, end = text.find(BEGIN.split(" (")[0]), text.find(END)
-    if 0 <= begin < end and text.find(BEGIN.split(" (")[0], begin + 1) < 0:
+    opens, closes = block_lines(text)
+    if len(opens) == 1 and len(closes) == 1 and opens[0] < closes[0]:
+        begin, end = opens[0], closes[0]
         text = text[:begin].rstrip() + "\n\n" + text[end + len(END):].lstrip()
     return text.strip()
 
@@ -260,7 +284,7 @@ def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] |
         "`zmem facts` lists the facts"
     mention = "@" + name.lstrip("@")
     # a plain note that names it (`zmem append TEXT --entity Bob` without --retain writes `- @Bob: TEXT`)
-    notes = 0 if close else conn.execute("SELECT count(DISTINCT path) FROM chunks WHERE instr(text, ?) > 0",
+    notes = 0 if close or not mention[1:].strip() else conn.execute("SELECT count(DISTINCT path) FROM chunks WHERE instr(text, ?) > 0",
                                          (mention,)).fetchone()[0]
     if notes:
         hint = (f"{mention} is in {notes} note{'s' if notes != 1 else ''} ({example('recall', query=mention)}) but in "

@@ -75,6 +75,7 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
     from zmem.workspace.core import resolve_memory_path
     path, cited_rev, cited = split_citation(spec)
     rev = rev or cited_rev
+    exact = cited if cited and not start and not count else None  # a citation's own range, read as it is
     if cited:
         start = start or cited[0]
         count = count or (cited[1] - cited[0] + 1)
@@ -114,6 +115,9 @@ def read_lines(ws: Workspace, spec: str, *, start: int | None = None, count: int
     if start > max(len(lines), 1):
         raise ZmemError(f"{rel} has {len(lines)} lines; line {start} is past the end",
                         hint=f"cite a line from 1 to {len(lines)}")
+    if exact and exact[1] > len(lines):  # not cut short in silence: the lines it cited are not all there
+        raise ZmemError(f"{rel} has {len(lines)} lines; the citation's lines {exact[0]}-{exact[1]} run past the end",
+                        hint=f"the file changed since it was cited: recall again, or cite lines {exact[0]} to {len(lines)}")
     chosen = lines[start - 1:start - 1 + count if count else None]
     end = start + len(chosen) - 1
     at = f"@{sha[:10]}" if sha else ""

@@ -18,14 +18,13 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from zmem.query.entities import BEGIN, END, ENTITY_DIR
+from zmem.query.entities import ENTITY_DIR, block_lines
 from zmem.git.gitcmd import run_git
 from zmem.text.markdown import scan_blocks
 from zmem.text.opinions import OPINIONS_PATH
 from zmem.workspace.core import write_file_in
 
 REFLECT_TRAILER = "Zmem-Reflect"  # reflect.TRAILER (reflect sits above this module's layer)
-_BEGIN = BEGIN.split(" (")[0]
 _HOLE = "<!-- zmem:block set aside while merging -->\n"
 
 
@@ -47,10 +46,10 @@ def _stage(root: Path, n: int, git_path: str) -> str | None:
 def _set_aside(text: str) -> tuple[str, str | None]:
     """(the page with its zmem block replaced by one placeholder line, the block) — (page, None)
     without a whole block."""
-    begin = text.find(_BEGIN)
-    end = text.find(END, begin) if begin >= 0 else -1
-    if begin < 0 or end < 0:
+    opens, closes = block_lines(text)
+    if len(opens) != 1 or len(closes) != 1 or closes[0] < opens[0]:
         return text, None
+    begin, end = opens[0], closes[0]
     stop = text.find("\n", end)
     stop = len(text) if stop < 0 else stop + 1
     return text[:begin] + _HOLE + text[stop:], text[begin:stop]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from zmem.text import opinions as op_mod
-from zmem.query.entities import (BEGIN, END, ENTITY_DIR, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
+from zmem.query.entities import (BEGIN, END, ENTITY_DIR, block_lines, FactRow, all_entities, duplicate_message, fact_citation, neighbourhood,
                            query_facts, suspected_duplicates)
 from zmem.errors import ZmemError, example
 from zmem.index.catchup import catch_up, insert_facts, open_index
@@ -506,8 +506,11 @@ def _load(ws: Workspace, rel: str, result: ReflectResult) -> tuple[bool, str | N
 
 def _block(page: str | None) -> str:
     """The zmem-managed block of a page ("" without one)."""
-    begin = page.find(BEGIN.split(" (")[0]) if page else -1
-    return page[begin:page.find(END, begin)] if begin >= 0 else ""
+    opens, closes = block_lines(page) if page else ([], [])
+    if not opens:
+        return ""
+    end = next((c for c in closes if c > opens[0]), -1)
+    return page[opens[0]:end]
 
 
 def _safe_page(rel: str) -> bool:
@@ -531,9 +534,9 @@ def _duplicates(ws: Workspace, conn, new: list[FactRow], result: ReflectResult) 
 
 def _old_summary(page: str | None) -> str | None:
     """The summary an earlier `reflect --llm` wrote into the block (kept until the next --llm run)."""
-    if not page or BEGIN not in page:
+    block = _block(page).replace("\r\n", "\n")
+    if not block:
         return None
-    block = page[page.find(BEGIN):page.find(END) if END in page else len(page)].replace("\r\n", "\n")
     start = block.find(f"\n{SUMMARY}\n")
     if start < 0:
         return None
@@ -606,8 +609,8 @@ def put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]
         return f"# {title}\n\n{block}", None
     eol = "\r\n" if old.split("\n", 1)[0].endswith("\r") and "\n" in old else "\n"
     block = block.replace("\r\n", "\n").replace("\n", eol)
-    begin, end = old.find(BEGIN.split(" (")[0]), old.find(END)
-    if begin < 0 and end < 0:
+    opens, closes = block_lines(old)
+    if not opens and not closes:
         if not old.removeprefix("\ufeff"):
             return old + block, None
         if not old.endswith("\n"):
@@ -615,10 +618,11 @@ def put_block(old: str | None, title: str, block: str) -> tuple[str, str | None]
         last = old[:-1].removesuffix("\r")  # the page before its last line ending
         blank = not last.removeprefix("\ufeff") or last.endswith("\n")  # is its last line empty?
         return old + ("" if blank else eol) + block, None
-    if begin < 0 or end < begin:
-        return old, "its zmem:begin/zmem:end markers are unbalanced"
-    if old.find(BEGIN.split(" (")[0], begin + 1) >= 0:
+    if len(opens) > 1:
         return old, "it has two zmem blocks"
+    if len(opens) != 1 or len(closes) != 1 or closes[0] < opens[0]:
+        return old, "its zmem:begin/zmem:end markers are unbalanced"
+    begin, end = opens[0], closes[0]
     stop = old.find("\n", end)
     stop = len(old) if stop < 0 else stop + 1
     return old[:begin] + block + old[stop:], None
@@ -693,6 +697,10 @@ def _recited(note: str, cites: dict[str, str]) -> str:
 # ----------------------------------------------------------------------------- MEMORY.md proposals
 
 
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d+(?:[.,:]\d+)*", text)
+
+
 def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: ReflectResult, contents: dict,
                apply: bool) -> None:
     from rapidfuzz import fuzz
@@ -700,19 +708,28 @@ def _proposals(ws: Workspace, facts: list[FactRow], opinion_file, result: Reflec
     memory = _read(ws.root / memory_path) or ""
     present = [line.casefold() for line in memory.splitlines() if line.strip()]
     groups: list[list[FactRow]] = []
-    for f in sorted((f for f in facts if f.kind in ("world", "experience", "observation")),
-                    key=lambda f: (f.day or "", f.path, f.start_line)):
-        text = f.text.casefold()
-        for g in groups:
-            if set(g[0].entities) == set(f.entities) and fuzz.token_set_ratio(g[0].text.casefold(), text) >= PROPOSAL_SIMILAR:
-                g.append(f)
-                break
+    stated = sorted((f for f in facts if f.kind in ("world", "experience", "observation")),
+                    key=lambda f: (f.day or "", f.path, f.start_line))
+
+    def same(a: FactRow, b: FactRow) -> bool:
+        """The same statement: similar words (token_set_ratio alone scores a subset 100: `No longer lives in
+        Lisbon` with `Lives in Lisbon`), which opinions' compare says support each other; numbers alike."""
+        return set(a.entities) == set(b.entities) and \
+            fuzz.token_set_ratio(a.text.casefold(), b.text.casefold()) >= PROPOSAL_SIMILAR and \
+            op_mod.compare(a.text, b.text)[0] == "supports" and _numbers(a.text) == _numbers(b.text)
+    for f in stated:
+        g = next((g for g in groups if same(g[0], f)), None)
+        if g is not None:
+            g.append(f)
         else:
             groups.append([f])
     for g in groups:
         days = {f.day for f in g if f.day}
         if len(g) < PROPOSAL_MIN_FACTS or len(days) < PROPOSAL_MIN_DAYS:
             continue
+        later = [f for f in stated if (f.day or "") > (g[-1].day or "") and set(f.entities) == set(g[-1].entities)]
+        if any(op_mod.compare(g[-1].text, f.text)[0] == "contradicts" for f in later):
+            continue  # said often, then no longer: not durable
         latest = g[-1]
         if any(fuzz.partial_ratio(latest.text.casefold(), line) >= PROPOSAL_SIMILAR for line in present):
             continue

@@ -61,7 +61,7 @@ def _atx_title(m: re.Match) -> str:
     return re.sub(r"[ \t]+#+$", "", title).strip() if title != "#" * len(title) else ""
 
 
-def _fence_closes(line: str, char: str, length: int) -> bool:
+def fence_closes(line: str, char: str, length: int) -> bool:
     s = line.lstrip(" ")
     if len(line) - len(s) > 3 or not s.startswith(char * length):
         return False
@@ -124,7 +124,7 @@ def scan_blocks(lines: list[str], open_fence: str = "") -> list[Block]:
     n = len(lines)
     i = 0
     if open_fence and n:
-        while i < n and not _fence_closes(lines[i], open_fence[0], len(open_fence)):
+        while i < n and not fence_closes(lines[i], open_fence[0], len(open_fence)):
             i += 1
         blocks.append(Block(1, min(i, n - 1) + 1, "code"))
         i += 1
@@ -146,7 +146,7 @@ def scan_blocks(lines: list[str], open_fence: str = "") -> list[Block]:
         fence = _fence_of(line) if marker in "`~" else None
         if fence:
             j = i + 1
-            while j < n and not _fence_closes(lines[j], *fence):
+            while j < n and not fence_closes(lines[j], *fence):
                 j += 1
             end = min(j, n - 1)  # an unterminated fence runs to the end of the file
             blocks.append(Block(i + 1, end + 1, "code"))
@@ -207,7 +207,7 @@ def _scan_item(lines: list[str], i: int, m: re.Match, blocks: list[Block]) -> in
     while j < n:
         line = lines[j]
         if fence:
-            if _fence_closes(line.lstrip(" "), *fence):
+            if fence_closes(line.lstrip(" "), *fence):
                 fence = None
             last = j
             j += 1

@@ -208,9 +208,9 @@ export class Pool {
         }
         const notice = `${ws} was not a git repository: the zmem plugin ran \`zmem init\` there once: git init; `
           + "zmem's layout (zmem.toml, bank/, .gitignore, .gitattributes, and MEMORY.md and memory/ where missing) "
-          + "added and committed as \"zmem init: workspace layout\"; zmem's hooks installed; the index built. "
-          + "Your own files are kept and not committed: commit them (git add, git commit) to give them history for "
-          + "memory_blame and memory_recall_as_of. memory_append commits what it writes from now on.";
+          + "added; it and the memory files that were there (MEMORY.md, memory/, bank/) committed, so their history "
+          + "starts now (memory_blame, memory_recall_as_of); other files kept as they are, not committed; zmem's "
+          + "hooks installed; the index built. memory_append commits what it writes from now on.";
         this.logger?.info?.(`zmem: ${notice}`);
         this.notices.set(ws, notice);
         resolve(true);

@@ -20,8 +20,9 @@ def init(ctx, directory, no_hooks):
 
     Runs `git init` if needed, creates MEMORY.md, memory/, bank/ and a commented zmem.toml without
     overwriting anything, ignores .zmem/, installs the git hooks and builds the index. In a repository
-    it made, it commits those files (as zmem when git has no identity); in one that was there, it
-    leaves them for you to commit. Running it again changes nothing.
+    it made, it commits those files and the memory files that were there (MEMORY.md, memory/, bank/;
+    as zmem when git has no identity), so their history starts now; in one that was there, it leaves
+    them for you to commit. Running it again changes nothing.
     """
     from zmem.git.scaffold import init_layout, own_command
     from zmem.workspace.core import current_dir
@@ -46,13 +47,17 @@ def init(ctx, directory, no_hooks):
         warn(note)
     layout = [*report.created, *([".gitignore"] if report.gitignore_updated else []),
               *([".gitattributes"] if report.gitattributes_updated else [])]
-    if report.git_init and layout:  # a new memory starts committed; a repository that was there is the user's
+    if report.git_init:  # a new memory starts committed; a repository that was there is the user's
         from zmem.git.commit import commit_paths
-        sha, why = commit_paths(ws.root, layout, "zmem init: workspace layout")
+        notes = [p for p in mem.workspace.memory_files() if p not in layout]  # an OpenClaw folder's own notes
+        subject = f"zmem init: the {len(notes)} note{'s' if len(notes) != 1 else ''} that were here and the " \
+            "workspace layout" if notes else \
+            "zmem init: workspace layout"
+        sha, why = commit_paths(ws.root, layout + notes, subject) if layout or notes else (None, None)
         if sha:
-            click.echo(f"committed {len(layout)} files ({sha[:7]} zmem init: workspace layout)")
+            click.echo(f"committed {len(layout) + len(notes)} files ({sha[:7]} {subject})")
             layout = []
-        else:
+        elif why:
             warn(f"could not commit the new files: {why}")
     if not no_hooks:
         _install_hooks(ws.root, quiet_if_unchanged=True)
