@@ -78,3 +78,24 @@ def test_an_unreadable_opinion_bullet_is_a_warning_naming_file_and_line(ws):
     doctor = run(["-C", str(ws), "doctor"]).stdout
     assert "[WARN] opinions: bank/opinions.md:3: confidence c=1.5" in doctor
     assert "[ok  ] opinions: bank/opinions.md: 0 opinions" in doctor
+
+
+def test_new_evidence_goes_after_the_last_evidence_line_and_a_persons_lines_stay_put(ws):
+    """A remark under the heading and a hand-written evidence bullet were moved below the new evidence
+    (the bullet then hung under the remark): the rest of the section stays as written."""
+    write(ws, "memory/2025-11-01.md", "# 2025-11-01\n\n## Retain\n\n- O(c=0.6) @Peter: Prefers tea.\n")
+    commit_all(ws)
+    reflect_json(ws)
+    text = (ws / "bank/opinions.md").read_text()
+    text = text.replace("## Prefers tea.\n", "## Prefers tea.\nMy remark: only green tea.\n")
+    text = text.replace("- evidence:\n", "- evidence:\n  - (hand) heard it from Maria\n")
+    write(ws, "bank/opinions.md", text)
+    write(ws, "memory/2025-11-04.md", "# 2025-11-04\n\n## Retain\n\n- O(c=0.9) @Peter: Prefers tea a lot.\n")
+    commit_all(ws)
+    reflect_json(ws)
+    section = (ws / "bank/opinions.md").read_text().split("## Prefers tea.\n", 1)[1].splitlines()
+    assert section[0] == "My remark: only green tea."
+    assert section[1:4] == ["- entities: @Peter", "- confidence: 0.67", "- updated: 2025-11-04"]
+    assert section[4:7] == ["- evidence:", "  - (hand) heard it from Maria",
+                            "  - supports memory/2025-11-01.md#L5 (fact " + section[6].split("(fact ")[1]]
+    assert section[7].startswith("  - supports memory/2025-11-04.md#L5 (fact ") and len(section) == 8

@@ -133,6 +133,10 @@ class OpinionsFile:
             if i < len(self.raw_sections) and i not in changed and not (op.bullet and i in patched):
                 out += "".join(self._patched(i) if i in patched else self.raw_sections[i])
                 continue
+            placed = self._in_place(i) if i < len(self.raw_sections) and not op.bullet else None
+            if placed is not None:  # new evidence among the person's lines, which stay where they are
+                out += "".join(placed)
+                continue
             tail: list[str] = []
             if i < len(self.raw_sections):  # written anew in its place, with the blank lines after it
                 raw = self.raw_sections[i]
@@ -149,6 +153,43 @@ class OpinionsFile:
                 out = _blank_line_after(_terminated(out, self.eol), self.eol)
             out += op.render().replace("\n", self.eol) + "".join(tail)
         return self.bom + out
+
+    def _in_place(self, i: int) -> list[str] | None:
+        """An opinion section that gained evidence (and a new confidence, date or entity), with only those
+        lines rewritten and the new evidence after the last evidence line: what a person wrote in the
+        section (a remark, an evidence line of their own) stays where it was. None when the section
+        lacks a field line to put them at (it is written anew then)."""
+        op, lines = self.opinions[i], self.sections[i]
+        fields = {}
+        for k, line in enumerate(lines):
+            f = _FIELD.match(line)
+            if f and f.group(1) not in fields:
+                fields[f.group(1)] = k
+        if not {"entities", "evidence"} <= set(fields) or not op.confidence_line:
+            return None
+        raw = self._patched(i)
+
+        def put(k: int, text: str) -> None:
+            raw[k] = text + raw[k][len(lines[k]):]
+        if mentions(_FIELD.match(lines[fields["entities"]]).group(2)) != op.entities:
+            put(fields["entities"], "- entities: " + " ".join("@" + (f"[{e}]" if " " in e else e) for e in op.entities))
+        if op.evidence and _FIELD.match(lines[fields["evidence"]]).group(2).strip():  # `- evidence: (none yet)`
+            put(fields["evidence"], "- evidence:")
+        inserts: list[tuple[int, str]] = []
+        new = [e.render() for e in op.evidence if not e.line]
+        if new:
+            last = max([e.line - op.line for e in op.evidence if e.line] or [fields["evidence"]])
+            inserts.append((last + 1, "".join(t + self.eol for t in new)))
+        if op.updated and "updated" in fields:
+            if _FIELD.match(lines[fields["updated"]]).group(2).strip() != op.updated:
+                put(fields["updated"], f"- updated: {op.updated}")
+        elif op.updated:
+            inserts.append((op.confidence_line - op.line + 1, f"- updated: {op.updated}{self.eol}"))
+        for k, text in sorted(inserts, reverse=True):
+            if k == len(raw) and raw and not raw[-1].endswith("\n"):
+                raw[-1] += self.eol
+            raw.insert(k, text)
+        return raw
 
     def _patched(self, i: int) -> list[str]:
         op, lines, raw = self.opinions[i], self.sections[i], list(self.raw_sections[i])
