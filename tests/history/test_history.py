@@ -178,6 +178,20 @@ def test_entity_log_and_belief_diff(ws):
     assert [(x["from"]["text"], x["to"]["text"]) for x in d["facts"]["changed"]] == [("Lives in Lisbon.", "Lives in Porto.")]
 
 
+def test_diff_across_a_rename_then_an_edit_says_changed(ws):
+    """`git mv`, then an edit of the fact, in two commits: log said moved, then changed; diff of the two
+    ends said added + retracted (git sees no rename between them: too little of a short note is alike)."""
+    write(ws, "memory/2025-11-02.md", "# 2025-11-02\n\n## Retain\n- W @Peter: Lives in Lisbon.\n")
+    a = commit_all(ws, "one", date="2025-11-02T10:00:00+00:00")
+    git(ws, "mv", "memory/2025-11-02.md", "memory/2025-11-02-trip.md")
+    commit_all(ws, "renamed", date="2025-11-03T10:00:00+00:00")
+    write(ws, "memory/2025-11-02-trip.md", "# 2025-11-02\n\n## Retain\n- W @Peter: Lives in Madrid.\n")
+    c = commit_all(ws, "edited", date="2025-11-04T10:00:00+00:00")
+    d = _json(["-C", str(ws), "diff", a, c, "--json"])["facts"]
+    assert d["added"] == [] and d["retracted"] == []
+    assert [(x["from"]["text"], x["to"]["text"]) for x in d["changed"]] == [("Lives in Lisbon.", "Lives in Madrid.")]
+
+
 def test_opinion_confidence_in_log_and_diff(ws):
     write(ws, "memory/2025-11-24.md", "## Retain\n- O(c=0.6) @Peter: Prefers tea.\n")
     commit_all(ws, "one", date="2025-11-24T10:00:00+00:00")

@@ -73,10 +73,13 @@ def _confidence_changes(before: dict, now: dict) -> list[tuple]:
             and now[k].confidence is not None and abs(before[k].confidence - now[k].confidence) > 1e-9]
 
 
-def _pair_changes(removed: list, added: list, *, same_path: bool = False) -> list[tuple]:
+def _pair_changes(removed: list, added: list, *, same_path: bool = False,
+                  renamed: dict[str, str] | None = None) -> list[tuple]:
     """(old, new) pairs of similar facts with shared entities; the rest stay removed/added.
     Similarity is over whole texts (not token sets: "Likes Lisbon" is not an edit of "Lives in
-    Lisbon and works on warelay"); same_path: an edit stays in its file (diff across files)."""
+    Lisbon and works on warelay"); same_path: an edit stays in its file (diff across files), or
+    goes where git says the file was renamed (renamed: old path -> new path)."""
+    renamed = renamed or {}
     if not removed or not added:
         return []  # nothing to pair (and no rapidfuzz to import)
     from rapidfuzz import fuzz, utils
@@ -84,7 +87,7 @@ def _pair_changes(removed: list, added: list, *, same_path: bool = False) -> lis
     for old in list(removed):
         best = None
         for new in added:
-            if new.kind != old.kind or (same_path and new.path != old.path):
+            if new.kind != old.kind or (same_path and new.path not in (old.path, renamed.get(old.path))):
                 continue
             ents_old, ents_new = {entity_key(e) for e in old.entities}, {entity_key(e) for e in new.entities}
             if (ents_old or ents_new) and not ents_old & ents_new:
@@ -308,7 +311,8 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
     added = [fb[k] for k in fb if k not in fa]
     confidence = _confidence_changes(fa, fb)
     moved = _pair_moves(removed, added)
-    changed = _pair_changes(removed, added, same_path=True)
+    renamed = _renames(repo, a.sha, b.sha) if a and removed and added else {}
+    changed = _pair_changes(removed, added, same_path=True, renamed=renamed)
     oa, ob = _opinions_at(ws, va, vb, entity)
     ops = []
     for s, o in ob.items():
@@ -336,6 +340,28 @@ def belief_diff(ws: Workspace, conn, rev1: str, rev2: str, *, entity: str | None
                       "confidence": [{"from": cite(o, a), "to": cite(n, b)} for o, n in confidence],
                       "moved": [{"from": cite(o, a), "to": cite(n, b)} for o, n in moved]},
             "opinions": ops}
+
+
+def _renames(repo, sha1: str, sha2: str) -> dict[str, str]:
+    """The memory files renamed between two commits (path at sha1 -> path at sha2), followed commit by
+    commit along the first-parent line, as `log @Entity` sees them: a rename and an edit in two commits
+    are one file, which a diff of the two ends alone (too little left alike in a short note) missed."""
+    from zmem.git.gitcmd import run_git
+    proc = run_git(["log", "--reverse", "--first-parent", "-M", "--diff-filter=R", "--name-status", "-z",
+                    "--format=", f"{sha1}..{sha2}"], cwd=repo.workdir, capture_output=True)
+    parts = [p.strip("\n") for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0")] \
+        if proc.returncode == 0 else []
+    now: dict[str, str] = {}  # path at sha1 -> its path after the renames so far
+    i = 0
+    while i + 2 < len(parts):
+        if not parts[i].startswith("R"):
+            i += 1
+            continue
+        old, new = parts[i + 1], parts[i + 2]
+        first = next((k for k, v in now.items() if v == old), old)
+        now[first] = new
+        i += 3
+    return {o: n for o, n in ((repo.to_ws(o), repo.to_ws(n)) for o, n in now.items()) if o and n}
 
 
 def _versions_that_differ(ws: Workspace, conn, a: AsOf | None, b: AsOf) -> tuple[dict[str, str], dict[str, str]]:
