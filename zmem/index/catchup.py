@@ -132,8 +132,8 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-# What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
 NO_SPACE_BYTES = 1 << 20  # free space under which an index that cannot be opened for writing is read as it is
+# What zmem keeps in .zmem under these names is a file; anything else there stops it with an error naming it.
 STATE_FILES = ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "index.sqlite-journal", "lock")
 
 

@@ -284,8 +284,8 @@ def resolve_entity(ws: Workspace, conn, name: str, entities: dict[str, Entity] |
         "`zmem facts` lists the facts"
     mention = "@" + name.lstrip("@")
     # a plain note that names it (`zmem append TEXT --entity Bob` without --retain writes `- @Bob: TEXT`)
-    notes = 0 if close or not mention[1:].strip() else conn.execute("SELECT count(DISTINCT path) FROM chunks WHERE instr(text, ?) > 0",
-                                         (mention,)).fetchone()[0]
+    notes = 0 if close or not mention[1:].strip() else conn.execute(
+        "SELECT count(DISTINCT path) FROM chunks WHERE instr(text, ?) > 0", (mention,)).fetchone()[0]
     if notes:
         hint = (f"{mention} is in {notes} note{'s' if notes != 1 else ''} ({example('recall', query=mention)}) but in "
                 "no `## Retain` fact: an entity comes from facts "
