@@ -282,9 +282,13 @@ export class ZmemProcess {
           { code: "ZMEM_ABORTED" }));
       };
       this._hold(true);
+      const deadline = performance.now() + timeoutMs;
       this.pending.set(id, {
         settle: (msg) => {
           answered?.();
+          // an answer read after the deadline is late even when the timer has not run yet (a busy
+          // event loop reads the pipe before its timers): the limit holds either way
+          if (performance.now() > deadline) return expire(true);
           done();
           if (msg.error) reject(new ZmemError(`zmem ${method} failed: ${msg.error.message ?? JSON.stringify(msg.error)}`,
             "this is a bug in zmem or the plugin; the gateway log has zmem's stderr"));
@@ -297,17 +301,20 @@ export class ZmemProcess {
       });
       if (signal?.aborted) return onAbort();
       signal?.addEventListener?.("abort", onAbort, { once: true });
-      timer = setTimeout(() => {
+      const expire = (answeredLate = false) => {
         this.pending.delete(id);
         done();
-        this._notify("notifications/cancelled", { requestId: id, reason: "timed out" });
-        this._overdue(timeoutMs);
+        if (!answeredLate) {  // zmem is still at it: cancel it, and watch for a hang
+          this._notify("notifications/cancelled", { requestId: id, reason: "timed out" });
+          this._overdue(timeoutMs);
+        }
         const limit = timeoutMs < 1000 ? `${timeoutMs} ms` : `${(timeoutMs / 1000).toFixed(1)} s`;
         reject(new ZmemError(`zmem did not answer ${what ?? method} within ${limit} (${this.label})`,
           "try again in a moment; if it keeps happening, raise plugins.entries.zmem.config.timeoutMs or run `zmem doctor` in the workspace"
           + " (a first call may build the index or load an embedding model)",
           { code: "ZMEM_TIMEOUT" }));
-      }, timeoutMs);
+      };
+      timer = setTimeout(() => expire(), timeoutMs);
       timer.unref?.();
       answered = tracedRequest(id, this.pid, method); // (its time taken before the write: zmem may read it at once)
       if (!this._send({ jsonrpc: "2.0", id, method, params })) {
