@@ -154,6 +154,20 @@ class Gateway:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
+    def zmem_servers(self, ws: Path | None = None) -> list[list[str]]:
+        """The argv of every `zmem … mcp` this gateway started (of `zmem -C <ws> mcp` with ws), read from /proc."""
+        out = []
+        for d in Path("/proc").iterdir():
+            try:
+                if not d.name.isdigit() or os.getsid(int(d.name)) != self.proc.pid:
+                    continue
+                argv = [a.decode(errors="replace") for a in (d / "cmdline").read_bytes().split(b"\0") if a]
+            except OSError:  # gone meanwhile
+                continue
+            if "mcp" in argv and (ws is None or str(ws) in argv):
+                out.append(argv)
+        return out
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
             try:

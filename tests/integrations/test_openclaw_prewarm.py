@@ -3,7 +3,6 @@ with the gateway whatever the agent is called (here "work", no agent "main"), an
 `prewarm` is true is started too, with its per-agent startTimeoutMs accepted by the config schema."""
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -27,21 +26,6 @@ def workspace(base: Path, name: str) -> Path:
     return ws
 
 
-def zmem_servers(gw: Gateway) -> list[list[str]]:
-    """The argv of every `zmem … mcp` the gateway started."""
-    out = []
-    for d in Path("/proc").iterdir():
-        try:
-            if not d.name.isdigit() or os.getsid(int(d.name)) != gw.proc.pid:
-                continue
-            argv = [a.decode(errors="replace") for a in (d / "cmdline").read_bytes().split(b"\0") if a]
-        except OSError:
-            continue
-        if "mcp" in argv:
-            out.append(argv)
-    return out
-
-
 def test_prewarm_starts_the_default_agent_whatever_its_id_and_agents_that_ask(tmp_path):
     if MISSING:
         pytest.skip(MISSING)
@@ -54,7 +38,7 @@ def test_prewarm_starts_the_default_agent_whatever_its_id_and_agents_that_ask(tm
     with Gateway(config, plugin, env={"ZMEM_WATCH_AUTO": "0", "OLLAMA_HOST": "127.0.0.1:9", **GIT}) as gw:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            started = {ws for ws in (work, side, idle) if any(str(ws) in argv for argv in zmem_servers(gw))}
+            started = {ws for ws in (work, side, idle) if any(str(ws) in argv for argv in gw.zmem_servers())}
             if {work, side} <= started:
                 break
             time.sleep(0.3)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -134,21 +133,6 @@ def test_a_turn_in_the_main_session_gives_the_model_zmems_context_recall_and_cit
     assert "Ana drinks espresso" in json.dumps(out)
 
 
-def zmem_servers(gw, ws: Path) -> list[list[str]]:
-    """The argv of every `zmem -C <ws> mcp` the gateway started (its session's processes)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        try:
-            if not d.name.isdigit() or os.getsid(int(d.name)) != gw.proc.pid:
-                continue
-            argv = [a.decode(errors="replace") for a in (d / "cmdline").read_bytes().split(b"\0") if a]
-        except OSError:  # gone meanwhile
-            continue
-        if "mcp" in argv and str(ws) in argv:
-            out.append(argv)
-    return out
-
-
 def test_agent_turns_and_tool_calls_share_one_zmem_process_per_workspace(setup):
     # OpenClaw evaluates the plugin's module again for its agent runtime, in the same gateway process: the
     # zmem processes live on globalThis, so turns are served by the warm process tools.invoke uses
@@ -156,7 +140,7 @@ def test_agent_turns_and_tool_calls_share_one_zmem_process_per_workspace(setup):
     assert gw.invoke("memory_search", {"query": "espresso standup"})["ok"]
     _, requests = turn(setup, "agent:main:main", "What does Ana drink every morning?", "espresso standup")
     assert tool_result(requests[-1])["results"], "the turn's memory_search found nothing"
-    private = [argv for argv in zmem_servers(gw, ws) if "group" not in argv]
+    private = [argv for argv in gw.zmem_servers(ws) if "group" not in argv]
     assert len(private) == 1, private
 
 
