@@ -99,7 +99,7 @@ class Opinion:
 
     def render(self) -> str:
         out = [f"## {self.statement}",
-               "- entities: " + (" ".join("@" + (f"[{e}]" if " " in e else e) for e in self.entities) or "(none)"),
+               _entities_field(self.entities),
                f"- confidence: {self.confidence:.2f}"]
         if self.updated:
             out.append(f"- updated: {self.updated}")
@@ -172,7 +172,7 @@ class OpinionsFile:
         def put(k: int, text: str) -> None:
             raw[k] = text + raw[k][len(lines[k]):]
         if mentions(_FIELD.match(lines[fields["entities"]]).group(2)) != op.entities:
-            put(fields["entities"], "- entities: " + " ".join("@" + (f"[{e}]" if " " in e else e) for e in op.entities))
+            put(fields["entities"], _entities_field(op.entities))
         if op.evidence and _FIELD.match(lines[fields["evidence"]]).group(2).strip():  # `- evidence: (none yet)`
             put(fields["evidence"], "- evidence:")
         inserts: list[tuple[int, str]] = []
@@ -206,6 +206,11 @@ class OpinionsFile:
             if _number(_FIELD.match(lines[k]).group(2)) != round(op.confidence, 2):
                 put(k, f"- confidence: {op.confidence:.2f}")
         return raw
+
+
+def _entities_field(entities: list[str]) -> str:
+    """An opinion's `- entities:` line, as render writes it and _in_place rewrites it."""
+    return "- entities: " + (" ".join("@" + (f"[{e}]" if " " in e else e) for e in entities) or "(none)")
 
 
 def _terminated(text: str, eol: str) -> str:
