@@ -19,7 +19,10 @@ def _ask(path, request: bytes) -> bytes:
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(10)
         s.connect(str(path))
-        s.sendall(request)
+        try:
+            s.sendall(request)
+        except BrokenPipeError:  # an oversized question: the server answered and closed before reading it all
+            pass
         reply = b""
         while not reply.endswith(b"\n") and (part := s.recv(64)):
             reply += part
